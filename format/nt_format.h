@@ -1,0 +1,199 @@
+/*
+ * nt_format.h - the record layout of a nanotrace archive, in C.
+ *
+ * This header mirrors schema/nanotrace.fbs, which is normative; tests/layout_test.cpp proves
+ * at compile time, against the code flatc generates from the schema, that every struct here
+ * has the same size, alignment and field offsets. The writer and the reader share nothing
+ * but format/.
+ *
+ * Rules that keep the C and FlatBuffers layouts identical: same field order and widths as
+ * the schema; every field at its natural alignment with explicit reserved fields, so no
+ * compiler inserts padding; enums stored as uint8_t; 64-bit members aligned to 8 even on
+ * ABIs that align them to 4 in structs.
+ */
+#ifndef NT_FORMAT_H
+#define NT_FORMAT_H
+
+#include <stdint.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "nanotrace archives are little-endian and the writer fills records with plain stores"
+#endif
+
+#ifdef __cplusplus
+#define NT_ALIGN8 alignas(8)
+#define NT_STATIC_ASSERT static_assert
+#else
+#define NT_ALIGN8 _Alignas(8)
+#define NT_STATIC_ASSERT _Static_assert
+#endif
+
+#define NT_FILE_IDENTIFIER "NTRC"
+#define NT_FORMAT_MAJOR 1
+#define NT_FORMAT_MINOR 0
+#define NT_RECORD_ALIGN 8u
+
+/* RecordKind */
+enum {
+	NT_KIND_INVALID = 0,
+	NT_KIND_PADDING = 1,
+	NT_KIND_STRING = 2,
+	NT_KIND_THREAD = 3,
+	NT_KIND_CALLSITE = 4,
+	NT_KIND_CHUNK = 5,
+	NT_KIND_BEGIN = 16,
+	NT_KIND_END = 17,
+	NT_KIND_INSTANT = 18,
+	NT_KIND_COMPLETE = 19,
+	NT_KIND_COUNTER = 20,
+	NT_KIND_TIMESTAMP = 21,
+};
+
+/* ArgType */
+enum {
+	NT_ARG_NONE = 0,
+	NT_ARG_INT32 = 1,
+	NT_ARG_UINT32 = 2,
+	NT_ARG_INT64 = 3,
+	NT_ARG_UINT64 = 4,
+	NT_ARG_DOUBLE = 5,
+	NT_ARG_BOOL = 6,
+	NT_ARG_POINTER = 7,
+	NT_ARG_STRING = 8,
+	NT_ARG_STRING_REF = 9,
+};
+
+/* BufferingMode */
+enum { NT_MODE_ONESHOT = 0, NT_MODE_CIRCULAR = 1, NT_MODE_STREAMING = 2 };
+
+/* ClockSource */
+enum { NT_CLOCK_MONOTONIC = 0, NT_CLOCK_TSC = 1 };
+
+/* FinalState */
+enum {
+	NT_FINAL_RECORDING = 0,
+	NT_FINAL_FINISHED = 1,
+	NT_FINAL_DURABLE_FULL = 2,
+	NT_FINAL_INDEX_FULL = 3,
+};
+
+/* Limits that follow from the field widths. */
+#define NT_MAX_RECORD_WORDS 255u                  /* size_words is a ubyte */
+#define NT_MAX_RECORD_BYTES (NT_MAX_RECORD_WORDS * 8u)
+#define NT_MAX_STRING_LENGTH (NT_MAX_RECORD_BYTES - 8u) /* 2032 */
+#define NT_MAX_THREAD_NAME_LENGTH (NT_MAX_RECORD_BYTES - 16u)
+#define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
+#define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
+/* ChunkHeader.claim: ((sequence + 1) << 1) | writer-active. */
+#define NT_CLAIM_WRITER_ACTIVE 1u
+static inline uint64_t nt_claim_sequence(uint64_t claim)
+{
+	return (claim >> 1) - 1u;
+}
+
+typedef struct nt_record_prefix {
+	uint8_t kind;
+	uint8_t size_words;
+} nt_record_prefix;
+
+typedef struct nt_large_prefix {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t flags;
+	uint32_t size_bytes;
+} nt_large_prefix;
+
+typedef struct nt_padding_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t reserved0;
+	uint32_t reserved1;
+} nt_padding_record;
+
+typedef struct nt_string_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t length;
+	uint32_t index;
+} nt_string_record;
+
+typedef struct nt_thread_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t name_length;
+	uint32_t index;
+	uint32_t pid;
+	uint32_t tid;
+} nt_thread_record;
+
+typedef struct nt_callsite_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t index;
+	uint32_t line;
+	uint32_t category;
+	uint32_t name;
+	uint32_t file;
+	uint32_t reserved0;
+} nt_callsite_record;
+
+typedef struct nt_chunk_header {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t flags;
+	uint32_t size_bytes;
+	uint32_t thread;
+	uint32_t event_count;
+	NT_ALIGN8 uint64_t claim;
+	NT_ALIGN8 uint64_t base_ticks;
+} nt_chunk_header;
+
+typedef struct nt_event_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t callsite;
+	uint32_t delta;
+} nt_event_record;
+
+typedef struct nt_complete_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t callsite;
+	uint32_t delta;
+	NT_ALIGN8 uint64_t duration;
+} nt_complete_record;
+
+typedef struct nt_timestamp_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t reserved0;
+	uint32_t reserved1;
+	NT_ALIGN8 uint64_t ticks;
+} nt_timestamp_record;
+
+typedef struct nt_arg_header {
+	uint8_t type;
+	uint8_t size_words;
+	uint16_t name;
+	uint32_t value32;
+} nt_arg_header;
+
+NT_STATIC_ASSERT(sizeof(nt_record_prefix) == 2, "RecordPrefix is 2 bytes");
+NT_STATIC_ASSERT(sizeof(nt_large_prefix) == 8, "LargePrefix is 8 bytes");
+NT_STATIC_ASSERT(sizeof(nt_padding_record) == 8, "PaddingRecord is 8 bytes");
+NT_STATIC_ASSERT(sizeof(nt_string_record) == 8, "StringRecord is 8 bytes");
+NT_STATIC_ASSERT(sizeof(nt_thread_record) == 16, "ThreadRecord is 16 bytes");
+NT_STATIC_ASSERT(sizeof(nt_callsite_record) == 24, "CallSiteRecord is 24 bytes");
+NT_STATIC_ASSERT(sizeof(nt_chunk_header) == 32, "ChunkHeader is 32 bytes");
+NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");
+NT_STATIC_ASSERT(sizeof(nt_complete_record) == 16, "CompleteRecord is 16 bytes");
+NT_STATIC_ASSERT(sizeof(nt_timestamp_record) == 16, "TimestampRecord is 16 bytes");
+NT_STATIC_ASSERT(sizeof(nt_arg_header) == 8, "ArgHeader is 8 bytes");
+
+/* Words a string payload of `len` bytes takes, rounded up to 8 bytes. */
+static inline uint32_t nt_words_for_bytes(uint32_t len)
+{
+	return (len + 7u) / 8u;
+}
+
+#endif /* NT_FORMAT_H */

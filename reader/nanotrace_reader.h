@@ -1,0 +1,172 @@
+/*
+ * nanotrace_reader.h - read nanotrace archives, which are treated as untrusted input.
+ *
+ *     nt_reader_error err;
+ *     nt_reader *r = nt_reader_open("out.ntrace", &err);
+ *     if (!r) { fprintf(stderr, "%s\n", err.message); exit(2); }
+ *     nt_reader_callbacks cb = { .on_event = print_event };
+ *     nt_reader_visit(r, &cb, ctx, NT_ORDER_TIME, NT_ON_CORRUPT_SKIP);
+ *     nt_reader_close(r);
+ *
+ * Opening maps the file, verifies the ArchiveHeader FlatBuffer, then walks the record stream
+ * once, checking every record's kind, size and references against the file bounds and the
+ * durable tables (strings, threads, call sites). Visiting decodes the chunks and delivers
+ * events to callbacks, in stream order or in timestamp order (a k-way merge of the threads'
+ * chunk streams). Nothing read from the file is trusted: every size and index is checked
+ * before use, and a problem is reported with its byte offset.
+ *
+ * Memory is O(threads + strings + call sites), never O(events): the file is mapped, not
+ * loaded, and the merge keeps one cursor per thread.
+ */
+#ifndef NANOTRACE_READER_H
+#define NANOTRACE_READER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nt_archive_header.h"
+#include "nt_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nt_reader nt_reader;
+
+/* Where and what: filled by nt_reader_open() when it fails. */
+typedef struct nt_reader_error {
+	uint64_t offset;   /* byte offset of the problem in the file, if any */
+	char message[512]; /* one line: "<path>: <problem> at byte <offset>" */
+} nt_reader_error;
+
+typedef struct nt_reader_thread {
+	uint32_t index;
+	uint32_t pid;
+	uint32_t tid;
+	const char *name; /* NUL-terminated; "" when the archive named none */
+} nt_reader_thread;
+
+typedef struct nt_reader_arg {
+	const char *name; /* NUL-terminated */
+	uint8_t type;     /* NT_ARG_* (nt_format.h); 32-bit types are widened below */
+	union {
+		int64_t i64;  /* NT_ARG_INT32, NT_ARG_INT64 */
+		uint64_t u64; /* NT_ARG_UINT32, NT_ARG_UINT64, NT_ARG_BOOL, NT_ARG_POINTER */
+		double f64;   /* NT_ARG_DOUBLE */
+		struct {
+			const char *ptr; /* NOT NUL-terminated; raw bytes from the archive */
+			uint32_t len;
+		} str;            /* NT_ARG_STRING, NT_ARG_STRING_REF */
+	} value;
+} nt_reader_arg;
+
+typedef struct nt_reader_event {
+	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE or _COUNTER */
+	const char *category, *name, *file; /* NUL-terminated */
+	uint32_t line;
+	uint32_t callsite;
+	const nt_reader_thread *thread;
+	uint64_t ticks;       /* raw clock value; for Complete, the start */
+	int64_t time_ns;      /* CLOCK_MONOTONIC ns; for Complete, the start */
+	int64_t wall_ns;      /* CLOCK_REALTIME ns since the Unix epoch */
+	uint64_t duration_ns; /* Complete only */
+	uint32_t arg_count;
+	const nt_reader_arg *args;
+	uint64_t offset;      /* byte offset of the record in the file */
+} nt_reader_event;
+
+typedef struct nt_reader_callbacks {
+	/* Each event. Return nonzero to stop the visit (nt_reader_visit returns 1). */
+	int (*on_event)(void *ctx, const nt_reader_event *event);
+	/* Corruption: what is wrong and where. The visit goes on or stops per nt_corrupt_policy. */
+	void (*on_error)(void *ctx, uint64_t offset, const char *message);
+} nt_reader_callbacks;
+
+typedef enum nt_order {
+	NT_ORDER_STREAM = 0, /* file order: chunk by chunk */
+	NT_ORDER_TIME = 1,   /* timestamp order across threads */
+} nt_order;
+
+typedef enum nt_corrupt_policy {
+	NT_ON_CORRUPT_STOP = 0, /* stop at the first damaged record */
+	NT_ON_CORRUPT_SKIP = 1, /* skip the damaged record or chunk and go on */
+} nt_corrupt_policy;
+
+/* Open and validate an archive. Returns NULL and fills *err (if not NULL) when the file is
+ * missing, unreadable, empty, truncated, or its header or durable records are damaged.
+ * A damaged chunk is not an open error: it is reported when visited. path == NULL fails. */
+nt_reader *nt_reader_open(const char *path, nt_reader_error *err);
+
+/* The same over a caller-owned buffer, which must outlive the reader (tests, fuzzing). */
+nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name,
+				 nt_reader_error *err);
+
+void nt_reader_close(nt_reader *r); /* NULL is ignored */
+
+/* The decoded header (format, clock, process, geometry, final state and loss counters). */
+const nt_archive_info *nt_reader_info(const nt_reader *r);
+
+/* Name of the archive, as given to open. */
+const char *nt_reader_name(const nt_reader *r);
+
+/* Threads known to the archive, in index order. */
+uint32_t nt_reader_thread_count(const nt_reader *r);
+const nt_reader_thread *nt_reader_thread_at(const nt_reader *r, uint32_t i);
+
+/* Longest category name and thread name over the archive (for column alignment). */
+uint32_t nt_reader_max_category_len(const nt_reader *r);
+uint32_t nt_reader_max_name_len(const nt_reader *r);
+
+/* Counts from the open-time walk. */
+typedef struct nt_reader_summary {
+	uint64_t file_bytes;
+	uint64_t header_bytes;
+	uint64_t durable_bytes;
+	uint64_t chunk_bytes;  /* chunk headers and payload */
+	uint64_t chunks;
+	uint32_t strings, threads, callsites;
+	uint64_t open_errors;  /* damaged records skipped while opening (skip policy) */
+} nt_reader_summary;
+void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out);
+
+/* Deliver every event to cb->on_event in `order`. Returns 0 when the whole archive was
+ * read, 1 when on_event asked to stop, -1 when damage stopped it (NT_ON_CORRUPT_STOP) or
+ * memory ran out; every damaged place is reported to cb->on_error (if set) first. */
+int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_order order,
+		    nt_corrupt_policy policy);
+
+/* Convert raw ticks of this archive to CLOCK_MONOTONIC ns and to wall-clock ns. */
+int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks);
+int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns);
+
+/* ---- Renderers (trace-dump is a thin layer over these) ---------------------------------- */
+
+typedef struct nt_render_options {
+	nt_order order;
+	nt_corrupt_policy policy;
+	/* Called for every damaged place, in addition to what the renderer shows (may be NULL). */
+	void (*on_error)(void *ctx, uint64_t offset, const char *message);
+	void *error_ctx;
+} nt_render_options;
+
+/* One line per event, aligned columns: time since start, thread, phase, category, name,
+ * duration, arguments. Returns nt_reader_visit's result. */
+int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
+
+/* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
+ * process name metadata) that chrome://tracing and Perfetto UI open. */
+int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
+
+/* Counts per record kind and per thread, drops, wraps, bytes per event; includes a line
+ * "events: N". */
+int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
+
+/* Writes `len` bytes as the body of a JSON string: escapes quotes, backslashes and control
+ * characters, and replaces bytes that are not valid UTF-8 with U+FFFD. */
+void nt_json_write_string(FILE *out, const char *s, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NANOTRACE_READER_H */

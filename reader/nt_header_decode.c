@@ -1,0 +1,139 @@
+/*
+ * nt_header_decode.c - verifies and decodes the ArchiveHeader FlatBuffer.
+ *
+ * Written by hand instead of with flatc's C++ Verifier because the reader is a C library;
+ * it performs the Verifier's checks on every access: the table, its vtable and each field or
+ * string lie inside the size-prefixed buffer, are aligned, and strings are NUL-terminated.
+ * tests/layout_test.cpp runs flatc's own Verifier on writer-made headers for comparison.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+
+typedef struct fb_view {
+	const uint8_t *buf; /* start of the size-prefixed buffer (the size field) */
+	uint64_t end;       /* 4 + size prefix */
+	uint64_t table, vtable;
+	uint16_t vt_size, table_size;
+} fb_view;
+
+static uint64_t fail(char *why, size_t whylen, uint64_t *where, uint64_t at, const char *msg)
+{
+	snprintf(why, whylen, "%s", msg);
+	*where = at;
+	return 0;
+}
+
+/* Offset of field `f` inside the buffer, or 0 when the table does not have it. */
+static uint64_t field_at(const fb_view *v, unsigned f, unsigned width, int *bad)
+{
+	unsigned slot = 4 + 2 * f;
+	if (slot + 2 > v->vt_size)
+		return 0;
+	uint16_t off = rd16(v->buf + v->vtable + slot);
+	if (off == 0)
+		return 0;
+	if ((uint64_t)off + width > v->table_size || (v->table + off) % width != 0) {
+		*bad = 1;
+		return 0;
+	}
+	return v->table + off;
+}
+
+static int read_string(const fb_view *v, uint64_t at, char *out, size_t cap)
+{
+	uint64_t s = at + rd32(v->buf + at);
+	if (s % 4 != 0 || s + 4 > v->end)
+		return 0;
+	uint64_t len = rd32(v->buf + s);
+	if (len > v->end || s + 4 + len + 1 > v->end || v->buf[s + 4 + len] != 0)
+		return 0;
+	size_t n = len < cap - 1 ? (size_t)len : cap - 1;
+	memcpy(out, v->buf + s + 4, n);
+	out[n] = '\0';
+	return 1;
+}
+
+uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out, char *why,
+			  size_t whylen, uint64_t *where)
+{
+	fb_view v = { .buf = data };
+	if (size < 12)
+		return fail(why, whylen, where, 0, "file too short for an archive header");
+	uint64_t prefix = rd32(data);
+	if (prefix < 8 || prefix > size - 4)
+		return fail(why, whylen, where, 0, "header size prefix exceeds the file");
+	v.end = 4 + prefix;
+	if (memcmp(data + 8, NT_FILE_IDENTIFIER, 4) != 0)
+		return fail(why, whylen, where, 8, "not a nanotrace archive (file identifier is not NTRC)");
+	v.table = 4 + (uint64_t)rd32(data + 4);
+	if (v.table % 4 != 0 || v.table + 4 > v.end)
+		return fail(why, whylen, where, 4, "header root table offset out of bounds");
+	int32_t soff = (int32_t)rd32(data + v.table);
+	int64_t vt = (int64_t)v.table - soff;
+	if (vt < 4 || vt % 2 != 0 || (uint64_t)vt + 4 > v.end)
+		return fail(why, whylen, where, v.table, "header vtable offset out of bounds");
+	v.vtable = (uint64_t)vt;
+	v.vt_size = rd16(data + v.vtable);
+	v.table_size = rd16(data + v.vtable + 2);
+	if (v.vt_size < 4 || v.vt_size % 2 != 0 || v.vtable + v.vt_size > v.end)
+		return fail(why, whylen, where, v.vtable, "header vtable size out of bounds");
+	if (v.table_size < 4 || v.table + v.table_size > v.end)
+		return fail(why, whylen, where, v.vtable, "header table size out of bounds");
+
+	memset(out, 0, sizeof(*out));
+	out->format_major = 1; /* schema default */
+	for (unsigned f = 0; f < NT_HDR_FIELD_COUNT; f++) {
+		unsigned w = nt_header_field_width[f] ? nt_header_field_width[f] : 4;
+		int bad = 0;
+		uint64_t at = field_at(&v, f, w, &bad);
+		if (bad)
+			return fail(why, whylen, where, v.table, "header field out of bounds or misaligned");
+		if (at == 0)
+			continue;
+		if (nt_header_field_width[f] == 0) {
+			char *dst = f == NT_HDR_PRODUCER ? out->producer : out->process_name;
+			if (!read_string(&v, at, dst, NT_HDR_MAX_STRING + 1))
+				return fail(why, whylen, where, at, "header string out of bounds or unterminated");
+			continue;
+		}
+		uint64_t val = w == 8 ? rd64(data + at) : w == 4 ? rd32(data + at)
+				       : w == 2 ? rd16(data + at) : data[at];
+		switch (f) {
+		case NT_HDR_FORMAT_MAJOR: out->format_major = (uint16_t)val; break;
+		case NT_HDR_FORMAT_MINOR: out->format_minor = (uint16_t)val; break;
+		case NT_HDR_CLOCK_SOURCE: out->clock_source = (uint8_t)val; break;
+		case NT_HDR_TICKS_PER_SECOND: out->ticks_per_second = val; break;
+		case NT_HDR_START_TICKS: out->start_ticks = val; break;
+		case NT_HDR_START_MONOTONIC_NS: out->start_monotonic_ns = val; break;
+		case NT_HDR_START_REALTIME_NS: out->start_realtime_ns = val; break;
+		case NT_HDR_FINISH_TICKS: out->finish_ticks = val; break;
+		case NT_HDR_FINISH_MONOTONIC_NS: out->finish_monotonic_ns = val; break;
+		case NT_HDR_FINISH_REALTIME_NS: out->finish_realtime_ns = val; break;
+		case NT_HDR_PID: out->pid = (uint32_t)val; break;
+		case NT_HDR_BUFFERING_MODE: out->buffering_mode = (uint8_t)val; break;
+		case NT_HDR_ARENA_SIZE: out->arena_size = val; break;
+		case NT_HDR_DURABLE_SIZE: out->durable_size = val; break;
+		case NT_HDR_CHUNK_SIZE: out->chunk_size = (uint32_t)val; break;
+		case NT_HDR_CHUNKS_PER_HALF: out->chunks_per_half = (uint32_t)val; break;
+		case NT_HDR_FINAL_STATE: out->final_state = (uint8_t)val; break;
+		case NT_HDR_EVENTS_WRITTEN: out->events_written = val; break;
+		case NT_HDR_EVENTS_DROPPED: out->events_dropped = val; break;
+		case NT_HDR_EVENTS_OVERWRITTEN: out->events_overwritten = val; break;
+		case NT_HDR_WRAPS: out->wraps = val; break;
+		case NT_HDR_DURABLE_DROPPED: out->durable_dropped = val; break;
+		case NT_HDR_CHUNKS_CLAIMED: out->chunks_claimed = val; break;
+		default: break;
+		}
+	}
+	if (out->format_major != NT_FORMAT_MAJOR) {
+		snprintf(why, whylen, "unsupported format version %u.%u (this reader reads %u.x)",
+			 out->format_major, out->format_minor, NT_FORMAT_MAJOR);
+		*where = 0;
+		return 0;
+	}
+	if (out->ticks_per_second == 0)
+		return fail(why, whylen, where, v.table, "header ticks_per_second is 0");
+	return (v.end + 7) & ~(uint64_t)7;
+}

@@ -1,0 +1,94 @@
+/* nt_reader_internal.h - the reader's state, shared by its mechanisms (not installed). */
+#ifndef NT_READER_INTERNAL_H
+#define NT_READER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nanotrace_reader.h"
+
+typedef struct reader_string {
+	const char *str; /* NUL-terminated copy in the pool; NULL = index not defined */
+	uint32_t len;
+} reader_string;
+
+typedef struct reader_callsite {
+	uint32_t category, name, file, line; /* string indices, validated at definition */
+	int defined;
+} reader_callsite;
+
+struct nt_reader {
+	const uint8_t *data;
+	size_t size;
+	int mapped;
+	char name[256];
+	nt_archive_info info;
+	uint64_t records_start; /* first record, after the header */
+
+	reader_string *strings; /* by index; [0] unused */
+	uint32_t nstrings;      /* highest index + 1 allocated */
+	char *pool;             /* NUL-terminated copies of all strings */
+	size_t pool_len, pool_cap;
+
+	nt_reader_thread *threads; /* by index; [0] unused; name == NULL = not defined */
+	char **thread_names;
+	uint32_t nthreads;
+
+	reader_callsite *callsites; /* by index */
+	uint32_t ncallsites;
+
+	uint32_t max_category_len, max_name_len;
+
+	/* Damaged durable records found while opening; the visit reports them first. */
+#define NT_READER_MAX_OPEN_DAMAGE 16
+	struct {
+		uint64_t offset;
+		const char *message;
+	} damage[NT_READER_MAX_OPEN_DAMAGE];
+	uint32_t ndamage;
+	nt_reader_summary summary;
+};
+
+/* nt_header_decode.c: verify and decode the size-prefixed ArchiveHeader FlatBuffer at the
+ * start of data. Returns the offset of the first record, or 0 with a message in `why`. */
+uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out, char *why,
+			  size_t whylen, uint64_t *where);
+
+static inline uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, p, 8);
+	return v;
+}
+static inline uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+static inline uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	__builtin_memcpy(&v, p, 2);
+	return v;
+}
+
+/* Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it
+ * is malformed or runs past the end; *why says which. */
+uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why);
+
+/* After damage at `off`: the offset of the next plausible chunk header, or the file size. */
+uint64_t nt_resync(const nt_reader *r, uint64_t off);
+
+/* Is the chunk header at `off` (of `size` bytes) one the archive can decode? */
+int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why);
+
+/* Renderers: forward damage to the caller's nt_render_options.on_error. */
+static inline void nt_render_forward_error(const nt_render_options *opt, uint64_t off,
+					   const char *msg)
+{
+	if (opt->on_error)
+		opt->on_error(opt->error_ctx, off, msg);
+}
+
+#endif /* NT_READER_INTERNAL_H */

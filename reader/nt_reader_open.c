@@ -1,0 +1,388 @@
+/*
+ * nt_reader_open.c - maps an archive, verifies its header and builds the durable tables.
+ *
+ * The open-time walk frames every top-level record and records the durable ones (strings,
+ * threads, call sites), checking each reference against what was defined before it, as the
+ * format requires. Damage found here does not fail the open: the visit finds the same damage
+ * at the same offsets and reports it under the caller's policy.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nt_reader_internal.h"
+
+#define MAX_THREAD_INDEX (1u << 20) /* bounds the thread table a corrupt index could demand */
+
+static void set_err(nt_reader_error *err, const char *name, uint64_t off, const char *fmt,
+		    const char *detail)
+{
+	if (err == NULL)
+		return;
+	err->offset = off;
+	/* Truncation of an overlong path is acceptable: the message stays one line. */
+	int n = snprintf(err->message, sizeof(err->message), "%.200s: ", name);
+	snprintf(err->message + n, sizeof(err->message) - (size_t)n, fmt, detail);
+}
+
+uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why)
+{
+	uint64_t left = r->size - off;
+	if (left < 8) {
+		*why = "truncated record at the end of the file";
+		return 0;
+	}
+	const uint8_t *p = r->data + off;
+	if (p[0] == NT_KIND_INVALID) {
+		*why = "zero word where a record should start (unwritten space)";
+		return 0;
+	}
+	uint64_t size = p[1] ? (uint64_t)p[1] * 8 : rd32(p + 4);
+	if (size < 8 || size % 8 != 0) {
+		*why = "record size is not a positive multiple of 8";
+		return 0;
+	}
+	if (size > left) {
+		*why = "record runs past the end of the file (truncated?)";
+		return 0;
+	}
+	return size;
+}
+
+uint64_t nt_resync(const nt_reader *r, uint64_t off)
+{
+	for (off += 8; off + sizeof(nt_chunk_header) <= r->size; off += 8) {
+		const uint8_t *p = r->data + off;
+		uint64_t size = rd32(p + 4);
+		const char *why;
+		if (p[0] == NT_KIND_CHUNK && p[1] == 0 && size % 8 == 0 && size <= r->size - off &&
+		    nt_chunk_header_ok(r, off, size, &why))
+			return off;
+	}
+	return r->size;
+}
+
+int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why)
+{
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + off);
+	if (h->size_words != 0 || size < sizeof(nt_chunk_header)) {
+		*why = "chunk header is malformed";
+		return 0;
+	}
+	uint32_t t = rd32(r->data + off + 8);
+	if (t == 0 || t >= r->nthreads || r->threads[t].name == NULL) {
+		*why = "chunk belongs to a thread the archive never defined";
+		return 0;
+	}
+	return 1;
+}
+
+static int grow(void **arr, uint32_t *n, uint32_t need, size_t elem)
+{
+	if (need <= *n)
+		return 1;
+	uint32_t cap = *n ? *n : 16;
+	while (cap < need)
+		cap *= 2;
+	void *p = realloc(*arr, (size_t)cap * elem);
+	if (p == NULL)
+		return 0;
+	memset((char *)p + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
+	*arr = p;
+	*n = cap;
+	return 1;
+}
+
+/* Copy bytes into the NUL-terminated pool; returns the pool offset or -1. */
+static long pool_add(nt_reader *r, const uint8_t *s, uint32_t len)
+{
+	if (r->pool_len + len + 1 > r->pool_cap) {
+		size_t cap = r->pool_cap ? r->pool_cap : 4096;
+		while (cap < r->pool_len + len + 1)
+			cap *= 2;
+		char *p = realloc(r->pool, cap);
+		if (p == NULL)
+			return -1;
+		r->pool = p;
+		r->pool_cap = cap;
+	}
+	long at = (long)r->pool_len;
+	memcpy(r->pool + at, s, len);
+	r->pool[at + len] = '\0';
+	r->pool_len += len + 1;
+	return at;
+}
+
+/* Pool offsets are turned into pointers once the pool stops moving. */
+typedef struct pending_names {
+	long *string_at; /* by string index */
+	long *thread_at; /* by thread index */
+} pending_names;
+
+static const char *durable_record(nt_reader *r, uint64_t off, uint64_t size, pending_names *pn,
+				  uint32_t *nstr_at, uint32_t *nthr_at)
+{
+	const uint8_t *p = r->data + off;
+	switch (p[0]) {
+	case NT_KIND_STRING: {
+		const nt_string_record *s = (const void *)p;
+		if (s->length > size - 8)
+			return "string record is shorter than its length";
+		if (s->index == 0 || s->index > NT_MAX_STRING_INDEX)
+			return "string record index is out of range";
+		if (!grow((void **)&r->strings, &r->nstrings, s->index + 1, sizeof(*r->strings)) ||
+		    !grow((void **)&pn->string_at, nstr_at, s->index + 1, sizeof(long)))
+			return "out of memory";
+		long at = pool_add(r, p + 8, s->length);
+		if (at < 0)
+			return "out of memory";
+		pn->string_at[s->index] = at + 1; /* 0 = undefined */
+		r->strings[s->index].len = s->length;
+		r->strings[s->index].str = "";  /* defined; pointer fixed after the walk */
+		r->summary.strings++;
+		return NULL;
+	}
+	case NT_KIND_THREAD: {
+		const nt_thread_record *t = (const void *)p;
+		if (size < 16 || t->name_length > size - 16)
+			return "thread record is shorter than its name";
+		if (t->index == 0 || t->index >= MAX_THREAD_INDEX)
+			return "thread record index is out of range";
+		if (!grow((void **)&r->threads, &r->nthreads, t->index + 1, sizeof(*r->threads)) ||
+		    !grow((void **)&pn->thread_at, nthr_at, t->index + 1, sizeof(long)))
+			return "out of memory";
+		long at = pool_add(r, p + 16, t->name_length);
+		if (at < 0)
+			return "out of memory";
+		if (r->threads[t->index].name == NULL)
+			r->summary.threads++;
+		pn->thread_at[t->index] = at + 1;
+		r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "" };
+		if (t->name_length > r->max_name_len)
+			r->max_name_len = t->name_length;
+		return NULL;
+	}
+	case NT_KIND_CALLSITE: {
+		const nt_callsite_record *c = (const void *)p;
+		if (size < sizeof(*c))
+			return "call-site record is too short";
+		if (c->index == 0)
+			return "call-site record index is 0";
+		uint32_t refs[3] = { c->category, c->name, c->file };
+		for (int i = 0; i < 3; i++)
+			if (refs[i] == 0 || refs[i] >= r->nstrings || r->strings[refs[i]].str == NULL)
+				return "call site references a string the archive never defined";
+		if (!grow((void **)&r->callsites, &r->ncallsites, (uint32_t)c->index + 1,
+			  sizeof(*r->callsites)))
+			return "out of memory";
+		if (!r->callsites[c->index].defined)
+			r->summary.callsites++;
+		r->callsites[c->index] =
+			(reader_callsite){ c->category, c->name, c->file, c->line, 1 };
+		if (r->strings[c->category].len > r->max_category_len)
+			r->max_category_len = r->strings[c->category].len;
+		return NULL;
+	}
+	default:
+		return NULL;
+	}
+}
+
+static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
+{
+	char why[200];
+	uint64_t where = 0;
+	r->records_start = nt_header_decode(r->data, r->size, &r->info, why, sizeof(why), &where);
+	if (r->records_start == 0) {
+		set_err(err, r->name, where, "%s", why);
+		nt_reader_close(r);
+		return NULL;
+	}
+	if (r->records_start > r->size)
+		r->records_start = r->size;
+	r->summary.file_bytes = r->size;
+	r->summary.header_bytes = r->records_start;
+
+	pending_names pn = { 0 };
+	uint32_t nstr_at = 0, nthr_at = 0;
+	const char *fatal = NULL;
+	uint64_t off = r->records_start;
+	while (off < r->size && fatal == NULL) {
+		const char *why2 = NULL;
+		uint64_t size = nt_record_size(r, off, &why2);
+		if (size == 0) {
+			/* The visit reports it; resynchronise on the next chunk header. */
+			r->summary.open_errors++;
+			off = nt_resync(r, off);
+			continue;
+		}
+		uint8_t kind = r->data[off];
+		if (kind == NT_KIND_CHUNK) {
+			if (nt_chunk_header_ok(r, off, size, &why2)) {
+				r->summary.chunks++;
+				r->summary.chunk_bytes += size;
+			} else {
+				r->summary.open_errors++;
+			}
+		} else if (kind >= NT_KIND_STRING && kind <= NT_KIND_CALLSITE) {
+			const char *bad = durable_record(r, off, size, &pn, &nstr_at, &nthr_at);
+			if (bad != NULL && strcmp(bad, "out of memory") == 0)
+				fatal = bad;
+			else if (bad != NULL) {
+				r->summary.open_errors++;
+				if (r->ndamage < NT_READER_MAX_OPEN_DAMAGE) {
+					r->damage[r->ndamage].offset = off;
+					r->damage[r->ndamage++].message = bad;
+				}
+			}
+			else
+				r->summary.durable_bytes += size;
+		}
+		off += size;
+	}
+	for (uint32_t i = 0; i < r->nstrings && i < nstr_at; i++)
+		if (pn.string_at[i])
+			r->strings[i].str = r->pool + pn.string_at[i] - 1;
+	for (uint32_t i = 0; i < r->nthreads && i < nthr_at; i++)
+		if (pn.thread_at[i])
+			r->threads[i].name = r->pool + pn.thread_at[i] - 1;
+	free(pn.string_at);
+	free(pn.thread_at);
+	if (fatal) {
+		set_err(err, r->name, off, "%s", "out of memory while reading the durable tables");
+		nt_reader_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name,
+				 nt_reader_error *err)
+{
+	nt_reader *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		set_err(err, name ? name : "(memory)", 0, "%s", "out of memory");
+		return NULL;
+	}
+	snprintf(r->name, sizeof(r->name), "%s", name ? name : "(memory)");
+	r->data = data;
+	r->size = size;
+	if (data == NULL || size == 0) {
+		set_err(err, r->name, 0, "%s", "empty input: not a nanotrace archive");
+		nt_reader_close(r);
+		return NULL;
+	}
+	return reader_init(r, err);
+}
+
+nt_reader *nt_reader_open(const char *path, nt_reader_error *err)
+{
+	if (path == NULL) {
+		set_err(err, "(null)", 0, "%s", "no archive path given");
+		return NULL;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, path, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		set_err(err, path, 0, "%s", S_ISDIR(st.st_mode) ? "is a directory, not an archive"
+								 : "not a regular file");
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size == 0) {
+		set_err(err, path, 0, "%s", "empty file: not a nanotrace archive");
+		close(fd);
+		return NULL;
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int map_errno = errno;
+	close(fd);
+	if (m == MAP_FAILED) {
+		set_err(err, path, 0, "cannot map: %s", strerror(map_errno));
+		return NULL;
+	}
+	nt_reader *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		munmap(m, (size_t)st.st_size);
+		set_err(err, path, 0, "%s", "out of memory");
+		return NULL;
+	}
+	snprintf(r->name, sizeof(r->name), "%s", path);
+	r->data = m;
+	r->size = (size_t)st.st_size;
+	r->mapped = 1;
+	return reader_init(r, err);
+}
+
+void nt_reader_close(nt_reader *r)
+{
+	if (r == NULL)
+		return;
+	if (r->mapped)
+		munmap((void *)(uintptr_t)r->data, r->size);
+	free(r->strings);
+	free(r->pool);
+	free(r->threads);
+	free(r->callsites);
+	free(r);
+}
+
+const nt_archive_info *nt_reader_info(const nt_reader *r)
+{
+	return &r->info;
+}
+
+const char *nt_reader_name(const nt_reader *r)
+{
+	return r->name;
+}
+
+uint32_t nt_reader_thread_count(const nt_reader *r)
+{
+	return r->summary.threads;
+}
+
+const nt_reader_thread *nt_reader_thread_at(const nt_reader *r, uint32_t i)
+{
+	for (uint32_t idx = 1; idx < r->nthreads; idx++)
+		if (r->threads[idx].name != NULL && i-- == 0)
+			return &r->threads[idx];
+	return NULL;
+}
+
+uint32_t nt_reader_max_category_len(const nt_reader *r)
+{
+	return r->max_category_len;
+}
+
+uint32_t nt_reader_max_name_len(const nt_reader *r)
+{
+	return r->max_name_len;
+}
+
+void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)
+{
+	*out = r->summary;
+}
+
+int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
+{
+	int64_t d = (int64_t)(ticks - r->info.start_ticks);
+	__int128 ns = (__int128)d * 1000000000 / (__int128)r->info.ticks_per_second;
+	return (int64_t)r->info.start_monotonic_ns + (int64_t)ns;
+}
+
+int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns)
+{
+	return (int64_t)r->info.start_realtime_ns + (monotonic_ns - (int64_t)r->info.start_monotonic_ns);
+}

@@ -1,0 +1,407 @@
+/*
+ * nt_reader_visit.c - decodes chunks into events, in stream order or timestamp order.
+ *
+ * A chunk cursor walks one chunk's records, keeping the running tick count (deltas and
+ * Timestamp escapes). Stream order walks the file once. Timestamp order keeps one cursor per
+ * thread, each scanning the file forward for its thread's next chunk (chunks of a thread
+ * appear in sequence order), and merges the threads' next events with a binary heap: memory
+ * is O(threads), time O(events log threads + threads * chunks).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+
+#define MAX_ARGS NT_MAX_RECORD_WORDS
+
+typedef struct chunk_cursor {
+	uint64_t pos, end;   /* next record, end of the chunk */
+	uint64_t ticks;      /* running clock */
+	const nt_reader_thread *thread;
+	int active;
+} chunk_cursor;
+
+typedef struct visit {
+	nt_reader *r;
+	const nt_reader_callbacks *cb;
+	void *ctx;
+	nt_corrupt_policy policy;
+	int damaged; /* at least one error was reported */
+} visit;
+
+static void report(visit *v, uint64_t off, const char *msg)
+{
+	v->damaged = 1;
+	if (v->cb->on_error)
+		v->cb->on_error(v->ctx, off, msg);
+}
+
+static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off, uint64_t size)
+{
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + off);
+	c->pos = off + sizeof(*h);
+	c->end = off + size;
+	c->ticks = h->base_ticks;
+	c->thread = &r->threads[h->thread];
+	c->active = 1;
+}
+
+static const char *string_at(const nt_reader *r, uint32_t idx)
+{
+	return idx < r->nstrings ? r->strings[idx].str : NULL;
+}
+
+static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8_t *end,
+			       nt_reader_arg *args, uint32_t *count)
+{
+	uint32_t n = 0;
+	while (p < end) {
+		const nt_arg_header *h = (const nt_arg_header *)(const void *)p;
+		uint32_t bytes = (uint32_t)h->size_words * 8;
+		if (bytes == 0 || bytes > (uint64_t)(end - p))
+			return "argument size runs past its event record";
+		nt_reader_arg *a = &args[n];
+		a->name = string_at(r, h->name);
+		if (a->name == NULL)
+			return "argument name references a string the archive never defined";
+		a->type = h->type;
+		switch (h->type) {
+		case NT_ARG_INT32:
+			a->value.i64 = (int32_t)h->value32;
+			break;
+		case NT_ARG_UINT32:
+		case NT_ARG_BOOL:
+			a->value.u64 = h->value32;
+			break;
+		case NT_ARG_INT64:
+		case NT_ARG_UINT64:
+		case NT_ARG_DOUBLE:
+		case NT_ARG_POINTER:
+			if (bytes < 16)
+				return "64-bit argument is missing its value word";
+			memcpy(&a->value.u64, p + 8, 8);
+			break;
+		case NT_ARG_STRING:
+			if (h->value32 > bytes - 8)
+				return "string argument is longer than its record";
+			a->value.str.ptr = (const char *)p + 8;
+			a->value.str.len = h->value32;
+			break;
+		case NT_ARG_STRING_REF: {
+			const char *s = string_at(r, h->value32);
+			if (s == NULL)
+				return "string argument references a string the archive never defined";
+			a->value.str.ptr = s;
+			a->value.str.len = r->strings[h->value32].len;
+			break;
+		}
+		default:
+			p += bytes; /* unknown or None: skipped, kept out of the event */
+			continue;
+		}
+		n++;
+		p += bytes;
+	}
+	*count = n;
+	return NULL;
+}
+
+/* Next event of a chunk: 1 = *ev filled, 0 = chunk done, -1 = damage (*why, *at); after a
+ * damaged record that is still framed, the cursor has moved past it, so the caller may go
+ * on (skip policy); when framing itself is broken the cursor is closed. */
+static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
+		       nt_reader_arg *args, const char **why, uint64_t *at)
+{
+	while (c->active && c->pos + 8 <= c->end) {
+		const uint8_t *p = r->data + c->pos;
+		uint64_t off = c->pos;
+		uint8_t kind = p[0];
+		uint32_t bytes = (uint32_t)p[1] * 8;
+		if (kind == NT_KIND_INVALID)
+			break; /* unpublished space: the chunk's data ends here */
+		if (bytes == 0 || bytes > c->end - c->pos) {
+			c->active = 0;
+			*why = bytes == 0 ? "record inside a chunk has size 0"
+					  : "record runs past the end of its chunk";
+			*at = off;
+			return -1;
+		}
+		c->pos += bytes;
+		if (kind == NT_KIND_TIMESTAMP) {
+			if (bytes < 16) {
+				*why = "timestamp record is too short";
+				*at = off;
+				return -1;
+			}
+			c->ticks = rd64(p + 8);
+			continue;
+		}
+		if (kind < NT_KIND_BEGIN || kind > NT_KIND_COUNTER)
+			continue; /* padding, or a kind this reader does not know: skipped by size */
+
+		const nt_event_record *e = (const nt_event_record *)(const void *)p;
+		uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
+		if (bytes < head) {
+			*why = "complete event is missing its duration";
+			*at = off;
+			return -1;
+		}
+		c->ticks += e->delta;
+		if (e->callsite == 0 || e->callsite >= r->ncallsites ||
+		    !r->callsites[e->callsite].defined) {
+			*why = "event references a call site the archive never defined";
+			*at = off;
+			return -1;
+		}
+		const reader_callsite *cs = &r->callsites[e->callsite];
+		const char *bad = decode_args(r, p + head, p + bytes, args, &ev->arg_count);
+		if (bad) {
+			*why = bad;
+			*at = off;
+			return -1;
+		}
+		ev->kind = kind;
+		ev->category = r->strings[cs->category].str;
+		ev->name = r->strings[cs->name].str;
+		ev->file = r->strings[cs->file].str;
+		ev->line = cs->line;
+		ev->callsite = e->callsite;
+		ev->thread = c->thread;
+		ev->ticks = c->ticks;
+		ev->duration_ns = 0;
+		if (kind == NT_KIND_COMPLETE) {
+			uint64_t dur = rd64(p + 8);
+			ev->ticks = c->ticks - dur;
+			int64_t end_ns = nt_reader_ticks_to_ns(r, c->ticks);
+			ev->time_ns = nt_reader_ticks_to_ns(r, ev->ticks);
+			ev->duration_ns = (uint64_t)(end_ns - ev->time_ns);
+		} else {
+			ev->time_ns = nt_reader_ticks_to_ns(r, c->ticks);
+		}
+		ev->wall_ns = nt_reader_ns_to_wall(r, ev->time_ns);
+		ev->args = args;
+		ev->offset = off;
+		return 1;
+	}
+	c->active = 0;
+	return 0;
+}
+
+/* Next top-level record at or after *off: returns its size, or 0 at the end of the file.
+ * Damage is reported when `quiet` is 0, and then either stops (returns 0, *stopped = 1) or
+ * resynchronises on the next chunk header. */
+static uint64_t next_top(visit *v, uint64_t *off, int quiet, int *stopped)
+{
+	nt_reader *r = v->r;
+	while (*off < r->size) {
+		const char *why = NULL;
+		uint64_t size = nt_record_size(r, *off, &why);
+		if (size != 0 && r->data[*off] == NT_KIND_CHUNK &&
+		    !nt_chunk_header_ok(r, *off, size, &why))
+			size = 0;
+		if (size != 0)
+			return size;
+		if (!quiet) {
+			report(v, *off, why);
+			if (v->policy == NT_ON_CORRUPT_STOP) {
+				*stopped = 1;
+				return 0;
+			}
+		}
+		*off = nt_resync(r, *off);
+	}
+	return 0;
+}
+
+static int visit_stream(visit *v)
+{
+	nt_reader *r = v->r;
+	nt_reader_arg *args = malloc(sizeof(*args) * MAX_ARGS);
+	if (args == NULL)
+		return -1;
+	uint64_t off = r->records_start;
+	int stopped = 0, result = 0;
+	for (;;) {
+		uint64_t size = next_top(v, &off, 0, &stopped);
+		if (size == 0)
+			break;
+		if (r->data[off] == NT_KIND_CHUNK) {
+			chunk_cursor c;
+			cursor_open_chunk(r, &c, off, size);
+			nt_reader_event ev;
+			const char *why;
+			uint64_t at;
+			int rc;
+			while ((rc = cursor_next(r, &c, &ev, args, &why, &at)) != 0) {
+				if (rc < 0) {
+					report(v, at, why);
+					if (v->policy == NT_ON_CORRUPT_STOP) {
+						stopped = 1;
+						break;
+					}
+					continue;
+				}
+				if (v->cb->on_event && v->cb->on_event(v->ctx, &ev)) {
+					result = 1;
+					break;
+				}
+			}
+			if (stopped || result)
+				break;
+		}
+		off += size;
+	}
+	free(args);
+	return stopped ? -1 : result;
+}
+
+/* ---- timestamp order ------------------------------------------------------------------- */
+
+typedef struct thread_stream {
+	uint32_t thread;
+	uint64_t scan;       /* where to look for this thread's next chunk */
+	chunk_cursor c;
+	nt_reader_event ev;  /* pending event, valid when has_event */
+	nt_reader_arg *args;
+	int has_event;
+} thread_stream;
+
+/* Advance a stream to its next event; returns -1 when damage stops the visit. */
+static int stream_advance(visit *v, thread_stream *s)
+{
+	nt_reader *r = v->r;
+	for (;;) {
+		if (s->c.active) {
+			const char *why;
+			uint64_t at;
+			int rc = cursor_next(r, &s->c, &s->ev, s->args, &why, &at);
+			if (rc > 0) {
+				s->has_event = 1;
+				return 0;
+			}
+			if (rc < 0) {
+				report(v, at, why);
+				if (v->policy == NT_ON_CORRUPT_STOP)
+					return -1;
+			}
+			continue;
+		}
+		int stopped = 0;
+		uint64_t size;
+		for (;;) {
+			size = next_top(v, &s->scan, 1, &stopped);
+			if (size == 0)
+				break;
+			uint64_t off = s->scan;
+			s->scan += size;
+			if (r->data[off] == NT_KIND_CHUNK && rd32(r->data + off + 8) == s->thread) {
+				cursor_open_chunk(r, &s->c, off, size);
+				break;
+			}
+		}
+		if (size == 0) {
+			s->has_event = 0;
+			return 0;
+		}
+	}
+}
+
+static int earlier(const thread_stream *a, const thread_stream *b)
+{
+	if (a->ev.time_ns != b->ev.time_ns)
+		return a->ev.time_ns < b->ev.time_ns;
+	return a->thread < b->thread;
+}
+
+static void sift_down(thread_stream **heap, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && earlier(heap[l], heap[m]))
+			m = l;
+		if (l + 1 < n && earlier(heap[l + 1], heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		thread_stream *t = heap[i];
+		heap[i] = heap[m];
+		heap[m] = t;
+		i = m;
+	}
+}
+
+static int visit_time(visit *v)
+{
+	nt_reader *r = v->r;
+	/* Framing damage is reported once here; the per-thread scans then skip it quietly. */
+	uint64_t off = r->records_start;
+	int stopped = 0;
+	uint64_t size;
+	while ((size = next_top(v, &off, 0, &stopped)) != 0)
+		off += size;
+	if (stopped)
+		return -1;
+
+	uint32_t n = 0;
+	for (uint32_t t = 1; t < r->nthreads; t++)
+		n += r->threads[t].name != NULL;
+	thread_stream *streams = calloc(n ? n : 1, sizeof(*streams));
+	thread_stream **heap = calloc(n ? n : 1, sizeof(*heap));
+	nt_reader_arg *argmem = malloc(sizeof(*argmem) * MAX_ARGS * (n ? n : 1));
+	int result = 0;
+	if (streams == NULL || heap == NULL || argmem == NULL) {
+		result = -1;
+		goto out;
+	}
+	uint32_t k = 0, hn = 0;
+	for (uint32_t t = 1; t < r->nthreads; t++) {
+		if (r->threads[t].name == NULL)
+			continue;
+		thread_stream *s = &streams[k];
+		s->thread = t;
+		s->scan = r->records_start;
+		s->args = argmem + (size_t)k * MAX_ARGS;
+		k++;
+		if (stream_advance(v, s) < 0) {
+			result = -1;
+			goto out;
+		}
+		if (s->has_event)
+			heap[hn++] = s;
+	}
+	for (uint32_t i = hn; i-- > 0;)
+		sift_down(heap, hn, i);
+	while (hn > 0) {
+		thread_stream *s = heap[0];
+		if (v->cb->on_event && v->cb->on_event(v->ctx, &s->ev)) {
+			result = 1;
+			break;
+		}
+		if (stream_advance(v, s) < 0) {
+			result = -1;
+			break;
+		}
+		if (!s->has_event)
+			heap[0] = heap[--hn];
+		sift_down(heap, hn, 0);
+	}
+out:
+	free(streams);
+	free(heap);
+	free(argmem);
+	return result;
+}
+
+int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_order order,
+		    nt_corrupt_policy policy)
+{
+	if (r == NULL || cb == NULL)
+		return -1;
+	visit v = { .r = r, .cb = cb, .ctx = ctx, .policy = policy };
+	for (uint32_t i = 0; i < r->ndamage; i++) {
+		report(&v, r->damage[i].offset, r->damage[i].message);
+		if (policy == NT_ON_CORRUPT_STOP)
+			return -1;
+	}
+	return order == NT_ORDER_TIME ? visit_time(&v) : visit_stream(&v);
+}

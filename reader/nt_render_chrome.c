@@ -1,0 +1,129 @@
+/*
+ * nt_render_chrome.c - Chrome Trace Event JSON, which chrome://tracing and Perfetto UI open.
+ *
+ * Timestamps are microseconds since the session start, printed exactly to the nanosecond
+ * ("ts":12.345). Process and thread names come first as "M" metadata events.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+#include "nt_render_util.h"
+
+typedef struct chrome_ctx {
+	FILE *out;
+	const nt_reader *r;
+	const nt_render_options *opt;
+	int first;
+} chrome_ctx;
+
+static void json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	nt_json_write_string(out, s, strlen(s));
+	fputc('"', out);
+}
+
+static void json_arg_value(FILE *out, const nt_reader_arg *a)
+{
+	switch (a->type) {
+	case NT_ARG_INT32:
+	case NT_ARG_INT64: fprintf(out, "%" PRId64, a->value.i64); break;
+	case NT_ARG_UINT32:
+	case NT_ARG_UINT64: fprintf(out, "%" PRIu64, a->value.u64); break;
+	case NT_ARG_DOUBLE:
+		if (isfinite(a->value.f64))
+			fprintf(out, "%.17g", a->value.f64);
+		else /* JSON has no NaN or infinity */
+			fprintf(out, "\"%s\"", isnan(a->value.f64) ? "NaN" : a->value.f64 > 0 ? "Infinity" : "-Infinity");
+		break;
+	case NT_ARG_BOOL: fputs(a->value.u64 ? "true" : "false", out); break;
+	case NT_ARG_POINTER: fprintf(out, "\"0x%" PRIx64 "\"", a->value.u64); break;
+	default:
+		fputc('"', out);
+		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
+		fputc('"', out);
+		break;
+	}
+}
+
+static void begin_event(chrome_ctx *c)
+{
+	fputs(c->first ? "\n" : ",\n", c->out);
+	c->first = 0;
+}
+
+static int on_event(void *ctx, const nt_reader_event *e)
+{
+	chrome_ctx *c = ctx;
+	FILE *out = c->out;
+	char ts[40];
+	nt_format_offset_us(ts, sizeof(ts), e->time_ns - (int64_t)c->r->info.start_monotonic_ns);
+	begin_event(c);
+	fprintf(out, "{\"ph\":\"%s\",\"cat\":", nt_kind_phase(e->kind));
+	json_str(out, e->category);
+	fputs(",\"name\":", out);
+	json_str(out, e->name);
+	fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s", e->thread->pid,
+		e->thread->tid, ts);
+	if (e->kind == NT_KIND_COMPLETE) {
+		char dur[40];
+		nt_format_offset_us(dur, sizeof(dur), (int64_t)e->duration_ns);
+		fprintf(out, ",\"dur\":%s", dur);
+	}
+	if (e->kind == NT_KIND_INSTANT)
+		fputs(",\"s\":\"t\"", out);
+	if (e->arg_count > 0) {
+		fputs(",\"args\":{", out);
+		for (uint32_t i = 0; i < e->arg_count; i++) {
+			if (i)
+				fputc(',', out);
+			json_str(out, e->args[i].name);
+			fputc(':', out);
+			json_arg_value(out, &e->args[i]);
+		}
+		fputc('}', out);
+	}
+	fputc('}', out);
+	return 0;
+}
+
+static void on_error(void *ctx, uint64_t off, const char *msg)
+{
+	/* JSON has no place for damage: only the caller hears of it. */
+	nt_render_forward_error(((chrome_ctx *)ctx)->opt, off, msg);
+}
+
+int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
+{
+	chrome_ctx c = { .out = out, .r = r, .opt = opt, .first = 1 };
+	const nt_archive_info *info = nt_reader_info(r);
+	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", out);
+	json_str(out, info->producer);
+	fputs(",\"archive\":", out);
+	json_str(out, nt_reader_name(r));
+	fprintf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
+		     ",\"wraps\":%" PRIu64 "},\"traceEvents\":[",
+		info->events_dropped, info->events_overwritten, info->wraps);
+	begin_event(&c);
+	fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32 ",\"tid\":0,\"args\":{\"name\":",
+		info->pid);
+	json_str(out, info->process_name);
+	fputs("}}", out);
+	for (uint32_t i = 1; i < r->nthreads; i++) {
+		const nt_reader_thread *t = &r->threads[i];
+		if (t->name == NULL)
+			continue;
+		begin_event(&c);
+		fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
+			     ",\"args\":{\"name\":",
+			t->pid, t->tid);
+		json_str(out, t->name);
+		fputs("}}", out);
+	}
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	int rc = nt_reader_visit(r, &cb, &c, opt->order, opt->policy);
+	fputs("\n]}\n", out);
+	return rc;
+}

@@ -1,0 +1,143 @@
+/* nt_render_stats.c - counts per record kind and per thread, losses, bytes per event. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+#include "nt_render_util.h"
+
+typedef struct stats_ctx {
+	uint64_t by_kind[256];
+	uint64_t *by_thread; /* by thread index */
+	uint64_t events;
+	uint64_t errors;
+	int64_t first_ns, last_ns;
+	const nt_render_options *opt;
+} stats_ctx;
+
+static int on_event(void *ctx, const nt_reader_event *e)
+{
+	stats_ctx *s = ctx;
+	if (s->events == 0 || e->time_ns < s->first_ns)
+		s->first_ns = e->time_ns;
+	if (s->events == 0 || e->time_ns > s->last_ns)
+		s->last_ns = e->time_ns;
+	s->events++;
+	s->by_kind[e->kind]++;
+	s->by_thread[e->thread->index]++;
+	return 0;
+}
+
+static void on_error(void *ctx, uint64_t off, const char *msg)
+{
+	stats_ctx *s = ctx;
+	s->errors++;
+	nt_render_forward_error(s->opt, off, msg);
+}
+
+/* Timestamp escapes and padding are not events; count them by walking the chunks' framing. */
+static void count_non_events(const nt_reader *r, uint64_t *by_kind)
+{
+	uint64_t off = r->records_start;
+	while (off < r->size) {
+		const char *why;
+		uint64_t size = nt_record_size(r, off, &why);
+		if (size == 0) {
+			off = nt_resync(r, off);
+			continue;
+		}
+		by_kind[r->data[off]]++;
+		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why)) {
+			uint64_t p = off + sizeof(nt_chunk_header), end = off + size;
+			while (p + 8 <= end && r->data[p] != 0 && r->data[p + 1] != 0 &&
+			       (uint64_t)r->data[p + 1] * 8 <= end - p) {
+				uint8_t k = r->data[p];
+				if (k == NT_KIND_TIMESTAMP || k == NT_KIND_PADDING)
+					by_kind[k]++;
+				p += (uint64_t)r->data[p + 1] * 8;
+			}
+		}
+		off += size;
+	}
+}
+
+static const char *mode_name(uint8_t m)
+{
+	return m == NT_MODE_ONESHOT ? "oneshot" : m == NT_MODE_CIRCULAR ? "circular"
+		: m == NT_MODE_STREAMING ? "streaming" : "unknown";
+}
+
+static const char *final_name(uint8_t f)
+{
+	switch (f) {
+	case NT_FINAL_RECORDING: return "recording (never finished: the process did not call nt_finish)";
+	case NT_FINAL_FINISHED: return "finished";
+	case NT_FINAL_DURABLE_FULL: return "stopped early: durable region full";
+	case NT_FINAL_INDEX_FULL: return "stopped early: string, call-site or thread index space full";
+	default: return "unknown";
+	}
+}
+
+int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
+{
+	stats_ctx s;
+	memset(&s, 0, sizeof(s));
+	s.opt = opt;
+	s.by_thread = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+	if (s.by_thread == NULL)
+		return -1;
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	int rc = nt_reader_visit(r, &cb, &s, NT_ORDER_STREAM, opt->policy);
+	uint64_t other[256] = { 0 };
+	count_non_events(r, other);
+
+	const nt_archive_info *in = &r->info;
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	fprintf(out, "archive: %s\n", r->name);
+	fprintf(out, "producer: %s (format %u.%u)\n", in->producer, in->format_major, in->format_minor);
+	fprintf(out, "process: %s (pid %" PRIu32 ")\n", in->process_name, in->pid);
+	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_TSC ? "tsc" : "monotonic",
+		in->ticks_per_second);
+	fprintf(out, "mode: %s, arena %" PRIu64 " B, durable %" PRIu64 " B, chunks 2 x %" PRIu32
+		     " x %" PRIu32 " B\n",
+		mode_name(in->buffering_mode), in->arena_size, in->durable_size, in->chunks_per_half,
+		in->chunk_size);
+	fprintf(out, "final state: %s\n", final_name(in->final_state));
+	if (in->finish_monotonic_ns > in->start_monotonic_ns) {
+		char d[32];
+		nt_format_duration(d, sizeof(d), in->finish_monotonic_ns - in->start_monotonic_ns);
+		fprintf(out, "session: %s\n", d);
+	}
+	fprintf(out, "events: %" PRIu64 "\n", s.events);
+	fprintf(out, "records: begin %" PRIu64 ", end %" PRIu64 ", instant %" PRIu64
+		     ", complete %" PRIu64 ", counter %" PRIu64 ", timestamp %" PRIu64
+		     ", chunk %" PRIu64 ", string %" PRIu64 ", thread %" PRIu64 ", callsite %" PRIu64 "\n",
+		s.by_kind[NT_KIND_BEGIN], s.by_kind[NT_KIND_END], s.by_kind[NT_KIND_INSTANT],
+		s.by_kind[NT_KIND_COMPLETE], s.by_kind[NT_KIND_COUNTER], other[NT_KIND_TIMESTAMP],
+		other[NT_KIND_CHUNK], other[NT_KIND_STRING], other[NT_KIND_THREAD], other[NT_KIND_CALLSITE]);
+	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
+	for (uint32_t t = 1; t < r->nthreads; t++) {
+		if (r->threads[t].name == NULL)
+			continue;
+		fprintf(out, "  thread %" PRIu32 " %s (pid %" PRIu32 ", tid %" PRIu32 "): %" PRIu64 " events\n",
+			t, r->threads[t].name, r->threads[t].pid, r->threads[t].tid, s.by_thread[t]);
+	}
+	fprintf(out, "written: %" PRIu64 " events (header count)\n", in->events_written);
+	fprintf(out, "dropped: %" PRIu64 " events\n", in->events_dropped);
+	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
+	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
+	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
+	fprintf(out, "strings: %" PRIu32 ", call sites: %" PRIu32 ", chunks: %" PRIu64 "\n",
+		sum.strings, sum.callsites, sum.chunks);
+	fprintf(out, "bytes: file %" PRIu64 ", header %" PRIu64 ", durable %" PRIu64 ", chunks %" PRIu64 "\n",
+		sum.file_bytes, sum.header_bytes, sum.durable_bytes, sum.chunk_bytes);
+	if (s.events) {
+		fprintf(out, "bytes per event: %.2f in chunks, %.2f overall\n",
+			(double)sum.chunk_bytes / (double)s.events, (double)sum.file_bytes / (double)s.events);
+	}
+	if (s.errors)
+		fprintf(out, "damaged places: %" PRIu64 "\n", s.errors);
+	free(s.by_thread);
+	return rc;
+}

@@ -1,0 +1,115 @@
+/* nt_render_text.c - one aligned line per event, for people. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+#include "nt_render_util.h"
+
+#define MAX_COL 32
+
+typedef struct text_ctx {
+	FILE *out;
+	const nt_reader *r;
+	const nt_render_options *opt;
+	int wthread, wcat, wname;
+	nt_duration_stack **stacks; /* by thread index, allocated on first use */
+	uint32_t nstacks;
+	int oom;
+} text_ctx;
+
+static void print_arg(FILE *out, const nt_reader_arg *a)
+{
+	fprintf(out, " %s=", a->name);
+	switch (a->type) {
+	case NT_ARG_INT32:
+	case NT_ARG_INT64: fprintf(out, "%" PRId64, a->value.i64); break;
+	case NT_ARG_UINT32:
+	case NT_ARG_UINT64: fprintf(out, "%" PRIu64, a->value.u64); break;
+	case NT_ARG_DOUBLE: fprintf(out, "%.17g", a->value.f64); break;
+	case NT_ARG_BOOL: fputs(a->value.u64 ? "true" : "false", out); break;
+	case NT_ARG_POINTER: fprintf(out, "0x%" PRIx64, a->value.u64); break;
+	case NT_ARG_STRING:
+	case NT_ARG_STRING_REF:
+		fputc('"', out);
+		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
+		fputc('"', out);
+		break;
+	default: fputs("?", out); break;
+	}
+}
+
+static nt_duration_stack *stack_of(text_ctx *t, uint32_t thread)
+{
+	if (thread >= t->nstacks)
+		return NULL;
+	if (t->stacks[thread] == NULL) {
+		t->stacks[thread] = calloc(1, sizeof(nt_duration_stack));
+		if (t->stacks[thread] == NULL)
+			t->oom = 1;
+	}
+	return t->stacks[thread];
+}
+
+static int on_event(void *ctx, const nt_reader_event *e)
+{
+	text_ctx *t = ctx;
+	int64_t rel = e->time_ns - (int64_t)t->r->info.start_monotonic_ns;
+	uint64_t a = rel < 0 ? (uint64_t)(-(rel + 1)) + 1 : (uint64_t)rel;
+	char thread[64], dur[32] = "", when[32];
+	snprintf(when, sizeof(when), "%s%" PRIu64 ".%09" PRIu64, rel < 0 ? "-" : "", a / 1000000000u,
+		 a % 1000000000u);
+	snprintf(thread, sizeof(thread), "%s:%" PRIu32, e->thread->name[0] ? e->thread->name : "thread",
+		 e->thread->tid);
+	nt_duration_stack *s = stack_of(t, e->thread->index);
+	uint64_t d;
+	if (e->kind == NT_KIND_COMPLETE)
+		nt_format_duration(dur, sizeof(dur), e->duration_ns);
+	else if (e->kind == NT_KIND_BEGIN && s)
+		nt_duration_stack_push(s, e->time_ns);
+	else if (e->kind == NT_KIND_END && s && nt_duration_stack_pop(s, e->time_ns, &d))
+		nt_format_duration(dur, sizeof(dur), d);
+	fprintf(t->out, "%16s  %-*.*s  %s   %-*.*s  %-*.*s  %10s ", when, t->wthread, t->wthread,
+		thread, nt_kind_phase(e->kind), t->wcat, t->wcat, e->category, t->wname, t->wname,
+		e->name, dur);
+	for (uint32_t i = 0; i < e->arg_count; i++)
+		print_arg(t->out, &e->args[i]);
+	fputc('\n', t->out);
+	return 0;
+}
+
+static void on_error(void *ctx, uint64_t off, const char *msg)
+{
+	text_ctx *t = ctx;
+	fprintf(t->out, "-- damaged archive at byte %" PRIu64 ": %s\n", off, msg);
+	nt_render_forward_error(t->opt, off, msg);
+}
+
+static int clamp_col(uint32_t n, int min)
+{
+	return n > MAX_COL ? MAX_COL : (int)n < min ? min : (int)n;
+}
+
+int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt)
+{
+	text_ctx t = { .out = out, .r = r, .opt = opt };
+	uint32_t name_len = 4;
+	for (uint32_t i = 1; i < r->ncallsites; i++)
+		if (r->callsites[i].defined && r->strings[r->callsites[i].name].len > name_len)
+			name_len = r->strings[r->callsites[i].name].len;
+	t.wthread = clamp_col(nt_reader_max_name_len(r) + 8, 6);
+	t.wcat = clamp_col(nt_reader_max_category_len(r), 8);
+	t.wname = clamp_col(name_len, 4);
+	t.nstacks = r->nthreads;
+	t.stacks = calloc(t.nstacks ? t.nstacks : 1, sizeof(*t.stacks));
+	if (t.stacks == NULL)
+		return -1;
+	fprintf(out, "%16s  %-*s  %s  %-*s  %-*s  %10s  %s\n", "TIME(s)", t.wthread, "THREAD", "PH",
+		t.wcat, "CATEGORY", t.wname, "NAME", "DURATION", "ARGS");
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	int rc = nt_reader_visit(r, &cb, &t, opt->order, opt->policy);
+	for (uint32_t i = 0; i < t.nstacks; i++)
+		free(t.stacks[i]);
+	free(t.stacks);
+	return t.oom ? -1 : rc;
+}

@@ -1,0 +1,116 @@
+/* nt_render_util.c - output helpers shared by the renderers: JSON strings and durations. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nt_render_util.h"
+
+/* Length of the valid UTF-8 sequence at s (of n bytes), or 0 if it is not valid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	unsigned cp = c & (0x7F >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+void nt_json_write_string(FILE *out, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i];
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc((int)c, out);
+			i++;
+		} else if (c < 0x20) {
+			switch (c) {
+			case '\n': fputs("\\n", out); break;
+			case '\t': fputs("\\t", out); break;
+			case '\r': fputs("\\r", out); break;
+			case '\b': fputs("\\b", out); break;
+			case '\f': fputs("\\f", out); break;
+			default: fprintf(out, "\\u%04x", c); break;
+			}
+			i++;
+		} else {
+			size_t len = utf8_seq(s + i, n - i);
+			if (len == 0) {
+				fputs("\\ufffd", out);
+				i++;
+			} else {
+				fwrite(s + i, 1, len, out);
+				i += len;
+			}
+		}
+	}
+}
+
+void nt_format_duration(char *buf, size_t cap, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, cap, "%" PRIu64 "ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, cap, "%.3fus", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, cap, "%.3fms", (double)ns / 1e6);
+	else
+		snprintf(buf, cap, "%.3fs", (double)ns / 1e9);
+}
+
+void nt_format_offset_us(char *buf, size_t cap, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
+	snprintf(buf, cap, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", a / 1000, a % 1000);
+}
+
+const char *nt_kind_phase(uint8_t kind)
+{
+	switch (kind) {
+	case NT_KIND_BEGIN: return "B";
+	case NT_KIND_END: return "E";
+	case NT_KIND_INSTANT: return "i";
+	case NT_KIND_COMPLETE: return "X";
+	case NT_KIND_COUNTER: return "C";
+	default: return "?";
+	}
+}
+
+void nt_duration_stack_push(nt_duration_stack *s, int64_t ns)
+{
+	if (s->depth < NT_DURATION_STACK_MAX)
+		s->begin_ns[s->depth] = ns;
+	s->depth++;
+}
+
+int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur)
+{
+	if (s->depth == 0)
+		return 0;
+	s->depth--;
+	if (s->depth >= NT_DURATION_STACK_MAX)
+		return 0;
+	*dur = end_ns > s->begin_ns[s->depth] ? (uint64_t)(end_ns - s->begin_ns[s->depth]) : 0;
+	return 1;
+}

@@ -1,0 +1,29 @@
+/* nt_render_util.h - output helpers shared by the renderers (not installed). */
+#ifndef NT_RENDER_UTIL_H
+#define NT_RENDER_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nanotrace_reader.h"
+
+/* "567ns", "1.234us", "12.345ms", "1.234s". */
+void nt_format_duration(char *buf, size_t cap, uint64_t ns);
+/* Nanoseconds as microseconds with three decimals, exactly ("12.345", "-0.001"). */
+void nt_format_offset_us(char *buf, size_t cap, int64_t ns);
+/* Chrome phase letter of an event kind. */
+const char *nt_kind_phase(uint8_t kind);
+
+/* Per-thread stack of open Begin times, so an End can show its duration. Nesting deeper
+ * than the stack still balances; only those durations are unknown. */
+#define NT_DURATION_STACK_MAX 256
+typedef struct nt_duration_stack {
+	uint32_t depth;
+	int64_t begin_ns[NT_DURATION_STACK_MAX];
+} nt_duration_stack;
+void nt_duration_stack_push(nt_duration_stack *s, int64_t ns);
+/* 1 and *dur when the matching Begin is known. */
+int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur);
+
+#endif /* NT_RENDER_UTIL_H */

@@ -1,0 +1,285 @@
+/*
+ * nanotrace.h - record events from latency-sensitive code at about the cost of a clock read.
+ *
+ * QUICK START
+ *
+ *     nt_config cfg;
+ *     nt_config_init(&cfg);                  // 4 MiB arena, oneshot, all categories
+ *     if (nt_start(&cfg) != NT_OK) fprintf(stderr, "%s\n", nt_last_error());
+ *     ...
+ *     NT_BEGIN("io", "read", NT_I64("fd", fd));
+ *     NT_END("io", "read");
+ *     { NT_SCOPE("db", "query"); ... }       // ends when the block exits
+ *     NT_COUNTER("mem", "heap", NT_U64("bytes", heap_bytes));
+ *     ...
+ *     if (nt_finish("out.ntrace") != NT_OK) fprintf(stderr, "%s\n", nt_last_error());
+ *
+ * Then `trace-dump out.ntrace` prints the events, `trace-dump --format chrome` makes JSON for
+ * Perfetto UI, and `trace-dump --stats` counts them.
+ *
+ * HOW IT WORKS
+ *   nt_start() maps one arena: a durable region (strings, threads, call sites: never
+ *   dropped) and two rolling halves cut into fixed-size chunks. A thread claims a whole chunk
+ *   with one atomic fetch-and-add and then appends 8-byte event records with plain stores;
+ *   each record is published by a store of its first word, made after its body. Each event
+ *   macro owns a static call site (category, name, file, line) that is interned on its first
+ *   use, so afterwards an event costs: one load of the session tag, one load of the site's
+ *   cached state, one clock read, one store. No lock, no system call and no allocation happens
+ *   on that path; the first event of a thread or of a call site takes a lock and makes a few
+ *   system calls (thread id, thread name) to register it.
+ *
+ * COMPILE-TIME OFF SWITCH
+ *   Define NTRACE before including this header and every NT_* event macro expands to nothing
+ *   (its arguments are not evaluated). The nt_* functions stay available.
+ *
+ * THREADS
+ *   All functions are thread-safe. Events from a thread are recorded in the order the thread
+ *   made them. nt_start() and nt_finish() must not run concurrently with each other; an event
+ *   that races with nt_finish() on another thread is either in the archive or not, and is
+ *   then not counted anywhere: stop your threads' tracing (or join them) before nt_finish()
+ *   when every event must be accounted for.
+ */
+#ifndef NANOTRACE_H
+#define NANOTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nt_format.h" /* record kinds, argument types and buffering modes */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NT_VERSION_STRING "0.1.0"
+
+/* ---- Results -------------------------------------------------------------------------- */
+
+/* Every function that can fail returns one of these; nt_last_error() then describes the
+ * failure in one line naming what failed and where (for example the file path). */
+typedef enum nt_result {
+	NT_OK = 0,
+	NT_ERR_INVALID_ARGUMENT = -1, /* a NULL or out-of-range argument, or a bad config */
+	NT_ERR_STATE = -2,            /* nt_start() while recording, nt_finish() without start */
+	NT_ERR_NO_MEMORY = -3,        /* the arena could not be mapped */
+	NT_ERR_IO = -4,               /* the archive could not be opened or written */
+	NT_ERR_UNSUPPORTED = -5,      /* a mode or clock this build or machine cannot provide */
+} nt_result;
+
+/* The last failure of this process, as one line; "" if none. Cost: none. Never NULL. */
+const char *nt_last_error(void);
+
+/* ---- Configuration --------------------------------------------------------------------- */
+
+typedef enum nt_clock_choice {
+	NT_CLOCK_AUTO = 0,      /* invariant TSC where the CPU has one, else CLOCK_MONOTONIC */
+	NT_CLOCK_USE_MONOTONIC, /* always clock_gettime(CLOCK_MONOTONIC) */
+	NT_CLOCK_USE_TSC,       /* rdtsc; nt_start() fails with NT_ERR_UNSUPPORTED if not invariant */
+} nt_clock_choice;
+
+typedef struct nt_config {
+	size_t buffer_size;     /* arena bytes; default 4 MiB; at least 64 KiB, at most 4 GiB */
+	size_t chunk_size;      /* chunk bytes; default 16 KiB; power of two, 4 KiB to 64 KiB */
+	int mode;               /* NT_MODE_ONESHOT (default): record until the rolling halves
+	                           are full, then drop and count; NT_MODE_CIRCULAR: keep the
+	                           newest chunks, overwrite the oldest, count wraps;
+	                           NT_MODE_STREAMING: not yet available (NT_ERR_UNSUPPORTED) */
+	nt_clock_choice clock;  /* default NT_CLOCK_AUTO; the environment variable
+	                           NANOTRACE_CLOCK=monotonic|tsc overrides AUTO */
+	const char *categories; /* comma-separated: exact names, "prefix:*", "*"; NULL = all.
+	                           Copied by nt_start(). */
+	const char *process_name; /* stored in the archive; NULL = the program's name */
+} nt_config;
+
+/* Fill *cfg with the defaults above. Cost: a few stores. cfg == NULL is ignored. */
+void nt_config_init(nt_config *cfg);
+
+/* ---- Session --------------------------------------------------------------------------- */
+
+/* Map and pre-fault the arena, calibrate the clock and start recording.
+ * Cost: one mmap of buffer_size bytes, touching every page, and about 2 ms of clock
+ * calibration when the TSC is used.
+ * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL or sizes out of range (the message names
+ * the field and the allowed range), NT_ERR_STATE if already recording, NT_ERR_NO_MEMORY,
+ * NT_ERR_UNSUPPORTED for streaming mode or a TSC that is not invariant. */
+nt_result nt_start(const nt_config *cfg);
+
+/* Stop recording and write the archive to `path` (created with mode 0644, replaced if it
+ * exists). Events after this call are counted as dropped until the next nt_start().
+ * Cost: one write of the used part of the arena; allocates a table of chunk slots.
+ * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL, NT_ERR_STATE if nt_start() did not
+ * succeed, NT_ERR_IO if the file cannot be created or written (the message names the path
+ * and the reason). Recording is stopped in every case; after NT_ERR_IO the recorded data is
+ * still in the arena and nt_finish() may be called again with another path. */
+nt_result nt_finish(const char *path);
+
+/* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
+int nt_is_recording(void);
+
+/* Counters of the current (or last) session. Cost: a few loads. */
+typedef struct nt_stats {
+	uint64_t events_dropped;     /* events not recorded: no free chunk, or recording stopped */
+	uint64_t events_overwritten; /* events in chunks that circular mode reused */
+	uint64_t wraps;              /* times circular mode started reusing a rolling half */
+	uint64_t durable_dropped;    /* strings, threads or call sites that did not fit */
+	uint64_t chunks_claimed;     /* chunks handed to threads */
+	uint32_t threads;            /* threads registered */
+	uint32_t callsites;          /* call sites registered */
+	uint32_t strings;            /* strings interned */
+} nt_stats;
+void nt_get_stats(nt_stats *out);
+
+/* Name the calling thread in the archive (a new Thread record for its index; the newest name
+ * wins). Without it a thread is named by its kernel name (pthread_setname_np / prctl).
+ * Cost: takes the intern lock, writes one durable record. NULL or "" is ignored; names
+ * longer than 2024 bytes are truncated. No effect when not recording. */
+void nt_thread_set_name(const char *name);
+
+/* Nonzero if events of `category` are recorded in the current session (recording, and the
+ * category matches the configured list). Cost: takes the intern lock and matches the pattern
+ * list: use it to guard expensive argument computation, not on every event; the NT_* macros
+ * already cache this per call site. NULL returns 0. */
+int nt_category_enabled(const char *category);
+
+/* Current clock reading in ticks, for NT_COMPLETE's start time. Cost: one clock read. */
+uint64_t nt_now(void);
+
+/* ---- Arguments ------------------------------------------------------------------------- */
+
+typedef struct nt_arg {
+	const char *name; /* must be the same string on every call of one call site */
+	uint8_t type;     /* NT_ARG_* of nt_format.h; use the NT_I64() ... macros */
+	uint32_t length;  /* bytes of a string value */
+	union {
+		int64_t i64;
+		uint64_t u64;
+		double f64;
+		const void *ptr;
+		const char *str;
+	} value;
+} nt_arg;
+
+/* Typed arguments for the event macros. An int64/uint64 value that fits 32 bits is stored
+ * in 8 bytes, otherwise 16; doubles and pointers take 16; strings are copied inline
+ * (8 bytes + length rounded up to 8) and truncated so that the event fits 2040 bytes; a NULL
+ * string is recorded as "(null)". */
+#define NT_I64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_INT64, .value.i64 = (int64_t)(v) })
+#define NT_U64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_UINT64, .value.u64 = (uint64_t)(v) })
+#define NT_I32(n, v) NT_I64(n, (int32_t)(v))
+#define NT_U32(n, v) NT_U64(n, (uint32_t)(v))
+#define NT_F64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_DOUBLE, .value.f64 = (double)(v) })
+#define NT_BOOL(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_BOOL, .value.u64 = (v) ? 1u : 0u })
+#define NT_PTR(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_POINTER, .value.ptr = (const void *)(v) })
+#define NT_STR(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_STRING, .value.str = (v) })
+
+/* ---- Call sites (used by the macros; the layout is not part of the API) --------------- */
+
+typedef struct nt_callsite {
+	uint32_t state;         /* session tag | enabled bit | index, 0 = not registered yet */
+	uint32_t line;
+	const char *category;
+	const char *name;
+	const char *file;
+	uint16_t *arg_names;    /* interned argument names, filled on the first call */
+	uint32_t arg_count;
+} nt_callsite;
+
+/* Nonzero while recording: (session generation << 17) | NT_SITE_ENABLED. */
+extern uint32_t nt_session_tag_;
+#define NT_SITE_ENABLED (1u << 16)
+
+void nt_emit_(nt_callsite *site, unsigned kind);
+void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs);
+void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
+		       uint32_t nargs);
+
+/* ---- Events ---------------------------------------------------------------------------- */
+/*
+ * Every macro takes a category and a name (string literals, or strings that live as long as
+ * the process: the pointers are kept by the call site) and zero or more NT_*() arguments.
+ * Arguments are evaluated only while recording. Cost when recording, with no arguments:
+ * one clock read and one 8-byte store (see bench/); when not recording: one load and one
+ * branch. A NULL category or name is recorded as "(null)".
+ *
+ * NT_INSTANT   a point in time
+ * NT_BEGIN     a duration begins on this thread
+ * NT_END       the innermost open duration of this thread ends (category and name are for
+ *              the reader's convenience; matching is by nesting, as in Chrome and Fuchsia)
+ * NT_SCOPE     NT_BEGIN now and NT_END when the enclosing block exits (GCC/Clang cleanup)
+ * NT_COMPLETE  a whole duration from `start` (a value of nt_now()) to now, in 16 bytes
+ * NT_COUNTER   counter values: each argument is one series (a number)
+ */
+#ifndef NTRACE
+
+#define NT__SITE(cat, nm, nargs)                                                               \
+	static uint16_t nt__names_[(nargs) + 1];                                               \
+	static nt_callsite nt__site_ = { .state = 0, .line = __LINE__, .category = (cat),      \
+					 .name = (nm), .file = __FILE__,                       \
+					 .arg_names = nt__names_, .arg_count = (nargs) }
+
+#define NT__EVENT(kind, cat, nm, ...)                                                          \
+	do {                                                                                   \
+		if (__builtin_expect(nt_session_tag_ != 0, 1)) {                               \
+			const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };                      \
+			enum { nt__n_ = sizeof(nt__a_) / sizeof(nt__a_[0]) - 1 };             \
+			NT__SITE(cat, nm, nt__n_);                                             \
+			if (nt__n_ == 0)                                                       \
+				nt_emit_(&nt__site_, (kind));                                  \
+			else                                                                   \
+				nt_emit_args_(&nt__site_, (kind), nt__a_ + 1, nt__n_);         \
+		}                                                                              \
+	} while (0)
+
+#define NT_INSTANT(cat, nm, ...) NT__EVENT(NT_KIND_INSTANT, cat, nm, ##__VA_ARGS__)
+#define NT_BEGIN(cat, nm, ...) NT__EVENT(NT_KIND_BEGIN, cat, nm, ##__VA_ARGS__)
+#define NT_END(cat, nm, ...) NT__EVENT(NT_KIND_END, cat, nm, ##__VA_ARGS__)
+#define NT_COUNTER(cat, nm, ...) NT__EVENT(NT_KIND_COUNTER, cat, nm, ##__VA_ARGS__)
+
+#define NT_COMPLETE(cat, nm, start, ...)                                                       \
+	do {                                                                                   \
+		if (__builtin_expect(nt_session_tag_ != 0, 1)) {                               \
+			const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };                      \
+			enum { nt__n_ = sizeof(nt__a_) / sizeof(nt__a_[0]) - 1 };             \
+			NT__SITE(cat, nm, nt__n_);                                             \
+			nt_emit_complete_(&nt__site_, (start), nt__a_ + 1, nt__n_);            \
+		}                                                                              \
+	} while (0)
+
+/* The scope guard remembers the end call site so the cleanup needs no lookup. */
+typedef struct nt_scope_guard_ {
+	nt_callsite *end_site;
+} nt_scope_guard_;
+static inline void nt_scope_end_(nt_scope_guard_ *g)
+{
+	if (g->end_site != NULL && nt_session_tag_ != 0)
+		nt_emit_(g->end_site, NT_KIND_END);
+}
+#define NT__CAT2(a, b) a##b
+#define NT__CAT(a, b) NT__CAT2(a, b)
+#define NT_SCOPE(cat, nm, ...)                                                                 \
+	static uint16_t NT__CAT(nt__snames_, __LINE__)[1];                                     \
+	static nt_callsite NT__CAT(nt__send_, __LINE__) = {                                    \
+		.state = 0, .line = __LINE__, .category = (cat), .name = (nm),                 \
+		.file = __FILE__, .arg_names = NT__CAT(nt__snames_, __LINE__), .arg_count = 0  \
+	};                                                                                     \
+	__attribute__((cleanup(nt_scope_end_))) nt_scope_guard_ NT__CAT(nt__guard_, __LINE__) = { \
+		nt_session_tag_ != 0 ? &NT__CAT(nt__send_, __LINE__) : NULL                    \
+	};                                                                                     \
+	NT_BEGIN(cat, nm, ##__VA_ARGS__)
+
+#else /* NTRACE */
+
+#define NT_INSTANT(cat, nm, ...) ((void)0)
+#define NT_BEGIN(cat, nm, ...) ((void)0)
+#define NT_END(cat, nm, ...) ((void)0)
+#define NT_COUNTER(cat, nm, ...) ((void)0)
+#define NT_COMPLETE(cat, nm, start, ...) ((void)0)
+#define NT_SCOPE(cat, nm, ...) ((void)0)
+
+#endif /* NTRACE */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NANOTRACE_H */

@@ -1,0 +1,344 @@
+/*
+ * nt_event.c - the event path: per-thread chunk state and record encoding.
+ *
+ * Fast path (nt_emit_, no arguments): the call site's cached state matches the session tag,
+ * the thread owns a chunk with 8 free bytes and the tick delta fits 32 bits. Then the event
+ * is one clock read and one 8-byte store. Everything else (first event of a thread or call
+ * site, full chunk, long gap, arguments) goes through write_event().
+ */
+#define _GNU_SOURCE
+#include <ck_pr.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "nt_internal.h"
+
+typedef struct nt_thread_state {
+	uint8_t *cur; /* next record */
+	uint8_t *end; /* end of the owned chunk; cur == end == NULL when none */
+	uint64_t last_ticks;
+	nt_chunk_header *chunk;
+	uint32_t events; /* events in the owned chunk */
+	uint32_t index;  /* ThreadRecord.index in the session `tag` */
+	uint32_t tag;
+} nt_thread_state;
+
+/* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
+static __thread nt_thread_state nt_T __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+uint32_t nt_session_tag_;
+
+static void release_owned_chunk(nt_thread_state *t)
+{
+	if (t->chunk != NULL && t->tag == ck_pr_load_32(&nt_session_tag_))
+		nt_chunk_close(t->chunk, t->events);
+	t->chunk = NULL;
+	t->cur = t->end = NULL;
+	t->events = 0;
+}
+
+void nt_thread_release(void)
+{
+	release_owned_chunk(&nt_T);
+}
+
+static void on_thread_exit(void *unused)
+{
+	(void)unused;
+	/* A thread that exits must close its chunk, or circular mode could never reuse the
+	 * slot. */
+	release_owned_chunk(&nt_T);
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+/* Writes a Thread record for `index`; caller holds intern_lock. */
+static int write_thread_record(uint32_t index, const char *name)
+{
+	size_t len = strnlen(name, NT_MAX_THREAD_NAME_LENGTH);
+	uint32_t words = 2 + nt_words_for_bytes((uint32_t)len);
+	nt_thread_record *rec = nt_durable_reserve(words * 8);
+	if (rec == NULL)
+		return 0;
+	rec->index = index;
+	rec->pid = (uint32_t)getpid();
+	rec->tid = (uint32_t)syscall(SYS_gettid);
+	memcpy(rec + 1, name, len);
+	nt_publish_word(rec, (uint64_t)NT_KIND_THREAD | (uint64_t)words << 8 | (uint64_t)len << 16 |
+				     (uint64_t)index << 32);
+	return 1;
+}
+
+static int register_thread(nt_thread_state *t, uint32_t tag)
+{
+	char name[17] = { 0 };
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
+		strcpy(name, "thread");
+	pthread_once(&exit_key_once, make_exit_key);
+
+	ck_spinlock_lock(&nt_S.intern_lock);
+	uint32_t index = nt_S.next_thread + 1;
+	int ok = write_thread_record(index, name);
+	if (ok)
+		nt_S.next_thread = index;
+	ck_spinlock_unlock(&nt_S.intern_lock);
+	if (!ok)
+		return 0;
+	pthread_setspecific(exit_key, t);
+	t->index = index;
+	t->tag = tag;
+	t->chunk = NULL;
+	t->cur = t->end = NULL;
+	t->events = 0;
+	return 1;
+}
+
+void nt_thread_set_name(const char *name)
+{
+	nt_thread_state *t = &nt_T;
+	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	if (name == NULL || name[0] == '\0' || tag == 0 || tag == NT_TAG_HALTED)
+		return;
+	if (t->tag != tag && !register_thread(t, tag))
+		return;
+	ck_spinlock_lock(&nt_S.intern_lock);
+	write_thread_record(t->index, name);
+	ck_spinlock_unlock(&nt_S.intern_lock);
+}
+
+/* Makes room for `bytes` (plus a Timestamp escape if the delta does not fit) in the thread's
+ * chunk, claiming a new chunk when needed. Returns where the record goes and sets *delta,
+ * or NULL when the event must be dropped. */
+static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes, uint64_t now,
+			       uint32_t *delta)
+{
+	if (t->tag != tag && !register_thread(t, tag))
+		return NULL;
+	uint64_t d = now - t->last_ticks;
+	uint32_t need = bytes + (d > UINT32_MAX ? (uint32_t)sizeof(nt_timestamp_record) : 0);
+	if (t->cur == NULL || (uintptr_t)t->end - (uintptr_t)t->cur < need) {
+		if (t->chunk != NULL)
+			nt_chunk_close(t->chunk, t->events);
+		t->chunk = nt_chunk_claim(t->index, now);
+		if (t->chunk == NULL) {
+			t->cur = t->end = NULL;
+			return NULL;
+		}
+		t->cur = (uint8_t *)(t->chunk + 1);
+		t->end = (uint8_t *)t->chunk + nt_S.chunk_size;
+		t->events = 0;
+		t->last_ticks = now;
+		d = 0;
+	}
+	if (d > UINT32_MAX) {
+		nt_timestamp_record *ts = (nt_timestamp_record *)(void *)t->cur;
+		ts->ticks = now;
+		nt_publish_word(ts, (uint64_t)NT_KIND_TIMESTAMP | (uint64_t)2 << 8);
+		t->cur += sizeof(*ts);
+		d = 0;
+	}
+	*delta = (uint32_t)d;
+	return t->cur;
+}
+
+static void commit_record(nt_thread_state *t, uint8_t *rec, uint32_t bytes, uint64_t now,
+			  uint64_t first_word)
+{
+	t->cur = rec + bytes;
+	t->last_ticks = now;
+	t->events++;
+	nt_publish_word(rec, first_word);
+}
+
+static uint64_t event_word(unsigned kind, uint32_t words, uint32_t site_state, uint32_t delta)
+{
+	return (uint64_t)kind | (uint64_t)words << 8 |
+	       (uint64_t)(site_state & NT_SITE_INDEX_MASK) << 16 | (uint64_t)delta << 32;
+}
+
+static int fits_int32(int64_t v)
+{
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* Bytes each argument takes; strings get what is left of the record budget, in order. */
+static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_t *str_len)
+{
+	uint32_t fixed = head;
+	for (uint32_t i = 0; i < n; i++) {
+		switch (args[i].type) {
+		case NT_ARG_INT64:
+			fixed += fits_int32(args[i].value.i64) ? 8 : 16;
+			break;
+		case NT_ARG_UINT64:
+			fixed += args[i].value.u64 <= UINT32_MAX ? 8 : 16;
+			break;
+		case NT_ARG_DOUBLE:
+		case NT_ARG_POINTER:
+			fixed += 16;
+			break;
+		default: /* bool, string header, and unknown types recorded as None */
+			fixed += 8;
+			break;
+		}
+	}
+	uint32_t budget = fixed < NT_MAX_RECORD_BYTES ? NT_MAX_RECORD_BYTES - fixed : 0;
+	uint32_t total = fixed;
+	for (uint32_t i = 0; i < n; i++) {
+		if (args[i].type != NT_ARG_STRING)
+			continue;
+		const char *s = args[i].value.str ? args[i].value.str : "(null)";
+		uint32_t len = (uint32_t)strnlen(s, budget);
+		uint32_t padded = nt_words_for_bytes(len) * 8;
+		if (padded > budget) { /* keep whole words inside the budget */
+			len = budget & ~7u;
+			padded = len;
+		}
+		str_len[i] = len;
+		budget -= padded;
+		total += padded;
+	}
+	return total;
+}
+
+static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *args, uint32_t n,
+			    const uint32_t *str_len)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		nt_arg_header *h = (nt_arg_header *)(void *)p;
+		const nt_arg *a = &args[i];
+		h->name = site->arg_names[i];
+		h->size_words = 1;
+		h->value32 = 0;
+		switch (a->type) {
+		case NT_ARG_INT64:
+			if (fits_int32(a->value.i64)) {
+				h->type = NT_ARG_INT32;
+				h->value32 = (uint32_t)(int32_t)a->value.i64;
+			} else {
+				h->type = NT_ARG_INT64;
+				h->size_words = 2;
+				memcpy(p + 8, &a->value.i64, 8);
+			}
+			break;
+		case NT_ARG_UINT64:
+			if (a->value.u64 <= UINT32_MAX) {
+				h->type = NT_ARG_UINT32;
+				h->value32 = (uint32_t)a->value.u64;
+			} else {
+				h->type = NT_ARG_UINT64;
+				h->size_words = 2;
+				memcpy(p + 8, &a->value.u64, 8);
+			}
+			break;
+		case NT_ARG_DOUBLE:
+		case NT_ARG_POINTER:
+			h->type = a->type;
+			h->size_words = 2;
+			memcpy(p + 8, &a->value.u64, 8);
+			break;
+		case NT_ARG_BOOL:
+			h->type = NT_ARG_BOOL;
+			h->value32 = a->value.u64 != 0;
+			break;
+		case NT_ARG_STRING: {
+			const char *s = a->value.str ? a->value.str : "(null)";
+			uint32_t padded = nt_words_for_bytes(str_len[i]) * 8;
+			h->type = NT_ARG_STRING;
+			h->value32 = str_len[i];
+			h->size_words = (uint8_t)(1 + padded / 8);
+			memcpy(p + 8, s, str_len[i]);
+			memset(p + 8 + str_len[i], 0, padded - str_len[i]);
+			break;
+		}
+		default:
+			h->type = NT_ARG_NONE;
+			break;
+		}
+		p += (uint32_t)h->size_words * 8;
+	}
+	return p;
+}
+
+/* Every event with arguments, every Complete event, and every fast-path miss. */
+static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t duration,
+			const nt_arg *args, uint32_t n)
+{
+	uint32_t st = ck_pr_load_32(&site->state);
+	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	if ((st & ~NT_SITE_INDEX_MASK) != tag || tag == NT_TAG_HALTED) {
+		st = nt_callsite_resolve(site, args);
+		if (!(st & NT_SITE_ENABLED))
+			return; /* disabled category, or dropped and counted */
+	}
+	uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
+	uint32_t str_len[n > 0 ? n : 1];
+	uint32_t bytes = n ? size_args(args, n, head, str_len) : head;
+	if (bytes > NT_MAX_RECORD_BYTES) { /* more fixed-size arguments than a record holds */
+		ck_pr_inc_64(&nt_S.events_dropped);
+		return;
+	}
+	nt_thread_state *t = &nt_T;
+	uint32_t delta;
+	uint8_t *rec = reserve_record(t, tag, bytes, now, &delta);
+	if (rec == NULL) {
+		ck_pr_inc_64(&nt_S.events_dropped);
+		return;
+	}
+	if (kind == NT_KIND_COMPLETE)
+		memcpy(rec + 8, &duration, 8);
+	if (n)
+		encode_args(rec + head, site, args, n, str_len);
+	commit_record(t, rec, bytes, now, event_word(kind, bytes / 8, st, delta));
+}
+
+void nt_emit_(nt_callsite *site, unsigned kind)
+{
+	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	uint32_t st = ck_pr_load_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	if (__builtin_expect((st & ~NT_SITE_INDEX_MASK) == tag && t->tag == tag, 1)) {
+		uint64_t now = nt_clock_ticks();
+		uint8_t *p = t->cur;
+		uint64_t delta = now - t->last_ticks;
+		if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX,
+				     1)) {
+			t->cur = p + 8;
+			t->last_ticks = now;
+			t->events++;
+			/* A one-word record is published by this single store; the compiler
+			 * barrier keeps it after the stores of earlier records (x86 is TSO). */
+			ck_pr_fence_store();
+			ck_pr_store_64((uint64_t *)(void *)p, event_word(kind, 1, st, (uint32_t)delta));
+			return;
+		}
+	}
+	write_event(site, kind, nt_clock_ticks(), 0, NULL, 0);
+}
+
+void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)
+{
+	write_event(site, kind, nt_clock_ticks(), 0, args, nargs);
+}
+
+void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
+		       uint32_t nargs)
+{
+	uint64_t now = nt_clock_ticks();
+	write_event(site, NT_KIND_COMPLETE, now, now > start_ticks ? now - start_ticks : 0, args,
+		    nargs);
+}
+
+uint64_t nt_now(void)
+{
+	return nt_clock_ticks();
+}

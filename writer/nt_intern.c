@@ -1,0 +1,196 @@
+/*
+ * nt_intern.c - interning: strings and call sites get small indices once, in the durable
+ * region, so events carry a 16-bit call-site reference instead of names.
+ *
+ * Strings are keyed by content in a ck_hs set whose keys are the StringRecords themselves
+ * (header + bytes, in the durable region), so the table owns no string memory. The set is
+ * sized at nt_start() for the most strings the durable region can hold, so it never grows
+ * (and never allocates) while recording. Every insert happens under intern_lock; lookups
+ * also take the lock: interning is a first-use slow path, and the event path never looks a
+ * string up.
+ */
+#define _GNU_SOURCE
+#include <ck_pr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_internal.h"
+
+static unsigned long string_record_hash(const void *key, unsigned long seed)
+{
+	/* FNV-1a: interning is off the hot path and strings are short; a good spread over
+	 * identifiers and paths is all that matters. */
+	const nt_string_record *r = key;
+	const uint8_t *p = (const uint8_t *)(r + 1);
+	uint64_t h = 1469598103934665603ull ^ seed;
+	for (uint32_t i = 0; i < r->length; i++) {
+		h ^= p[i];
+		h *= 1099511628211ull;
+	}
+	return (unsigned long)h;
+}
+
+static bool string_record_equal(const void *a, const void *b)
+{
+	const nt_string_record *x = a, *y = b;
+	return x->length == y->length && memcmp(x + 1, y + 1, x->length) == 0;
+}
+
+static void *hs_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void hs_free(void *p, size_t n, bool defer)
+{
+	(void)n;
+	(void)defer; /* no concurrent readers: every access holds intern_lock */
+	free(p);
+}
+
+static struct ck_malloc hs_allocator = { .malloc = hs_malloc, .free = hs_free };
+
+int nt_intern_init(void)
+{
+	if (nt_S.strings_ready) {
+		ck_hs_destroy(&nt_S.strings);
+		nt_S.strings_ready = 0;
+	}
+	unsigned long max_strings = nt_S.durable_size / 16; /* smallest StringRecord */
+	if (max_strings > NT_MAX_STRING_INDEX)
+		max_strings = NT_MAX_STRING_INDEX;
+	/* ck_hs grows once it is half full: four times the entries keeps it from growing. */
+	if (!ck_hs_init(&nt_S.strings, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, string_record_hash,
+			string_record_equal, &hs_allocator, max_strings * 4, 0x6e74u)) {
+		nt_set_error("nt_start: cannot allocate the string table (%lu entries)",
+			     max_strings * 4);
+		return NT_ERR_NO_MEMORY;
+	}
+	nt_S.strings_ready = 1;
+	nt_S.next_string = 0;
+	nt_S.next_callsite = 0;
+	return NT_OK;
+}
+
+uint32_t nt_intern_string(const char *s)
+{
+	if (s == NULL)
+		s = "(null)";
+	size_t len = strnlen(s, NT_MAX_STRING_LENGTH);
+	union {
+		nt_string_record rec;
+		uint8_t bytes[sizeof(nt_string_record) + NT_MAX_STRING_LENGTH];
+	} key;
+	key.rec.kind = NT_KIND_STRING;
+	key.rec.length = (uint16_t)len;
+	key.rec.index = 0;
+	memcpy(key.bytes + sizeof(nt_string_record), s, len);
+
+	unsigned long hash = CK_HS_HASH(&nt_S.strings, string_record_hash, &key.rec);
+	const nt_string_record *found = ck_hs_get(&nt_S.strings, hash, &key.rec);
+	if (found != NULL)
+		return found->index;
+
+	if (nt_S.next_string >= NT_MAX_STRING_INDEX) {
+		ck_pr_inc_64(&nt_S.durable_dropped);
+		nt_session_halt(NT_FINAL_INDEX_FULL);
+		return 0;
+	}
+	uint32_t words = 1 + nt_words_for_bytes((uint32_t)len);
+	nt_string_record *rec = nt_durable_reserve(words * 8);
+	if (rec == NULL)
+		return 0;
+	memcpy(rec + 1, s, len); /* the region is zeroed, so the tail padding already is */
+	rec->length = (uint16_t)len;
+	rec->index = ++nt_S.next_string;
+	nt_publish_word(rec, (uint64_t)NT_KIND_STRING | (uint64_t)words << 8 |
+				     (uint64_t)len << 16 | (uint64_t)rec->index << 32);
+	ck_hs_put(&nt_S.strings, hash, rec);
+	return rec->index;
+}
+
+int nt_category_matches(const char *category)
+{
+	const char *p = nt_S.categories;
+	if (p == NULL)
+		return 1;
+	if (category == NULL)
+		category = "(null)";
+	size_t clen = strlen(category);
+	while (*p != '\0') {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 1 && p[0] == '*')
+			return 1;
+		if (n > 0 && p[n - 1] == '*') {
+			if (clen >= n - 1 && memcmp(category, p, n - 1) == 0)
+				return 1;
+		} else if (n == clen && memcmp(category, p, n) == 0) {
+			return 1;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_t tag)
+{
+	if (!nt_category_matches(site->category))
+		return tag & ~(uint32_t)NT_SITE_ENABLED;
+
+	uint32_t category = nt_intern_string(site->category);
+	uint32_t name = category ? nt_intern_string(site->name) : 0;
+	uint32_t file = name ? nt_intern_string(site->file) : 0;
+	if (file == 0)
+		return 0;
+	for (uint32_t i = 0; i < site->arg_count; i++) {
+		/* Argument names are fixed per call site, so the first call's names are cached
+		 * for all later calls. */
+		uint32_t idx = nt_intern_string(args[i].name);
+		if (idx == 0)
+			return 0;
+		site->arg_names[i] = (uint16_t)idx;
+	}
+	if (nt_S.next_callsite >= NT_MAX_CALLSITE_INDEX) {
+		ck_pr_inc_64(&nt_S.durable_dropped);
+		nt_session_halt(NT_FINAL_INDEX_FULL);
+		return 0;
+	}
+	nt_callsite_record *rec = nt_durable_reserve(sizeof(*rec));
+	if (rec == NULL)
+		return 0;
+	uint32_t index = ++nt_S.next_callsite;
+	rec->line = site->line;
+	rec->category = category;
+	rec->name = name;
+	rec->file = file;
+	nt_publish_word(rec, (uint64_t)NT_KIND_CALLSITE | (uint64_t)3 << 8 | (uint64_t)index << 16 |
+				     (uint64_t)site->line << 32);
+	return tag | index;
+}
+
+uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
+{
+	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	uint32_t st = ck_pr_load_32(&site->state);
+	if (tag == 0 || tag == NT_TAG_HALTED) {
+		ck_pr_inc_64(&nt_S.events_dropped);
+		return 0;
+	}
+	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) == tag)
+		return st; /* registered in this session (enabled or not) */
+
+	ck_spinlock_lock(&nt_S.intern_lock);
+	st = ck_pr_load_32(&site->state);
+	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) != tag) {
+		st = register_callsite(site, args, tag);
+		if (st != 0)
+			ck_pr_store_32(&site->state, st);
+	}
+	ck_spinlock_unlock(&nt_S.intern_lock);
+	if (st == 0)
+		ck_pr_inc_64(&nt_S.events_dropped);
+	return st;
+}
