@@ -45,21 +45,18 @@ enum nt_header_field {
 
 #define NT_HDR_VTABLE_OFFSET(field) (4u + 2u * (unsigned)(field))
 
-/* Byte width of each scalar field; 0 marks a string (a uoffset to a FlatBuffers string). */
+/* Byte width of each field, in field-id order; 0 marks a string (a uoffset to a FlatBuffers
+ * string). Plain positional initializers so C++ (the layout test) can include this too. */
 static const uint8_t nt_header_field_width[NT_HDR_FIELD_COUNT] = {
-	[NT_HDR_FORMAT_MAJOR] = 2,	   [NT_HDR_FORMAT_MINOR] = 2,
-	[NT_HDR_PRODUCER] = 0,		   [NT_HDR_CLOCK_SOURCE] = 1,
-	[NT_HDR_TICKS_PER_SECOND] = 8,	   [NT_HDR_START_TICKS] = 8,
-	[NT_HDR_START_MONOTONIC_NS] = 8,   [NT_HDR_START_REALTIME_NS] = 8,
-	[NT_HDR_FINISH_TICKS] = 8,	   [NT_HDR_FINISH_MONOTONIC_NS] = 8,
-	[NT_HDR_FINISH_REALTIME_NS] = 8,   [NT_HDR_PID] = 4,
-	[NT_HDR_PROCESS_NAME] = 0,	   [NT_HDR_BUFFERING_MODE] = 1,
-	[NT_HDR_ARENA_SIZE] = 8,	   [NT_HDR_DURABLE_SIZE] = 8,
-	[NT_HDR_CHUNK_SIZE] = 4,	   [NT_HDR_CHUNKS_PER_HALF] = 4,
-	[NT_HDR_FINAL_STATE] = 1,	   [NT_HDR_EVENTS_WRITTEN] = 8,
-	[NT_HDR_EVENTS_DROPPED] = 8,	   [NT_HDR_EVENTS_OVERWRITTEN] = 8,
-	[NT_HDR_WRAPS] = 8,		   [NT_HDR_DURABLE_DROPPED] = 8,
-	[NT_HDR_CHUNKS_CLAIMED] = 8,
+	2, /* format_major */        2, /* format_minor */        0, /* producer */
+	1, /* clock_source */        8, /* ticks_per_second */    8, /* start_ticks */
+	8, /* start_monotonic_ns */  8, /* start_realtime_ns */   8, /* finish_ticks */
+	8, /* finish_monotonic_ns */ 8, /* finish_realtime_ns */  4, /* pid */
+	0, /* process_name */        1, /* buffering_mode */      8, /* arena_size */
+	8, /* durable_size */        4, /* chunk_size */          4, /* chunks_per_half */
+	1, /* final_state */         8, /* events_written */      8, /* events_dropped */
+	8, /* events_overwritten */  8, /* wraps */               8, /* durable_dropped */
+	8, /* chunks_claimed */
 };
 
 /* Longest producer or process name the writer stores and the reader accepts. */

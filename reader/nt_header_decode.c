@@ -61,12 +61,12 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 	fb_view v = { .buf = data };
 	if (size < 12)
 		return fail(why, whylen, where, 0, "file too short for an archive header");
-	uint64_t prefix = rd32(data);
-	if (prefix < 8 || prefix > size - 4)
-		return fail(why, whylen, where, 0, "header size prefix exceeds the file");
-	v.end = 4 + prefix;
 	if (memcmp(data + 8, NT_FILE_IDENTIFIER, 4) != 0)
 		return fail(why, whylen, where, 8, "not a nanotrace archive (file identifier is not NTRC)");
+	uint64_t prefix = rd32(data);
+	if (prefix < 8 || prefix > size - 4)
+		return fail(why, whylen, where, 0, "header size prefix exceeds the file (truncated?)");
+	v.end = 4 + prefix;
 	v.table = 4 + (uint64_t)rd32(data + 4);
 	if (v.table % 4 != 0 || v.table + 4 > v.end)
 		return fail(why, whylen, where, 4, "header root table offset out of bounds");

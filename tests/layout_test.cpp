@@ -1,0 +1,380 @@
+// layout_test.cpp - proves format/ (the C mirror) and schema/nanotrace.fbs describe the same
+// bytes, using the code Debian's flatc generates from the schema.
+//
+//  1. Compile time: sizeof, alignof and every field's offset and size of each record struct
+//     equal flatc's (fields made public in a test-only copy of the generated header), the
+//     enum values are equal, and the ArchiveHeader field ids equal flatc's VT_ constants.
+//  2. Run time: the embedded binary schema is walked with FlatBuffers reflection, so a field
+//     added to the schema but missing in C (or the reverse) fails even if sizes still match.
+//  3. Run time: flatc's Verifier accepts the header the C writer encodes, and the generated
+//     accessors read back every value.
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "flatbuffers/reflection.h"
+#include "nanotrace_bfbs_generated.h"
+#include "nanotrace_generated_public.h"
+
+#include "nanotrace.h"
+#include "nt_archive_header.h"
+#include "nt_format.h"
+
+extern "C" size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap);
+
+namespace fb = ntfmt;
+
+#define SAME_STRUCT(C, G)                                                                  \
+	static_assert(sizeof(C) == sizeof(fb::G), #G ": sizeof");                          \
+	static_assert(alignof(C) == alignof(fb::G) || alignof(C) == 8, #G ": alignof");    \
+	static_assert(std::is_standard_layout<fb::G>::value &&                             \
+			      std::is_trivially_copyable<fb::G>::value,                    \
+		      #G ": POD");
+#define SAME_FIELD(C, G, f)                                                                \
+	static_assert(offsetof(C, f) == offsetof(fb::G, f##_), #G "." #f ": offset");      \
+	static_assert(sizeof(C::f) == sizeof(fb::G::f##_), #G "." #f ": size");
+
+SAME_STRUCT(nt_record_prefix, RecordPrefix)
+SAME_FIELD(nt_record_prefix, RecordPrefix, kind)
+SAME_FIELD(nt_record_prefix, RecordPrefix, size_words)
+
+SAME_STRUCT(nt_large_prefix, LargePrefix)
+SAME_FIELD(nt_large_prefix, LargePrefix, kind)
+SAME_FIELD(nt_large_prefix, LargePrefix, size_words)
+SAME_FIELD(nt_large_prefix, LargePrefix, flags)
+SAME_FIELD(nt_large_prefix, LargePrefix, size_bytes)
+
+SAME_STRUCT(nt_padding_record, PaddingRecord)
+SAME_FIELD(nt_padding_record, PaddingRecord, kind)
+SAME_FIELD(nt_padding_record, PaddingRecord, size_words)
+SAME_FIELD(nt_padding_record, PaddingRecord, reserved0)
+SAME_FIELD(nt_padding_record, PaddingRecord, reserved1)
+
+SAME_STRUCT(nt_string_record, StringRecord)
+SAME_FIELD(nt_string_record, StringRecord, kind)
+SAME_FIELD(nt_string_record, StringRecord, size_words)
+SAME_FIELD(nt_string_record, StringRecord, length)
+SAME_FIELD(nt_string_record, StringRecord, index)
+
+SAME_STRUCT(nt_thread_record, ThreadRecord)
+SAME_FIELD(nt_thread_record, ThreadRecord, kind)
+SAME_FIELD(nt_thread_record, ThreadRecord, size_words)
+SAME_FIELD(nt_thread_record, ThreadRecord, name_length)
+SAME_FIELD(nt_thread_record, ThreadRecord, index)
+SAME_FIELD(nt_thread_record, ThreadRecord, pid)
+SAME_FIELD(nt_thread_record, ThreadRecord, tid)
+
+SAME_STRUCT(nt_callsite_record, CallSiteRecord)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, kind)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, size_words)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, index)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, line)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, category)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, name)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, file)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, reserved0)
+
+SAME_STRUCT(nt_chunk_header, ChunkHeader)
+SAME_FIELD(nt_chunk_header, ChunkHeader, kind)
+SAME_FIELD(nt_chunk_header, ChunkHeader, size_words)
+SAME_FIELD(nt_chunk_header, ChunkHeader, flags)
+SAME_FIELD(nt_chunk_header, ChunkHeader, size_bytes)
+SAME_FIELD(nt_chunk_header, ChunkHeader, thread)
+SAME_FIELD(nt_chunk_header, ChunkHeader, event_count)
+SAME_FIELD(nt_chunk_header, ChunkHeader, claim)
+SAME_FIELD(nt_chunk_header, ChunkHeader, base_ticks)
+
+SAME_STRUCT(nt_event_record, EventRecord)
+SAME_FIELD(nt_event_record, EventRecord, kind)
+SAME_FIELD(nt_event_record, EventRecord, size_words)
+SAME_FIELD(nt_event_record, EventRecord, callsite)
+SAME_FIELD(nt_event_record, EventRecord, delta)
+
+SAME_STRUCT(nt_complete_record, CompleteRecord)
+SAME_FIELD(nt_complete_record, CompleteRecord, kind)
+SAME_FIELD(nt_complete_record, CompleteRecord, size_words)
+SAME_FIELD(nt_complete_record, CompleteRecord, callsite)
+SAME_FIELD(nt_complete_record, CompleteRecord, delta)
+SAME_FIELD(nt_complete_record, CompleteRecord, duration)
+
+SAME_STRUCT(nt_timestamp_record, TimestampRecord)
+SAME_FIELD(nt_timestamp_record, TimestampRecord, kind)
+SAME_FIELD(nt_timestamp_record, TimestampRecord, size_words)
+SAME_FIELD(nt_timestamp_record, TimestampRecord, reserved0)
+SAME_FIELD(nt_timestamp_record, TimestampRecord, reserved1)
+SAME_FIELD(nt_timestamp_record, TimestampRecord, ticks)
+
+SAME_STRUCT(nt_arg_header, ArgHeader)
+SAME_FIELD(nt_arg_header, ArgHeader, type)
+SAME_FIELD(nt_arg_header, ArgHeader, size_words)
+SAME_FIELD(nt_arg_header, ArgHeader, name)
+SAME_FIELD(nt_arg_header, ArgHeader, value32)
+
+#define SAME_ENUM(c, g) static_assert((int)(c) == (int)fb::g, #g ": value");
+SAME_ENUM(NT_KIND_INVALID, RecordKind_Invalid)
+SAME_ENUM(NT_KIND_PADDING, RecordKind_Padding)
+SAME_ENUM(NT_KIND_STRING, RecordKind_String)
+SAME_ENUM(NT_KIND_THREAD, RecordKind_Thread)
+SAME_ENUM(NT_KIND_CALLSITE, RecordKind_CallSite)
+SAME_ENUM(NT_KIND_CHUNK, RecordKind_Chunk)
+SAME_ENUM(NT_KIND_BEGIN, RecordKind_Begin)
+SAME_ENUM(NT_KIND_END, RecordKind_End)
+SAME_ENUM(NT_KIND_INSTANT, RecordKind_Instant)
+SAME_ENUM(NT_KIND_COMPLETE, RecordKind_Complete)
+SAME_ENUM(NT_KIND_COUNTER, RecordKind_Counter)
+SAME_ENUM(NT_KIND_TIMESTAMP, RecordKind_Timestamp)
+SAME_ENUM(NT_ARG_NONE, ArgType_None)
+SAME_ENUM(NT_ARG_INT32, ArgType_Int32)
+SAME_ENUM(NT_ARG_UINT32, ArgType_Uint32)
+SAME_ENUM(NT_ARG_INT64, ArgType_Int64)
+SAME_ENUM(NT_ARG_UINT64, ArgType_Uint64)
+SAME_ENUM(NT_ARG_DOUBLE, ArgType_Double)
+SAME_ENUM(NT_ARG_BOOL, ArgType_Bool)
+SAME_ENUM(NT_ARG_POINTER, ArgType_Pointer)
+SAME_ENUM(NT_ARG_STRING, ArgType_String)
+SAME_ENUM(NT_ARG_STRING_REF, ArgType_StringRef)
+SAME_ENUM(NT_MODE_ONESHOT, BufferingMode_Oneshot)
+SAME_ENUM(NT_MODE_CIRCULAR, BufferingMode_Circular)
+SAME_ENUM(NT_MODE_STREAMING, BufferingMode_Streaming)
+SAME_ENUM(NT_CLOCK_MONOTONIC, ClockSource_Monotonic)
+SAME_ENUM(NT_CLOCK_TSC, ClockSource_Tsc)
+SAME_ENUM(NT_FINAL_RECORDING, FinalState_Recording)
+SAME_ENUM(NT_FINAL_FINISHED, FinalState_Finished)
+SAME_ENUM(NT_FINAL_DURABLE_FULL, FinalState_DurableFull)
+SAME_ENUM(NT_FINAL_INDEX_FULL, FinalState_IndexFull)
+
+#define SAME_VT(id, vt) static_assert(NT_HDR_VTABLE_OFFSET(id) == fb::ArchiveHeader::vt, #vt);
+SAME_VT(NT_HDR_FORMAT_MAJOR, VT_FORMAT_MAJOR)
+SAME_VT(NT_HDR_FORMAT_MINOR, VT_FORMAT_MINOR)
+SAME_VT(NT_HDR_PRODUCER, VT_PRODUCER)
+SAME_VT(NT_HDR_CLOCK_SOURCE, VT_CLOCK_SOURCE)
+SAME_VT(NT_HDR_TICKS_PER_SECOND, VT_TICKS_PER_SECOND)
+SAME_VT(NT_HDR_START_TICKS, VT_START_TICKS)
+SAME_VT(NT_HDR_START_MONOTONIC_NS, VT_START_MONOTONIC_NS)
+SAME_VT(NT_HDR_START_REALTIME_NS, VT_START_REALTIME_NS)
+SAME_VT(NT_HDR_FINISH_TICKS, VT_FINISH_TICKS)
+SAME_VT(NT_HDR_FINISH_MONOTONIC_NS, VT_FINISH_MONOTONIC_NS)
+SAME_VT(NT_HDR_FINISH_REALTIME_NS, VT_FINISH_REALTIME_NS)
+SAME_VT(NT_HDR_PID, VT_PID)
+SAME_VT(NT_HDR_PROCESS_NAME, VT_PROCESS_NAME)
+SAME_VT(NT_HDR_BUFFERING_MODE, VT_BUFFERING_MODE)
+SAME_VT(NT_HDR_ARENA_SIZE, VT_ARENA_SIZE)
+SAME_VT(NT_HDR_DURABLE_SIZE, VT_DURABLE_SIZE)
+SAME_VT(NT_HDR_CHUNK_SIZE, VT_CHUNK_SIZE)
+SAME_VT(NT_HDR_CHUNKS_PER_HALF, VT_CHUNKS_PER_HALF)
+SAME_VT(NT_HDR_FINAL_STATE, VT_FINAL_STATE)
+SAME_VT(NT_HDR_EVENTS_WRITTEN, VT_EVENTS_WRITTEN)
+SAME_VT(NT_HDR_EVENTS_DROPPED, VT_EVENTS_DROPPED)
+SAME_VT(NT_HDR_EVENTS_OVERWRITTEN, VT_EVENTS_OVERWRITTEN)
+SAME_VT(NT_HDR_WRAPS, VT_WRAPS)
+SAME_VT(NT_HDR_DURABLE_DROPPED, VT_DURABLE_DROPPED)
+SAME_VT(NT_HDR_CHUNKS_CLAIMED, VT_CHUNKS_CLAIMED)
+static_assert(NT_HDR_FIELD_COUNT == 25, "a header field was added: add its SAME_VT check");
+
+static int failures;
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			std::fprintf(stderr, "FAIL: " __VA_ARGS__);                        \
+			std::fprintf(stderr, "\n");                                        \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+struct c_field {
+	size_t offset, size;
+};
+struct c_struct {
+	size_t size;
+	int record_kind; // -1: not a record
+	std::map<std::string, c_field> fields;
+};
+
+#define F(C, f) { #f, { offsetof(C, f), sizeof(C::f) } }
+static std::map<std::string, c_struct> c_mirror()
+{
+	return {
+		{ "ntfmt.RecordPrefix", { sizeof(nt_record_prefix), -1,
+			{ F(nt_record_prefix, kind), F(nt_record_prefix, size_words) } } },
+		{ "ntfmt.LargePrefix", { sizeof(nt_large_prefix), -1,
+			{ F(nt_large_prefix, kind), F(nt_large_prefix, size_words),
+			  F(nt_large_prefix, flags), F(nt_large_prefix, size_bytes) } } },
+		{ "ntfmt.PaddingRecord", { sizeof(nt_padding_record), NT_KIND_PADDING,
+			{ F(nt_padding_record, kind), F(nt_padding_record, size_words),
+			  F(nt_padding_record, reserved0), F(nt_padding_record, reserved1) } } },
+		{ "ntfmt.StringRecord", { sizeof(nt_string_record), NT_KIND_STRING,
+			{ F(nt_string_record, kind), F(nt_string_record, size_words),
+			  F(nt_string_record, length), F(nt_string_record, index) } } },
+		{ "ntfmt.ThreadRecord", { sizeof(nt_thread_record), NT_KIND_THREAD,
+			{ F(nt_thread_record, kind), F(nt_thread_record, size_words),
+			  F(nt_thread_record, name_length), F(nt_thread_record, index),
+			  F(nt_thread_record, pid), F(nt_thread_record, tid) } } },
+		{ "ntfmt.CallSiteRecord", { sizeof(nt_callsite_record), NT_KIND_CALLSITE,
+			{ F(nt_callsite_record, kind), F(nt_callsite_record, size_words),
+			  F(nt_callsite_record, index), F(nt_callsite_record, line),
+			  F(nt_callsite_record, category), F(nt_callsite_record, name),
+			  F(nt_callsite_record, file), F(nt_callsite_record, reserved0) } } },
+		{ "ntfmt.ChunkHeader", { sizeof(nt_chunk_header), NT_KIND_CHUNK,
+			{ F(nt_chunk_header, kind), F(nt_chunk_header, size_words),
+			  F(nt_chunk_header, flags), F(nt_chunk_header, size_bytes),
+			  F(nt_chunk_header, thread), F(nt_chunk_header, event_count),
+			  F(nt_chunk_header, claim), F(nt_chunk_header, base_ticks) } } },
+		{ "ntfmt.EventRecord", { sizeof(nt_event_record), NT_KIND_BEGIN,
+			{ F(nt_event_record, kind), F(nt_event_record, size_words),
+			  F(nt_event_record, callsite), F(nt_event_record, delta) } } },
+		{ "ntfmt.CompleteRecord", { sizeof(nt_complete_record), NT_KIND_COMPLETE,
+			{ F(nt_complete_record, kind), F(nt_complete_record, size_words),
+			  F(nt_complete_record, callsite), F(nt_complete_record, delta),
+			  F(nt_complete_record, duration) } } },
+		{ "ntfmt.TimestampRecord", { sizeof(nt_timestamp_record), NT_KIND_TIMESTAMP,
+			{ F(nt_timestamp_record, kind), F(nt_timestamp_record, size_words),
+			  F(nt_timestamp_record, reserved0), F(nt_timestamp_record, reserved1),
+			  F(nt_timestamp_record, ticks) } } },
+		{ "ntfmt.ArgHeader", { sizeof(nt_arg_header), -1,
+			{ F(nt_arg_header, type), F(nt_arg_header, size_words),
+			  F(nt_arg_header, name), F(nt_arg_header, value32) } } },
+	};
+}
+
+static void check_reflection()
+{
+	const auto *schema = reflection::GetSchema(fb::ArchiveHeaderBinarySchema::data());
+	auto mirror = c_mirror();
+	size_t structs = 0;
+	for (const auto *obj : *schema->objects()) {
+		if (!obj->is_struct())
+			continue;
+		structs++;
+		std::string name = obj->name()->str();
+		auto it = mirror.find(name);
+		if (it == mirror.end()) {
+			CHECK(false, "%s is in the schema but not in format/nt_format.h", name.c_str());
+			continue;
+		}
+		const c_struct &c = it->second;
+		CHECK((size_t)obj->bytesize() == c.size, "%s: schema %d bytes, C %zu", name.c_str(),
+		      obj->bytesize(), c.size);
+		CHECK(obj->fields()->size() == c.fields.size(), "%s: schema %u fields, C %zu",
+		      name.c_str(), obj->fields()->size(), c.fields.size());
+		for (const auto *f : *obj->fields()) {
+			auto cf = c.fields.find(f->name()->str());
+			if (cf == c.fields.end()) {
+				CHECK(false, "%s.%s missing in C", name.c_str(), f->name()->c_str());
+				continue;
+			}
+			size_t sz = flatbuffers::GetTypeSize(f->type()->base_type());
+			CHECK(cf->second.offset == f->offset() && cf->second.size == sz,
+			      "%s.%s: schema @%u/%zu, C @%zu/%zu", name.c_str(), f->name()->c_str(),
+			      f->offset(), sz, cf->second.offset, cf->second.size);
+		}
+		int kind = -1;
+		if (obj->attributes())
+			for (const auto *kv : *obj->attributes())
+				if (kv->key()->str() == "record_kind")
+					kind = std::stoi(kv->value()->str());
+		CHECK(kind == c.record_kind,
+		      "%s: record_kind %d, C %d", name.c_str(), kind, c.record_kind);
+	}
+	CHECK(structs == mirror.size(), "schema has %zu structs, C mirror %zu", structs, mirror.size());
+	std::printf("reflection: %zu structs match field by field\n", structs);
+}
+
+static void check_header_encoding()
+{
+	nt_archive_info in;
+	std::memset(&in, 0, sizeof(in));
+	in.format_major = 1;
+	in.format_minor = 0;
+	std::snprintf(in.producer, sizeof(in.producer), "nanotrace test");
+	std::snprintf(in.process_name, sizeof(in.process_name), "proc \xc3\xa9");
+	in.clock_source = NT_CLOCK_TSC;
+	in.ticks_per_second = 2000000000ull;
+	in.start_ticks = 0x0102030405060708ull;
+	in.start_monotonic_ns = 11;
+	in.start_realtime_ns = 1700000000000000000ull;
+	in.finish_ticks = 0xfffffffffffffff0ull;
+	in.finish_monotonic_ns = 12;
+	in.finish_realtime_ns = 13;
+	in.pid = 4242;
+	in.buffering_mode = NT_MODE_CIRCULAR;
+	in.arena_size = 4u << 20;
+	in.durable_size = 1u << 18;
+	in.chunk_size = 16384;
+	in.chunks_per_half = 120;
+	in.final_state = NT_FINAL_DURABLE_FULL;
+	in.events_written = 99;
+	in.events_dropped = 98;
+	in.events_overwritten = 97;
+	in.wraps = 96;
+	in.durable_dropped = 95;
+	in.chunks_claimed = 94;
+	std::vector<uint8_t> buf(1024);
+	size_t n = nt_header_encode(&in, buf.data(), buf.size());
+	CHECK(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
+	flatbuffers::Verifier v(buf.data(), n);
+	CHECK(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "flatc's Verifier rejects the header");
+	CHECK(fb::SizePrefixedArchiveHeaderBufferHasIdentifier(buf.data()), "identifier");
+	const fb::ArchiveHeader *h = fb::GetSizePrefixedArchiveHeader(buf.data());
+	CHECK(h->producer()->str() == in.producer, "producer");
+	CHECK(h->process_name()->str() == in.process_name, "process_name");
+	CHECK(h->clock_source() == fb::ClockSource_Tsc, "clock_source");
+	CHECK(h->ticks_per_second() == in.ticks_per_second, "ticks_per_second");
+	CHECK(h->start_ticks() == in.start_ticks, "start_ticks");
+	CHECK(h->start_realtime_ns() == in.start_realtime_ns, "start_realtime_ns");
+	CHECK(h->finish_ticks() == in.finish_ticks, "finish_ticks");
+	CHECK(h->pid() == in.pid, "pid");
+	CHECK(h->buffering_mode() == fb::BufferingMode_Circular, "buffering_mode");
+	CHECK(h->chunk_size() == in.chunk_size, "chunk_size");
+	CHECK(h->chunks_per_half() == in.chunks_per_half, "chunks_per_half");
+	CHECK(h->final_state() == fb::FinalState_DurableFull, "final_state");
+	CHECK(h->events_written() == 99 && h->events_dropped() == 98 &&
+		      h->events_overwritten() == 97 && h->wraps() == 96 &&
+		      h->durable_dropped() == 95 && h->chunks_claimed() == 94,
+	      "counters");
+	// Every byte of a shorter buffer must be rejected, never read past.
+	for (size_t cut = 0; cut < n; cut += 4) {
+		flatbuffers::Verifier vc(buf.data(), cut);
+		CHECK(!fb::VerifySizePrefixedArchiveHeaderBuffer(vc), "verifier accepted %zu bytes", cut);
+	}
+	std::printf("header: flatc's Verifier accepts the C-encoded header (%zu bytes)\n", n);
+}
+
+static void check_real_archive(const char *dir)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	CHECK(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
+	std::string path = std::string(dir) + "/layout-test.ntrace";
+	CHECK(nt_finish(path.c_str()) == NT_OK, "nt_finish: %s", nt_last_error());
+	FILE *f = std::fopen(path.c_str(), "rb");
+	std::vector<uint8_t> data(1 << 16);
+	size_t n = f ? std::fread(data.data(), 1, data.size(), f) : 0;
+	if (f)
+		std::fclose(f);
+	std::remove(path.c_str());
+	uint32_t prefix;
+	std::memcpy(&prefix, data.data(), 4);
+	CHECK(n >= 4 + prefix, "archive shorter than its header");
+	flatbuffers::Verifier v(data.data(), 4 + prefix);
+	CHECK(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "Verifier rejects a real archive header");
+	const fb::ArchiveHeader *h = fb::GetSizePrefixedArchiveHeader(data.data());
+	CHECK(h->final_state() == fb::FinalState_Finished, "real archive final state");
+	CHECK(h->ticks_per_second() > 0, "real archive ticks_per_second");
+}
+
+int main(int argc, char **argv)
+{
+	check_reflection();
+	check_header_encoding();
+	check_real_archive(argc > 1 ? argv[1] : "/tmp");
+	if (failures) {
+		std::fprintf(stderr, "%d layout failures\n", failures);
+		return 1;
+	}
+	std::printf("ok: format/ equals schema/nanotrace.fbs\n");
+	return 0;
+}

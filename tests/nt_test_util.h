@@ -1,0 +1,109 @@
+/* nt_test_util.h - read an archive back into plain arrays for assertions (tests only). */
+#ifndef NT_TEST_UTIL_H
+#define NT_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nanotrace_reader.h"
+
+typedef struct test_event {
+	uint8_t kind;
+	char category[64], name[64], file[128];
+	uint32_t line;
+	uint32_t thread, tid;
+	char thread_name[64];
+	int64_t time_ns;
+	uint64_t duration_ns;
+	uint32_t nargs;
+	nt_reader_arg args[8];
+	char strs[8][2048]; /* copies of string argument values */
+	char names[8][64];  /* copies of argument names */
+} test_event;
+
+typedef struct test_trace {
+	test_event *ev;
+	size_t n, cap;
+	unsigned long errors;
+	char first_error[600];
+	nt_archive_info info;
+	int visit_rc;
+} test_trace;
+
+static int test_collect(void *ctx, const nt_reader_event *e)
+{
+	test_trace *t = ctx;
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 64;
+		t->ev = realloc(t->ev, t->cap * sizeof(*t->ev));
+		if (t->ev == NULL)
+			abort();
+	}
+	test_event *x = &t->ev[t->n++];
+	memset(x, 0, sizeof(*x));
+	x->kind = e->kind;
+	snprintf(x->category, sizeof(x->category), "%s", e->category);
+	snprintf(x->name, sizeof(x->name), "%s", e->name);
+	snprintf(x->file, sizeof(x->file), "%s", e->file);
+	x->line = e->line;
+	x->thread = e->thread->index;
+	x->tid = e->thread->tid;
+	snprintf(x->thread_name, sizeof(x->thread_name), "%s", e->thread->name);
+	x->time_ns = e->time_ns;
+	x->duration_ns = e->duration_ns;
+	x->nargs = e->arg_count < 8 ? e->arg_count : 8;
+	for (uint32_t i = 0; i < x->nargs; i++) {
+		x->args[i] = e->args[i];
+		snprintf(x->names[i], sizeof(x->names[i]), "%s", e->args[i].name);
+		x->args[i].name = x->names[i];
+		if (e->args[i].type == NT_ARG_STRING || e->args[i].type == NT_ARG_STRING_REF) {
+			uint32_t len = e->args[i].value.str.len < 2047 ? e->args[i].value.str.len : 2047;
+			memcpy(x->strs[i], e->args[i].value.str.ptr, len);
+			x->strs[i][len] = '\0';
+			x->args[i].value.str.ptr = x->strs[i];
+		}
+	}
+	return 0;
+}
+
+static void test_error(void *ctx, uint64_t off, const char *msg)
+{
+	test_trace *t = ctx;
+	if (t->errors++ == 0)
+		snprintf(t->first_error, sizeof(t->first_error), "byte %llu: %s",
+			 (unsigned long long)off, msg);
+}
+
+/* Reads `path` in `order`; returns 0 on success (the trace may still report errors). */
+__attribute__((unused)) static int test_read(const char *path, nt_order order, test_trace *t)
+{
+	memset(t, 0, sizeof(*t));
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	if (r == NULL) {
+		snprintf(t->first_error, sizeof(t->first_error), "%s", err.message);
+		return -1;
+	}
+	t->info = *nt_reader_info(r);
+	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error };
+	t->visit_rc = nt_reader_visit(r, &cb, t, order, NT_ON_CORRUPT_SKIP);
+	nt_reader_close(r);
+	return 0;
+}
+
+__attribute__((unused)) static void test_trace_free(test_trace *t)
+{
+	free(t->ev);
+	memset(t, 0, sizeof(*t));
+}
+
+/* A per-test temporary path; removed by the caller. */
+__attribute__((unused)) static void test_tmp_path(char *buf, size_t cap, const char *tag)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	snprintf(buf, cap, "%s/nt-test-%s-%d.ntrace", dir, tag, (int)getpid());
+}
+
+#endif /* NT_TEST_UTIL_H */

@@ -1,0 +1,280 @@
+/*
+ * test_reader.c - the reader treats archives as untrusted: truncation at every byte, bit
+ * flips everywhere, garbage and damaged references are reported with an offset and never
+ * read out of bounds (run under ASan in the suite).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nanotrace.h"
+#include "nt_test_util.h"
+
+static uint8_t *archive;
+static size_t archive_size;
+static size_t archive_events;
+
+static void *second_thread(void *arg)
+{
+	for (int i = 0; i < 40; i++) {
+		NT_BEGIN("t2", "work", NT_I32("i", i));
+		NT_END("t2", "work");
+	}
+	return arg;
+}
+
+/* A small archive with two threads, arguments of every type and several chunks. */
+static int make_archive(void **state)
+{
+	(void)state;
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = 64 * 1024;
+	cfg.chunk_size = 4096;
+	if (nt_start(&cfg) != NT_OK)
+		return -1;
+	pthread_t th;
+	pthread_create(&th, NULL, second_thread, NULL);
+	for (int i = 0; i < 60; i++) {
+		NT_INSTANT("t1", "tick", NT_I64("i", i), NT_U64("u", 1ull << 35), NT_F64("d", i * 0.5),
+			   NT_BOOL("b", i & 1), NT_PTR("p", &cfg), NT_STR("s", "a string value"));
+		NT_COMPLETE("t1", "done", nt_now());
+	}
+	pthread_join(th, NULL);
+	char path[256];
+	test_tmp_path(path, sizeof(path), "reader");
+	if (nt_finish(path) != NT_OK)
+		return -1;
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	stat(path, &st);
+	archive_size = (size_t)st.st_size;
+	archive = malloc(archive_size);
+	if (fread(archive, 1, archive_size, f) != archive_size)
+		return -1;
+	fclose(f);
+	unlink(path);
+	archive_events = 60 * 2 + 40 * 2;
+	return 0;
+}
+
+static int free_archive(void **state)
+{
+	(void)state;
+	free(archive);
+	return 0;
+}
+
+typedef struct counts {
+	uint64_t events, errors;
+} counts;
+
+static int count_event(void *ctx, const nt_reader_event *e)
+{
+	counts *c = ctx;
+	c->events++;
+	/* Touch every string the reader hands out: ASan catches any that are out of bounds. */
+	size_t n = strlen(e->category) + strlen(e->name) + strlen(e->file) + strlen(e->thread->name);
+	for (uint32_t i = 0; i < e->arg_count; i++) {
+		n += strlen(e->args[i].name);
+		if (e->args[i].type == NT_ARG_STRING)
+			for (uint32_t k = 0; k < e->args[i].value.str.len; k++)
+				n += (unsigned char)e->args[i].value.str.ptr[k];
+	}
+	return n == 0; /* never true; keeps the loop from being optimised away */
+}
+
+static void count_error(void *ctx, uint64_t off, const char *msg)
+{
+	counts *c = ctx;
+	c->errors++;
+	assert_true(off <= archive_size);
+	assert_true(strlen(msg) > 0);
+}
+
+/* Open + visit in all four (order, policy) combinations; returns the counts of the first. */
+static counts read_all_ways(const uint8_t *data, size_t size, int *opened)
+{
+	counts first = { 0, 0 };
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "mem", &err);
+	*opened = r != NULL;
+	if (r == NULL) {
+		assert_non_null(strstr(err.message, "mem: "));
+		return first;
+	}
+	for (int order = 0; order < 2; order++) {
+		for (int policy = 0; policy < 2; policy++) {
+			counts c = { 0, 0 };
+			nt_reader_callbacks cb = { .on_event = count_event, .on_error = count_error };
+			int rc = nt_reader_visit(r, &cb, &c, (nt_order)order, (nt_corrupt_policy)policy);
+			assert_true(rc == 0 || rc == -1);
+			if (rc == -1)
+				assert_true(c.errors > 0);
+			if (order == 0 && policy == 1)
+				first = c;
+		}
+	}
+	nt_reader_close(r);
+	return first;
+}
+
+static void intact_archive_reads_fully(void **state)
+{
+	(void)state;
+	int opened;
+	counts c = read_all_ways(archive, archive_size, &opened);
+	assert_true(opened);
+	assert_int_equal(c.errors, 0);
+	assert_int_equal(c.events, archive_events);
+}
+
+static void truncation_at_every_byte(void **state)
+{
+	(void)state;
+	for (size_t len = 0; len < archive_size; len++) {
+		uint8_t *copy = malloc(len ? len : 1); /* exact size: ASan sees any overread */
+		memcpy(copy, archive, len);
+		int opened;
+		counts c = read_all_ways(copy, len, &opened);
+		assert_true(c.events <= archive_events);
+		if (opened && len % 8 != 0)
+			assert_true(c.errors > 0); /* a partial record is always reported */
+		free(copy);
+	}
+}
+
+static void bit_flips_everywhere(void **state)
+{
+	(void)state;
+	uint8_t *copy = malloc(archive_size);
+	unsigned seed = 12345;
+	for (size_t pos = 0; pos < archive_size; pos++) {
+		for (int rep = 0; rep < 2; rep++) {
+			memcpy(copy, archive, archive_size);
+			seed = seed * 1103515245u + 12345u;
+			copy[pos] ^= (uint8_t)(1u << ((seed >> 16) % 8));
+			if (rep == 1) { /* and a random word elsewhere */
+				size_t w = ((seed >> 8) % (archive_size / 8)) * 8;
+				memset(copy + w, (int)(seed & 0xff), 8);
+			}
+			int opened;
+			read_all_ways(copy, archive_size, &opened);
+		}
+	}
+	free(copy);
+}
+
+static void garbage_and_empty_fail_to_open(void **state)
+{
+	(void)state;
+	nt_reader_error err;
+	uint8_t junk[4096];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 131 + 7);
+	assert_null(nt_reader_open_memory(junk, sizeof(junk), "junk", &err));
+	assert_non_null(strstr(err.message, "junk: "));
+	assert_null(nt_reader_open_memory(junk, 0, "empty", &err));
+	assert_non_null(strstr(err.message, "empty"));
+	assert_null(nt_reader_open("/nonexistent/file.ntrace", &err));
+	assert_non_null(strstr(err.message, "/nonexistent/file.ntrace"));
+	assert_non_null(strstr(err.message, "No such file"));
+	assert_null(nt_reader_open("/tmp", &err));
+	assert_non_null(strstr(err.message, "directory"));
+	assert_null(nt_reader_open(NULL, &err));
+
+	uint8_t *copy = malloc(archive_size);
+	memcpy(copy, archive, archive_size);
+	memcpy(copy + 8, "XXXX", 4);
+	assert_null(nt_reader_open_memory(copy, archive_size, "ident", &err));
+	assert_non_null(strstr(err.message, "file identifier"));
+	memcpy(copy, archive, archive_size);
+	copy[0] = 0xff, copy[1] = 0xff, copy[2] = 0xff, copy[3] = 0x7f;
+	assert_null(nt_reader_open_memory(copy, archive_size, "prefix", &err));
+	assert_non_null(strstr(err.message, "size prefix"));
+	free(copy);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Offset of the first record of `kind` at top level. */
+static size_t find_top(uint8_t kind)
+{
+	size_t off = ((size_t)(archive[0] | archive[1] << 8 | archive[2] << 16) + 4 + 7) & ~(size_t)7;
+	while (off + 8 <= archive_size) {
+		if (archive[off] == kind)
+			return off;
+		uint32_t size = archive[off + 1] ? archive[off + 1] * 8u : rd32(archive + off + 4);
+		off += size;
+	}
+	return 0;
+}
+
+static void damaged_references_are_reported_with_offsets(void **state)
+{
+	(void)state;
+	uint8_t *copy = malloc(archive_size);
+	memcpy(copy, archive, archive_size);
+	size_t chunk = find_top(NT_KIND_CHUNK);
+	assert_true(chunk != 0);
+	/* First event of the first chunk: point it at a call site that does not exist. */
+	size_t ev = chunk + sizeof(nt_chunk_header);
+	copy[ev + 2] = 0xff, copy[ev + 3] = 0xfe;
+
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(copy, archive_size, "mem", &err);
+	assert_non_null(r);
+	test_trace t;
+	memset(&t, 0, sizeof(t));
+	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error };
+	assert_int_equal(nt_reader_visit(r, &cb, &t, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP), 0);
+	assert_int_equal(t.errors, 1);
+	char want[64];
+	snprintf(want, sizeof(want), "byte %zu: ", ev);
+	assert_non_null(strstr(t.first_error, want));
+	assert_non_null(strstr(t.first_error, "call site"));
+	assert_int_equal(t.n, archive_events - 1); /* only the damaged record is lost */
+	test_trace_free(&t);
+
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(nt_reader_visit(r, &cb, &t, NT_ORDER_STREAM, NT_ON_CORRUPT_STOP), -1);
+	assert_int_equal(t.n, 0); /* stopped at the first record */
+	test_trace_free(&t);
+	nt_reader_close(r);
+
+	/* A chunk claiming a thread that was never defined is skipped whole, and named. */
+	memcpy(copy, archive, archive_size);
+	copy[chunk + 8] = 0x77;
+	r = nt_reader_open_memory(copy, archive_size, "mem", &err);
+	assert_non_null(r);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(nt_reader_visit(r, &cb, &t, NT_ORDER_TIME, NT_ON_CORRUPT_SKIP), 0);
+	assert_true(t.errors >= 1);
+	assert_non_null(strstr(t.first_error, "thread"));
+	assert_true(t.n < archive_events);
+	test_trace_free(&t);
+	nt_reader_close(r);
+	free(copy);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(intact_archive_reads_fully),
+		cmocka_unit_test(truncation_at_every_byte),
+		cmocka_unit_test(bit_flips_everywhere),
+		cmocka_unit_test(garbage_and_empty_fail_to_open),
+		cmocka_unit_test(damaged_references_are_reported_with_offsets),
+	};
+	return cmocka_run_group_tests(tests, make_archive, free_archive);
+}

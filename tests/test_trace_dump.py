@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""trace-dump as a user meets it: exit codes (0 ok, 1 usage, 2 bad input), error messages
+that name the file and the problem, and outputs that other tools accept.
+
+usage: test_trace_dump.py TRACE_DUMP DEMO WORKDIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+TRACE_DUMP, DEMO, WORK = sys.argv[1:4]
+os.makedirs(WORK, exist_ok=True)
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([TRACE_DUMP, *args], capture_output=True)
+    return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def check(name, cond, detail=''):
+    print(('ok   ' if cond else 'FAIL ') + name + ('' if cond else ': ' + detail))
+    if not cond:
+        failures.append(name)
+
+
+def path(name):
+    return os.path.join(WORK, name)
+
+
+archive = path('demo.ntrace')
+subprocess.run([DEMO, archive, '--threads', '3', '--requests', '50'], check=True,
+               capture_output=True)
+data = open(archive, 'rb').read()
+
+# usage errors: exit 1, message on stderr, nothing on stdout
+for args in ([], ['--format'], ['--format', 'xml', archive], ['--bogus', archive],
+             [archive, archive], ['--order', 'sideways', archive]):
+    rc, out, err = run(*args)
+    check('usage %r exits 1' % (args,), rc == 1 and 'usage:' in err and out == '',
+          'rc=%d err=%r' % (rc, err[:200]))
+rc, out, _ = run('--help')
+check('--help exits 0', rc == 0 and 'usage:' in out)
+
+# unreadable inputs: exit 2 and a message naming the file and the problem
+empty = path('empty.ntrace')
+open(empty, 'wb').close()
+garbage = path('garbage.ntrace')
+open(garbage, 'wb').write(bytes((i * 131 + 7) & 0xff for i in range(5000)))
+missing = path('missing.ntrace')
+for name, p, want in (('missing', missing, 'No such file'), ('empty', empty, 'empty'),
+                      ('garbage', garbage, 'not a nanotrace archive'),
+                      ('directory', WORK, 'directory')):
+    rc, out, err = run(p)
+    check('%s file exits 2 naming it' % name, rc == 2 and p in err and want in err,
+          'rc=%d err=%r' % (rc, err))
+
+# truncated archive: what is readable is shown, the damage is named with its byte offset
+cut = len(data) - 13
+trunc = path('truncated.ntrace')
+open(trunc, 'wb').write(data[:cut])
+for fmt in ('text', 'chrome'):
+    rc, out, err = run('--format', fmt, trunc)
+    check('truncated (%s) exits 2 with an offset' % fmt,
+          rc == 2 and trunc in err and 'at byte' in err and 'truncated' in err,
+          'rc=%d err=%r' % (rc, err))
+rc, out, err = run('--on-corrupt', 'stop', trunc)
+check('truncated with --on-corrupt stop exits 2', rc == 2 and 'at byte' in err, err)
+rc, out, err = run('--stats', trunc)
+check('truncated --stats exits 2', rc == 2 and 'events:' in out, err)
+
+# text: header plus one aligned line per event
+rc, out, err = run(archive)
+lines = out.splitlines()
+check('text exits 0 silently', rc == 0 and err == '', err)
+check('text has a header line', lines and lines[0].split()[:3] == ['TIME(s)', 'THREAD', 'PH'])
+events_text = len(lines) - 1
+name_col = lines[0].index('NAME')
+check('text columns are aligned',
+      all(len(l) > name_col and l[name_col - 2:name_col] == '  ' for l in lines[1:]))
+
+# stats: "events: N" agrees with the text dump
+rc, out, err = run('--stats', archive)
+stats = dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
+check('stats exits 0', rc == 0, err)
+check('stats events equals text lines', stats.get('events') == str(events_text),
+      '%r vs %d' % (stats.get('events'), events_text))
+check('stats reports drops and wraps', 'dropped' in stats and 'wraps' in stats)
+
+# chrome: valid JSON a trace viewer accepts
+rc, out, err = run('--format', 'chrome', archive)
+check('chrome exits 0', rc == 0, err)
+try:
+    doc = json.loads(out)
+    evs = doc['traceEvents']
+    phases = {e['ph'] for e in evs}
+    real = [e for e in evs if e['ph'] != 'M']
+    check('chrome has every event', len(real) == events_text, '%d vs %d' % (len(real), events_text))
+    check('chrome phases are Chrome phases', phases <= {'M', 'B', 'E', 'X', 'i', 'C'}, str(phases))
+    check('chrome names threads', any(e['ph'] == 'M' and e['name'] == 'thread_name' for e in evs))
+    check('chrome events carry pid, tid, ts in us',
+          all(isinstance(e['ts'], (int, float)) and 'pid' in e and 'tid' in e for e in real))
+    ts = [e['ts'] for e in real]
+    check('chrome events are in timestamp order', ts == sorted(ts))
+    check('chrome complete events have dur', all('dur' in e for e in real if e['ph'] == 'X'))
+    be = {}
+    for e in real:
+        if e['ph'] in 'BE':
+            be[e['tid']] = be.get(e['tid'], 0) + (1 if e['ph'] == 'B' else -1)
+    check('chrome begin/end balance per thread', all(v == 0 for v in be.values()), str(be))
+except (ValueError, KeyError) as exc:
+    check('chrome output is valid JSON', False, str(exc))
+
+# stream order gives the same events
+rc, out, err = run('--order', 'stream', archive)
+check('stream order shows the same number of events', len(out.splitlines()) - 1 == events_text)
+
+sys.exit(1 if failures else 0)

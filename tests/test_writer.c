@@ -1,0 +1,348 @@
+/* test_writer.c - the writer's API contract, checked by reading archives back. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nanotrace.h"
+#include "nt_test_util.h"
+
+static nt_config small_config(int mode)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = mode;
+	return cfg;
+}
+
+static void finish_and_read(const char *tag, test_trace *t)
+{
+	char path[256];
+	test_tmp_path(path, sizeof(path), tag);
+	assert_int_equal(nt_finish(path), NT_OK);
+	assert_int_equal(test_read(path, NT_ORDER_TIME, t), 0);
+	unlink(path);
+}
+
+static void config_errors_name_the_field(void **state)
+{
+	(void)state;
+	assert_int_equal(nt_start(NULL), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "cfg is NULL"));
+
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	cfg.buffer_size = 1000;
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "buffer_size 1000"));
+
+	cfg = small_config(NT_MODE_ONESHOT);
+	cfg.chunk_size = 5000;
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "chunk_size 5000"));
+
+	cfg = small_config(7);
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "mode 7"));
+
+	cfg = small_config(NT_MODE_STREAMING);
+	assert_int_equal(nt_start(&cfg), NT_ERR_UNSUPPORTED);
+	assert_non_null(strstr(nt_last_error(), "streaming"));
+
+	cfg = small_config(NT_MODE_ONESHOT);
+	cfg.buffer_size = 64 * 1024;
+	cfg.chunk_size = 65536; /* no room for two chunks per half */
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "fewer than 2 chunks"));
+	assert_false(nt_is_recording());
+}
+
+static void lifecycle_state_errors(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	assert_true(nt_is_recording());
+	assert_int_equal(nt_start(&cfg), NT_ERR_STATE);
+	NT_INSTANT("t", "kept");
+
+	/* An unwritable path fails with its name, stops recording, and keeps the data. */
+	assert_int_equal(nt_finish("/nonexistent-dir/x.ntrace"), NT_ERR_IO);
+	assert_non_null(strstr(nt_last_error(), "/nonexistent-dir/x.ntrace"));
+	assert_false(nt_is_recording());
+	assert_int_equal(nt_finish(NULL), NT_ERR_INVALID_ARGUMENT);
+	test_trace t;
+	finish_and_read("lifecycle", &t);
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.ev[0].name, "kept");
+	test_trace_free(&t);
+}
+
+static void events_round_trip(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	nt_thread_set_name("tester");
+	int line_begin = __LINE__ + 1;
+	NT_BEGIN("io", "read", NT_I64("fd", -3), NT_STR("path", "/etc/hosts"));
+	NT_INSTANT("io", "mark", NT_U64("big", 1ull << 40), NT_F64("ratio", 0.25),
+		   NT_BOOL("ok", 1), NT_PTR("p", (void *)0x1234), NT_I64("neg64", -(1ll << 40)));
+	NT_COUNTER("mem", "heap", NT_U32("bytes", 4096));
+	uint64_t t0 = nt_now();
+	NT_COMPLETE("db", "query", t0, NT_STR("sql", NULL));
+	{
+		NT_SCOPE("cpu", "scoped");
+	}
+	NT_END("io", "read");
+	test_trace t;
+	finish_and_read("roundtrip", &t);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.n, 7);
+
+	test_event *e = t.ev;
+	assert_int_equal(e[0].kind, NT_KIND_BEGIN);
+	assert_string_equal(e[0].category, "io");
+	assert_string_equal(e[0].name, "read");
+	assert_int_equal(e[0].line, line_begin);
+	assert_non_null(strstr(e[0].file, "test_writer.c"));
+	assert_string_equal(e[0].thread_name, "tester");
+	assert_int_equal(e[0].tid, (uint32_t)gettid());
+	assert_int_equal(e[0].nargs, 2);
+	assert_string_equal(e[0].args[0].name, "fd");
+	assert_int_equal(e[0].args[0].type, NT_ARG_INT32);
+	assert_int_equal(e[0].args[0].value.i64, -3);
+	assert_int_equal(e[0].args[1].type, NT_ARG_STRING);
+	assert_string_equal(e[0].args[1].value.str.ptr, "/etc/hosts");
+
+	assert_int_equal(e[1].kind, NT_KIND_INSTANT);
+	assert_int_equal(e[1].nargs, 5);
+	assert_int_equal(e[1].args[0].type, NT_ARG_UINT64);
+	assert_true(e[1].args[0].value.u64 == (1ull << 40));
+	assert_int_equal(e[1].args[1].type, NT_ARG_DOUBLE);
+	assert_true(e[1].args[1].value.f64 == 0.25);
+	assert_int_equal(e[1].args[2].type, NT_ARG_BOOL);
+	assert_int_equal(e[1].args[2].value.u64, 1);
+	assert_int_equal(e[1].args[3].type, NT_ARG_POINTER);
+	assert_int_equal(e[1].args[3].value.u64, 0x1234);
+	assert_int_equal(e[1].args[4].type, NT_ARG_INT64);
+	assert_true(e[1].args[4].value.i64 == -(1ll << 40));
+
+	assert_int_equal(e[2].kind, NT_KIND_COUNTER);
+	assert_int_equal(e[2].args[0].type, NT_ARG_UINT32);
+	assert_int_equal(e[2].args[0].value.u64, 4096);
+
+	assert_int_equal(e[3].kind, NT_KIND_COMPLETE);
+	assert_string_equal(e[3].args[0].value.str.ptr, "(null)");
+	assert_true(e[3].time_ns >= e[2].time_ns);
+
+	assert_int_equal(e[4].kind, NT_KIND_BEGIN);
+	assert_string_equal(e[4].name, "scoped");
+	assert_int_equal(e[5].kind, NT_KIND_END);
+	assert_string_equal(e[5].name, "scoped");
+	assert_int_equal(e[6].kind, NT_KIND_END);
+	for (size_t i = 1; i < t.n; i++)
+		assert_true(e[i].time_ns >= e[i - 1].time_ns);
+	/* Times are inside the session and wall-clock time follows CLOCK_MONOTONIC. */
+	assert_true(e[0].time_ns >= (int64_t)t.info.start_monotonic_ns);
+	assert_true(e[6].time_ns <= (int64_t)t.info.finish_monotonic_ns);
+	assert_int_equal(t.info.final_state, NT_FINAL_FINISHED);
+	assert_int_equal(t.info.events_written, 7);
+	assert_int_equal(t.info.events_dropped, 0);
+	test_trace_free(&t);
+}
+
+static void long_strings_are_truncated_to_fit(void **state)
+{
+	(void)state;
+	static char big[5000];
+	memset(big, 'x', sizeof(big) - 1);
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	NT_INSTANT("s", "big", NT_I32("before", 1), NT_STR("text", big), NT_I32("after", 2));
+	test_trace t;
+	finish_and_read("bigstr", &t);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.ev[0].nargs, 3);
+	uint32_t len = (uint32_t)strlen(t.ev[0].strs[1]);
+	/* Event (8) + two int args (16) + string header (8) leave 2008 bytes of the 2040. */
+	assert_int_equal(len, NT_MAX_RECORD_BYTES - 32);
+	assert_int_equal(t.ev[0].args[2].value.i64, 2);
+	test_trace_free(&t);
+}
+
+static void category_patterns_filter(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	cfg.categories = "io,net:*";
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	assert_true(nt_category_enabled("io"));
+	assert_true(nt_category_enabled("net:tcp"));
+	assert_false(nt_category_enabled("db"));
+	assert_false(nt_category_enabled("iox"));
+	assert_false(nt_category_enabled(NULL));
+	for (int i = 0; i < 3; i++) {
+		NT_INSTANT("io", "a");
+		NT_INSTANT("db", "b");
+		NT_INSTANT("net:tcp", "c");
+		NT_INSTANT("netx", "d");
+	}
+	test_trace t;
+	finish_and_read("cats", &t);
+	assert_int_equal(t.n, 6);
+	for (size_t i = 0; i < t.n; i++)
+		assert_true(strcmp(t.ev[i].name, "a") == 0 || strcmp(t.ev[i].name, "c") == 0);
+	assert_int_equal(t.info.events_dropped, 0); /* filtered is not dropped */
+	test_trace_free(&t);
+	assert_false(nt_category_enabled("io")); /* not recording */
+}
+
+static void oneshot_full_counts_every_drop(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	cfg.buffer_size = 64 * 1024;
+	cfg.chunk_size = 4096;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	const uint64_t emitted = 20000;
+	for (uint64_t i = 0; i < emitted; i++)
+		NT_INSTANT("fill", "e", NT_U64("seq", i));
+	nt_stats st;
+	nt_get_stats(&st);
+	assert_true(st.events_dropped > 0);
+	test_trace t;
+	finish_and_read("oneshot", &t);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.n + t.info.events_dropped, emitted);
+	for (size_t i = 0; i < t.n; i++) /* oneshot keeps the oldest: a gap-free prefix */
+		assert_int_equal(t.ev[i].args[0].value.u64, i);
+	test_trace_free(&t);
+}
+
+static void circular_keeps_newest_and_counts(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_CIRCULAR);
+	cfg.buffer_size = 64 * 1024;
+	cfg.chunk_size = 4096;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	const uint64_t emitted = 50000;
+	for (uint64_t i = 0; i < emitted; i++)
+		NT_INSTANT("fill", "e", NT_U64("seq", i));
+	test_trace t;
+	finish_and_read("circular", &t);
+	assert_int_equal(t.errors, 0);
+	assert_true(t.info.wraps > 0);
+	assert_int_equal(t.info.events_dropped, 0);
+	assert_int_equal(t.n + t.info.events_overwritten, emitted);
+	/* The newest events survive, contiguous up to the last one. */
+	assert_int_equal(t.ev[t.n - 1].args[0].value.u64, emitted - 1);
+	for (size_t i = 1; i < t.n; i++)
+		assert_int_equal(t.ev[i].args[0].value.u64, t.ev[i - 1].args[0].value.u64 + 1);
+	test_trace_free(&t);
+}
+
+static void durable_full_stops_and_is_recorded(void **state)
+{
+	(void)state;
+	static char name[2000];
+	memset(name, 'n', sizeof(name) - 1);
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	cfg.buffer_size = 64 * 1024; /* durable region: 4 KiB */
+	cfg.chunk_size = 4096;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	NT_INSTANT("d", "before");
+	for (int i = 0; i < 3; i++)
+		nt_thread_set_name(name);
+	assert_false(nt_is_recording());
+	for (int i = 0; i < 10; i++)
+		NT_INSTANT("d", "after");
+	test_trace t;
+	finish_and_read("durable", &t);
+	assert_int_equal(t.info.final_state, NT_FINAL_DURABLE_FULL);
+	assert_true(t.info.durable_dropped >= 1);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.info.events_dropped, 10);
+	test_trace_free(&t);
+}
+
+static void *thread_body(void *arg)
+{
+	for (int i = 0; i < 100; i++)
+		NT_INSTANT("mt", "x", NT_I32("i", i));
+	return arg;
+}
+
+static void exiting_threads_close_their_chunks(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	pthread_t th[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_body, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	test_trace t;
+	finish_and_read("threads", &t);
+	assert_int_equal(t.n, 300);
+	test_trace_free(&t);
+}
+
+static void restart_after_finish(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		nt_config cfg = small_config(round % 2 ? NT_MODE_CIRCULAR : NT_MODE_ONESHOT);
+		cfg.buffer_size = (size_t)(1 + round) << 20;
+		assert_int_equal(nt_start(&cfg), NT_OK);
+		for (int i = 0; i <= round; i++)
+			NT_INSTANT("r", "ev", NT_I32("round", round));
+		test_trace t;
+		finish_and_read("restart", &t);
+		assert_int_equal(t.n, (size_t)round + 1);
+		assert_int_equal(t.ev[0].args[0].value.i64, round);
+		test_trace_free(&t);
+	}
+}
+
+static void long_gap_uses_timestamp_escape(void **state)
+{
+	(void)state;
+	/* 2^32 ticks of CLOCK_MONOTONIC is 4.29 s: the only way to force the escape for real. */
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	cfg.clock = NT_CLOCK_USE_MONOTONIC;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	NT_INSTANT("gap", "before");
+	usleep(4400000);
+	NT_INSTANT("gap", "after");
+	test_trace t;
+	finish_and_read("gap", &t);
+	assert_int_equal(t.n, 2);
+	assert_true(t.ev[1].time_ns - t.ev[0].time_ns >= 4400000000ll);
+	assert_true(t.ev[1].time_ns - t.ev[0].time_ns < 6000000000ll);
+	test_trace_free(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(config_errors_name_the_field),
+		cmocka_unit_test(lifecycle_state_errors),
+		cmocka_unit_test(events_round_trip),
+		cmocka_unit_test(long_strings_are_truncated_to_fit),
+		cmocka_unit_test(category_patterns_filter),
+		cmocka_unit_test(oneshot_full_counts_every_drop),
+		cmocka_unit_test(circular_keeps_newest_and_counts),
+		cmocka_unit_test(durable_full_stops_and_is_recorded),
+		cmocka_unit_test(exiting_threads_close_their_chunks),
+		cmocka_unit_test(restart_after_finish),
+		cmocka_unit_test(long_gap_uses_timestamp_escape),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
