@@ -123,8 +123,10 @@ static int check_mode(int mode, const char *name)
 #if !NT_SANITIZED
 	allocations = 0;
 	counting = 1;
+#endif
 	for (uint64_t i = 1; i <= loops; i++)
 		emit_all(i);
+#if !NT_SANITIZED
 	counting = 0;
 	if (allocations != 0) {
 		fprintf(stderr, "FAIL %s: %lu allocations on the event path\n", name, allocations);

@@ -188,9 +188,12 @@ static void garbage_and_empty_fail_to_open(void **state)
 	assert_non_null(strstr(err.message, "directory"));
 	assert_null(nt_reader_open(NULL, &err));
 
+	if (archive_size < 64)
+		fail_msg("the test archive is only %zu bytes", archive_size);
 	uint8_t *copy = malloc(archive_size);
 	memcpy(copy, archive, archive_size);
-	memcpy(copy + 8, "XXXX", 4);
+	for (int i = 8; i < 12; i++) /* not memcpy: GCC 12 + ASan warns falsely on it */
+		copy[i] = 'X';
 	assert_null(nt_reader_open_memory(copy, archive_size, "ident", &err));
 	assert_non_null(strstr(err.message, "file identifier"));
 	memcpy(copy, archive, archive_size);
@@ -202,9 +205,7 @@ static void garbage_and_empty_fail_to_open(void **state)
 
 static uint32_t rd32(const uint8_t *p)
 {
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* Offset of the first record of `kind` at top level. */

@@ -12,7 +12,6 @@
  * in-place update of a counter never needs a new layout.
  */
 #define _GNU_SOURCE
-#include <ck_pr.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -158,7 +157,7 @@ static void measure_chunk(const nt_chunk_header *h, chunk_ref *ref)
 	const uint32_t cap = nt_S.chunk_size - (uint32_t)sizeof(*h);
 	uint32_t off = 0, events = 0;
 	while (off + 8 <= cap) {
-		uint64_t w = ck_pr_load_64((const uint64_t *)(const void *)(payload + off));
+		uint64_t w = nt_load_acquire_64((const uint64_t *)(const void *)(payload + off));
 		uint32_t kind = (uint32_t)(w & 0xff), words = (uint32_t)((w >> 8) & 0xff);
 		if (kind == NT_KIND_INVALID || words == 0 || off + words * 8 > cap)
 			break;
@@ -166,7 +165,6 @@ static void measure_chunk(const nt_chunk_header *h, chunk_ref *ref)
 			events++;
 		off += words * 8;
 	}
-	ck_pr_fence_load();
 	ref->used = off;
 	ref->events = events;
 }
@@ -240,13 +238,12 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	uint64_t events = 0;
 	for (uint32_t s = 0; s < nt_S.nslots; s++) {
 		const nt_chunk_header *h = nt_chunk_slot(s);
-		uint64_t w0 = ck_pr_load_64((const uint64_t *)(const void *)h);
+		uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)h);
 		if ((w0 & 0xff) != NT_KIND_CHUNK)
 			continue;
-		ck_pr_fence_load();
 		chunk_ref *r = &refs[nchunks++];
 		r->slot = s;
-		r->sequence = nt_claim_sequence(ck_pr_load_64(&h->claim));
+		r->sequence = nt_claim_sequence(nt_load_64(&h->claim));
 		measure_chunk(h, r);
 		events += r->events;
 	}
@@ -268,10 +265,10 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	out_write(o, header, hlen);
 
 	/* No durable record is half-written while the lock is held. */
-	ck_spinlock_lock(&nt_S.intern_lock);
-	uint64_t dlen = ck_pr_load_64(&nt_S.durable_head);
+	pthread_mutex_lock(&nt_S.intern_lock);
+	uint64_t dlen = nt_load_64(&nt_S.durable_head);
 	out_write(o, nt_S.durable, dlen < nt_S.durable_size ? dlen : nt_S.durable_size);
-	ck_spinlock_unlock(&nt_S.intern_lock);
+	pthread_mutex_unlock(&nt_S.intern_lock);
 
 	for (uint32_t i = 0; i < nchunks; i++) {
 		const nt_chunk_header *h = nt_chunk_slot(refs[i].slot);

@@ -13,7 +13,6 @@
  * In oneshot mode slots are never reused, so the fetch-and-add alone claims a slot.
  */
 #define _GNU_SOURCE
-#include <ck_pr.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -97,21 +96,20 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode)
 
 void nt_publish_word(void *record, uint64_t first_word)
 {
-	ck_pr_fence_store();
-	ck_pr_store_64((uint64_t *)record, first_word);
+	nt_store_release_64((uint64_t *)record, first_word);
 }
 
 void *nt_durable_reserve(uint32_t bytes)
 {
 	/* Writers hold intern_lock, but the head is still advanced atomically so that a
 	 * reader of the live arena sees a head that only grows. */
-	uint64_t off = ck_pr_load_64(&nt_S.durable_head);
+	uint64_t off = nt_load_64(&nt_S.durable_head);
 	if (off + bytes > nt_S.durable_size) {
-		ck_pr_inc_64(&nt_S.durable_dropped);
+		nt_add_64(&nt_S.durable_dropped, 1);
 		nt_session_halt(NT_FINAL_DURABLE_FULL);
 		return NULL;
 	}
-	ck_pr_faa_64(&nt_S.durable_head, bytes);
+	nt_faa_64(&nt_S.durable_head, bytes);
 	return nt_S.durable + off;
 }
 
@@ -128,35 +126,35 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks)
 	/* Each failed attempt consumed a sequence number whose slot was busy; after nslots of
 	 * them every slot is held by an active writer and the event is dropped. */
 	for (uint32_t attempt = 0; attempt < nslots; attempt++) {
-		if (oneshot && ck_pr_load_32(&nt_S.rolling_full))
+		if (oneshot && nt_load_32(&nt_S.rolling_full))
 			return NULL;
-		uint64_t seq = ck_pr_faa_64(&nt_S.next_seq, 1);
+		uint64_t seq = nt_faa_64(&nt_S.next_seq, 1);
 		uint32_t slot = (uint32_t)(seq % nslots);
 		nt_chunk_header *h = nt_chunk_slot(slot);
 		uint64_t mine = ((seq + 1) << 1) | 1u; /* 0 stays "never claimed" */
 
 		if (oneshot) {
 			if (seq >= nslots) {
-				ck_pr_store_32(&nt_S.rolling_full, 1);
+				nt_store_32(&nt_S.rolling_full, 1);
 				return NULL;
 			}
-			ck_pr_store_64(&h->claim, mine);
+			nt_store_64(&h->claim, mine);
 		} else {
 			if (seq >= nslots && seq % nt_S.chunks_per_half == 0)
-				ck_pr_inc_64(&nt_S.wraps);
-			uint64_t old = ck_pr_load_64(&h->claim);
+				nt_add_64(&nt_S.wraps, 1);
+			uint64_t old = nt_load_64(&h->claim);
 			if ((old & 1u) || (old >> 1) > seq + 1)
 				continue; /* active writer, or a newer claim already took it */
-			if (!ck_pr_cas_64(&h->claim, old, mine))
+			if (!nt_cas_64(&h->claim, old, mine))
 				continue;
 			if (old != 0) {
 				/* Invalidate before touching the body, so a reader of the live
 				 * arena never takes the old records for the new owner's. */
-				uint32_t lost = ck_pr_load_32(&h->event_count);
-				ck_pr_store_64((uint64_t *)(void *)h, 0);
-				ck_pr_fence_store();
+				uint32_t lost = nt_load_32(&h->event_count);
+				nt_store_64((uint64_t *)(void *)h, 0);
+				nt_fence_store();
 				memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
-				ck_pr_add_64(&nt_S.events_overwritten, lost);
+				nt_add_64(&nt_S.events_overwritten, lost);
 			}
 		}
 		h->thread = thread;
@@ -170,8 +168,7 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks)
 
 void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count)
 {
-	uint64_t claim = ck_pr_load_64(&chunk->claim);
-	ck_pr_store_32(&chunk->event_count, event_count);
-	ck_pr_fence_store();
-	ck_pr_store_64(&chunk->claim, claim & ~(uint64_t)1);
+	uint64_t claim = nt_load_64(&chunk->claim);
+	nt_store_32(&chunk->event_count, event_count);
+	nt_store_release_64(&chunk->claim, claim & ~(uint64_t)1);
 }

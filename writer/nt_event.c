@@ -7,7 +7,6 @@
  * site, full chunk, long gap, arguments) goes through write_event().
  */
 #define _GNU_SOURCE
-#include <ck_pr.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -36,7 +35,7 @@ uint32_t nt_session_tag_;
 
 static void release_owned_chunk(nt_thread_state *t)
 {
-	if (t->chunk != NULL && t->tag == ck_pr_load_32(&nt_session_tag_))
+	if (t->chunk != NULL && t->tag == nt_load_32(&nt_session_tag_))
 		nt_chunk_close(t->chunk, t->events);
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
@@ -85,12 +84,12 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 		strcpy(name, "thread");
 	pthread_once(&exit_key_once, make_exit_key);
 
-	ck_spinlock_lock(&nt_S.intern_lock);
+	pthread_mutex_lock(&nt_S.intern_lock);
 	uint32_t index = nt_S.next_thread + 1;
 	int ok = write_thread_record(index, name);
 	if (ok)
 		nt_S.next_thread = index;
-	ck_spinlock_unlock(&nt_S.intern_lock);
+	pthread_mutex_unlock(&nt_S.intern_lock);
 	if (!ok)
 		return 0;
 	pthread_setspecific(exit_key, t);
@@ -105,14 +104,14 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 void nt_thread_set_name(const char *name)
 {
 	nt_thread_state *t = &nt_T;
-	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	if (name == NULL || name[0] == '\0' || tag == 0 || tag == NT_TAG_HALTED)
 		return;
 	if (t->tag != tag && !register_thread(t, tag))
 		return;
-	ck_spinlock_lock(&nt_S.intern_lock);
+	pthread_mutex_lock(&nt_S.intern_lock);
 	write_thread_record(t->index, name);
-	ck_spinlock_unlock(&nt_S.intern_lock);
+	pthread_mutex_unlock(&nt_S.intern_lock);
 }
 
 /* Makes room for `bytes` (plus a Timestamp escape if the delta does not fit) in the thread's
@@ -273,8 +272,8 @@ static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *a
 static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t duration,
 			const nt_arg *args, uint32_t n)
 {
-	uint32_t st = ck_pr_load_32(&site->state);
-	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	if ((st & ~NT_SITE_INDEX_MASK) != tag || tag == NT_TAG_HALTED) {
 		st = nt_callsite_resolve(site, args);
 		if (!(st & NT_SITE_ENABLED))
@@ -284,14 +283,14 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 	uint32_t str_len[n > 0 ? n : 1];
 	uint32_t bytes = n ? size_args(args, n, head, str_len) : head;
 	if (bytes > NT_MAX_RECORD_BYTES) { /* more fixed-size arguments than a record holds */
-		ck_pr_inc_64(&nt_S.events_dropped);
+		nt_add_64(&nt_S.events_dropped, 1);
 		return;
 	}
 	nt_thread_state *t = &nt_T;
 	uint32_t delta;
 	uint8_t *rec = reserve_record(t, tag, bytes, now, &delta);
 	if (rec == NULL) {
-		ck_pr_inc_64(&nt_S.events_dropped);
+		nt_add_64(&nt_S.events_dropped, 1);
 		return;
 	}
 	if (kind == NT_KIND_COMPLETE)
@@ -303,8 +302,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
-	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
-	uint32_t st = ck_pr_load_32(&site->state);
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
 	if (__builtin_expect((st & ~NT_SITE_INDEX_MASK) == tag && t->tag == tag, 1)) {
 		uint64_t now = nt_clock_ticks();
@@ -315,10 +314,9 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 			t->cur = p + 8;
 			t->last_ticks = now;
 			t->events++;
-			/* A one-word record is published by this single store; the compiler
-			 * barrier keeps it after the stores of earlier records (x86 is TSO). */
-			ck_pr_fence_store();
-			ck_pr_store_64((uint64_t *)(void *)p, event_word(kind, 1, st, (uint32_t)delta));
+			/* A one-word record is published by this single store. */
+			nt_store_release_64((uint64_t *)(void *)p,
+					    event_word(kind, 1, st, (uint32_t)delta));
 			return;
 		}
 	}

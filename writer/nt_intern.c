@@ -10,7 +10,6 @@
  * string up.
  */
 #define _GNU_SOURCE
-#include <ck_pr.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +91,7 @@ uint32_t nt_intern_string(const char *s)
 		return found->index;
 
 	if (nt_S.next_string >= NT_MAX_STRING_INDEX) {
-		ck_pr_inc_64(&nt_S.durable_dropped);
+		nt_add_64(&nt_S.durable_dropped, 1);
 		nt_session_halt(NT_FINAL_INDEX_FULL);
 		return 0;
 	}
@@ -154,7 +153,7 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 		site->arg_names[i] = (uint16_t)idx;
 	}
 	if (nt_S.next_callsite >= NT_MAX_CALLSITE_INDEX) {
-		ck_pr_inc_64(&nt_S.durable_dropped);
+		nt_add_64(&nt_S.durable_dropped, 1);
 		nt_session_halt(NT_FINAL_INDEX_FULL);
 		return 0;
 	}
@@ -173,24 +172,24 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 
 uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
 {
-	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
-	uint32_t st = ck_pr_load_32(&site->state);
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
 	if (tag == 0 || tag == NT_TAG_HALTED) {
-		ck_pr_inc_64(&nt_S.events_dropped);
+		nt_add_64(&nt_S.events_dropped, 1);
 		return 0;
 	}
 	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) == tag)
 		return st; /* registered in this session (enabled or not) */
 
-	ck_spinlock_lock(&nt_S.intern_lock);
-	st = ck_pr_load_32(&site->state);
+	pthread_mutex_lock(&nt_S.intern_lock);
+	st = nt_load_32(&site->state);
 	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) != tag) {
 		st = register_callsite(site, args, tag);
 		if (st != 0)
-			ck_pr_store_32(&site->state, st);
+			nt_store_release_32(&site->state, st); /* after arg_names[] */
 	}
-	ck_spinlock_unlock(&nt_S.intern_lock);
+	pthread_mutex_unlock(&nt_S.intern_lock);
 	if (st == 0)
-		ck_pr_inc_64(&nt_S.events_dropped);
+		nt_add_64(&nt_S.events_dropped, 1);
 	return st;
 }

@@ -13,12 +13,13 @@
 #define NT_INTERNAL_H
 
 #include <ck_hs.h>
-#include <ck_spinlock.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "nanotrace.h"
 #include "nt_archive_header.h"
+#include "nt_atomic.h"
 #include "nt_clock.h"
 #include "nt_format.h"
 
@@ -47,7 +48,7 @@ typedef struct nt_session {
 	uint64_t durable_dropped;
 
 	/* Slow-path state, guarded by intern_lock. */
-	ck_spinlock_t intern_lock __attribute__((aligned(NT_CACHELINE)));
+	pthread_mutex_t intern_lock __attribute__((aligned(NT_CACHELINE)));
 	ck_hs_t strings;
 	int strings_ready;
 	uint32_t next_string;

@@ -1,6 +1,5 @@
 /* nt_session.c - the session lifecycle: configure, start, halt, finish, counters, errors. */
 #define _GNU_SOURCE
-#include <ck_pr.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +9,7 @@
 
 #include "nt_internal.h"
 
-nt_session nt_S = { .intern_lock = CK_SPINLOCK_INITIALIZER };
+nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER };
 
 enum { SESSION_IDLE = 0, SESSION_RECORDING = 1, SESSION_STOPPED = 2 };
 
@@ -94,8 +93,7 @@ nt_result nt_start(const nt_config *cfg)
 	nt_S.generation = nt_S.generation % NT_TAG_GEN_MAX + 1;
 	nt_clock_pair_now(&nt_S.start_pair);
 	nt_S.started = SESSION_RECORDING;
-	ck_pr_fence_store();
-	ck_pr_store_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED);
+	nt_store_release_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED);
 	return NT_OK;
 }
 
@@ -103,12 +101,12 @@ void nt_session_halt(uint8_t final_state)
 {
 	if (nt_S.final_state == NT_FINAL_RECORDING)
 		nt_S.final_state = final_state;
-	ck_pr_store_32(&nt_session_tag_, NT_TAG_HALTED);
+	nt_store_release_32(&nt_session_tag_, NT_TAG_HALTED);
 }
 
 int nt_is_recording(void)
 {
-	uint32_t tag = ck_pr_load_32(&nt_session_tag_);
+	uint32_t tag = nt_load_32(&nt_session_tag_);
 	return tag != 0 && tag != NT_TAG_HALTED;
 }
 
@@ -116,9 +114,9 @@ int nt_category_enabled(const char *category)
 {
 	if (category == NULL || !nt_is_recording())
 		return 0;
-	ck_spinlock_lock(&nt_S.intern_lock);
+	pthread_mutex_lock(&nt_S.intern_lock);
 	int on = nt_category_matches(category);
-	ck_spinlock_unlock(&nt_S.intern_lock);
+	pthread_mutex_unlock(&nt_S.intern_lock);
 	return on;
 }
 
@@ -126,18 +124,18 @@ void nt_get_stats(nt_stats *out)
 {
 	if (out == NULL)
 		return;
-	out->events_dropped = ck_pr_load_64(&nt_S.events_dropped);
-	out->events_overwritten = ck_pr_load_64(&nt_S.events_overwritten);
-	out->wraps = ck_pr_load_64(&nt_S.wraps);
-	out->durable_dropped = ck_pr_load_64(&nt_S.durable_dropped);
-	uint64_t claimed = ck_pr_load_64(&nt_S.next_seq);
+	out->events_dropped = nt_load_64(&nt_S.events_dropped);
+	out->events_overwritten = nt_load_64(&nt_S.events_overwritten);
+	out->wraps = nt_load_64(&nt_S.wraps);
+	out->durable_dropped = nt_load_64(&nt_S.durable_dropped);
+	uint64_t claimed = nt_load_64(&nt_S.next_seq);
 	out->chunks_claimed = nt_S.mode == NT_MODE_ONESHOT && claimed > nt_S.nslots ? nt_S.nslots
 										      : claimed;
-	ck_spinlock_lock(&nt_S.intern_lock);
+	pthread_mutex_lock(&nt_S.intern_lock);
 	out->threads = nt_S.next_thread;
 	out->callsites = nt_S.next_callsite;
 	out->strings = nt_S.next_string;
-	ck_spinlock_unlock(&nt_S.intern_lock);
+	pthread_mutex_unlock(&nt_S.intern_lock);
 }
 
 nt_result nt_finish(const char *path)
@@ -148,8 +146,8 @@ nt_result nt_finish(const char *path)
 	}
 	if (nt_S.started == SESSION_RECORDING) {
 		nt_thread_release(); /* the caller's own chunk: closed with its exact count */
-		ck_pr_store_32(&nt_session_tag_, 0);
-		ck_pr_fence_memory();
+		nt_store_release_32(&nt_session_tag_, 0);
+		nt_fence_full();
 		nt_S.started = SESSION_STOPPED;
 	}
 	if (path == NULL) {
