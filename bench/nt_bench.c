@@ -1,0 +1,255 @@
+/*
+ * nt_bench - what an event costs, as a ratio to the floor measured in the same run.
+ *
+ *   floor     one clock read (the writer's own clock) + one 16-byte store into a thread-local
+ *             ring: the least any tracer that timestamps events must do.
+ *   1t, 2t    NT_BEGIN + NT_END pairs (no arguments) on 1 and on 2 threads, circular mode, so
+ *             chunk claims and wraps are included; ns per event = thread time / events.
+ *   bytes     bytes per argument-less event in the archive: event records alone, with the
+ *             chunk headers spread over their events, and the whole file.
+ *
+ * This machine is shared and noisy, so the cases are interleaved and repeated and the
+ * medians are reported; ratios are taken between medians of the same run. Threads are pinned
+ * to CPUs 0 and 1 when there are two.
+ *
+ *   nt_bench [--json] [--reps N] [--pairs N]
+ * With --json the last line is one JSON object.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nanotrace.h"
+#include "nanotrace_reader.h"
+#include "nt_clock.h"
+
+#define SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the measured loops ---------------------------------------------------------------- */
+
+typedef struct rec16 {
+	uint64_t a, b;
+} rec16;
+
+#define RING_RECORDS 4096 /* 64 KiB: stays in L2 like the writer's current chunk */
+static __thread rec16 ring[RING_RECORDS] __attribute__((aligned(64)));
+
+/* Returns ns per record. */
+static double floor_loop(uint64_t n)
+{
+	uint64_t t0 = now_ns();
+	uint32_t j = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		ring[j].a = nt_clock_ticks();
+		ring[j].b = i;
+		j = (j + 1) & (RING_RECORDS - 1);
+	}
+	SINK(ring[0].a);
+	return (double)(now_ns() - t0) / (double)n;
+}
+
+/* Returns ns per event (two events per pair). */
+static double pairs_loop(uint64_t pairs)
+{
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < pairs; i++) {
+		NT_BEGIN("bench", "pair");
+		NT_END("bench", "pair");
+	}
+	return (double)(now_ns() - t0) / (double)(2 * pairs);
+}
+
+typedef enum { CASE_FLOOR, CASE_PAIRS } bench_case;
+
+typedef struct thread_arg {
+	bench_case what;
+	uint64_t n;
+	int cpu;
+	double result;
+	pthread_barrier_t *start;
+} thread_arg;
+
+static void pin(int cpu)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *thread_main(void *p)
+{
+	thread_arg *a = p;
+	pin(a->cpu);
+	/* warm up: registers the thread and call site, faults in the TLS ring */
+	if (a->what == CASE_FLOOR)
+		floor_loop(a->n / 10);
+	else
+		pairs_loop(a->n / 10);
+	pthread_barrier_wait(a->start);
+	a->result = a->what == CASE_FLOOR ? floor_loop(a->n) : pairs_loop(a->n);
+	return NULL;
+}
+
+/* Mean over the threads of each thread's own ns per operation. */
+static double run_threads(bench_case what, int nthreads, uint64_t n)
+{
+	pthread_t th[2];
+	thread_arg args[2];
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, (unsigned)nthreads);
+	for (int i = 0; i < nthreads; i++) {
+		args[i] = (thread_arg){ what, n, i, 0, &start };
+		pthread_create(&th[i], NULL, thread_main, &args[i]);
+	}
+	double sum = 0;
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(th[i], NULL);
+		sum += args[i].result;
+	}
+	pthread_barrier_destroy(&start);
+	return sum / nthreads;
+}
+
+static int start_session(int mode, size_t buffer)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = mode;
+	cfg.buffer_size = buffer;
+	if (nt_start(&cfg) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return 0;
+	}
+	return 1;
+}
+
+/* Bytes per argument-less event as stored: record 1 M begin/end events and read them back. */
+static int measure_bytes(double *record_bpe, double *chunk_bpe, double *file_bpe)
+{
+	if (!start_session(NT_MODE_ONESHOT, 64u << 20))
+		return 0;
+	pairs_loop(500000);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-bench-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	if (nt_finish(path) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return 0;
+	}
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	unlink(path);
+	if (r == NULL) {
+		fprintf(stderr, "nt_bench: %s\n", err.message);
+		return 0;
+	}
+	nt_reader_summary s;
+	nt_reader_get_summary(r, &s);
+	uint64_t events = nt_reader_info(r)->events_written;
+	nt_reader_close(r);
+	if (events != 1000000) {
+		fprintf(stderr, "nt_bench: expected 1000000 events in the archive, found %" PRIu64 "\n",
+			events);
+		return 0;
+	}
+	*record_bpe = (double)(s.chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)events;
+	*chunk_bpe = (double)s.chunk_bytes / (double)events;
+	*file_bpe = (double)s.file_bytes / (double)events;
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	int json = 0, reps = 7;
+	uint64_t pairs = 2000000;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
+			pairs = strtoull(argv[++i], NULL, 10);
+		else {
+			fprintf(stderr, "usage: nt_bench [--json] [--reps N] [--pairs N]\n");
+			return 1;
+		}
+	}
+	if (reps < 1 || reps > 101 || pairs < 1000) {
+		fprintf(stderr, "nt_bench: --reps must be 1-101 and --pairs at least 1000\n");
+		return 1;
+	}
+	/* One circular session for the timing cases: it never fills, so every event is a
+	 * real write, with chunk claims and wraps included. */
+	if (!start_session(NT_MODE_CIRCULAR, 4u << 20))
+		return 1;
+	double *f1 = calloc((size_t)reps, sizeof(double)), *f2 = calloc((size_t)reps, sizeof(double));
+	double *e1 = calloc((size_t)reps, sizeof(double)), *e2 = calloc((size_t)reps, sizeof(double));
+	for (int r = 0; r < reps; r++) {
+		f1[r] = run_threads(CASE_FLOOR, 1, 2 * pairs);
+		e1[r] = run_threads(CASE_PAIRS, 1, pairs);
+		f2[r] = run_threads(CASE_FLOOR, 2, 2 * pairs);
+		e2[r] = run_threads(CASE_PAIRS, 2, pairs);
+	}
+	nt_stats st;
+	nt_get_stats(&st);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-bench-c-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	nt_finish(path);
+	unlink(path);
+
+	double floor1 = median(f1, reps), floor2 = median(f2, reps);
+	double ns1 = median(e1, reps), ns2 = median(e2, reps);
+	double record_bpe = 0, chunk_bpe = 0, file_bpe = 0;
+	if (!measure_bytes(&record_bpe, &chunk_bpe, &file_bpe))
+		return 1;
+
+	printf("nanotrace %s, clock %s, %d reps x %" PRIu64 " begin/end pairs, medians\n",
+	       NT_VERSION_STRING, nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
+	printf("  floor (clock + 16 B TLS store), 1 thread   %7.2f ns\n", floor1);
+	printf("  floor, 2 threads (per thread)              %7.2f ns\n", floor2);
+	printf("  begin/end event, 1 thread                  %7.2f ns   ratio %.3f\n", ns1, ns1 / floor1);
+	printf("  begin/end event, 2 threads (per thread)    %7.2f ns   ratio %.3f (to the 2-thread floor), %.3f (to the 1-thread floor)\n",
+	       ns2, ns2 / floor2, ns2 / floor1);
+	printf("  bytes per event: %.3f event records, %.3f with chunk headers, %.3f whole file\n",
+	       record_bpe, chunk_bpe, file_bpe);
+	printf("  session: %" PRIu64 " chunks, %" PRIu64 " wraps, %" PRIu64 " dropped\n", st.chunks_claimed,
+	       st.wraps, st.events_dropped);
+	if (json)
+		printf("{\"ns_per_event_1t\":%.3f,\"ns_per_event_2t\":%.3f,\"floor_ns\":%.3f,"
+		       "\"floor_2t_ns\":%.3f,\"ratio_1t\":%.4f,\"ratio_2t\":%.4f,"
+		       "\"ratio_2t_vs_1t_floor\":%.4f,\"bytes_per_event\":%.4f,"
+		       "\"chunk_bytes_per_event\":%.4f,\"file_bytes_per_event\":%.4f,\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
+		       ns1, ns2, floor1, floor2, ns1 / floor1, ns2 / floor2, ns2 / floor1, record_bpe,
+		       chunk_bpe, file_bpe, nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
+	free(f1), free(f2), free(e1), free(e2);
+	return 0;
+}
