@@ -40,6 +40,13 @@ enum nt_header_field {
 	NT_HDR_WRAPS,
 	NT_HDR_DURABLE_DROPPED,
 	NT_HDR_CHUNKS_CLAIMED,
+	NT_HDR_LAYOUT,
+	NT_HDR_DATA_OFFSET,
+	NT_HDR_ENDED_BY,
+	NT_HDR_END_SIGNAL,
+	NT_HDR_DROPPED_ROLLING_FULL,
+	NT_HDR_DROPPED_DURABLE_FULL,
+	NT_HDR_DROPPED_STOPPED,
 	NT_HDR_FIELD_COUNT
 };
 
@@ -56,7 +63,9 @@ static const uint8_t nt_header_field_width[NT_HDR_FIELD_COUNT] = {
 	8, /* durable_size */        4, /* chunk_size */          4, /* chunks_per_half */
 	1, /* final_state */         8, /* events_written */      8, /* events_dropped */
 	8, /* events_overwritten */  8, /* wraps */               8, /* durable_dropped */
-	8, /* chunks_claimed */
+	8, /* chunks_claimed */       1, /* layout */              8, /* data_offset */
+	1, /* ended_by */             1, /* end_signal */          8, /* dropped_rolling_full */
+	8, /* dropped_durable_full */ 8, /* dropped_stopped */
 };
 
 /* Longest producer or process name the writer stores and the reader accepts. */
@@ -89,6 +98,17 @@ typedef struct nt_archive_info {
 	uint64_t wraps;
 	uint64_t durable_dropped;
 	uint64_t chunks_claimed;
+	uint8_t layout;
+	uint64_t data_offset;
+	uint8_t ended_by;
+	uint8_t end_signal;
+	uint64_t dropped_rolling_full;
+	uint64_t dropped_durable_full;
+	uint64_t dropped_stopped;
 } nt_archive_info;
+
+/* Size of the header region of an Arena-layout file: the durable region starts here, page
+ * aligned, and the header FlatBuffer (always smaller) is updated in place. */
+#define NT_ARENA_HEADER_BYTES 4096u
 
 #endif /* NT_ARCHIVE_HEADER_H */

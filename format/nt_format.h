@@ -69,6 +69,12 @@ enum { NT_MODE_ONESHOT = 0, NT_MODE_CIRCULAR = 1, NT_MODE_STREAMING = 2 };
 /* ClockSource */
 enum { NT_CLOCK_MONOTONIC = 0, NT_CLOCK_TSC = 1 };
 
+/* ArchiveLayout */
+enum { NT_LAYOUT_STREAM = 0, NT_LAYOUT_ARENA = 1 };
+
+/* EndReason */
+enum { NT_END_UNKNOWN = 0, NT_END_FINISHED = 1, NT_END_EXIT = 2, NT_END_SIGNAL = 3 };
+
 /* FinalState */
 enum {
 	NT_FINAL_RECORDING = 0,
@@ -146,6 +152,7 @@ typedef struct nt_chunk_header {
 	uint32_t event_count;
 	NT_ALIGN8 uint64_t claim;
 	NT_ALIGN8 uint64_t base_ticks;
+	NT_ALIGN8 uint64_t first_event;
 } nt_chunk_header;
 
 typedef struct nt_event_record {
@@ -184,7 +191,7 @@ NT_STATIC_ASSERT(sizeof(nt_padding_record) == 8, "PaddingRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_string_record) == 8, "StringRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_thread_record) == 16, "ThreadRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_callsite_record) == 24, "CallSiteRecord is 24 bytes");
-NT_STATIC_ASSERT(sizeof(nt_chunk_header) == 32, "ChunkHeader is 32 bytes");
+NT_STATIC_ASSERT(sizeof(nt_chunk_header) == 40, "ChunkHeader is 40 bytes");
 NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_complete_record) == 16, "CompleteRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_timestamp_record) == 16, "TimestampRecord is 16 bytes");

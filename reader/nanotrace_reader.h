@@ -8,6 +8,9 @@
  *     nt_reader_visit(r, &cb, ctx, NT_ORDER_TIME, NT_ON_CORRUPT_SKIP);
  *     nt_reader_close(r);
  *
+ * Both archive layouts are read: Stream (what nt_finish() writes) and Arena (the live
+ * memory-mapped arena a killed process leaves; chunks are taken in claim order).
+ *
  * Opening maps the file, verifies the ArchiveHeader FlatBuffer, then walks the record stream
  * once, checking every record's kind, size and references against the file bounds and the
  * durable tables (strings, threads, call sites). Visiting decodes the chunks and delivers
@@ -75,11 +78,23 @@ typedef struct nt_reader_event {
 	uint64_t offset;      /* byte offset of the record in the file */
 } nt_reader_event;
 
+/* Events a thread lost (dropped, or overwritten in circular mode) between two of its chunks,
+ * found from the chunks' event ordinals. Delivered just before the first event after the
+ * gap. Losses after a thread's last chunk show only in the header's counters. */
+typedef struct nt_reader_gap {
+	const nt_reader_thread *thread;
+	uint64_t events;  /* how many events are missing */
+	int64_t time_ns;  /* the gap ends at or before this time (the next chunk's start) */
+	uint64_t offset;  /* byte offset of the chunk after the gap */
+} nt_reader_gap;
+
 typedef struct nt_reader_callbacks {
 	/* Each event. Return nonzero to stop the visit (nt_reader_visit returns 1). */
 	int (*on_event)(void *ctx, const nt_reader_event *event);
 	/* Corruption: what is wrong and where. The visit goes on or stops per nt_corrupt_policy. */
 	void (*on_error)(void *ctx, uint64_t offset, const char *message);
+	/* Lost events, where they were lost (may be NULL). */
+	void (*on_gap)(void *ctx, const nt_reader_gap *gap);
 } nt_reader_callbacks;
 
 typedef enum nt_order {

@@ -124,6 +124,13 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 		case NT_HDR_WRAPS: out->wraps = val; break;
 		case NT_HDR_DURABLE_DROPPED: out->durable_dropped = val; break;
 		case NT_HDR_CHUNKS_CLAIMED: out->chunks_claimed = val; break;
+		case NT_HDR_LAYOUT: out->layout = (uint8_t)val; break;
+		case NT_HDR_DATA_OFFSET: out->data_offset = val; break;
+		case NT_HDR_ENDED_BY: out->ended_by = (uint8_t)val; break;
+		case NT_HDR_END_SIGNAL: out->end_signal = (uint8_t)val; break;
+		case NT_HDR_DROPPED_ROLLING_FULL: out->dropped_rolling_full = val; break;
+		case NT_HDR_DROPPED_DURABLE_FULL: out->dropped_durable_full = val; break;
+		case NT_HDR_DROPPED_STOPPED: out->dropped_stopped = val; break;
 		default: break;
 		}
 	}

@@ -39,6 +39,15 @@ struct nt_reader {
 
 	uint32_t max_category_len, max_name_len;
 
+	/* Arena layout: the valid chunk slots (at most nslots), in time order. */
+	int arena;
+	struct arena_chunk {
+		uint64_t offset, sequence, base_ticks, first_event;
+		uint32_t thread;
+	} *chunks;
+	uint32_t nchunks;
+	uint64_t chunk_size;
+
 	/* Damaged durable records found while opening; the visit reports them first. */
 #define NT_READER_MAX_OPEN_DAMAGE 16
 	struct {

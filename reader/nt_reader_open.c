@@ -194,6 +194,97 @@ static const char *durable_record(nt_reader *r, uint64_t off, uint64_t size, pen
 	}
 }
 
+static void add_damage(nt_reader *r, uint64_t off, const char *msg)
+{
+	r->summary.open_errors++;
+	if (r->ndamage < NT_READER_MAX_OPEN_DAMAGE) {
+		r->damage[r->ndamage].offset = off;
+		r->damage[r->ndamage++].message = msg;
+	}
+}
+
+/* Arena chunks are ordered by their own content, not by the slot's claim word: a claimer
+ * killed between taking a slot and invalidating it leaves the previous chunk intact under
+ * the new claim. Start time orders chunks across threads; within a thread the event ordinal
+ * is exact; the claim sequence only breaks ties. */
+static int by_start(const void *a, const void *b)
+{
+	const struct arena_chunk *x = a, *y = b;
+	if (x->thread == y->thread && x->first_event != y->first_event)
+		return x->first_event < y->first_event ? -1 : 1;
+	if (x->base_ticks != y->base_ticks)
+		return x->base_ticks < y->base_ticks ? -1 : 1;
+	return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
+}
+
+/* Arena layout: a live arena image. The durable region holds records up to its first zero
+ * word; each chunk slot holds a chunk or zeros. Returns 0 and sets *fatal when memory runs
+ * out; geometry that does not fit the file is an open error (*bad). */
+static int arena_init(nt_reader *r, pending_names *pn, uint32_t *nstr_at, uint32_t *nthr_at,
+		      const char **bad)
+{
+	const nt_archive_info *in = &r->info;
+	uint64_t d = in->data_offset, ds = in->durable_size, cs = in->chunk_size;
+	uint64_t nslots = 2 * (uint64_t)in->chunks_per_half;
+	if (d < r->records_start || d % 8 || ds % 8 || d > r->size || ds > r->size - d) {
+		*bad = "arena header: durable region lies outside the file";
+		return 1;
+	}
+	if (cs < sizeof(nt_chunk_header) + 8 || cs % 8 || cs > (1u << 30)) {
+		*bad = "arena header: chunk size is not usable";
+		return 1;
+	}
+	uint64_t rolling = d + ds, room = (r->size - rolling) / cs;
+	if (room < nslots) {
+		add_damage(r, r->size, "arena truncated: some chunk slots are missing from the file");
+		nslots = room;
+	}
+	uint64_t off = d;
+	while (off + 8 <= rolling && r->data[off] != NT_KIND_INVALID) {
+		const char *why = NULL;
+		uint64_t size = nt_record_size(r, off, &why);
+		if (size == 0 || size > rolling - off) {
+			add_damage(r, off, why ? why : "durable record runs past the durable region");
+			break;
+		}
+		const char *bad2 = durable_record(r, off, size, pn, nstr_at, nthr_at);
+		if (bad2 != NULL && strcmp(bad2, "out of memory") == 0)
+			return 0;
+		if (bad2 != NULL)
+			add_damage(r, off, bad2);
+		else
+			r->summary.durable_bytes += size;
+		off += size;
+	}
+	r->chunks = calloc(nslots ? nslots : 1, sizeof(*r->chunks));
+	if (r->chunks == NULL)
+		return 0;
+	for (uint64_t i = 0; i < nslots; i++) {
+		uint64_t at = rolling + i * cs;
+		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + at);
+		if (h->kind == NT_KIND_INVALID)
+			continue; /* never used, or being reused when the process stopped */
+		const char *why;
+		if (h->kind != NT_KIND_CHUNK || h->size_bytes > cs || h->claim < 2) {
+			add_damage(r, at, "chunk slot holds no valid chunk header");
+			continue;
+		}
+		if (!nt_chunk_header_ok(r, at, cs, &why)) {
+			add_damage(r, at, why);
+			continue;
+		}
+		r->chunks[r->nchunks++] = (struct arena_chunk){ at, nt_claim_sequence(h->claim),
+								h->base_ticks, h->first_event,
+								h->thread };
+		r->summary.chunks++;
+		r->summary.chunk_bytes += cs;
+	}
+	qsort(r->chunks, r->nchunks, sizeof(*r->chunks), by_start);
+	r->chunk_size = cs;
+	r->arena = 1;
+	return 1;
+}
+
 static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 {
 	char why[200];
@@ -213,6 +304,26 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	uint32_t nstr_at = 0, nthr_at = 0;
 	const char *fatal = NULL;
 	uint64_t off = r->records_start;
+	if (r->info.layout == NT_LAYOUT_ARENA) {
+		const char *bad = NULL;
+		if (!arena_init(r, &pn, &nstr_at, &nthr_at, &bad))
+			fatal = "out of memory";
+		if (bad != NULL) {
+			free(pn.string_at);
+			free(pn.thread_at);
+			set_err(err, r->name, 0, "%s", bad);
+			nt_reader_close(r);
+			return NULL;
+		}
+		off = r->size; /* no top-level stream to walk */
+	} else if (r->info.layout != NT_LAYOUT_STREAM) {
+		set_err(err, r->name, 0, "%s", "unknown archive layout in the header");
+		nt_reader_close(r);
+		return NULL;
+	} else if (r->info.data_offset >= r->records_start && r->info.data_offset <= r->size &&
+		   r->info.data_offset % 8 == 0) {
+		off = r->records_start = r->info.data_offset;
+	}
 	while (off < r->size && fatal == NULL) {
 		const char *why2 = NULL;
 		uint64_t size = nt_record_size(r, off, &why2);
@@ -234,13 +345,8 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 			const char *bad = durable_record(r, off, size, &pn, &nstr_at, &nthr_at);
 			if (bad != NULL && strcmp(bad, "out of memory") == 0)
 				fatal = bad;
-			else if (bad != NULL) {
-				r->summary.open_errors++;
-				if (r->ndamage < NT_READER_MAX_OPEN_DAMAGE) {
-					r->damage[r->ndamage].offset = off;
-					r->damage[r->ndamage++].message = bad;
-				}
-			}
+			else if (bad != NULL)
+				add_damage(r, off, bad);
 			else
 				r->summary.durable_bytes += size;
 		}
@@ -334,6 +440,7 @@ void nt_reader_close(nt_reader *r)
 	free(r->pool);
 	free(r->threads);
 	free(r->callsites);
+	free(r->chunks);
 	free(r);
 }
 

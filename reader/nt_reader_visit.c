@@ -17,6 +17,9 @@
 typedef struct chunk_cursor {
 	uint64_t pos, end;   /* next record, end of the chunk */
 	uint64_t ticks;      /* running clock */
+	uint64_t ordinal;    /* the thread's ordinal of the next event */
+	uint64_t first;      /* ordinal of the chunk's first event */
+	uint64_t offset;     /* of the chunk header */
 	const nt_reader_thread *thread;
 	int active;
 } chunk_cursor;
@@ -40,10 +43,27 @@ static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off,
 {
 	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + off);
 	c->pos = off + sizeof(*h);
-	c->end = off + size;
+	c->end = off + (h->size_bytes >= sizeof(*h) && h->size_bytes < size ? h->size_bytes : size);
 	c->ticks = h->base_ticks;
+	c->first = c->ordinal = h->first_event;
+	c->offset = off;
 	c->thread = &r->threads[h->thread];
 	c->active = 1;
+}
+
+/* Lost events before the chunk `c` just opened, given the ordinal the thread's previous
+ * chunk ended at; fills *gap and returns 1 when there are some. */
+static int chunk_gap(const nt_reader *r, const chunk_cursor *c, uint64_t expected,
+		     nt_reader_gap *gap)
+{
+	if (c->first <= expected)
+		return 0;
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + c->offset);
+	gap->thread = c->thread;
+	gap->events = c->first - expected;
+	gap->time_ns = nt_reader_ticks_to_ns(r, h->base_ticks);
+	gap->offset = c->offset;
+	return 1;
 }
 
 static const char *string_at(const nt_reader *r, uint32_t idx)
@@ -138,6 +158,7 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		}
 		if (kind < NT_KIND_BEGIN || kind > NT_KIND_COUNTER)
 			continue; /* padding, or a kind this reader does not know: skipped by size */
+		c->ordinal++; /* an event, even if damaged below: it had its ordinal */
 
 		const nt_event_record *e = (const nt_event_record *)(const void *)p;
 		uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
@@ -213,45 +234,73 @@ static uint64_t next_top(visit *v, uint64_t *off, int quiet, int *stopped)
 	return 0;
 }
 
+/* Decode one chunk in stream order; returns 0 to go on, 1 (stop asked) or -1 (damage). */
+static int stream_chunk(visit *v, nt_reader_arg *args, uint64_t *expected, uint64_t off,
+			uint64_t size)
+{
+	nt_reader *r = v->r;
+	chunk_cursor c;
+	cursor_open_chunk(r, &c, off, size);
+	nt_reader_gap gap;
+	if (chunk_gap(r, &c, expected[c.thread->index], &gap) && v->cb->on_gap)
+		v->cb->on_gap(v->ctx, &gap);
+	nt_reader_event ev;
+	const char *why;
+	uint64_t at;
+	int rc, result = 0;
+	while ((rc = cursor_next(r, &c, &ev, args, &why, &at)) != 0) {
+		if (rc < 0) {
+			report(v, at, why);
+			if (v->policy == NT_ON_CORRUPT_STOP) {
+				result = -1;
+				break;
+			}
+			continue;
+		}
+		if (v->cb->on_event && v->cb->on_event(v->ctx, &ev)) {
+			result = 1;
+			break;
+		}
+	}
+	if (c.ordinal > expected[c.thread->index])
+		expected[c.thread->index] = c.ordinal;
+	return result;
+}
+
 static int visit_stream(visit *v)
 {
 	nt_reader *r = v->r;
 	nt_reader_arg *args = malloc(sizeof(*args) * MAX_ARGS);
-	if (args == NULL)
-		return -1;
-	uint64_t off = r->records_start;
+	uint64_t *expected = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
 	int stopped = 0, result = 0;
+	if (args == NULL || expected == NULL) {
+		free(args);
+		free(expected);
+		return -1;
+	}
+	if (r->arena) {
+		for (uint32_t i = 0; i < r->nchunks && result == 0; i++)
+			result = stream_chunk(v, args, expected, r->chunks[i].offset, r->chunk_size);
+		free(args);
+		free(expected);
+		return result;
+	}
+	uint64_t off = r->records_start;
 	for (;;) {
 		uint64_t size = next_top(v, &off, 0, &stopped);
 		if (size == 0)
 			break;
 		if (r->data[off] == NT_KIND_CHUNK) {
-			chunk_cursor c;
-			cursor_open_chunk(r, &c, off, size);
-			nt_reader_event ev;
-			const char *why;
-			uint64_t at;
-			int rc;
-			while ((rc = cursor_next(r, &c, &ev, args, &why, &at)) != 0) {
-				if (rc < 0) {
-					report(v, at, why);
-					if (v->policy == NT_ON_CORRUPT_STOP) {
-						stopped = 1;
-						break;
-					}
-					continue;
-				}
-				if (v->cb->on_event && v->cb->on_event(v->ctx, &ev)) {
-					result = 1;
-					break;
-				}
-			}
-			if (stopped || result)
+			result = stream_chunk(v, args, expected, off, size);
+			if (result < 0)
+				stopped = 1;
+			if (result != 0)
 				break;
 		}
 		off += size;
 	}
 	free(args);
+	free(expected);
 	return stopped ? -1 : result;
 }
 
@@ -259,12 +308,50 @@ static int visit_stream(visit *v)
 
 typedef struct thread_stream {
 	uint32_t thread;
-	uint64_t scan;       /* where to look for this thread's next chunk */
+	uint64_t scan;       /* where to look for this thread's next chunk (file offset, or
+	                        index into r->chunks for the Arena layout) */
 	chunk_cursor c;
 	nt_reader_event ev;  /* pending event, valid when has_event */
 	nt_reader_arg *args;
 	int has_event;
+	uint64_t expected;   /* ordinal the thread's last chunk ended at */
+	nt_reader_gap gap;   /* delivered before ev when has_gap */
+	int has_gap;
 } thread_stream;
+
+/* Opens the thread's next chunk; 0 when there is none. */
+static int stream_next_chunk(visit *v, thread_stream *s)
+{
+	nt_reader *r = v->r;
+	if (s->c.offset != 0 && s->c.ordinal > s->expected)
+		s->expected = s->c.ordinal;
+	if (r->arena) {
+		while (s->scan < r->nchunks) {
+			const struct arena_chunk *ac = &r->chunks[s->scan++];
+			if (ac->thread == s->thread) {
+				cursor_open_chunk(r, &s->c, ac->offset, r->chunk_size);
+				goto opened;
+			}
+		}
+		return 0;
+	}
+	int stopped = 0;
+	for (;;) {
+		uint64_t size = next_top(v, &s->scan, 1, &stopped);
+		if (size == 0)
+			return 0;
+		uint64_t off = s->scan;
+		s->scan += size;
+		if (r->data[off] == NT_KIND_CHUNK && rd32(r->data + off + 8) == s->thread) {
+			cursor_open_chunk(r, &s->c, off, size);
+			goto opened;
+		}
+	}
+opened:
+	if (chunk_gap(r, &s->c, s->expected, &s->gap))
+		s->has_gap = 1;
+	return 1;
+}
 
 /* Advance a stream to its next event; returns -1 when damage stops the visit. */
 static int stream_advance(visit *v, thread_stream *s)
@@ -286,20 +373,7 @@ static int stream_advance(visit *v, thread_stream *s)
 			}
 			continue;
 		}
-		int stopped = 0;
-		uint64_t size;
-		for (;;) {
-			size = next_top(v, &s->scan, 1, &stopped);
-			if (size == 0)
-				break;
-			uint64_t off = s->scan;
-			s->scan += size;
-			if (r->data[off] == NT_KIND_CHUNK && rd32(r->data + off + 8) == s->thread) {
-				cursor_open_chunk(r, &s->c, off, size);
-				break;
-			}
-		}
-		if (size == 0) {
+		if (!stream_next_chunk(v, s)) {
 			s->has_event = 0;
 			return 0;
 		}
@@ -334,7 +408,7 @@ static int visit_time(visit *v)
 {
 	nt_reader *r = v->r;
 	/* Framing damage is reported once here; the per-thread scans then skip it quietly. */
-	uint64_t off = r->records_start;
+	uint64_t off = r->arena ? r->size : r->records_start;
 	int stopped = 0;
 	uint64_t size;
 	while ((size = next_top(v, &off, 0, &stopped)) != 0)
@@ -359,7 +433,7 @@ static int visit_time(visit *v)
 			continue;
 		thread_stream *s = &streams[k];
 		s->thread = t;
-		s->scan = r->records_start;
+		s->scan = r->arena ? 0 : r->records_start;
 		s->args = argmem + (size_t)k * MAX_ARGS;
 		k++;
 		if (stream_advance(v, s) < 0) {
@@ -373,6 +447,11 @@ static int visit_time(visit *v)
 		sift_down(heap, hn, i);
 	while (hn > 0) {
 		thread_stream *s = heap[0];
+		if (s->has_gap) {
+			if (v->cb->on_gap)
+				v->cb->on_gap(v->ctx, &s->gap);
+			s->has_gap = 0;
+		}
 		if (v->cb->on_event && v->cb->on_event(v->ctx, &s->ev)) {
 			result = 1;
 			break;

@@ -89,6 +89,18 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	return 0;
 }
 
+/* A gap becomes an instant event on the thread that lost events, where they were lost. */
+static void on_gap(void *ctx, const nt_reader_gap *g)
+{
+	chrome_ctx *c = ctx;
+	char ts[40];
+	nt_format_offset_us(ts, sizeof(ts), g->time_ns - (int64_t)c->r->info.start_monotonic_ns);
+	begin_event(c);
+	fprintf(c->out, "{\"ph\":\"i\",\"cat\":\"nanotrace\",\"name\":\"events lost\",\"s\":\"t\","
+			"\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"lost\":%" PRIu64 "}}",
+		g->thread->pid, g->thread->tid, ts, g->events);
+}
+
 static void on_error(void *ctx, uint64_t off, const char *msg)
 {
 	/* JSON has no place for damage: only the caller hears of it. */
@@ -122,7 +134,7 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
 		json_str(out, t->name);
 		fputs("}}", out);
 	}
-	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &c, opt->order, opt->policy);
 	fputs("\n]}\n", out);
 	return rc;

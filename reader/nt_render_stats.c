@@ -1,4 +1,5 @@
 /* nt_render_stats.c - counts per record kind and per thread, losses, bytes per event. */
+#define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,16 @@ typedef struct stats_ctx {
 	uint64_t events;
 	uint64_t errors;
 	int64_t first_ns, last_ns;
+	uint64_t gaps, gap_events;
 	const nt_render_options *opt;
 } stats_ctx;
+
+static void on_gap(void *ctx, const nt_reader_gap *g)
+{
+	stats_ctx *s = ctx;
+	s->gaps++;
+	s->gap_events += g->events;
+}
 
 static int on_event(void *ctx, const nt_reader_event *e)
 {
@@ -67,6 +76,17 @@ static const char *mode_name(uint8_t m)
 		: m == NT_MODE_STREAMING ? "streaming" : "unknown";
 }
 
+static const char *end_name(uint8_t e)
+{
+	switch (e) {
+	case NT_END_UNKNOWN: return "unknown (killed, or still running)";
+	case NT_END_FINISHED: return "nt_finish";
+	case NT_END_EXIT: return "process exit while recording";
+	case NT_END_SIGNAL: return "signal";
+	default: return "unknown";
+	}
+}
+
 static const char *final_name(uint8_t f)
 {
 	switch (f) {
@@ -86,7 +106,7 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 	s.by_thread = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
 	if (s.by_thread == NULL)
 		return -1;
-	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &s, NT_ORDER_STREAM, opt->policy);
 	uint64_t other[256] = { 0 };
 	count_non_events(r, other);
@@ -103,7 +123,13 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		     " x %" PRIu32 " B\n",
 		mode_name(in->buffering_mode), in->arena_size, in->durable_size, in->chunks_per_half,
 		in->chunk_size);
+	fprintf(out, "layout: %s\n", in->layout == NT_LAYOUT_ARENA
+		? "arena (a live arena image: the process did not finish the archive)" : "stream");
 	fprintf(out, "final state: %s\n", final_name(in->final_state));
+	fprintf(out, "ended by: %s", end_name(in->ended_by));
+	if (in->ended_by == NT_END_SIGNAL)
+		fprintf(out, " %u (%s)", in->end_signal, strsignal(in->end_signal));
+	fputc('\n', out);
 	if (in->finish_monotonic_ns > in->start_monotonic_ns) {
 		char d[32];
 		nt_format_duration(d, sizeof(d), in->finish_monotonic_ns - in->start_monotonic_ns);
@@ -124,9 +150,14 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 			t, r->threads[t].name, r->threads[t].pid, r->threads[t].tid, s.by_thread[t]);
 	}
 	fprintf(out, "written: %" PRIu64 " events (header count)\n", in->events_written);
-	fprintf(out, "dropped: %" PRIu64 " events\n", in->events_dropped);
+	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64
+		     ", stopped %" PRIu64 ")\n",
+		in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
+		in->dropped_stopped);
 	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
 	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
+	fprintf(out, "gaps: %" PRIu64 " (%" PRIu64 " events lost between chunks)\n", s.gaps,
+		s.gap_events);
 	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
 	fprintf(out, "strings: %" PRIu32 ", call sites: %" PRIu32 ", chunks: %" PRIu64 "\n",
 		sum.strings, sum.callsites, sum.chunks);

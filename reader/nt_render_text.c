@@ -78,6 +78,20 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	return 0;
 }
 
+static void on_gap(void *ctx, const nt_reader_gap *g)
+{
+	text_ctx *t = ctx;
+	int64_t rel = g->time_ns - (int64_t)t->r->info.start_monotonic_ns;
+	fprintf(t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
+			" lost (dropped or overwritten) before %s%.9f s\n",
+		g->events, g->thread->name, g->thread->tid, rel < 0 ? "-" : "",
+		(double)(rel < 0 ? -rel : rel) / 1e9);
+	/* Durations cannot be matched across lost events: start the nesting afresh. */
+	nt_duration_stack *s = stack_of(t, g->thread->index);
+	if (s != NULL)
+		s->depth = 0;
+}
+
 static void on_error(void *ctx, uint64_t off, const char *msg)
 {
 	text_ctx *t = ctx;
@@ -106,7 +120,7 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt)
 		return -1;
 	fprintf(out, "%16s  %-*s  %s  %-*s  %-*s  %10s  %s\n", "TIME(s)", t.wthread, "THREAD", "PH",
 		t.wcat, "CATEGORY", t.wname, "NAME", "DURATION", "ARGS");
-	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &t, opt->order, opt->policy);
 	for (uint32_t i = 0; i < t.nstacks; i++)
 		free(t.stacks[i]);

@@ -46,7 +46,9 @@ def decode(path, ntfmt):
         s.Init(buf, off)
         return s
 
-    off = (4 + size + 7) & ~7
+    assert h.Layout() == 0, 'conformance reads the Stream layout nt_finish() writes'
+    off = h.DataOffset()
+    assert off >= (4 + size + 7) & ~7
     while off < len(buf):
         p = struct_at(RecordPrefix, off)
         rsize = p.SizeWords() * 8 if p.SizeWords() else struct_at(LargePrefix, off).SizeBytes()
@@ -64,7 +66,7 @@ def decode(path, ntfmt):
         elif kind == K.Chunk:
             ch = struct_at(ChunkHeader, off)
             ticks = ch.BaseTicks()
-            pos, end = off + 32, off + ch.SizeBytes()
+            pos, end = off + ChunkHeader.SizeOf(), off + ch.SizeBytes()
             while pos + 8 <= end:
                 e = struct_at(EventRecord, pos)
                 if e.Kind() == K.Invalid:

@@ -24,7 +24,8 @@
 #include "nt_archive_header.h"
 #include "nt_format.h"
 
-extern "C" size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap);
+extern "C" size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap,
+				   uint32_t *field_offsets);
 
 namespace fb = ntfmt;
 
@@ -87,6 +88,7 @@ SAME_FIELD(nt_chunk_header, ChunkHeader, thread)
 SAME_FIELD(nt_chunk_header, ChunkHeader, event_count)
 SAME_FIELD(nt_chunk_header, ChunkHeader, claim)
 SAME_FIELD(nt_chunk_header, ChunkHeader, base_ticks)
+SAME_FIELD(nt_chunk_header, ChunkHeader, first_event)
 
 SAME_STRUCT(nt_event_record, EventRecord)
 SAME_FIELD(nt_event_record, EventRecord, kind)
@@ -142,6 +144,12 @@ SAME_ENUM(NT_MODE_CIRCULAR, BufferingMode_Circular)
 SAME_ENUM(NT_MODE_STREAMING, BufferingMode_Streaming)
 SAME_ENUM(NT_CLOCK_MONOTONIC, ClockSource_Monotonic)
 SAME_ENUM(NT_CLOCK_TSC, ClockSource_Tsc)
+SAME_ENUM(NT_LAYOUT_STREAM, ArchiveLayout_Stream)
+SAME_ENUM(NT_LAYOUT_ARENA, ArchiveLayout_Arena)
+SAME_ENUM(NT_END_UNKNOWN, EndReason_Unknown)
+SAME_ENUM(NT_END_FINISHED, EndReason_Finished)
+SAME_ENUM(NT_END_EXIT, EndReason_Exit)
+SAME_ENUM(NT_END_SIGNAL, EndReason_Signal)
 SAME_ENUM(NT_FINAL_RECORDING, FinalState_Recording)
 SAME_ENUM(NT_FINAL_FINISHED, FinalState_Finished)
 SAME_ENUM(NT_FINAL_DURABLE_FULL, FinalState_DurableFull)
@@ -173,7 +181,14 @@ SAME_VT(NT_HDR_EVENTS_OVERWRITTEN, VT_EVENTS_OVERWRITTEN)
 SAME_VT(NT_HDR_WRAPS, VT_WRAPS)
 SAME_VT(NT_HDR_DURABLE_DROPPED, VT_DURABLE_DROPPED)
 SAME_VT(NT_HDR_CHUNKS_CLAIMED, VT_CHUNKS_CLAIMED)
-static_assert(NT_HDR_FIELD_COUNT == 25, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_LAYOUT, VT_LAYOUT)
+SAME_VT(NT_HDR_DATA_OFFSET, VT_DATA_OFFSET)
+SAME_VT(NT_HDR_ENDED_BY, VT_ENDED_BY)
+SAME_VT(NT_HDR_END_SIGNAL, VT_END_SIGNAL)
+SAME_VT(NT_HDR_DROPPED_ROLLING_FULL, VT_DROPPED_ROLLING_FULL)
+SAME_VT(NT_HDR_DROPPED_DURABLE_FULL, VT_DROPPED_DURABLE_FULL)
+SAME_VT(NT_HDR_DROPPED_STOPPED, VT_DROPPED_STOPPED)
+static_assert(NT_HDR_FIELD_COUNT == 32, "a header field was added: add its SAME_VT check");
 
 static int failures;
 #define CHECK(cond, ...)                                                                   \
@@ -222,7 +237,8 @@ static std::map<std::string, c_struct> c_mirror()
 			{ F(nt_chunk_header, kind), F(nt_chunk_header, size_words),
 			  F(nt_chunk_header, flags), F(nt_chunk_header, size_bytes),
 			  F(nt_chunk_header, thread), F(nt_chunk_header, event_count),
-			  F(nt_chunk_header, claim), F(nt_chunk_header, base_ticks) } } },
+			  F(nt_chunk_header, claim), F(nt_chunk_header, base_ticks),
+			  F(nt_chunk_header, first_event) } } },
 		{ "ntfmt.EventRecord", { sizeof(nt_event_record), NT_KIND_BEGIN,
 			{ F(nt_event_record, kind), F(nt_event_record, size_words),
 			  F(nt_event_record, callsite), F(nt_event_record, delta) } } },
@@ -313,7 +329,14 @@ static void check_header_encoding()
 	in.durable_dropped = 95;
 	in.chunks_claimed = 94;
 	std::vector<uint8_t> buf(1024);
-	size_t n = nt_header_encode(&in, buf.data(), buf.size());
+	in.layout = NT_LAYOUT_ARENA;
+	in.data_offset = NT_ARENA_HEADER_BYTES;
+	in.ended_by = NT_END_SIGNAL;
+	in.end_signal = 15;
+	in.dropped_rolling_full = 93;
+	in.dropped_durable_full = 92;
+	in.dropped_stopped = 91;
+	size_t n = nt_header_encode(&in, buf.data(), buf.size(), nullptr);
 	CHECK(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
 	flatbuffers::Verifier v(buf.data(), n);
 	CHECK(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "flatc's Verifier rejects the header");
@@ -335,6 +358,11 @@ static void check_header_encoding()
 		      h->events_overwritten() == 97 && h->wraps() == 96 &&
 		      h->durable_dropped() == 95 && h->chunks_claimed() == 94,
 	      "counters");
+	CHECK(h->layout() == fb::ArchiveLayout_Arena && h->data_offset() == NT_ARENA_HEADER_BYTES &&
+		      h->ended_by() == fb::EndReason_Signal && h->end_signal() == 15 &&
+		      h->dropped_rolling_full() == 93 && h->dropped_durable_full() == 92 &&
+		      h->dropped_stopped() == 91,
+	      "layout, end and drop reasons");
 	// Every byte of a shorter buffer must be rejected, never read past.
 	for (size_t cut = 0; cut < n; cut += 4) {
 		flatbuffers::Verifier vc(buf.data(), cut);

@@ -79,7 +79,9 @@ typedef enum nt_clock_choice {
 
 typedef struct nt_config {
 	size_t buffer_size;     /* arena bytes; default 4 MiB; at least 64 KiB, at most 4 GiB */
-	size_t chunk_size;      /* chunk bytes; default 16 KiB; power of two, 4 KiB to 64 KiB */
+	size_t chunk_size;      /* chunk bytes: a power of two, 4 KiB to 64 KiB; 0 (default) =
+	                           16 KiB, or less (down to 4 KiB) so each rolling half holds
+	                           at least 4 chunks */
 	int mode;               /* NT_MODE_ONESHOT (default): record until the rolling halves
 	                           are full, then drop and count; NT_MODE_CIRCULAR: keep the
 	                           newest chunks, overwrite the oldest, count wraps;
@@ -89,6 +91,16 @@ typedef struct nt_config {
 	const char *categories; /* comma-separated: exact names, "prefix:*", "*"; NULL = all.
 	                           Copied by nt_start(). */
 	const char *process_name; /* stored in the archive; NULL = the program's name */
+	const char *path;       /* NULL (default): the arena is anonymous memory and nt_finish()
+	                           names the archive. Otherwise the arena IS this file, mapped
+	                           shared: a process killed at any moment (even by SIGKILL)
+	                           leaves a readable archive here, and nt_finish(NULL) compacts
+	                           it in place. The file appears only once its header is
+	                           written, and is replaced if it exists. Copied by nt_start(). */
+	int handle_signals;     /* with a path: on SIGTERM, SIGINT, SIGSEGV, SIGBUS and SIGABRT,
+	                           stop recording, record the signal in the archive, restore the
+	                           previous handler and re-raise; at exit(), finish the archive.
+	                           Default 1. Handlers stay installed for the process. */
 } nt_config;
 
 /* Fill *cfg with the defaults above. Cost: a few stores. cfg == NULL is ignored. */
@@ -104,13 +116,15 @@ void nt_config_init(nt_config *cfg);
  * NT_ERR_UNSUPPORTED for streaming mode or a TSC that is not invariant. */
 nt_result nt_start(const nt_config *cfg);
 
-/* Stop recording and write the archive to `path` (created with mode 0644, replaced if it
- * exists). Events after this call are counted as dropped until the next nt_start().
+/* Stop recording and write the compact archive to `path` (created with mode 0644, replaced
+ * if it exists); with a file-backed arena, path == NULL compacts the arena's own file in
+ * place, and another path moves the archive there (the arena file is removed).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
- * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL, NT_ERR_STATE if nt_start() did not
- * succeed, NT_ERR_IO if the file cannot be created or written (the message names the path
- * and the reason). Recording is stopped in every case; after NT_ERR_IO the recorded data is
- * still in the arena and nt_finish() may be called again with another path. */
+ * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
+ * if nt_start() did not succeed, NT_ERR_IO if the file cannot be created or written (the
+ * message names the path and the reason). Recording is stopped in every case; after
+ * NT_ERR_IO the recorded data is still in the arena (and, file-backed, in its file, which
+ * stays a readable archive) and nt_finish() may be called again. */
 nt_result nt_finish(const char *path);
 
 /* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
@@ -118,7 +132,10 @@ int nt_is_recording(void);
 
 /* Counters of the current (or last) session. Cost: a few loads. */
 typedef struct nt_stats {
-	uint64_t events_dropped;     /* events not recorded: no free chunk, or recording stopped */
+	uint64_t events_dropped;     /* events not recorded, the sum of the three reasons: */
+	uint64_t dropped_rolling_full; /* no chunk to write into (oneshot full, every slot busy) */
+	uint64_t dropped_durable_full; /* recording halted: durable region or index space full */
+	uint64_t dropped_stopped;    /* made while nt_finish() stopped recording */
 	uint64_t events_overwritten; /* events in chunks that circular mode reused */
 	uint64_t wraps;              /* times circular mode started reusing a rolling half */
 	uint64_t durable_dropped;    /* strings, threads or call sites that did not fit */

@@ -2,8 +2,11 @@
  * nanotrace-demo - records a realistic multi-threaded trace: a request server with worker
  * threads (nested durations, typed arguments), a cache with counters, and a logger.
  *
- *     nanotrace-demo OUTPUT [--mode oneshot|circular] [--threads N] [--requests N]
+ *     nanotrace-demo OUTPUT [options]      (see --help)
  *     trace-dump OUTPUT
+ *
+ * It always records through a file-backed arena at OUTPUT, so killing it at any moment
+ * leaves OUTPUT readable by trace-dump.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -15,17 +18,32 @@
 #include "nanotrace.h"
 
 static const char usage[] =
-	"usage: nanotrace-demo OUTPUT [--mode oneshot|circular] [--threads N] [--requests N]\n"
-	"  Records a multi-threaded request-server trace into OUTPUT (a nanotrace archive).\n"
-	"  --mode       buffering mode (default oneshot)\n"
-	"  --threads    worker threads, 1-64 (default 4)\n"
-	"  --requests   requests per worker, 1-1000000 (default 200)\n";
+	"usage: nanotrace-demo OUTPUT [options]\n"
+	"  Records a multi-threaded request-server trace into OUTPUT, a nanotrace archive.\n"
+	"  The arena is the file itself while recording: killing the demo at any moment\n"
+	"  (even with SIGKILL) leaves OUTPUT readable by trace-dump; a normal end compacts it.\n"
+	"\n"
+	"  --mode M            oneshot (default), circular or streaming\n"
+	"  --buffer-size B     arena bytes, 65536 to 4294967296 (default 4194304)\n"
+	"  --duration-ms N     keep serving requests for N ms (default: --requests per worker)\n"
+	"  --threads N         worker threads, 1-64 (default 4)\n"
+	"  --requests N        requests per worker when no duration is given, 1-1000000\n"
+	"                      (default 200)\n"
+	"  -h, --help          this text\n";
 
 typedef struct worker {
 	int id;
 	int requests;
+	long duration_ms;
 	pthread_t thread;
 } worker;
+
+static long elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - since->tv_sec) * 1000L + (now.tv_nsec - since->tv_nsec) / 1000000L;
+}
 
 static unsigned cache_hits, cache_misses; /* approximate: only a demo figure */
 
@@ -78,51 +96,72 @@ static void *worker_main(void *arg)
 	char name[32];
 	snprintf(name, sizeof(name), "worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name);
-	for (int n = 0; n < w->requests; n++)
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (int n = 0; w->duration_ms > 0 ? elapsed_ms(&start) < w->duration_ms : n < w->requests; n++)
 		handle_request(w, n);
 	return NULL;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
+static int parse_num(const char *s, unsigned long long lo, unsigned long long hi,
+		     unsigned long long *out)
 {
 	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+	if (*s == '\0' || *s == '-')
 		return 0;
-	*out = (int)v;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end != '\0' || v < lo || v > hi)
+		return 0;
+	*out = v;
+	return 1;
+}
+
+static int option_value(int argc, char **argv, int *i, const char *name, unsigned long long lo,
+			unsigned long long hi, unsigned long long *out)
+{
+	if (*i + 1 >= argc || !parse_num(argv[*i + 1], lo, hi, out)) {
+		fprintf(stderr, "nanotrace-demo: %s needs a number from %llu to %llu\n%s", name, lo,
+			hi, usage);
+		return 0;
+	}
+	(*i)++;
 	return 1;
 }
 
 int main(int argc, char **argv)
 {
 	const char *output = NULL;
-	int threads = 4, requests = 200;
+	unsigned long long threads = 4, requests = 200, duration_ms = 0, buffer = 4u << 20;
 	nt_config cfg;
 	nt_config_init(&cfg);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			return 0;
-		} else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
-			const char *m = argv[++i];
+		} else if (strcmp(argv[i], "--mode") == 0) {
+			const char *m = i + 1 < argc ? argv[++i] : "";
 			if (strcmp(m, "oneshot") == 0)
 				cfg.mode = NT_MODE_ONESHOT;
 			else if (strcmp(m, "circular") == 0)
 				cfg.mode = NT_MODE_CIRCULAR;
+			else if (strcmp(m, "streaming") == 0)
+				cfg.mode = NT_MODE_STREAMING;
 			else {
 				fprintf(stderr, "nanotrace-demo: unknown mode '%s'\n%s", m, usage);
 				return 1;
 			}
-		} else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-			if (!parse_int(argv[++i], 1, 64, &threads)) {
-				fprintf(stderr, "nanotrace-demo: --threads must be 1-64\n");
+		} else if (strcmp(argv[i], "--threads") == 0) {
+			if (!option_value(argc, argv, &i, "--threads", 1, 64, &threads))
 				return 1;
-			}
-		} else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc) {
-			if (!parse_int(argv[++i], 1, 1000000, &requests)) {
-				fprintf(stderr, "nanotrace-demo: --requests must be 1-1000000\n");
+		} else if (strcmp(argv[i], "--requests") == 0) {
+			if (!option_value(argc, argv, &i, "--requests", 1, 1000000, &requests))
 				return 1;
-			}
+		} else if (strcmp(argv[i], "--duration-ms") == 0) {
+			if (!option_value(argc, argv, &i, "--duration-ms", 1, 86400000, &duration_ms))
+				return 1;
+		} else if (strcmp(argv[i], "--buffer-size") == 0) {
+			if (!option_value(argc, argv, &i, "--buffer-size", 65536, 4ull << 30, &buffer))
+				return 1;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "nanotrace-demo: unknown option '%s'\n%s", argv[i], usage);
 			return 1;
@@ -137,12 +176,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nanotrace-demo: no OUTPUT given\n%s", usage);
 		return 1;
 	}
+	cfg.path = output;
+	cfg.buffer_size = (size_t)buffer;
 	if (nt_start(&cfg) != NT_OK) {
 		fprintf(stderr, "nanotrace-demo: %s\n", nt_last_error());
 		return 1;
 	}
 	nt_thread_set_name("main");
-	NT_INSTANT("app", "startup", NT_I32("workers", threads), NT_I32("requests", requests));
+	NT_INSTANT("app", "startup", NT_I32("workers", threads), NT_I32("requests", requests),
+		   NT_I64("duration_ms", duration_ms));
 	worker *ws = calloc((size_t)threads, sizeof(*ws));
 	if (ws == NULL) {
 		fprintf(stderr, "nanotrace-demo: out of memory\n");
@@ -150,31 +192,35 @@ int main(int argc, char **argv)
 	}
 	{
 		NT_SCOPE("app", "serve");
-		for (int i = 0; i < threads; i++) {
+		for (int i = 0; i < (int)threads; i++) {
 			ws[i].id = i;
-			ws[i].requests = requests;
+			ws[i].requests = (int)requests;
+			ws[i].duration_ms = (long)duration_ms;
 			if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0) {
 				fprintf(stderr, "nanotrace-demo: cannot start thread %d\n", i);
 				return 1;
 			}
 		}
-		for (int tick = 0; tick < 5; tick++) {
+		struct timespec start;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		for (int tick = 0; tick < 5 || elapsed_ms(&start) < (long)duration_ms; tick++) {
 			spin_ns(200000);
 			NT_COUNTER("cache", "entries", NT_U32("hits", __atomic_load_n(&cache_hits, __ATOMIC_RELAXED)),
 				   NT_U32("misses", __atomic_load_n(&cache_misses, __ATOMIC_RELAXED)));
 		}
-		for (int i = 0; i < threads; i++)
+		for (int i = 0; i < (int)threads; i++)
 			pthread_join(ws[i].thread, NULL);
 	}
 	NT_INSTANT("app", "shutdown");
 	free(ws);
-	if (nt_finish(output) != NT_OK) {
+	if (nt_finish(NULL) != NT_OK) { /* compacts the arena file in place */
 		fprintf(stderr, "nanotrace-demo: %s\n", nt_last_error());
 		return 1;
 	}
 	nt_stats st;
 	nt_get_stats(&st);
-	fprintf(stderr, "nanotrace-demo: wrote %s (%u threads, %llu events dropped)\n", output,
-		st.threads, (unsigned long long)st.events_dropped);
+	fprintf(stderr, "nanotrace-demo: wrote %s (%u threads, %llu events dropped, %llu overwritten)\n",
+		output, st.threads, (unsigned long long)st.events_dropped,
+		(unsigned long long)st.events_overwritten);
 	return 0;
 }

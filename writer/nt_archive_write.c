@@ -62,11 +62,19 @@ static uint64_t field_value(const nt_archive_info *in, int f)
 	case NT_HDR_WRAPS: return in->wraps;
 	case NT_HDR_DURABLE_DROPPED: return in->durable_dropped;
 	case NT_HDR_CHUNKS_CLAIMED: return in->chunks_claimed;
+	case NT_HDR_LAYOUT: return in->layout;
+	case NT_HDR_DATA_OFFSET: return in->data_offset;
+	case NT_HDR_ENDED_BY: return in->ended_by;
+	case NT_HDR_END_SIGNAL: return in->end_signal;
+	case NT_HDR_DROPPED_ROLLING_FULL: return in->dropped_rolling_full;
+	case NT_HDR_DROPPED_DURABLE_FULL: return in->dropped_durable_full;
+	case NT_HDR_DROPPED_STOPPED: return in->dropped_stopped;
 	default: return 0;
 	}
 }
 
-size_t nt_header_encode(const nt_archive_info *in, uint8_t *out, size_t cap)
+size_t nt_header_encode(const nt_archive_info *in, uint8_t *out, size_t cap,
+			uint32_t *field_offsets)
 {
 	const char *strings[NT_HDR_FIELD_COUNT] = { 0 };
 	strings[NT_HDR_PRODUCER] = in->producer;
@@ -131,6 +139,9 @@ size_t nt_header_encode(const nt_archive_info *in, uint8_t *out, size_t cap)
 	for (int f = 0; f < NT_HDR_FIELD_COUNT; f++)
 		put16(out + vtable + 4 + 2 * f, (uint16_t)(field_pos[f] - table));
 	put32(out + table, (uint32_t)(int32_t)(table - vtable)); /* soffset to the vtable */
+	if (field_offsets != NULL)
+		for (int f = 0; f < NT_HDR_FIELD_COUNT; f++)
+			field_offsets[f] = (uint32_t)field_pos[f];
 	return pos;
 }
 
@@ -251,7 +262,11 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	info.events_written = events + info.events_overwritten;
 
 	uint8_t header[1024];
-	size_t hlen = nt_header_encode(&info, header, sizeof(header));
+	info.layout = NT_LAYOUT_STREAM;
+	info.data_offset = 0;
+	size_t hlen = nt_header_encode(&info, header, sizeof(header), NULL);
+	info.data_offset = hlen; /* a fixed-width field: the second encoding has the same size */
+	hlen = nt_header_encode(&info, header, sizeof(header), NULL);
 
 	snprintf(tmp, strlen(path) + 32, "%s.tmp.%d", path, (int)getpid());
 	o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -14,8 +14,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "nt_internal.h"
 
@@ -29,13 +33,67 @@ static int is_power_of_two(size_t v)
 	return v != 0 && (v & (v - 1)) == 0;
 }
 
-int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode)
+static void arena_unmap(void)
+{
+	if (nt_S.map != NULL)
+		munmap(nt_S.map, nt_S.map_size);
+	nt_S.map = NULL;
+	nt_S.map_size = 0;
+	nt_S.file_backed = 0;
+}
+
+/* The temporary name a file-backed arena has until its header is written. */
+static void temp_name(char *buf, size_t cap, const char *path)
+{
+	snprintf(buf, cap, "%s.tmp.%d", path, (int)getpid());
+}
+
+static int map_file(const char *path, size_t size)
+{
+	char tmp[4096 + 32];
+	if (strlen(path) > 4096) {
+		nt_set_error("nt_start: path is longer than 4096 bytes");
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	temp_name(tmp, sizeof(tmp), path);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		nt_set_error("nt_start: cannot create '%s': %s", tmp, strerror(errno));
+		return NT_ERR_IO;
+	}
+	/* posix_fallocate reserves the blocks now, so a full disk fails here and not as a
+	 * SIGBUS on some later event. */
+	int err = posix_fallocate(fd, 0, (off_t)size);
+	if (err == EOPNOTSUPP || err == EINVAL)
+		err = ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
+	void *m = err ? MAP_FAILED
+		      : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (m == MAP_FAILED) {
+		if (!err)
+			err = errno;
+		nt_set_error("nt_start: cannot size or map '%s' (%zu bytes): %s", tmp, size,
+			     strerror(err));
+		close(fd);
+		unlink(tmp);
+		return NT_ERR_IO;
+	}
+	close(fd); /* the mapping keeps the file */
+	nt_S.map = m;
+	nt_S.map_size = size;
+	nt_S.file_backed = 1;
+	return NT_OK;
+}
+
+int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path)
 {
 	if (buffer_size < NT_MIN_BUFFER || buffer_size > NT_MAX_BUFFER) {
 		nt_set_error("nt_start: buffer_size %zu is out of range [%u, %llu]", buffer_size,
 			     NT_MIN_BUFFER, (unsigned long long)NT_MAX_BUFFER);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
+	if (chunk_size == 0) /* automatic: 16 KiB, or smaller for at least 8 chunks in all */
+		for (chunk_size = 16u << 10; chunk_size > NT_MIN_CHUNK && buffer_size / chunk_size < 10;)
+			chunk_size /= 2;
 	if (!is_power_of_two(chunk_size) || chunk_size < NT_MIN_CHUNK || chunk_size > NT_MAX_CHUNK) {
 		nt_set_error("nt_start: chunk_size %zu must be a power of two in [%u, %u]",
 			     chunk_size, NT_MIN_CHUNK, NT_MAX_CHUNK);
@@ -49,7 +107,7 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode)
 		durable = 4096;
 	if (durable > (1u << 20))
 		durable = 1u << 20;
-	durable &= ~(uint64_t)7;
+	durable &= ~(uint64_t)4095;
 	uint64_t cph = (buffer_size - durable) / 2 / chunk_size;
 	if (cph < 2) {
 		nt_set_error("nt_start: buffer_size %zu holds fewer than 2 chunks of %zu bytes per "
@@ -57,12 +115,15 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode)
 			     buffer_size, chunk_size);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	size_t size = (size_t)(durable + 2 * cph * chunk_size);
+	size_t size = (size_t)(NT_ARENA_HEADER_BYTES + durable + 2 * cph * chunk_size);
 
-	if (nt_S.map == NULL || nt_S.map_size != size) {
-		if (nt_S.map != NULL)
-			munmap(nt_S.map, nt_S.map_size);
-		nt_S.map = NULL;
+	if (path != NULL) {
+		arena_unmap();
+		int rc = map_file(path, size);
+		if (rc != NT_OK)
+			return rc;
+	} else if (nt_S.map == NULL || nt_S.file_backed || nt_S.map_size != size) {
+		arena_unmap();
 		/* MAP_POPULATE pre-faults the arena: a first-touch page fault on the hot path
 		 * costs several times the event itself. */
 		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -77,9 +138,15 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode)
 	} else {
 		memset(nt_S.map, 0, size);
 	}
-	nt_S.durable = nt_S.map;
+	free(nt_S.path);
+	nt_S.path = path ? strdup(path) : NULL;
+	if (path != NULL && nt_S.path == NULL) {
+		nt_set_error("nt_start: out of memory");
+		return NT_ERR_NO_MEMORY;
+	}
+	nt_S.durable = nt_S.map + NT_ARENA_HEADER_BYTES;
 	nt_S.durable_size = durable;
-	nt_S.rolling = nt_S.map + durable;
+	nt_S.rolling = nt_S.durable + durable;
 	nt_S.chunk_size = (uint32_t)chunk_size;
 	nt_S.chunks_per_half = (uint32_t)cph;
 	nt_S.nslots = (uint32_t)(2 * cph);
@@ -87,10 +154,43 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode)
 	nt_S.next_seq = 0;
 	nt_S.rolling_full = 0;
 	nt_S.durable_head = 0;
-	nt_S.events_dropped = 0;
-	nt_S.events_overwritten = 0;
-	nt_S.wraps = 0;
-	nt_S.durable_dropped = 0;
+	return NT_OK;
+}
+
+int nt_arena_publish(nt_archive_info *info)
+{
+	info->layout = NT_LAYOUT_ARENA;
+	info->data_offset = NT_ARENA_HEADER_BYTES;
+	info->arena_size = nt_S.map_size;
+	info->durable_size = nt_S.durable_size;
+	info->chunk_size = nt_S.chunk_size;
+	info->chunks_per_half = nt_S.chunks_per_half;
+	info->buffering_mode = (uint8_t)nt_S.mode;
+	if (nt_header_encode(info, nt_S.map, NT_ARENA_HEADER_BYTES, nt_S.hdr_field) == 0) {
+		nt_set_error("nt_start: the archive header does not fit %u bytes",
+			     NT_ARENA_HEADER_BYTES);
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	nt_S.events_dropped = nt_header_u64(NT_HDR_EVENTS_DROPPED);
+	nt_S.dropped_rolling_full = nt_header_u64(NT_HDR_DROPPED_ROLLING_FULL);
+	nt_S.dropped_durable_full = nt_header_u64(NT_HDR_DROPPED_DURABLE_FULL);
+	nt_S.dropped_stopped = nt_header_u64(NT_HDR_DROPPED_STOPPED);
+	nt_S.events_overwritten = nt_header_u64(NT_HDR_EVENTS_OVERWRITTEN);
+	nt_S.wraps = nt_header_u64(NT_HDR_WRAPS);
+	nt_S.durable_dropped = nt_header_u64(NT_HDR_DURABLE_DROPPED);
+	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
+	if (nt_S.file_backed) {
+		char tmp[4096 + 32];
+		temp_name(tmp, sizeof(tmp), nt_S.path);
+		if (rename(tmp, nt_S.path) != 0) {
+			int err = errno;
+			nt_set_error("nt_start: cannot rename '%s' to '%s': %s", tmp, nt_S.path,
+				     strerror(err));
+			unlink(tmp);
+			arena_unmap();
+			return NT_ERR_IO;
+		}
+	}
 	return NT_OK;
 }
 
@@ -105,7 +205,7 @@ void *nt_durable_reserve(uint32_t bytes)
 	 * reader of the live arena sees a head that only grows. */
 	uint64_t off = nt_load_64(&nt_S.durable_head);
 	if (off + bytes > nt_S.durable_size) {
-		nt_add_64(&nt_S.durable_dropped, 1);
+		nt_add_64(nt_S.durable_dropped, 1);
 		nt_session_halt(NT_FINAL_DURABLE_FULL);
 		return NULL;
 	}
@@ -118,7 +218,7 @@ static uint64_t chunk_first_word(uint32_t size_bytes)
 	return (uint64_t)NT_KIND_CHUNK | ((uint64_t)size_bytes << 32);
 }
 
-nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks)
+nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t first_event)
 {
 	const uint32_t nslots = nt_S.nslots;
 	const int oneshot = nt_S.mode == NT_MODE_ONESHOT;
@@ -141,25 +241,26 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks)
 			nt_store_64(&h->claim, mine);
 		} else {
 			if (seq >= nslots && seq % nt_S.chunks_per_half == 0)
-				nt_add_64(&nt_S.wraps, 1);
+				nt_add_64(nt_S.wraps, 1);
 			uint64_t old = nt_load_64(&h->claim);
 			if ((old & 1u) || (old >> 1) > seq + 1)
 				continue; /* active writer, or a newer claim already took it */
 			if (!nt_cas_64(&h->claim, old, mine))
 				continue;
 			if (old != 0) {
-				/* Invalidate before touching the body, so a reader of the live
-				 * arena never takes the old records for the new owner's. */
-				uint32_t lost = nt_load_32(&h->event_count);
+				/* Count the loss, then invalidate before touching the body: a
+				 * reader of the live arena (or of a crash) never takes the old
+				 * records for the new owner's, and never misses a loss. */
+				nt_add_64(nt_S.events_overwritten, nt_load_32(&h->event_count));
 				nt_store_64((uint64_t *)(void *)h, 0);
 				nt_fence_store();
 				memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
-				nt_add_64(&nt_S.events_overwritten, lost);
 			}
 		}
 		h->thread = thread;
 		h->event_count = 0;
 		h->base_ticks = base_ticks;
+		h->first_event = first_event;
 		nt_publish_word(h, chunk_first_word(nt_S.chunk_size));
 		return h;
 	}

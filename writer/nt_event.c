@@ -20,9 +20,11 @@ typedef struct nt_thread_state {
 	uint8_t *end; /* end of the owned chunk; cur == end == NULL when none */
 	uint64_t last_ticks;
 	nt_chunk_header *chunk;
-	uint32_t events; /* events in the owned chunk */
-	uint32_t index;  /* ThreadRecord.index in the session `tag` */
+	uint32_t events;      /* events in the owned chunk */
+	uint32_t index;       /* ThreadRecord.index in the session `tag` */
 	uint32_t tag;
+	uint64_t chunk_first; /* this thread's event ordinal at the owned chunk's first event */
+	uint64_t dropped;     /* events dropped since then, not yet covered by a chunk */
 } nt_thread_state;
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
@@ -98,6 +100,8 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->events = 0;
+	t->chunk_first = 0;
+	t->dropped = 0;
 	return 1;
 }
 
@@ -116,25 +120,35 @@ void nt_thread_set_name(const char *name)
 
 /* Makes room for `bytes` (plus a Timestamp escape if the delta does not fit) in the thread's
  * chunk, claiming a new chunk when needed. Returns where the record goes and sets *delta,
- * or NULL when the event must be dropped. */
+ * or NULL when the event must be dropped, with *reason set to the drop counter to charge. */
 static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes, uint64_t now,
-			       uint32_t *delta)
+			       uint32_t *delta, uint64_t **reason)
 {
-	if (t->tag != tag && !register_thread(t, tag))
+	if (t->tag != tag && !register_thread(t, tag)) {
+		*reason = nt_S.dropped_durable_full;
 		return NULL;
+	}
 	uint64_t d = now - t->last_ticks;
 	uint32_t need = bytes + (d > UINT32_MAX ? (uint32_t)sizeof(nt_timestamp_record) : 0);
 	if (t->cur == NULL || (uintptr_t)t->end - (uintptr_t)t->cur < need) {
 		if (t->chunk != NULL)
 			nt_chunk_close(t->chunk, t->events);
-		t->chunk = nt_chunk_claim(t->index, now);
+		/* The new chunk's first event is this one: every event before it, recorded or
+		 * dropped, has an ordinal below, so the reader sees each loss as a gap. */
+		uint64_t first = t->chunk_first + t->events + t->dropped;
+		t->chunk_first = first;
+		t->events = 0;
+		t->dropped = 0;
+		t->chunk = nt_chunk_claim(t->index, now, first);
 		if (t->chunk == NULL) {
 			t->cur = t->end = NULL;
+			t->dropped = 1; /* this event */
+			t->chunk_first = first;
+			*reason = nt_S.dropped_rolling_full;
 			return NULL;
 		}
 		t->cur = (uint8_t *)(t->chunk + 1);
 		t->end = (uint8_t *)t->chunk + nt_S.chunk_size;
-		t->events = 0;
 		t->last_ticks = now;
 		d = 0;
 	}
@@ -282,15 +296,19 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 	uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
 	uint32_t str_len[n > 0 ? n : 1];
 	uint32_t bytes = n ? size_args(args, n, head, str_len) : head;
-	if (bytes > NT_MAX_RECORD_BYTES) { /* more fixed-size arguments than a record holds */
-		nt_add_64(&nt_S.events_dropped, 1);
+	nt_thread_state *t = &nt_T;
+	if (bytes > NT_MAX_RECORD_BYTES) {
+		/* More fixed-size arguments than one record holds: no room, like a full buffer. */
+		nt_count_drop(nt_S.dropped_rolling_full, 1);
+		if (t->tag == tag)
+			t->dropped++;
 		return;
 	}
-	nt_thread_state *t = &nt_T;
 	uint32_t delta;
-	uint8_t *rec = reserve_record(t, tag, bytes, now, &delta);
+	uint64_t *reason = NULL;
+	uint8_t *rec = reserve_record(t, tag, bytes, now, &delta, &reason);
 	if (rec == NULL) {
-		nt_add_64(&nt_S.events_dropped, 1);
+		nt_count_drop(reason, 1);
 		return;
 	}
 	if (kind == NT_KIND_COMPLETE)

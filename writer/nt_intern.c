@@ -91,7 +91,7 @@ uint32_t nt_intern_string(const char *s)
 		return found->index;
 
 	if (nt_S.next_string >= NT_MAX_STRING_INDEX) {
-		nt_add_64(&nt_S.durable_dropped, 1);
+		nt_add_64(nt_S.durable_dropped, 1);
 		nt_session_halt(NT_FINAL_INDEX_FULL);
 		return 0;
 	}
@@ -153,7 +153,7 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 		site->arg_names[i] = (uint16_t)idx;
 	}
 	if (nt_S.next_callsite >= NT_MAX_CALLSITE_INDEX) {
-		nt_add_64(&nt_S.durable_dropped, 1);
+		nt_add_64(nt_S.durable_dropped, 1);
 		nt_session_halt(NT_FINAL_INDEX_FULL);
 		return 0;
 	}
@@ -175,7 +175,10 @@ uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	if (tag == 0 || tag == NT_TAG_HALTED) {
-		nt_add_64(&nt_S.events_dropped, 1);
+		/* An event that raced nt_finish(), or came after recording halted. Before the
+		 * first nt_start() there are no counters (and the macros never get here). */
+		if (nt_S.events_dropped != NULL)
+			nt_count_drop(tag == 0 ? nt_S.dropped_stopped : nt_S.dropped_durable_full, 1);
 		return 0;
 	}
 	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) == tag)
@@ -190,6 +193,6 @@ uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
 	}
 	pthread_mutex_unlock(&nt_S.intern_lock);
 	if (st == 0)
-		nt_add_64(&nt_S.events_dropped, 1);
+		nt_count_drop(nt_S.dropped_durable_full, 1);
 	return st;
 }

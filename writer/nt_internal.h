@@ -1,9 +1,13 @@
 /*
  * nt_internal.h - the writer's session state, shared by its mechanisms (not installed).
  *
- * One process records one session at a time. The arena is one anonymous mapping:
+ * One process records one session at a time. The arena is one mapping, anonymous or (with
+ * nt_config.path) of the output file itself, laid out exactly as an Arena-layout archive:
  *
- *   [durable region: strings, threads, call sites][rolling half 0][rolling half 1]
+ *   [4 KiB header: the ArchiveHeader FlatBuffer][durable region][rolling half 0][half 1]
+ *
+ * The loss counters are fields of that header, updated atomically in place, so a process
+ * killed at any moment leaves a file whose header is current.
  *
  * and each rolling half is cut into chunks_per_half chunk slots of chunk_size bytes. Chunk
  * sequence numbers come from one fetch-and-add; sequence s lives in slot s % (2 * cph), so
@@ -38,14 +42,20 @@ typedef struct nt_session {
 	uint32_t nslots;
 	int mode;
 
+	/* Counters inside the mapped header (see nt_header_counter). */
+	uint64_t *events_dropped;
+	uint64_t *dropped_rolling_full;
+	uint64_t *dropped_durable_full;
+	uint64_t *dropped_stopped;
+	uint64_t *events_overwritten;
+	uint64_t *wraps;
+	uint64_t *durable_dropped;
+	uint64_t *chunks_claimed;
+
 	/* Written by chunk claims, one cache line each so claims do not slow each other. */
 	uint64_t next_seq __attribute__((aligned(NT_CACHELINE)));
-	uint64_t events_dropped __attribute__((aligned(NT_CACHELINE)));
 	uint32_t rolling_full; /* oneshot: every slot has been handed out */
 	uint64_t durable_head __attribute__((aligned(NT_CACHELINE)));
-	uint64_t events_overwritten __attribute__((aligned(NT_CACHELINE)));
-	uint64_t wraps;
-	uint64_t durable_dropped;
 
 	/* Slow-path state, guarded by intern_lock. */
 	pthread_mutex_t intern_lock __attribute__((aligned(NT_CACHELINE)));
@@ -59,6 +69,9 @@ typedef struct nt_session {
 	/* Set by nt_start(). */
 	uint8_t *map;
 	size_t map_size;
+	int file_backed;
+	char *path;                               /* the file-backed arena, or NULL */
+	uint32_t hdr_field[NT_HDR_FIELD_COUNT];   /* byte offset of each header field in map */
 	uint64_t durable_size;
 	uint32_t generation;
 	int started;
@@ -72,23 +85,51 @@ extern nt_session nt_S;
 
 /* nt_session.c */
 void nt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Async-signal-safe: stop recording and record `reason` (and `sig`) and the end time in the
+ * mapped header. Returns 0 when not recording. */
+int nt_session_record_end(uint8_t reason, int sig);
+/* nt_finish() with the reason recorded in the archive. */
+nt_result nt_session_finish(const char *path, uint8_t reason);
 /* Stop recording for the whole process because of `final_state` (durable or index full):
  * later events are counted as dropped. */
 void nt_session_halt(uint8_t final_state);
 
+/* Count `n` events dropped for `reason` (one of the dropped_* counters). */
+static inline void nt_count_drop(uint64_t *reason, uint64_t n)
+{
+	nt_add_64(reason, n);
+	nt_add_64(nt_S.events_dropped, n);
+}
+
 /* nt_arena.c */
-int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode);
+/* Map the arena (of the file at `path`, or anonymous when NULL). The file appears at `path`
+ * only once its header is written, via nt_arena_publish(). */
+int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
+/* Write the header for `info` into the mapping, point the counters at it and, for a
+ * file-backed arena, move the file into place. */
+int nt_arena_publish(nt_archive_info *info);
+static inline uint64_t *nt_header_u64(int field)
+{
+	return (uint64_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
+}
+static inline uint8_t *nt_header_u8(int field)
+{
+	return nt_S.map + nt_S.hdr_field[field];
+}
 /* Reserve `bytes` (a multiple of 8) in the durable region; NULL when full (recording is
  * halted and the record counted). Caller holds intern_lock. */
 void *nt_durable_reserve(uint32_t bytes);
 /* Publish a record whose body is written: a store of its first word after a store fence. */
 void nt_publish_word(void *record, uint64_t first_word);
-nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks);
+nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t first_event);
 void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count);
 static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 {
 	return (nt_chunk_header *)(void *)(nt_S.rolling + (size_t)slot * nt_S.chunk_size);
 }
+
+/* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
+void nt_crash_handlers_install(void);
 
 /* nt_intern.c */
 int nt_intern_init(void);
@@ -108,7 +149,9 @@ void nt_thread_release(void);
 /* Write the archive of the current session (recording already stopped) to `path`. */
 int nt_archive_write(const char *path, const nt_archive_info *info);
 /* Encode `info` as a size-prefixed ArchiveHeader FlatBuffer padded to 8 bytes; returns its
- * length, or 0 if `cap` is too small. */
-size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap);
+ * length, or 0 if `cap` is too small. If field_offsets is not NULL it receives the byte
+ * offset of every field (every field is always written, so each can be updated in place). */
+size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap,
+			uint32_t *field_offsets);
 
 #endif /* NT_INTERNAL_H */

@@ -13,6 +13,35 @@ nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER };
 
 enum { SESSION_IDLE = 0, SESSION_RECORDING = 1, SESSION_STOPPED = 2 };
 
+static uint64_t chunks_claimed(void)
+{
+	uint64_t claimed = nt_load_64(&nt_S.next_seq);
+	return nt_S.mode == NT_MODE_ONESHOT && claimed > nt_S.nslots ? nt_S.nslots : claimed;
+}
+
+/* What the header says at start; counters start at 0 and live in the mapped header. */
+static void session_info(nt_archive_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->format_major = NT_FORMAT_MAJOR;
+	info->format_minor = NT_FORMAT_MINOR;
+	snprintf(info->producer, sizeof(info->producer), "nanotrace %s", NT_VERSION_STRING);
+	info->clock_source = nt_clock_use_tsc_ ? NT_CLOCK_TSC : NT_CLOCK_MONOTONIC;
+	info->ticks_per_second = nt_S.ticks_per_second;
+	info->start_ticks = nt_S.start_pair.ticks;
+	info->start_monotonic_ns = nt_S.start_pair.monotonic_ns;
+	info->start_realtime_ns = nt_S.start_pair.realtime_ns;
+	info->pid = (uint32_t)getpid();
+	memcpy(info->process_name, nt_S.process_name, sizeof(info->process_name));
+	info->buffering_mode = (uint8_t)nt_S.mode;
+	info->arena_size = nt_S.map_size;
+	info->durable_size = nt_S.durable_size;
+	info->chunk_size = nt_S.chunk_size;
+	info->chunks_per_half = nt_S.chunks_per_half;
+	info->final_state = NT_FINAL_RECORDING;
+	info->ended_by = NT_END_UNKNOWN;
+}
+
 static __thread char last_error[512];
 
 const char *nt_last_error(void)
@@ -34,9 +63,10 @@ void nt_config_init(nt_config *cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->buffer_size = 4u << 20;
-	cfg->chunk_size = 16u << 10;
+	cfg->chunk_size = 0;
 	cfg->mode = NT_MODE_ONESHOT;
 	cfg->clock = NT_CLOCK_AUTO;
+	cfg->handle_signals = 1;
 }
 
 nt_result nt_start(const nt_config *cfg)
@@ -68,7 +98,11 @@ nt_result nt_start(const nt_config *cfg)
 		nt_set_error("nt_start: the TSC was requested but this CPU's TSC is not invariant");
 		return NT_ERR_UNSUPPORTED;
 	}
-	int rc = nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode);
+	if (cfg->path != NULL && cfg->path[0] == '\0') {
+		nt_set_error("nt_start: path is empty");
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	int rc = nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
 	if (rc != NT_OK)
 		return rc;
 	rc = nt_intern_init();
@@ -92,6 +126,14 @@ nt_result nt_start(const nt_config *cfg)
 	nt_S.ticks_per_second = tps;
 	nt_S.generation = nt_S.generation % NT_TAG_GEN_MAX + 1;
 	nt_clock_pair_now(&nt_S.start_pair);
+
+	nt_archive_info info;
+	session_info(&info);
+	rc = nt_arena_publish(&info);
+	if (rc != NT_OK)
+		return rc;
+	if (nt_S.file_backed && cfg->handle_signals)
+		nt_crash_handlers_install();
 	nt_S.started = SESSION_RECORDING;
 	nt_store_release_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED);
 	return NT_OK;
@@ -99,8 +141,10 @@ nt_result nt_start(const nt_config *cfg)
 
 void nt_session_halt(uint8_t final_state)
 {
-	if (nt_S.final_state == NT_FINAL_RECORDING)
+	if (nt_S.final_state == NT_FINAL_RECORDING) {
 		nt_S.final_state = final_state;
+		*nt_header_u8(NT_HDR_FINAL_STATE) = final_state;
+	}
 	nt_store_release_32(&nt_session_tag_, NT_TAG_HALTED);
 }
 
@@ -124,13 +168,17 @@ void nt_get_stats(nt_stats *out)
 {
 	if (out == NULL)
 		return;
-	out->events_dropped = nt_load_64(&nt_S.events_dropped);
-	out->events_overwritten = nt_load_64(&nt_S.events_overwritten);
-	out->wraps = nt_load_64(&nt_S.wraps);
-	out->durable_dropped = nt_load_64(&nt_S.durable_dropped);
-	uint64_t claimed = nt_load_64(&nt_S.next_seq);
-	out->chunks_claimed = nt_S.mode == NT_MODE_ONESHOT && claimed > nt_S.nslots ? nt_S.nslots
-										      : claimed;
+	memset(out, 0, sizeof(*out));
+	if (nt_S.events_dropped == NULL)
+		return; /* never started */
+	out->events_dropped = nt_load_64(nt_S.events_dropped);
+	out->dropped_rolling_full = nt_load_64(nt_S.dropped_rolling_full);
+	out->dropped_durable_full = nt_load_64(nt_S.dropped_durable_full);
+	out->dropped_stopped = nt_load_64(nt_S.dropped_stopped);
+	out->events_overwritten = nt_load_64(nt_S.events_overwritten);
+	out->wraps = nt_load_64(nt_S.wraps);
+	out->durable_dropped = nt_load_64(nt_S.durable_dropped);
+	out->chunks_claimed = chunks_claimed();
 	pthread_mutex_lock(&nt_S.intern_lock);
 	out->threads = nt_S.next_thread;
 	out->callsites = nt_S.next_callsite;
@@ -138,7 +186,29 @@ void nt_get_stats(nt_stats *out)
 	pthread_mutex_unlock(&nt_S.intern_lock);
 }
 
-nt_result nt_finish(const char *path)
+/* Async-signal-safe: only loads, stores and clock reads. Stops recording and records in the
+ * mapped header how and when the session ended; returns 0 if it was not recording. */
+int nt_session_record_end(uint8_t reason, int sig)
+{
+	if (nt_S.started != SESSION_RECORDING)
+		return 0;
+	nt_store_release_32(&nt_session_tag_, 0);
+	nt_fence_full();
+	nt_S.started = SESSION_STOPPED;
+	nt_clock_pair fin;
+	nt_clock_pair_now(&fin);
+	*nt_header_u64(NT_HDR_FINISH_TICKS) = fin.ticks;
+	*nt_header_u64(NT_HDR_FINISH_MONOTONIC_NS) = fin.monotonic_ns;
+	*nt_header_u64(NT_HDR_FINISH_REALTIME_NS) = fin.realtime_ns;
+	*nt_header_u64(NT_HDR_TICKS_PER_SECOND) =
+		nt_clock_refine_rate(&nt_S.start_pair, &fin, nt_S.ticks_per_second);
+	nt_store_64(nt_S.chunks_claimed, chunks_claimed());
+	*nt_header_u8(NT_HDR_END_SIGNAL) = (uint8_t)sig;
+	*nt_header_u8(NT_HDR_ENDED_BY) = reason;
+	return 1;
+}
+
+nt_result nt_session_finish(const char *path, uint8_t reason)
 {
 	if (nt_S.started == SESSION_IDLE) {
 		nt_set_error("nt_finish: no session was started");
@@ -146,47 +216,42 @@ nt_result nt_finish(const char *path)
 	}
 	if (nt_S.started == SESSION_RECORDING) {
 		nt_thread_release(); /* the caller's own chunk: closed with its exact count */
-		nt_store_release_32(&nt_session_tag_, 0);
-		nt_fence_full();
-		nt_S.started = SESSION_STOPPED;
+		nt_session_record_end(reason, 0);
 	}
-	if (path == NULL) {
-		nt_set_error("nt_finish: path is NULL");
+	if (path == NULL && nt_S.path == NULL) {
+		nt_set_error("nt_finish: path is NULL and the arena is not file-backed");
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-
-	nt_clock_pair fin;
-	nt_clock_pair_now(&fin);
-	nt_stats st;
-	nt_get_stats(&st);
+	const char *target = path ? path : nt_S.path;
 
 	nt_archive_info info;
-	memset(&info, 0, sizeof(info));
-	info.format_major = NT_FORMAT_MAJOR;
-	info.format_minor = NT_FORMAT_MINOR;
-	snprintf(info.producer, sizeof(info.producer), "nanotrace %s", NT_VERSION_STRING);
-	info.clock_source = nt_clock_use_tsc_ ? NT_CLOCK_TSC : NT_CLOCK_MONOTONIC;
-	info.ticks_per_second = nt_clock_refine_rate(&nt_S.start_pair, &fin, nt_S.ticks_per_second);
-	info.start_ticks = nt_S.start_pair.ticks;
-	info.start_monotonic_ns = nt_S.start_pair.monotonic_ns;
-	info.start_realtime_ns = nt_S.start_pair.realtime_ns;
-	info.finish_ticks = fin.ticks;
-	info.finish_monotonic_ns = fin.monotonic_ns;
-	info.finish_realtime_ns = fin.realtime_ns;
-	info.pid = (uint32_t)getpid();
-	memcpy(info.process_name, nt_S.process_name, sizeof(info.process_name));
-	info.buffering_mode = (uint8_t)nt_S.mode;
-	info.arena_size = nt_S.map_size;
-	info.durable_size = nt_S.durable_size;
-	info.chunk_size = nt_S.chunk_size;
-	info.chunks_per_half = nt_S.chunks_per_half;
+	session_info(&info);
+	/* The header now says how the session ended; the compact copy keeps all of it. */
+	info.ended_by = *nt_header_u8(NT_HDR_ENDED_BY);
+	info.finish_ticks = *nt_header_u64(NT_HDR_FINISH_TICKS);
+	info.finish_monotonic_ns = *nt_header_u64(NT_HDR_FINISH_MONOTONIC_NS);
+	info.finish_realtime_ns = *nt_header_u64(NT_HDR_FINISH_REALTIME_NS);
+	info.ticks_per_second = *nt_header_u64(NT_HDR_TICKS_PER_SECOND);
 	info.final_state =
 		nt_S.final_state == NT_FINAL_RECORDING ? NT_FINAL_FINISHED : nt_S.final_state;
+	nt_stats st;
+	nt_get_stats(&st);
 	info.events_dropped = st.events_dropped;
+	info.dropped_rolling_full = st.dropped_rolling_full;
+	info.dropped_durable_full = st.dropped_durable_full;
+	info.dropped_stopped = st.dropped_stopped;
 	info.events_overwritten = st.events_overwritten;
 	info.wraps = st.wraps;
 	info.durable_dropped = st.durable_dropped;
 	info.chunks_claimed = st.chunks_claimed;
 	/* events_written is completed by nt_archive_write, which counts the chunks' events. */
-	return nt_archive_write(path, &info);
+	int rc = nt_archive_write(target, &info);
+	if (rc == NT_OK && nt_S.file_backed && strcmp(target, nt_S.path) != 0)
+		unlink(nt_S.path); /* the archive moved to `path` */
+	return rc;
+}
+
+nt_result nt_finish(const char *path)
+{
+	return nt_session_finish(path, NT_END_FINISHED);
 }

@@ -1,0 +1,62 @@
+/*
+ * nt_crash.c - a file-backed session ends cleanly however the process ends.
+ *
+ *   exit()            an atexit handler finishes the archive (compacts it in place) and
+ *                     records that the process exited while recording.
+ *   SIGTERM, SIGINT,  the handler stops recording and records the signal and the end time
+ *   SIGSEGV, SIGBUS,  in the mapped header, with stores only (async-signal-safe: no lock, no
+ *   SIGABRT           allocation), then restores the previous disposition and re-raises, so
+ *                     the process ends exactly as it would have. The file stays a valid
+ *                     Arena-layout archive; the kernel writes the shared mapping back.
+ *   SIGKILL           nothing runs, and nothing needs to: the header's counters are kept
+ *                     current in place and every published record is already in the file.
+ *
+ * A signal whose previous disposition was SIG_IGN is left alone.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_internal.h"
+
+static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT };
+#define NSIG_HANDLED (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+static struct sigaction previous[NSIG_HANDLED];
+static int installed;
+
+static void on_fatal_signal(int sig)
+{
+	int saved_errno = errno;
+	nt_session_record_end(NT_END_SIGNAL, sig);
+	for (size_t i = 0; i < NSIG_HANDLED; i++)
+		if (fatal_signals[i] == sig)
+			sigaction(sig, &previous[i], NULL);
+	raise(sig); /* delivered when this handler returns: the original disposition runs */
+	errno = saved_errno;
+}
+
+static void on_exit_finish(void)
+{
+	if (nt_is_recording() && nt_S.file_backed)
+		nt_session_finish(NULL, NT_END_EXIT);
+}
+
+void nt_crash_handlers_install(void)
+{
+	if (installed)
+		return;
+	installed = 1;
+	atexit(on_exit_finish);
+	for (size_t i = 0; i < NSIG_HANDLED; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_fatal_signal;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(fatal_signals[i], NULL, &previous[i]) != 0 ||
+		    previous[i].sa_handler == SIG_IGN)
+			continue;
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
