@@ -28,6 +28,8 @@ typedef struct test_trace {
 	size_t n, cap;
 	unsigned long errors;
 	char first_error[600];
+	uint64_t gaps, gap_events;
+	uint32_t callsites; /* call sites the archive defines */
 	nt_archive_info info;
 	int visit_rc;
 } test_trace;
@@ -68,6 +70,13 @@ static int test_collect(void *ctx, const nt_reader_event *e)
 	return 0;
 }
 
+static void test_gap(void *ctx, const nt_reader_gap *g)
+{
+	test_trace *t = ctx;
+	t->gaps++;
+	t->gap_events += g->events;
+}
+
 static void test_error(void *ctx, uint64_t off, const char *msg)
 {
 	test_trace *t = ctx;
@@ -87,7 +96,11 @@ __attribute__((unused)) static int test_read(const char *path, nt_order order, t
 		return -1;
 	}
 	t->info = *nt_reader_info(r);
-	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error };
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	t->callsites = sum.callsites;
+	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error,
+				   .on_gap = test_gap };
 	t->visit_rc = nt_reader_visit(r, &cb, t, order, NT_ON_CORRUPT_SKIP);
 	nt_reader_close(r);
 	return 0;

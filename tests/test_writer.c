@@ -221,6 +221,8 @@ static void oneshot_full_counts_every_drop(void **state)
 	assert_int_equal(t.n + t.info.events_dropped, emitted);
 	for (size_t i = 0; i < t.n; i++) /* oneshot keeps the oldest: a gap-free prefix */
 		assert_int_equal(t.ev[i].args[0].value.u64, i);
+	assert_int_equal(t.gaps, 0);
+	assert_int_equal(t.info.dropped_rolling_full, t.info.events_dropped);
 	test_trace_free(&t);
 }
 
@@ -240,6 +242,10 @@ static void circular_keeps_newest_and_counts(void **state)
 	assert_true(t.info.wraps > 0);
 	assert_int_equal(t.info.events_dropped, 0);
 	assert_int_equal(t.n + t.info.events_overwritten, emitted);
+	/* One thread: the reader sees exactly the overwritten events as one gap before the
+	 * oldest surviving chunk. */
+	assert_int_equal(t.gaps, 1);
+	assert_int_equal(t.gap_events, t.info.events_overwritten);
 	/* The newest events survive, contiguous up to the last one. */
 	assert_int_equal(t.ev[t.n - 1].args[0].value.u64, emitted - 1);
 	for (size_t i = 1; i < t.n; i++)

@@ -130,6 +130,38 @@ nt_result nt_finish(const char *path);
 /* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
 int nt_is_recording(void);
 
+/* ---- Provider lifecycle (fuchsia.tracing.provider) ---------------------------------------
+ * nt_start() is initialize + start(CLEAR_ENTIRE); nt_finish() is terminate. A buffer can hold
+ * several start/stop runs between initialize and terminate. While stopped, events are not
+ * recorded and not counted (tracing is off). Do not make events on other threads while
+ * start or stop runs: a start reuses the chunks those threads held.
+ */
+typedef enum nt_buffer_disposition {
+	NT_BUFFER_CLEAR_ENTIRE = 0,     /* drop everything, durable data too: call-site and thread
+	                                   caches are invalidated, counters restart */
+	NT_BUFFER_CLEAR_NONDURABLE = 1, /* drop the events, keep strings, threads and call sites
+	                                   (their references stay valid); counters restart */
+	NT_BUFFER_RETAIN = 2,           /* keep everything and append the new run */
+} nt_buffer_disposition;
+
+/* Map the arena and prepare recording, without starting it. NT_ERR_STATE (and no effect)
+ * if already initialized and not yet terminated; other errors as nt_start(). */
+nt_result nt_provider_initialize(const nt_config *cfg);
+
+/* Start recording with `disposition` for the data already in the buffer, and
+ * `additional_categories` (same pattern syntax, NULL for none) added to the configured set
+ * for this run. Ignored (NT_OK) if already recording; NT_ERR_STATE if not initialized;
+ * NT_ERR_INVALID_ARGUMENT for an unknown disposition. Cost: clears what the disposition
+ * says to clear (up to the whole arena). */
+nt_result nt_provider_start(nt_buffer_disposition disposition, const char *additional_categories);
+
+/* Stop recording; the buffer keeps its data. Ignored (NT_OK) if already stopped;
+ * NT_ERR_STATE if not initialized. */
+nt_result nt_provider_stop(void);
+
+/* Stop if needed and write the archive, as nt_finish(). */
+nt_result nt_provider_terminate(const char *path);
+
 /* Counters of the current (or last) session. Cost: a few loads. */
 typedef struct nt_stats {
 	uint64_t events_dropped;     /* events not recorded, the sum of the three reasons: */
@@ -199,9 +231,10 @@ typedef struct nt_callsite {
 	const char *file;
 	uint16_t *arg_names;    /* interned argument names, filled on the first call */
 	uint32_t arg_count;
+	struct nt_callsite *next_registered; /* every site registered so far (generation wrap) */
 } nt_callsite;
 
-/* Nonzero while recording: (session generation << 17) | NT_SITE_ENABLED. */
+/* Nonzero while recording: (generation << 17) | NT_SITE_ENABLED | 16-bit run epoch. */
 extern uint32_t nt_session_tag_;
 #define NT_SITE_ENABLED (1u << 16)
 /* A relaxed atomic load: one plain mov on x86-64 and arm64, and race-free in C11 terms. */

@@ -160,26 +160,6 @@ static int by_sequence(const void *a, const void *b)
 	return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
 }
 
-/* Walks a chunk's published records; they were written by this library, but a record can be
- * half-published by a thread racing nt_finish(), so every size is bounded anyway. */
-static void measure_chunk(const nt_chunk_header *h, chunk_ref *ref)
-{
-	const uint8_t *payload = (const uint8_t *)(h + 1);
-	const uint32_t cap = nt_S.chunk_size - (uint32_t)sizeof(*h);
-	uint32_t off = 0, events = 0;
-	while (off + 8 <= cap) {
-		uint64_t w = nt_load_acquire_64((const uint64_t *)(const void *)(payload + off));
-		uint32_t kind = (uint32_t)(w & 0xff), words = (uint32_t)((w >> 8) & 0xff);
-		if (kind == NT_KIND_INVALID || words == 0 || off + words * 8 > cap)
-			break;
-		if (kind >= NT_KIND_BEGIN && kind <= NT_KIND_COUNTER)
-			events++;
-		off += words * 8;
-	}
-	ref->used = off;
-	ref->events = events;
-}
-
 typedef struct out_file {
 	int fd;
 	uint8_t buf[1 << 16];
@@ -255,7 +235,7 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 		chunk_ref *r = &refs[nchunks++];
 		r->slot = s;
 		r->sequence = nt_claim_sequence(nt_load_64(&h->claim));
-		measure_chunk(h, r);
+		r->used = nt_chunk_walk(h, &r->events);
 		events += r->events;
 	}
 	qsort(refs, nchunks, sizeof(*refs), by_sequence);

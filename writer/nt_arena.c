@@ -273,3 +273,46 @@ void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count)
 	nt_store_32(&chunk->event_count, event_count);
 	nt_store_release_64(&chunk->claim, claim & ~(uint64_t)1);
 }
+
+uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events)
+{
+	/* Bounded by the slot, since a record can be half-published by a racing writer. */
+	const uint8_t *payload = (const uint8_t *)(h + 1);
+	const uint32_t cap = nt_S.chunk_size - (uint32_t)sizeof(*h);
+	uint32_t off = 0, n = 0;
+	while (off + 8 <= cap) {
+		uint64_t w = nt_load_acquire_64((const uint64_t *)(const void *)(payload + off));
+		uint32_t kind = (uint32_t)(w & 0xff), words = (uint32_t)((w >> 8) & 0xff);
+		if (kind == NT_KIND_INVALID || words == 0 || off + words * 8 > cap)
+			break;
+		if (kind >= NT_KIND_BEGIN && kind <= NT_KIND_COUNTER)
+			n++;
+		off += words * 8;
+	}
+	*events = n;
+	return off;
+}
+
+void nt_arena_close_all_chunks(void)
+{
+	for (uint32_t s = 0; s < nt_S.nslots; s++) {
+		nt_chunk_header *h = nt_chunk_slot(s);
+		if ((nt_load_acquire_64((const uint64_t *)(void *)h) & 0xff) != NT_KIND_CHUNK ||
+		    !(nt_load_64(&h->claim) & 1u))
+			continue;
+		uint32_t events;
+		nt_chunk_walk(h, &events);
+		nt_chunk_close(h, events);
+	}
+}
+
+void nt_arena_clear(int durable)
+{
+	memset(nt_S.rolling, 0, (size_t)nt_S.nslots * nt_S.chunk_size);
+	nt_S.next_seq = 0;
+	nt_S.rolling_full = 0;
+	if (durable) {
+		memset(nt_S.durable, 0, nt_S.durable_size);
+		nt_S.durable_head = 0;
+	}
+}

@@ -25,6 +25,7 @@ typedef struct nt_thread_state {
 	uint32_t tag;
 	uint64_t chunk_first; /* this thread's event ordinal at the owned chunk's first event */
 	uint64_t dropped;     /* events dropped since then, not yet covered by a chunk */
+	uint32_t clears;      /* nt_S.rolling_clears when the ordinals last restarted */
 } nt_thread_state;
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
@@ -102,6 +103,29 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 	t->events = 0;
 	t->chunk_first = 0;
 	t->dropped = 0;
+	t->clears = nt_S.rolling_clears;
+	return 1;
+}
+
+/* Makes the thread current for `tag`: a new generation registers it again; a new run of the
+ * same generation keeps its Thread record and forgets the chunk it held (the start closed
+ * it), continuing its event ordinals unless the run cleared the events. */
+static int thread_join(nt_thread_state *t, uint32_t tag)
+{
+	if (t->index == 0 || t->tag == 0 ||
+	    (t->tag >> NT_TAG_GEN_SHIFT) != (tag >> NT_TAG_GEN_SHIFT))
+		return register_thread(t, tag);
+	if (t->clears != nt_S.rolling_clears) {
+		t->chunk_first = 0;
+		t->dropped = 0;
+		t->clears = nt_S.rolling_clears;
+	} else {
+		t->chunk_first += t->events;
+	}
+	t->events = 0;
+	t->chunk = NULL;
+	t->cur = t->end = NULL;
+	t->tag = tag;
 	return 1;
 }
 
@@ -111,7 +135,7 @@ void nt_thread_set_name(const char *name)
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	if (name == NULL || name[0] == '\0' || tag == 0 || tag == NT_TAG_HALTED)
 		return;
-	if (t->tag != tag && !register_thread(t, tag))
+	if (t->tag != tag && !thread_join(t, tag))
 		return;
 	pthread_mutex_lock(&nt_S.intern_lock);
 	write_thread_record(t->index, name);
@@ -124,7 +148,7 @@ void nt_thread_set_name(const char *name)
 static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes, uint64_t now,
 			       uint32_t *delta, uint64_t **reason)
 {
-	if (t->tag != tag && !register_thread(t, tag)) {
+	if (t->tag != tag && !thread_join(t, tag)) {
 		*reason = nt_S.dropped_durable_full;
 		return NULL;
 	}
@@ -288,7 +312,7 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 {
 	uint32_t st = nt_load_acquire_32(&site->state);
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	if ((st & ~NT_SITE_INDEX_MASK) != tag || tag == NT_TAG_HALTED) {
+	if (!nt_site_current(st, tag) || tag == NT_TAG_HALTED) {
 		st = nt_callsite_resolve(site, args);
 		if (!(st & NT_SITE_ENABLED))
 			return; /* disabled category, or dropped and counted */
@@ -323,7 +347,7 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	if (__builtin_expect((st & ~NT_SITE_INDEX_MASK) == tag && t->tag == tag, 1)) {
+	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag, 1)) {
 		uint64_t now = nt_clock_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;

@@ -136,6 +136,7 @@ int nt_category_matches(const char *category)
 
 static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_t tag)
 {
+	tag &= ~(uint32_t)NT_TAG_EPOCH_MASK; /* the low bits of a site state hold its index */
 	if (!nt_category_matches(site->category))
 		return tag & ~(uint32_t)NT_SITE_ENABLED;
 
@@ -181,15 +182,21 @@ uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
 			nt_count_drop(tag == 0 ? nt_S.dropped_stopped : nt_S.dropped_durable_full, 1);
 		return 0;
 	}
-	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) == tag)
-		return st; /* registered in this session (enabled or not) */
+	if (nt_site_registered(st, tag))
+		return st; /* registered in this generation (enabled or not) */
 
 	pthread_mutex_lock(&nt_S.intern_lock);
 	st = nt_load_32(&site->state);
-	if (((st | NT_SITE_ENABLED) & ~NT_SITE_INDEX_MASK) != tag) {
+	if (!nt_site_registered(st, tag)) {
+		uint32_t prev = st;
 		st = register_callsite(site, args, tag);
-		if (st != 0)
+		if (st != 0) {
+			if (prev == 0) { /* first success ever: listed for generation wraps */
+				site->next_registered = nt_S.sites;
+				nt_S.sites = site;
+			}
 			nt_store_release_32(&site->state, st); /* after arg_names[] */
+		}
 	}
 	pthread_mutex_unlock(&nt_S.intern_lock);
 	if (st == 0)

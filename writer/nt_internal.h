@@ -32,6 +32,19 @@
 #define NT_TAG_GEN_MAX 0x7FFEu        /* generation 0x7FFF is the "halted" tag */
 #define NT_TAG_HALTED ((0x7FFFu << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED)
 #define NT_SITE_INDEX_MASK 0xFFFFu
+#define NT_TAG_EPOCH_MASK 0xFFFFu /* the low bits of the tag number the start/stop runs */
+
+/* A site state is valid for tag `tag` when generation and enabled bit agree (the low 16 bits
+ * are the site's index in one and the run epoch in the other). */
+static inline int nt_site_current(uint32_t state, uint32_t tag)
+{
+	return ((state ^ tag) & ~(uint32_t)NT_SITE_INDEX_MASK) == 0;
+}
+/* Registered in the generation of `tag`, whether its category is enabled or not. */
+static inline int nt_site_registered(uint32_t state, uint32_t tag)
+{
+	return (((state | NT_SITE_ENABLED) ^ tag) & ~(uint32_t)NT_SITE_INDEX_MASK) == 0;
+}
 
 typedef struct nt_session {
 	/* Read on every event: kept together and never written while recording. */
@@ -74,6 +87,10 @@ typedef struct nt_session {
 	uint32_t hdr_field[NT_HDR_FIELD_COUNT];   /* byte offset of each header field in map */
 	uint64_t durable_size;
 	uint32_t generation;
+	uint32_t epoch;          /* start/stop run, the low 16 bits of the tag */
+	uint32_t rolling_clears; /* times the events were cleared: threads restart ordinals */
+	nt_callsite *sites;      /* every registered site, to reset on generation wrap */
+	int ran;                 /* a run has started since initialize: the arena holds data */
 	int started;
 	uint64_t ticks_per_second;
 	nt_clock_pair start_pair;
@@ -84,7 +101,12 @@ typedef struct nt_session {
 extern nt_session nt_S;
 
 /* nt_session.c */
+enum { SESSION_IDLE = 0, SESSION_READY = 1, SESSION_RECORDING = 2, SESSION_FINISHED = 3 };
 void nt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Validate `cfg`, map the arena and publish its header; recording is not started. */
+nt_result nt_session_initialize(const nt_config *cfg);
+/* Counters that restart when events are cleared. */
+void nt_session_reset_counters(void);
 /* Async-signal-safe: stop recording and record `reason` (and `sig`) and the end time in the
  * mapped header. Returns 0 when not recording. */
 int nt_session_record_end(uint8_t reason, int sig);
@@ -123,6 +145,8 @@ void *nt_durable_reserve(uint32_t bytes);
 void nt_publish_word(void *record, uint64_t first_word);
 nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t first_event);
 void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count);
+/* Bytes of published records in a chunk's payload; *events counts the events among them. */
+uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events);
 static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 {
 	return (nt_chunk_header *)(void *)(nt_S.rolling + (size_t)slot * nt_S.chunk_size);
@@ -140,6 +164,12 @@ uint32_t nt_intern_string(const char *s);
  * session; returns its state, or 0 when the event is dropped (and counted). */
 uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args);
 int nt_category_matches(const char *category);
+
+/* nt_arena.c: close every chunk a writer still holds (between runs, no writer active), so
+ * each slot can be reused and each chunk's event count is exact. */
+void nt_arena_close_all_chunks(void);
+/* Zero the rolling halves (and with `durable` the durable region) for a new run. */
+void nt_arena_clear(int durable);
 
 /* nt_event.c */
 /* Closes the calling thread's chunk (thread exit, and nt_finish() on its own thread). */

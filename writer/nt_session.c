@@ -11,8 +11,6 @@
 
 nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER };
 
-enum { SESSION_IDLE = 0, SESSION_RECORDING = 1, SESSION_STOPPED = 2 };
-
 static uint64_t chunks_claimed(void)
 {
 	uint64_t claimed = nt_load_64(&nt_S.next_seq);
@@ -69,15 +67,15 @@ void nt_config_init(nt_config *cfg)
 	cfg->handle_signals = 1;
 }
 
-nt_result nt_start(const nt_config *cfg)
+nt_result nt_session_initialize(const nt_config *cfg)
 {
 	last_error[0] = '\0';
 	if (cfg == NULL) {
 		nt_set_error("nt_start: cfg is NULL");
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	if (nt_S.started == SESSION_RECORDING) {
-		nt_set_error("nt_start: already recording; call nt_finish() first");
+	if (nt_S.started == SESSION_RECORDING || nt_S.started == SESSION_READY) {
+		nt_set_error("nt_start: already initialized; call nt_finish() first");
 		return NT_ERR_STATE;
 	}
 	if (cfg->mode == NT_MODE_STREAMING) {
@@ -124,7 +122,6 @@ nt_result nt_start(const nt_config *cfg)
 	nt_S.next_thread = 0;
 	nt_S.final_state = NT_FINAL_RECORDING;
 	nt_S.ticks_per_second = tps;
-	nt_S.generation = nt_S.generation % NT_TAG_GEN_MAX + 1;
 	nt_clock_pair_now(&nt_S.start_pair);
 
 	nt_archive_info info;
@@ -134,9 +131,18 @@ nt_result nt_start(const nt_config *cfg)
 		return rc;
 	if (nt_S.file_backed && cfg->handle_signals)
 		nt_crash_handlers_install();
-	nt_S.started = SESSION_RECORDING;
-	nt_store_release_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED);
+	nt_S.started = SESSION_READY;
 	return NT_OK;
+}
+
+void nt_session_reset_counters(void)
+{
+	nt_store_64(nt_S.events_dropped, 0);
+	nt_store_64(nt_S.dropped_rolling_full, 0);
+	nt_store_64(nt_S.dropped_durable_full, 0);
+	nt_store_64(nt_S.dropped_stopped, 0);
+	nt_store_64(nt_S.events_overwritten, 0);
+	nt_store_64(nt_S.wraps, 0);
 }
 
 void nt_session_halt(uint8_t final_state)
@@ -190,11 +196,11 @@ void nt_get_stats(nt_stats *out)
  * mapped header how and when the session ended; returns 0 if it was not recording. */
 int nt_session_record_end(uint8_t reason, int sig)
 {
-	if (nt_S.started != SESSION_RECORDING)
+	if (nt_S.started != SESSION_RECORDING && nt_S.started != SESSION_READY)
 		return 0;
 	nt_store_release_32(&nt_session_tag_, 0);
 	nt_fence_full();
-	nt_S.started = SESSION_STOPPED;
+	nt_S.started = SESSION_READY;
 	nt_clock_pair fin;
 	nt_clock_pair_now(&fin);
 	*nt_header_u64(NT_HDR_FINISH_TICKS) = fin.ticks;
@@ -214,10 +220,10 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 		nt_set_error("nt_finish: no session was started");
 		return NT_ERR_STATE;
 	}
-	if (nt_S.started == SESSION_RECORDING) {
+	if (nt_S.started == SESSION_RECORDING)
 		nt_thread_release(); /* the caller's own chunk: closed with its exact count */
+	if (nt_S.started != SESSION_FINISHED)
 		nt_session_record_end(reason, 0);
-	}
 	if (path == NULL && nt_S.path == NULL) {
 		nt_set_error("nt_finish: path is NULL and the arena is not file-backed");
 		return NT_ERR_INVALID_ARGUMENT;
@@ -248,10 +254,6 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 	int rc = nt_archive_write(target, &info);
 	if (rc == NT_OK && nt_S.file_backed && strcmp(target, nt_S.path) != 0)
 		unlink(nt_S.path); /* the archive moved to `path` */
+	nt_S.started = SESSION_FINISHED;
 	return rc;
-}
-
-nt_result nt_finish(const char *path)
-{
-	return nt_session_finish(path, NT_END_FINISHED);
 }
