@@ -47,6 +47,9 @@ enum nt_header_field {
 	NT_HDR_DROPPED_ROLLING_FULL,
 	NT_HDR_DROPPED_DURABLE_FULL,
 	NT_HDR_DROPPED_STOPPED,
+	NT_HDR_STREAM_OFFSET,
+	NT_HDR_BUFFERS_SAVED,
+	NT_HDR_STREAM_END,
 	NT_HDR_FIELD_COUNT
 };
 
@@ -65,7 +68,8 @@ static const uint8_t nt_header_field_width[NT_HDR_FIELD_COUNT] = {
 	8, /* events_overwritten */  8, /* wraps */               8, /* durable_dropped */
 	8, /* chunks_claimed */       1, /* layout */              8, /* data_offset */
 	1, /* ended_by */             1, /* end_signal */          8, /* dropped_rolling_full */
-	8, /* dropped_durable_full */ 8, /* dropped_stopped */
+	8, /* dropped_durable_full */ 8, /* dropped_stopped */      8, /* stream_offset */
+	8, /* buffers_saved */        8, /* stream_end */
 };
 
 /* Longest producer or process name the writer stores and the reader accepts. */
@@ -105,6 +109,9 @@ typedef struct nt_archive_info {
 	uint64_t dropped_rolling_full;
 	uint64_t dropped_durable_full;
 	uint64_t dropped_stopped;
+	uint64_t stream_offset;
+	uint64_t buffers_saved;
+	uint64_t stream_end;
 } nt_archive_info;
 
 /* Size of the header region of an Arena-layout file: the durable region starts here, page

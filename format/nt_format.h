@@ -146,7 +146,7 @@ typedef struct nt_callsite_record {
 typedef struct nt_chunk_header {
 	uint8_t kind;
 	uint8_t size_words;
-	uint16_t flags;
+	uint16_t slot_wrap;
 	uint32_t size_bytes;
 	uint32_t thread;
 	uint32_t event_count;

@@ -131,6 +131,9 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 		case NT_HDR_DROPPED_ROLLING_FULL: out->dropped_rolling_full = val; break;
 		case NT_HDR_DROPPED_DURABLE_FULL: out->dropped_durable_full = val; break;
 		case NT_HDR_DROPPED_STOPPED: out->dropped_stopped = val; break;
+		case NT_HDR_STREAM_OFFSET: out->stream_offset = val; break;
+		case NT_HDR_BUFFERS_SAVED: out->buffers_saved = val; break;
+		case NT_HDR_STREAM_END: out->stream_end = val; break;
 		default: break;
 		}
 	}

@@ -47,6 +47,12 @@ struct nt_reader {
 	} *chunks;
 	uint32_t nchunks;
 	uint64_t chunk_size;
+	/* Arena layout of a streaming process: the saved stream [records_start, size) comes
+	 * first; covered[thread] is the event ordinal it holds up to, so the arena's copies of
+	 * those events are skipped. */
+	int tail;
+	uint64_t *covered;
+	size_t mapped_size;
 
 	/* Damaged durable records found while opening; the visit reports them first. */
 #define NT_READER_MAX_OPEN_DAMAGE 16

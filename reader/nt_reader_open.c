@@ -315,7 +315,24 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 			nt_reader_close(r);
 			return NULL;
 		}
-		off = r->size; /* no top-level stream to walk */
+		off = r->size; /* no top-level stream to walk, unless a saved stream follows */
+		uint64_t so = r->info.stream_offset, se = r->info.stream_end;
+		if (fatal == NULL && so != 0) {
+			uint64_t slots_end = r->info.data_offset + r->info.durable_size +
+					     2 * (uint64_t)r->info.chunks_per_half * r->chunk_size;
+			if (so < slots_end || so % 8 || se < so || so > r->size) {
+				add_damage(r, 0, "arena header: the saved stream lies outside the file");
+			} else {
+				/* Bytes past stream_end are a save the process did not finish. */
+				if (se < r->size)
+					r->size = se;
+				r->tail = 1;
+				off = r->records_start = so;
+				r->covered = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+				if (r->covered == NULL)
+					fatal = "out of memory";
+			}
+		}
 	} else if (r->info.layout != NT_LAYOUT_STREAM) {
 		set_err(err, r->name, 0, "%s", "unknown archive layout in the header");
 		nt_reader_close(r);
@@ -338,6 +355,12 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 			if (nt_chunk_header_ok(r, off, size, &why2)) {
 				r->summary.chunks++;
 				r->summary.chunk_bytes += size;
+				if (r->tail) {
+					const nt_chunk_header *h = (const void *)(r->data + off);
+					uint64_t end = h->first_event + h->event_count;
+					if (h->thread < r->nthreads && end > r->covered[h->thread])
+						r->covered[h->thread] = end;
+				}
 			} else {
 				r->summary.open_errors++;
 			}
@@ -425,7 +448,7 @@ nt_reader *nt_reader_open(const char *path, nt_reader_error *err)
 	}
 	snprintf(r->name, sizeof(r->name), "%s", path);
 	r->data = m;
-	r->size = (size_t)st.st_size;
+	r->size = r->mapped_size = (size_t)st.st_size;
 	r->mapped = 1;
 	return reader_init(r, err);
 }
@@ -435,7 +458,8 @@ void nt_reader_close(nt_reader *r)
 	if (r == NULL)
 		return;
 	if (r->mapped)
-		munmap((void *)(uintptr_t)r->data, r->size);
+		munmap((void *)(uintptr_t)r->data, r->mapped_size);
+	free(r->covered);
 	free(r->strings);
 	free(r->pool);
 	free(r->threads);

@@ -19,6 +19,7 @@ typedef struct chunk_cursor {
 	uint64_t ticks;      /* running clock */
 	uint64_t ordinal;    /* the thread's ordinal of the next event */
 	uint64_t first;      /* ordinal of the chunk's first event */
+	uint64_t skip_below; /* events with a lower ordinal were delivered from the saved stream */
 	uint64_t offset;     /* of the chunk header */
 	const nt_reader_thread *thread;
 	int active;
@@ -46,6 +47,7 @@ static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off,
 	c->end = off + (h->size_bytes >= sizeof(*h) && h->size_bytes < size ? h->size_bytes : size);
 	c->ticks = h->base_ticks;
 	c->first = c->ordinal = h->first_event;
+	c->skip_below = 0;
 	c->offset = off;
 	c->thread = &r->threads[h->thread];
 	c->active = 1;
@@ -168,6 +170,8 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 			return -1;
 		}
 		c->ticks += e->delta;
+		if (c->ordinal - 1 < c->skip_below)
+			continue; /* already delivered from the saved stream */
 		if (e->callsite == 0 || e->callsite >= r->ncallsites ||
 		    !r->callsites[e->callsite].defined) {
 			*why = "event references a call site the archive never defined";
@@ -234,13 +238,28 @@ static uint64_t next_top(visit *v, uint64_t *off, int quiet, int *stopped)
 	return 0;
 }
 
+/* Opens an arena chunk, skipping what the saved stream already delivered. */
+static void cursor_open_arena(const nt_reader *r, chunk_cursor *c, uint64_t off)
+{
+	cursor_open_chunk(r, c, off, r->chunk_size);
+	if (r->tail && c->thread->index < r->nthreads) {
+		uint64_t covered = r->covered[c->thread->index];
+		c->skip_below = covered;
+		if (c->first < covered)
+			c->first = covered; /* those events are not lost: no gap over them */
+	}
+}
+
 /* Decode one chunk in stream order; returns 0 to go on, 1 (stop asked) or -1 (damage). */
 static int stream_chunk(visit *v, nt_reader_arg *args, uint64_t *expected, uint64_t off,
-			uint64_t size)
+			uint64_t size, int arena)
 {
 	nt_reader *r = v->r;
 	chunk_cursor c;
-	cursor_open_chunk(r, &c, off, size);
+	if (arena)
+		cursor_open_arena(r, &c, off);
+	else
+		cursor_open_chunk(r, &c, off, size);
 	nt_reader_gap gap;
 	if (chunk_gap(r, &c, expected[c.thread->index], &gap) && v->cb->on_gap)
 		v->cb->on_gap(v->ctx, &gap);
@@ -278,20 +297,13 @@ static int visit_stream(visit *v)
 		free(expected);
 		return -1;
 	}
-	if (r->arena) {
-		for (uint32_t i = 0; i < r->nchunks && result == 0; i++)
-			result = stream_chunk(v, args, expected, r->chunks[i].offset, r->chunk_size);
-		free(args);
-		free(expected);
-		return result;
-	}
-	uint64_t off = r->records_start;
+	uint64_t off = r->arena && !r->tail ? r->size : r->records_start;
 	for (;;) {
 		uint64_t size = next_top(v, &off, 0, &stopped);
 		if (size == 0)
 			break;
 		if (r->data[off] == NT_KIND_CHUNK) {
-			result = stream_chunk(v, args, expected, off, size);
+			result = stream_chunk(v, args, expected, off, size, 0);
 			if (result < 0)
 				stopped = 1;
 			if (result != 0)
@@ -299,17 +311,20 @@ static int visit_stream(visit *v)
 		}
 		off += size;
 	}
+	if (r->arena && !stopped && result == 0)
+		for (uint32_t i = 0; i < r->nchunks && result == 0; i++)
+			result = stream_chunk(v, args, expected, r->chunks[i].offset, 0, 1);
 	free(args);
 	free(expected);
-	return stopped ? -1 : result;
+	return stopped || result < 0 ? -1 : result;
 }
 
 /* ---- timestamp order ------------------------------------------------------------------- */
 
 typedef struct thread_stream {
 	uint32_t thread;
-	uint64_t scan;       /* where to look for this thread's next chunk (file offset, or
-	                        index into r->chunks for the Arena layout) */
+	uint64_t scan;       /* where to look for this thread's next chunk in the stream */
+	uint32_t ai;         /* then: next index into r->chunks (Arena layout) */
 	chunk_cursor c;
 	nt_reader_event ev;  /* pending event, valid when has_event */
 	nt_reader_arg *args;
@@ -325,21 +340,11 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 	nt_reader *r = v->r;
 	if (s->c.offset != 0 && s->c.ordinal > s->expected)
 		s->expected = s->c.ordinal;
-	if (r->arena) {
-		while (s->scan < r->nchunks) {
-			const struct arena_chunk *ac = &r->chunks[s->scan++];
-			if (ac->thread == s->thread) {
-				cursor_open_chunk(r, &s->c, ac->offset, r->chunk_size);
-				goto opened;
-			}
-		}
-		return 0;
-	}
 	int stopped = 0;
-	for (;;) {
+	for (;;) { /* the record stream first (all of it for the Stream layout) */
 		uint64_t size = next_top(v, &s->scan, 1, &stopped);
 		if (size == 0)
-			return 0;
+			break;
 		uint64_t off = s->scan;
 		s->scan += size;
 		if (r->data[off] == NT_KIND_CHUNK && rd32(r->data + off + 8) == s->thread) {
@@ -347,6 +352,14 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 			goto opened;
 		}
 	}
+	for (; r->arena && s->ai < r->nchunks;) { /* then the arena's chunks */
+		const struct arena_chunk *ac = &r->chunks[s->ai++];
+		if (ac->thread == s->thread) {
+			cursor_open_arena(r, &s->c, ac->offset);
+			goto opened;
+		}
+	}
+	return 0;
 opened:
 	if (chunk_gap(r, &s->c, s->expected, &s->gap))
 		s->has_gap = 1;
@@ -408,7 +421,7 @@ static int visit_time(visit *v)
 {
 	nt_reader *r = v->r;
 	/* Framing damage is reported once here; the per-thread scans then skip it quietly. */
-	uint64_t off = r->arena ? r->size : r->records_start;
+	uint64_t off = r->arena && !r->tail ? r->size : r->records_start;
 	int stopped = 0;
 	uint64_t size;
 	while ((size = next_top(v, &off, 0, &stopped)) != 0)
@@ -433,7 +446,7 @@ static int visit_time(visit *v)
 			continue;
 		thread_stream *s = &streams[k];
 		s->thread = t;
-		s->scan = r->arena ? 0 : r->records_start;
+		s->scan = r->arena && !r->tail ? r->size : r->records_start;
 		s->args = argmem + (size_t)k * MAX_ARGS;
 		k++;
 		if (stream_advance(v, s) < 0) {

@@ -148,7 +148,8 @@ static uint64_t verify_killed(const char *path, int ready, int iteration, const 
 	if (rc != 0 || c.errors || c.bad)
 		FAIL("%s #%d: rc %d, %" PRIu64 " damaged places, %" PRIu64 " bad events", mode, iteration,
 		     rc, c.errors, c.bad);
-	if (in->layout != NT_LAYOUT_ARENA || in->ended_by != NT_END_UNKNOWN)
+	if (in->layout != NT_LAYOUT_ARENA || in->ended_by != NT_END_UNKNOWN ||
+	    (strcmp(mode, "streaming") == 0) != (in->stream_offset != 0))
 		FAIL("%s #%d: layout %u ended_by %u, want a live arena", mode, iteration, in->layout,
 		     in->ended_by);
 	if (missing > in->events_dropped + in->events_overwritten)
@@ -315,6 +316,7 @@ int main(int argc, char **argv)
 	printf("seed %u\n", seed);
 	kill_runs(dir, NT_MODE_ONESHOT, "oneshot", kills, &seed);
 	kill_runs(dir, NT_MODE_CIRCULAR, "circular", kills, &seed);
+	kill_runs(dir, NT_MODE_STREAMING, "streaming", kills, &seed);
 	check_ending(dir, 0, "exit");
 	check_ending(dir, SIGTERM, "SIGTERM");
 	check_ending(dir, SIGINT, "SIGINT");

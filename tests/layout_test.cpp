@@ -22,6 +22,7 @@
 
 #include "nanotrace.h"
 #include "nt_archive_header.h"
+#include "nt_fifo.h"
 #include "nt_format.h"
 
 extern "C" size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap,
@@ -82,7 +83,7 @@ SAME_FIELD(nt_callsite_record, CallSiteRecord, reserved0)
 SAME_STRUCT(nt_chunk_header, ChunkHeader)
 SAME_FIELD(nt_chunk_header, ChunkHeader, kind)
 SAME_FIELD(nt_chunk_header, ChunkHeader, size_words)
-SAME_FIELD(nt_chunk_header, ChunkHeader, flags)
+SAME_FIELD(nt_chunk_header, ChunkHeader, slot_wrap)
 SAME_FIELD(nt_chunk_header, ChunkHeader, size_bytes)
 SAME_FIELD(nt_chunk_header, ChunkHeader, thread)
 SAME_FIELD(nt_chunk_header, ChunkHeader, event_count)
@@ -116,7 +117,17 @@ SAME_FIELD(nt_arg_header, ArgHeader, size_words)
 SAME_FIELD(nt_arg_header, ArgHeader, name)
 SAME_FIELD(nt_arg_header, ArgHeader, value32)
 
+SAME_STRUCT(nt_fifo_packet, FifoPacket)
+SAME_FIELD(nt_fifo_packet, FifoPacket, request)
+SAME_FIELD(nt_fifo_packet, FifoPacket, data16)
+SAME_FIELD(nt_fifo_packet, FifoPacket, data32)
+SAME_FIELD(nt_fifo_packet, FifoPacket, data64)
+
 #define SAME_ENUM(c, g) static_assert((int)(c) == (int)fb::g, #g ": value");
+SAME_ENUM(NT_FIFO_STARTED, FifoRequest_Started)
+SAME_ENUM(NT_FIFO_SAVE_BUFFER, FifoRequest_SaveBuffer)
+SAME_ENUM(NT_FIFO_STOPPED, FifoRequest_Stopped)
+SAME_ENUM(NT_FIFO_BUFFER_SAVED, FifoRequest_BufferSaved)
 SAME_ENUM(NT_KIND_INVALID, RecordKind_Invalid)
 SAME_ENUM(NT_KIND_PADDING, RecordKind_Padding)
 SAME_ENUM(NT_KIND_STRING, RecordKind_String)
@@ -188,7 +199,10 @@ SAME_VT(NT_HDR_END_SIGNAL, VT_END_SIGNAL)
 SAME_VT(NT_HDR_DROPPED_ROLLING_FULL, VT_DROPPED_ROLLING_FULL)
 SAME_VT(NT_HDR_DROPPED_DURABLE_FULL, VT_DROPPED_DURABLE_FULL)
 SAME_VT(NT_HDR_DROPPED_STOPPED, VT_DROPPED_STOPPED)
-static_assert(NT_HDR_FIELD_COUNT == 32, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_STREAM_OFFSET, VT_STREAM_OFFSET)
+SAME_VT(NT_HDR_BUFFERS_SAVED, VT_BUFFERS_SAVED)
+SAME_VT(NT_HDR_STREAM_END, VT_STREAM_END)
+static_assert(NT_HDR_FIELD_COUNT == 35, "a header field was added: add its SAME_VT check");
 
 static int failures;
 #define CHECK(cond, ...)                                                                   \
@@ -235,7 +249,7 @@ static std::map<std::string, c_struct> c_mirror()
 			  F(nt_callsite_record, file), F(nt_callsite_record, reserved0) } } },
 		{ "ntfmt.ChunkHeader", { sizeof(nt_chunk_header), NT_KIND_CHUNK,
 			{ F(nt_chunk_header, kind), F(nt_chunk_header, size_words),
-			  F(nt_chunk_header, flags), F(nt_chunk_header, size_bytes),
+			  F(nt_chunk_header, slot_wrap), F(nt_chunk_header, size_bytes),
 			  F(nt_chunk_header, thread), F(nt_chunk_header, event_count),
 			  F(nt_chunk_header, claim), F(nt_chunk_header, base_ticks),
 			  F(nt_chunk_header, first_event) } } },
@@ -250,6 +264,9 @@ static std::map<std::string, c_struct> c_mirror()
 			{ F(nt_timestamp_record, kind), F(nt_timestamp_record, size_words),
 			  F(nt_timestamp_record, reserved0), F(nt_timestamp_record, reserved1),
 			  F(nt_timestamp_record, ticks) } } },
+		{ "ntfmt.FifoPacket", { sizeof(nt_fifo_packet), -1,
+			{ F(nt_fifo_packet, request), F(nt_fifo_packet, data16),
+			  F(nt_fifo_packet, data32), F(nt_fifo_packet, data64) } } },
 		{ "ntfmt.ArgHeader", { sizeof(nt_arg_header), -1,
 			{ F(nt_arg_header, type), F(nt_arg_header, size_words),
 			  F(nt_arg_header, name), F(nt_arg_header, value32) } } },

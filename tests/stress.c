@@ -4,8 +4,11 @@
  * with no duplicate, no out-of-order and no torn record, and every event on the thread that
  * wrote it.
  *
- *   stress --mode oneshot|circular --threads N --events M [--buffer BYTES] [--chunk BYTES]
- *          [--slow]
+ *   stress --mode oneshot|circular|streaming --threads N --events M [--buffer BYTES]
+ *          [--chunk BYTES] [--slow] [--min-mb N]
+ *
+ * Streaming mode records through a file-backed arena (the saver appends to the archive);
+ * --min-mb fails the run unless the archive holds at least N MB of events.
  *
  * --slow makes thread 0 stall (sleep) in the middle of its chunks, so in circular mode the
  * other threads wrap the arena many times while it still owns a chunk of a half being reused.
@@ -109,9 +112,12 @@ int main(int argc, char **argv)
 	uint32_t nthreads = 2;
 	uint64_t events = 1000000;
 	int slow = 0;
+	uint64_t min_mb = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
-			cfg.mode = strcmp(argv[++i], "circular") == 0 ? NT_MODE_CIRCULAR : NT_MODE_ONESHOT;
+			i++, cfg.mode = strcmp(argv[i], "circular") == 0    ? NT_MODE_CIRCULAR
+				      : strcmp(argv[i], "streaming") == 0 ? NT_MODE_STREAMING
+									  : NT_MODE_ONESHOT;
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			nthreads = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
@@ -122,6 +128,8 @@ int main(int argc, char **argv)
 			cfg.chunk_size = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--slow") == 0)
 			slow = 1;
+		else if (strcmp(argv[i], "--min-mb") == 0 && i + 1 < argc)
+			min_mb = strtoull(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: stress --mode oneshot|circular --threads N --events M "
 					"[--buffer B] [--chunk C] [--slow]\n");
@@ -132,6 +140,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stress: --threads must be 1-64\n");
 		return 1;
 	}
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-stress-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	if (cfg.mode == NT_MODE_STREAMING)
+		cfg.path = path;
 	if (nt_start(&cfg) != NT_OK) {
 		fprintf(stderr, "stress: %s\n", nt_last_error());
 		return 1;
@@ -147,9 +160,6 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < nthreads; i++)
 		pthread_join(ws[i].th, NULL);
 
-	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-stress-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
 	if (nt_finish(path) != NT_OK) {
 		fprintf(stderr, "stress: %s\n", nt_last_error());
 		return 1;
@@ -163,6 +173,8 @@ int main(int argc, char **argv)
 	}
 	const nt_archive_info *info = nt_reader_info(r);
 	check c = { .oneshot = cfg.mode == NT_MODE_ONESHOT, .nth = 2 * nthreads + 2 };
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
 	c.th = calloc(c.nth, sizeof(*c.th));
 	for (uint32_t i = 0; i < c.nth; i++) {
 		c.th[i].worker = UINT32_MAX;
@@ -172,17 +184,21 @@ int main(int argc, char **argv)
 	int rc = nt_reader_visit(r, &cb, &c, NT_ORDER_STREAM, NT_ON_CORRUPT_STOP);
 	uint64_t emitted = (uint64_t)nthreads * events;
 	uint64_t accounted = c.decoded + info->events_dropped + info->events_overwritten;
+	const char *mode = cfg.mode == NT_MODE_ONESHOT ? "oneshot"
+			   : cfg.mode == NT_MODE_CIRCULAR ? "circular" : "streaming";
 	printf("%s %u threads x %" PRIu64 " events%s: decoded %" PRIu64 " + dropped %" PRIu64
 	       " + overwritten %" PRIu64 " = %" PRIu64 " of %" PRIu64 " emitted; wraps %" PRIu64
-	       ", chunks %" PRIu64 "\n",
-	       c.oneshot ? "oneshot" : "circular", nthreads, events, slow ? " (slow thread)" : "",
-	       c.decoded, info->events_dropped, info->events_overwritten, accounted, emitted,
-	       info->wraps, info->chunks_claimed);
+	       ", chunks %" PRIu64 ", halves saved %" PRIu64 ", %.1f MB of chunks in the archive\n",
+	       mode, nthreads, events, slow ? " (slow thread)" : "", c.decoded, info->events_dropped,
+	       info->events_overwritten, accounted, emitted, info->wraps, info->chunks_claimed,
+	       info->buffers_saved, (double)sum.chunk_bytes / 1e6);
+	if ((double)sum.chunk_bytes < (double)min_mb * 1e6)
+		fail(&c, "the archive holds less event data than --min-mb asks", 0);
 	if (rc != 0)
 		fail(&c, "visit did not complete", 0);
 	if (accounted != emitted)
 		fail(&c, "decoded + dropped + overwritten != emitted", 0);
-	if (info->events_written != c.decoded + info->events_overwritten)
+	if (cfg.mode != NT_MODE_STREAMING && info->events_written != c.decoded + info->events_overwritten)
 		fail(&c, "header events_written disagrees with the decoded events", 0);
 	if (!c.oneshot && info->wraps == 0 && info->events_overwritten > 0)
 		fail(&c, "events were overwritten without a counted wrap", 0);

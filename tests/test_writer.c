@@ -48,9 +48,14 @@ static void config_errors_name_the_field(void **state)
 	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
 	assert_non_null(strstr(nt_last_error(), "mode 7"));
 
-	cfg = small_config(NT_MODE_STREAMING);
-	assert_int_equal(nt_start(&cfg), NT_ERR_UNSUPPORTED);
-	assert_non_null(strstr(nt_last_error(), "streaming"));
+	cfg = small_config(NT_MODE_STREAMING); /* streaming saves to a file */
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "cfg.path"));
+
+	cfg = small_config(NT_MODE_ONESHOT);
+	cfg.path = "/nonexistent-dir/arena.ntrace";
+	assert_int_equal(nt_start(&cfg), NT_ERR_IO);
+	assert_non_null(strstr(nt_last_error(), "/nonexistent-dir/arena.ntrace"));
 
 	cfg = small_config(NT_MODE_ONESHOT);
 	cfg.buffer_size = 64 * 1024;

@@ -69,6 +69,9 @@ static uint64_t field_value(const nt_archive_info *in, int f)
 	case NT_HDR_DROPPED_ROLLING_FULL: return in->dropped_rolling_full;
 	case NT_HDR_DROPPED_DURABLE_FULL: return in->dropped_durable_full;
 	case NT_HDR_DROPPED_STOPPED: return in->dropped_stopped;
+	case NT_HDR_STREAM_OFFSET: return in->stream_offset;
+	case NT_HDR_BUFFERS_SAVED: return in->buffers_saved;
+	case NT_HDR_STREAM_END: return in->stream_end;
 	default: return 0;
 	}
 }
@@ -270,7 +273,6 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 		nt_chunk_header copy = *h;
 		copy.kind = NT_KIND_CHUNK;
 		copy.size_words = 0;
-		copy.flags = 0;
 		copy.size_bytes = (uint32_t)sizeof(copy) + refs[i].used;
 		copy.event_count = refs[i].events;
 		out_write(o, &copy, sizeof(copy));

@@ -35,6 +35,9 @@ static int is_power_of_two(size_t v)
 
 static void arena_unmap(void)
 {
+	if (nt_S.fd >= 0)
+		close(nt_S.fd);
+	nt_S.fd = -1;
 	if (nt_S.map != NULL)
 		munmap(nt_S.map, nt_S.map_size);
 	nt_S.map = NULL;
@@ -77,7 +80,10 @@ static int map_file(const char *path, size_t size)
 		unlink(tmp);
 		return NT_ERR_IO;
 	}
-	close(fd); /* the mapping keeps the file */
+	if (nt_S.mode == NT_MODE_STREAMING)
+		nt_S.fd = fd; /* the saver appends the saved stream after the arena */
+	else
+		close(fd); /* the mapping keeps the file */
 	nt_S.map = m;
 	nt_S.map_size = size;
 	nt_S.file_backed = 1;
@@ -119,6 +125,7 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 
 	if (path != NULL) {
 		arena_unmap();
+		nt_S.mode = mode;
 		int rc = map_file(path, size);
 		if (rc != NT_OK)
 			return rc;
@@ -166,6 +173,8 @@ int nt_arena_publish(nt_archive_info *info)
 	info->chunk_size = nt_S.chunk_size;
 	info->chunks_per_half = nt_S.chunks_per_half;
 	info->buffering_mode = (uint8_t)nt_S.mode;
+	info->stream_offset = nt_S.mode == NT_MODE_STREAMING ? nt_S.map_size : 0;
+	info->stream_end = info->stream_offset;
 	if (nt_header_encode(info, nt_S.map, NT_ARENA_HEADER_BYTES, nt_S.hdr_field) == 0) {
 		nt_set_error("nt_start: the archive header does not fit %u bytes",
 			     NT_ARENA_HEADER_BYTES);
@@ -179,6 +188,7 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.wraps = nt_header_u64(NT_HDR_WRAPS);
 	nt_S.durable_dropped = nt_header_u64(NT_HDR_DURABLE_DROPPED);
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
+	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
 	if (nt_S.file_backed) {
 		char tmp[4096 + 32];
 		temp_name(tmp, sizeof(tmp), nt_S.path);
@@ -213,15 +223,56 @@ void *nt_durable_reserve(uint32_t bytes)
 	return nt_S.durable + off;
 }
 
-static uint64_t chunk_first_word(uint32_t size_bytes)
+static uint64_t chunk_first_word(uint32_t size_bytes, uint64_t seq)
 {
-	return (uint64_t)NT_KIND_CHUNK | ((uint64_t)size_bytes << 32);
+	return (uint64_t)NT_KIND_CHUNK | (uint64_t)nt_slot_wrap(seq) << 16 |
+	       ((uint64_t)size_bytes << 32);
+}
+
+/* Streaming: the sequence advances by CAS, and only into a half whose previous use is saved,
+ * so a full arena drops events without consuming sequence numbers. */
+static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, uint64_t first_event)
+{
+	const uint32_t nslots = nt_S.nslots, cph = nt_S.chunks_per_half;
+	for (uint32_t attempt = 0; attempt < 2 * nslots; attempt++) {
+		uint64_t seq = nt_load_64(&nt_S.next_seq);
+		uint64_t gen = seq / cph;
+		if (gen >= 2 && nt_load_acquire_64(&nt_S.saved_gens) < gen - 1)
+			return NULL; /* the half is not saved yet: drop, never wait */
+		if (!nt_cas_64(&nt_S.next_seq, seq, seq + 1))
+			continue;
+		if (seq % cph == 0 && gen >= 1)
+			nt_stream_notify_full(gen); /* generation gen - 1 is complete */
+		uint32_t slot = (uint32_t)(seq % nslots);
+		nt_chunk_header *h = nt_chunk_slot(slot);
+		uint64_t old = nt_load_64(&h->claim);
+		if ((old & 1u) || (old >> 1) > seq + 1)
+			continue; /* a writer still holds it, or a newer claim took it */
+		if (old != 0 && nt_load_acquire_64(&nt_S.saved_claim[slot]) != old)
+			continue; /* the saver does not hold all of it yet */
+		if (!nt_cas_64(&h->claim, old, ((seq + 1) << 1) | 1u))
+			continue;
+		if (old != 0) {
+			nt_store_64((uint64_t *)(void *)h, 0);
+			nt_fence_store();
+			memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
+		}
+		h->thread = thread;
+		h->event_count = 0;
+		h->base_ticks = base_ticks;
+		h->first_event = first_event;
+		nt_publish_word(h, chunk_first_word(nt_S.chunk_size, seq));
+		return h;
+	}
+	return NULL;
 }
 
 nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t first_event)
 {
 	const uint32_t nslots = nt_S.nslots;
 	const int oneshot = nt_S.mode == NT_MODE_ONESHOT;
+	if (nt_S.mode == NT_MODE_STREAMING)
+		return claim_streaming(thread, base_ticks, first_event);
 
 	/* Each failed attempt consumed a sequence number whose slot was busy; after nslots of
 	 * them every slot is held by an active writer and the event is dropped. */
@@ -261,7 +312,7 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t f
 		h->event_count = 0;
 		h->base_ticks = base_ticks;
 		h->first_event = first_event;
-		nt_publish_word(h, chunk_first_word(nt_S.chunk_size));
+		nt_publish_word(h, chunk_first_word(nt_S.chunk_size, seq));
 		return h;
 	}
 	return NULL;

@@ -64,6 +64,16 @@ typedef struct nt_session {
 	uint64_t *wraps;
 	uint64_t *durable_dropped;
 	uint64_t *chunks_claimed;
+	uint64_t *buffers_saved;
+
+	/* Streaming mode (nt_stream.c). A half generation g is the g-th use of a rolling half
+	 * (sequences g * cph ... (g + 1) * cph - 1). Generation g may be written once g - 2 is
+	 * saved; a slot may be reused once the saver holds all of its closed chunk. */
+	uint64_t full_gens __attribute__((aligned(NT_CACHELINE))); /* generations complete */
+	uint32_t full_signal;  /* futex word: bumped when full_gens grows */
+	uint64_t saved_gens __attribute__((aligned(NT_CACHELINE))); /* generations saved */
+	uint64_t *saved_claim; /* per slot: the claim word of the chunk saved in full */
+	int fd;                /* the archive, for appending the saved stream */
 
 	/* Written by chunk claims, one cache line each so claims do not slow each other. */
 	uint64_t next_seq __attribute__((aligned(NT_CACHELINE)));
@@ -147,10 +157,36 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t f
 void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count);
 /* Bytes of published records in a chunk's payload; *events counts the events among them. */
 uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events);
+/* ChunkHeader.slot_wrap for sequence `seq`. */
+static inline uint16_t nt_slot_wrap(uint64_t seq)
+{
+	return (uint16_t)(seq / nt_S.nslots);
+}
+
+/* The slot's chunk as a consistent pair: returns its claim word if the header published
+ * in the first word belongs to that claim, else 0 (empty, or being re-claimed: the claim
+ * word changes before the header is invalidated and rewritten). */
+static inline uint64_t nt_chunk_snapshot(const nt_chunk_header *h)
+{
+	uint64_t claim = nt_load_acquire_64(&h->claim);
+	uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)h);
+	if ((w0 & 0xff) != NT_KIND_CHUNK || claim < 2 ||
+	    (uint16_t)(w0 >> 16) != nt_slot_wrap(nt_claim_sequence(claim)))
+		return 0;
+	return claim;
+}
+
 static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 {
 	return (nt_chunk_header *)(void *)(nt_S.rolling + (size_t)slot * nt_S.chunk_size);
 }
+
+/* nt_stream.c: streaming mode. */
+/* Start the provider and saver threads; `fresh` for the first run of a buffer. */
+int nt_stream_start(int fresh);
+void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
+void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
+nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
 
 /* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
 void nt_crash_handlers_install(void);

@@ -98,8 +98,16 @@ nt_result nt_provider_start(nt_buffer_disposition disposition, const char *addit
 	}
 	/* The first run after initialize finds a fresh arena: nothing to clear. Clearing it
 	 * anyway would dirty every page of a file-backed arena. */
-	if (!nt_S.ran)
+	int first_run = !nt_S.ran;
+	if (first_run) {
 		disposition = NT_BUFFER_RETAIN;
+	} else if (nt_S.mode == NT_MODE_STREAMING && disposition != NT_BUFFER_RETAIN) {
+		/* Saved data is already in the file; cleared indices would be redefined under
+		 * it. */
+		nt_set_error("nt_provider_start: streaming mode keeps what it saved: only "
+			     "NT_BUFFER_RETAIN can start a later run");
+		return NT_ERR_UNSUPPORTED;
+	}
 	nt_S.ran = 1;
 	switch (disposition) {
 	case NT_BUFFER_CLEAR_ENTIRE:
@@ -128,6 +136,11 @@ nt_result nt_provider_start(nt_buffer_disposition disposition, const char *addit
 		break;
 	}
 	*nt_header_u8(NT_HDR_ENDED_BY) = NT_END_UNKNOWN;
+	if (nt_S.mode == NT_MODE_STREAMING) {
+		nt_result rc = nt_stream_start(first_run);
+		if (rc != NT_OK)
+			return rc;
+	}
 	nt_S.epoch = (nt_S.epoch + 1) & NT_TAG_EPOCH_MASK;
 	nt_S.started = SESSION_RECORDING;
 	nt_store_release_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED |
@@ -145,6 +158,8 @@ nt_result nt_provider_stop(void)
 	}
 	nt_thread_release();
 	nt_session_record_end(NT_END_UNKNOWN, 0); /* end time of this run, still in progress */
+	if (nt_S.mode == NT_MODE_STREAMING)
+		nt_stream_stop(); /* saves what the run left in the arena */
 	return NT_OK;
 }
 

@@ -9,7 +9,7 @@
 
 #include "nt_internal.h"
 
-nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER };
+nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static uint64_t chunks_claimed(void)
 {
@@ -78,13 +78,14 @@ nt_result nt_session_initialize(const nt_config *cfg)
 		nt_set_error("nt_start: already initialized; call nt_finish() first");
 		return NT_ERR_STATE;
 	}
-	if (cfg->mode == NT_MODE_STREAMING) {
-		nt_set_error("nt_start: streaming mode is not available yet; use oneshot or circular");
-		return NT_ERR_UNSUPPORTED;
+	if (cfg->mode != NT_MODE_ONESHOT && cfg->mode != NT_MODE_CIRCULAR &&
+	    cfg->mode != NT_MODE_STREAMING) {
+		nt_set_error("nt_start: mode %d is not NT_MODE_ONESHOT (0), NT_MODE_CIRCULAR (1) or "
+			     "NT_MODE_STREAMING (2)", cfg->mode);
+		return NT_ERR_INVALID_ARGUMENT;
 	}
-	if (cfg->mode != NT_MODE_ONESHOT && cfg->mode != NT_MODE_CIRCULAR) {
-		nt_set_error("nt_start: mode %d is not one of NT_MODE_ONESHOT (0), NT_MODE_CIRCULAR (1)",
-			     cfg->mode);
+	if (cfg->mode == NT_MODE_STREAMING && cfg->path == NULL) {
+		nt_set_error("nt_start: streaming mode saves to a file: set cfg.path");
 		return NT_ERR_INVALID_ARGUMENT;
 	}
 	if ((unsigned)cfg->clock > NT_CLOCK_USE_TSC) {
@@ -229,6 +230,21 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 		return NT_ERR_INVALID_ARGUMENT;
 	}
 	const char *target = path ? path : nt_S.path;
+	if (nt_S.mode == NT_MODE_STREAMING) {
+		/* Everything is already saved in the file: only the header changes. */
+		nt_stream_stop();
+		nt_S.final_state =
+			nt_S.final_state == NT_FINAL_RECORDING ? NT_FINAL_FINISHED : nt_S.final_state;
+		*nt_header_u8(NT_HDR_FINAL_STATE) = nt_S.final_state;
+		int rc = nt_stream_finish();
+		if (rc == NT_OK && strcmp(target, nt_S.path) != 0 && rename(nt_S.path, target) != 0) {
+			nt_set_error("nt_finish: cannot rename '%s' to '%s': %s", nt_S.path, target,
+				     strerror(errno));
+			rc = NT_ERR_IO;
+		}
+		nt_S.started = SESSION_FINISHED;
+		return rc;
+	}
 
 	nt_archive_info info;
 	session_info(&info);

@@ -1,0 +1,412 @@
+/*
+ * nt_stream.c - streaming mode: full rolling halves are saved to the archive while the
+ * writers go on in the other half.
+ *
+ * Two threads speak the FIFO protocol of format/nt_fifo.h over a socketpair:
+ *   provider  waits (futex) until a half generation is complete, sends SAVE_BUFFER(g),
+ *             waits for BUFFER_SAVED(g) and then lets writers reuse that half. One request
+ *             is in flight at a time; writers that reach an unsaved half drop and count.
+ *   manager   (the saver) answers SAVE_BUFFER by appending to the archive everything
+ *             published since the last save: first the new durable records, then, in claim
+ *             order, each chunk's new records as a chunk piece of its own (time base and
+ *             event ordinal recomputed at the cut), so every piece decodes alone and each
+ *             thread's pieces stay in order. A chunk still being written is saved up to its
+ *             last published record and continued at the next save; its slot is reused only
+ *             once it is closed and saved in full.
+ * The only system call a writer makes is the futex wake of the claim that completes a half.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/falloc.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nt_fifo.h"
+#include "nt_internal.h"
+
+typedef struct slot_progress {
+	uint64_t claim;      /* chunk being tracked (0 = none) */
+	uint32_t saved;      /* payload bytes already in the archive */
+	uint32_t events;     /* events among them */
+	uint64_t ticks;      /* running clock at the cut */
+} slot_progress;
+
+typedef struct piece {
+	uint32_t slot;
+	uint64_t sequence;
+} piece;
+
+static struct {
+	pthread_t provider, manager;
+	int provider_fd, manager_fd;
+	int running;
+	uint32_t stop; /* futex-woken flag for the provider */
+	slot_progress *progress;
+	piece *order;
+	uint32_t *used, *full;  /* per save: published bytes per slot; slots saved in full */
+	uint64_t *seen;         /* per save: each slot's claim word in the first pass */
+	uint64_t *block;        /* per save, by thread: oldest unsaved chunk seen too late */
+	uint32_t nblock;
+	uint64_t durable_saved; /* bytes of the durable region in the archive */
+	uint64_t tail;          /* end of the archive file */
+	uint8_t *buf;           /* one chunk piece */
+	int write_error;
+} st;
+
+static void futex_wake(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void futex_wait(uint32_t *word, uint32_t expected, long timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+}
+
+void nt_stream_notify_full(uint64_t generations)
+{
+	uint64_t cur = nt_load_64(&nt_S.full_gens);
+	while (cur < generations && !nt_cas_64(&nt_S.full_gens, cur, generations))
+		cur = nt_load_64(&nt_S.full_gens);
+	__atomic_fetch_add(&nt_S.full_signal, 1, __ATOMIC_RELEASE);
+	futex_wake(&nt_S.full_signal);
+}
+
+static int append(const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	while (len > 0 && !st.write_error) {
+		ssize_t w = pwrite(nt_S.fd, p, len, (off_t)st.tail);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			st.write_error = w < 0 ? errno : EIO;
+			return 0;
+		}
+		p += w;
+		len -= (size_t)w;
+		st.tail += (uint64_t)w;
+	}
+	return !st.write_error;
+}
+
+static int by_sequence(const void *a, const void *b)
+{
+	const piece *x = a, *y = b;
+	return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
+}
+
+static int grow_block(uint32_t need)
+{
+	uint32_t cap = st.nblock ? st.nblock : 16;
+	while (cap < need)
+		cap *= 2;
+	uint64_t *b = realloc(st.block, cap * sizeof(*b));
+	if (b == NULL) {
+		st.write_error = ENOMEM;
+		return 0;
+	}
+	for (uint32_t t = st.nblock; t < cap; t++)
+		b[t] = UINT64_MAX;
+	st.block = b;
+	st.nblock = cap;
+	return 1;
+}
+
+/* Walks `from` .. `to` of a chunk's payload, advancing the running clock and event count. */
+static void advance(const uint8_t *payload, uint32_t from, uint32_t to, uint64_t *ticks,
+		    uint32_t *events)
+{
+	while (from + 8 <= to) {
+		uint8_t kind = payload[from], words = payload[from + 1];
+		if (kind == NT_KIND_TIMESTAMP) {
+			memcpy(ticks, payload + from + 8, 8);
+		} else if (kind >= NT_KIND_BEGIN && kind <= NT_KIND_COUNTER) {
+			uint32_t delta;
+			memcpy(&delta, payload + from + 4, 4);
+			*ticks += delta;
+			(*events)++;
+		}
+		from += (uint32_t)words * 8;
+	}
+}
+
+/* Everything published since the last save; returns the durable end it covered. */
+static uint64_t save_everything(void)
+{
+	uint32_t n = 0, nfull = 0;
+	uint32_t *used_all = st.used;
+	/* 1. Find the chunks, then measure them. Each thread's pieces must reach the file in
+	 *    order, and a thread publishes a chunk completely (and closes it) before it claims
+	 *    the next. So: (a) a first pass notes every slot's chunk; (b) a second pass finds
+	 *    the chunks that appeared since and are not saved in full: a thread with such a
+	 *    chunk keeps its newer chunks for the next save; (c) the measuring pass walks the
+	 *    rest, and anything older than a chunk seen in (a) is complete by then. A slot
+	 *    whose chunk changed after (a) waits for the next save. */
+	for (uint32_t s = 0; s < nt_S.nslots; s++)
+		st.seen[s] = nt_chunk_snapshot(nt_chunk_slot(s));
+	for (uint32_t t = 0; t < st.nblock; t++)
+		st.block[t] = UINT64_MAX;
+	for (uint32_t s = 0; s < nt_S.nslots; s++) {
+		const nt_chunk_header *h = nt_chunk_slot(s);
+		uint64_t claim = nt_chunk_snapshot(h);
+		if (claim == 0 || (claim | 1u) == (st.seen[s] | 1u) ||
+		    nt_load_64(&nt_S.saved_claim[s]) == claim)
+			continue;
+		uint32_t t = h->thread;
+		if (t >= st.nblock && !grow_block(t + 1))
+			return st.durable_saved;
+		if (nt_claim_sequence(claim) < st.block[t])
+			st.block[t] = nt_claim_sequence(claim);
+	}
+	/*    Every durable record the measured records use was published before them, so the
+	 *    durable copy below covers it. */
+	for (uint32_t s = 0; s < nt_S.nslots; s++) {
+		const nt_chunk_header *h = nt_chunk_slot(s);
+		used_all[s] = 0;
+		if (st.seen[s] == 0)
+			continue;
+		uint64_t claim = nt_chunk_snapshot(h);
+		if (claim == 0 || (claim | 1u) != (st.seen[s] | 1u))
+			continue;
+		if (h->thread < st.nblock && nt_claim_sequence(claim) > st.block[h->thread])
+			continue; /* an older chunk of its thread is not saved yet */
+		uint32_t events;
+		uint32_t bytes = nt_chunk_walk(h, &events);
+		slot_progress *p = &st.progress[s];
+		if ((p->claim | 1u) != (claim | 1u)) { /* a new chunk in this slot */
+			p->claim = claim;
+			p->saved = 0;
+			p->events = 0;
+			p->ticks = h->base_ticks;
+		}
+		p->claim = claim;
+		used_all[s] = bytes;
+		if (bytes > p->saved)
+			st.order[n++] = (piece){ s, nt_claim_sequence(claim) };
+		else if (!(claim & 1u))
+			st.full[nfull++] = s; /* closed, and all of it saved before */
+	}
+	/* 2. The new durable records, up to the first one not yet published. */
+	uint64_t durable_end = st.durable_saved;
+	while (durable_end + 8 <= nt_S.durable_size) {
+		uint64_t w = nt_load_acquire_64((const uint64_t *)(const void *)(nt_S.durable + durable_end));
+		uint64_t size = (w >> 8 & 0xff) * 8;
+		if ((w & 0xff) == NT_KIND_INVALID || size == 0 || durable_end + size > nt_S.durable_size)
+			break;
+		durable_end += size;
+	}
+	append(nt_S.durable + st.durable_saved, durable_end - st.durable_saved);
+	st.durable_saved = durable_end;
+	/* 3. The chunk pieces, in claim order. */
+	qsort(st.order, n, sizeof(*st.order), by_sequence);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = st.order[i].slot;
+		const nt_chunk_header *h = nt_chunk_slot(s);
+		const uint8_t *payload = (const uint8_t *)(h + 1);
+		slot_progress *p = &st.progress[s];
+		uint32_t from = p->saved, to = used_all[s];
+		/* Copy, then check the slot still holds the same chunk (a seqlock read): only a
+		 * copy taken while it did is saved. */
+		nt_chunk_header piece_hdr = *h;
+		memcpy(st.buf + sizeof(piece_hdr), payload + from, to - from);
+		if ((nt_chunk_snapshot(h) | 1u) != (p->claim | 1u))
+			continue;
+		piece_hdr.kind = NT_KIND_CHUNK;
+		piece_hdr.size_words = 0;
+		piece_hdr.size_bytes = (uint32_t)sizeof(piece_hdr) + (to - from);
+		piece_hdr.claim = p->claim;
+		piece_hdr.base_ticks = p->ticks;
+		piece_hdr.first_event = piece_hdr.first_event + p->events;
+		uint32_t events_before = p->events, events_after = p->events;
+		uint64_t ticks_after = p->ticks;
+		advance(st.buf + sizeof(piece_hdr), 0, to - from, &ticks_after, &events_after);
+		piece_hdr.event_count = events_after - events_before;
+		memcpy(st.buf, &piece_hdr, sizeof(piece_hdr));
+		if (!append(st.buf, sizeof(piece_hdr) + (to - from)))
+			break;
+		p->ticks = ticks_after;
+		p->events = events_after;
+		p->saved = to;
+		if (!(p->claim & 1u))
+			st.full[nfull++] = s;
+	}
+	/* 4. Commit: the saved stream ends here (a crash after this point loses nothing that
+	 *    this save wrote), and only now may writers reuse the slots it emptied. */
+	if (!st.write_error) {
+		nt_store_release_64(nt_header_u64(NT_HDR_STREAM_END), st.tail);
+		for (uint32_t i = 0; i < nfull; i++)
+			nt_store_release_64(&nt_S.saved_claim[st.full[i]], st.progress[st.full[i]].claim);
+	}
+	return durable_end;
+}
+
+static int send_packet(int fd, uint16_t request, uint32_t data32, uint64_t data64)
+{
+	nt_fifo_packet pk = { request, 0, data32, data64 };
+	return send(fd, &pk, sizeof(pk), MSG_NOSIGNAL) == (ssize_t)sizeof(pk);
+}
+
+static int recv_packet(int fd, nt_fifo_packet *pk)
+{
+	ssize_t n;
+	do
+		n = recv(fd, pk, sizeof(*pk), 0);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(*pk);
+}
+
+/* The manager: a saver of this process's own arena. */
+static void *manager_main(void *arg)
+{
+	(void)arg;
+	nt_fifo_packet pk;
+	while (recv_packet(st.manager_fd, &pk)) {
+		if (pk.request == NT_FIFO_STARTED && pk.data32 != NT_FIFO_PROTOCOL_VERSION)
+			break;
+		if (pk.request == NT_FIFO_STOPPED)
+			break;
+		if (pk.request != NT_FIFO_SAVE_BUFFER)
+			continue;
+		save_everything();
+		nt_add_64(nt_S.buffers_saved, pk.data32 == NT_FIFO_SAVE_ALL ? 0 : 1);
+		if (!send_packet(st.manager_fd, NT_FIFO_BUFFER_SAVED, pk.data32, pk.data64))
+			break;
+	}
+	return NULL;
+}
+
+/* One SAVE_BUFFER round trip; returns 0 when the manager is gone. */
+static int request_save(uint32_t wraps)
+{
+	nt_fifo_packet pk;
+	if (!send_packet(st.provider_fd, NT_FIFO_SAVE_BUFFER, wraps, nt_load_64(&nt_S.durable_head)))
+		return 0;
+	return recv_packet(st.provider_fd, &pk) && pk.request == NT_FIFO_BUFFER_SAVED &&
+	       pk.data32 == wraps;
+}
+
+static void *provider_main(void *arg)
+{
+	(void)arg;
+	send_packet(st.provider_fd, NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
+	for (;;) {
+		uint32_t seen = __atomic_load_n(&nt_S.full_signal, __ATOMIC_ACQUIRE);
+		uint64_t saved = nt_load_64(&nt_S.saved_gens);
+		if (nt_load_acquire_64(&nt_S.full_gens) > saved) {
+			if (!request_save((uint32_t)saved))
+				break;
+			nt_store_release_64(&nt_S.saved_gens, saved + 1);
+			continue;
+		}
+		if (__atomic_load_n(&st.stop, __ATOMIC_ACQUIRE))
+			break;
+		futex_wait(&nt_S.full_signal, seen, 100);
+	}
+	request_save(NT_FIFO_SAVE_ALL);
+	send_packet(st.provider_fd, NT_FIFO_STOPPED, 0, 0);
+	return NULL;
+}
+
+static int stream_alloc(void)
+{
+	free(st.progress);
+	free(st.order);
+	free(st.buf);
+	free(st.used);
+	free(st.full);
+	free(st.seen);
+	st.seen = calloc(nt_S.nslots, sizeof(*st.seen));
+	st.progress = calloc(nt_S.nslots, sizeof(*st.progress));
+	st.order = calloc(nt_S.nslots, sizeof(*st.order));
+	st.used = calloc(nt_S.nslots, sizeof(*st.used));
+	st.full = calloc(nt_S.nslots, sizeof(*st.full));
+	st.buf = malloc(nt_S.chunk_size);
+	free(nt_S.saved_claim);
+	nt_S.saved_claim = calloc(nt_S.nslots, sizeof(uint64_t));
+	if (!st.progress || !st.order || !st.used || !st.full || !st.seen || !st.buf ||
+	    !nt_S.saved_claim) {
+		nt_set_error("nt_start: out of memory for streaming");
+		return NT_ERR_NO_MEMORY;
+	}
+	st.write_error = 0;
+	st.durable_saved = 0;
+	st.tail = *nt_header_u64(NT_HDR_STREAM_OFFSET);
+	nt_store_64(nt_header_u64(NT_HDR_STREAM_END), st.tail);
+	nt_S.full_gens = 0;
+	nt_S.saved_gens = 0;
+	return NT_OK;
+}
+
+int nt_stream_start(int fresh)
+{
+	if (st.running)
+		return NT_OK;
+	/* A later run of the same buffer continues the stream, the saver's progress and the
+	 * generation counts: the sequence numbers go on too. */
+	if (fresh) {
+		int rc = stream_alloc();
+		if (rc != NT_OK)
+			return rc;
+	}
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		nt_set_error("nt_start: cannot create the streaming socketpair: %s", strerror(errno));
+		return NT_ERR_IO;
+	}
+	st.provider_fd = sv[0];
+	st.manager_fd = sv[1];
+	st.stop = 0;
+	if (pthread_create(&st.manager, NULL, manager_main, NULL) != 0 ||
+	    pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
+		nt_set_error("nt_start: cannot start the streaming threads");
+		return NT_ERR_NO_MEMORY;
+	}
+	st.running = 1;
+	return NT_OK;
+}
+
+void nt_stream_stop(void)
+{
+	if (!st.running)
+		return;
+	__atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&nt_S.full_signal, 1, __ATOMIC_RELEASE);
+	futex_wake(&nt_S.full_signal);
+	pthread_join(st.provider, NULL);
+	pthread_join(st.manager, NULL);
+	close(st.provider_fd);
+	close(st.manager_fd);
+	st.running = 0;
+}
+
+nt_result nt_stream_finish(void)
+{
+	if (st.write_error) {
+		nt_set_error("nt_finish: writing the stream to '%s': %s", nt_S.path,
+			     strerror(st.write_error));
+		return NT_ERR_IO;
+	}
+	/* The saved stream is the archive: the header now points at it, and the arena's
+	 * blocks are given back (a hole). */
+	*nt_header_u64(NT_HDR_DATA_OFFSET) = *nt_header_u64(NT_HDR_STREAM_OFFSET);
+	*nt_header_u64(NT_HDR_EVENTS_WRITTEN) = 0;
+	nt_fence_full();
+	*nt_header_u8(NT_HDR_LAYOUT) = NT_LAYOUT_STREAM;
+	if (msync(nt_S.map, NT_ARENA_HEADER_BYTES, MS_SYNC) != 0 || fdatasync(nt_S.fd) != 0) {
+		nt_set_error("nt_finish: syncing '%s': %s", nt_S.path, strerror(errno));
+		return NT_ERR_IO;
+	}
+	fallocate(nt_S.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, NT_ARENA_HEADER_BYTES,
+		  (off_t)(nt_S.map_size - NT_ARENA_HEADER_BYTES));
+	return NT_OK;
+}
