@@ -7,8 +7,9 @@
  *   stress --mode oneshot|circular|streaming --threads N --events M [--buffer BYTES]
  *          [--chunk BYTES] [--slow] [--min-mb N]
  *
- * Streaming mode records through a file-backed arena (the saver appends to the archive);
- * --min-mb fails the run unless the archive holds at least N MB of events.
+ * Streaming mode records through a file-backed arena (the saver appends to the archive).
+ * With --min-mb the threads emit at least M events each and go on until the archive file
+ * holds N MB (at most 50 M events each); the run fails unless the archive's events take N MB.
  *
  * --slow makes thread 0 stall (sleep) in the middle of its chunks, so in circular mode the
  * other threads wrap the arena many times while it still owns a chunk of a half being reused.
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,20 +32,24 @@ typedef struct worker {
 	uint32_t id;
 	uint64_t events;
 	int slow;
+	int until_stop;
 } worker;
 
-static volatile int go;
+static volatile int go, stop;
 
 static void *work(void *arg)
 {
 	worker *w = arg;
 	while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
 		;
-	for (uint64_t i = 0; i < w->events; i++) {
+	uint64_t i;
+	for (i = 0; i < w->events || (w->until_stop && !__atomic_load_n(&stop, __ATOMIC_RELAXED) &&
+				       i < 50000000); i++) {
 		NT_INSTANT("stress", "ev", NT_U32("t", w->id), NT_U64("seq", i));
 		if (w->slow && i % 1000 == 500)
 			usleep(200);
 	}
+	w->events = i; /* what this thread emitted */
 	return NULL;
 }
 
@@ -154,11 +160,24 @@ int main(int argc, char **argv)
 		ws[i].id = i;
 		ws[i].events = events;
 		ws[i].slow = slow && i == 0;
+		ws[i].until_stop = min_mb > 0;
 		pthread_create(&ws[i].th, NULL, work, &ws[i]);
 	}
 	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
-	for (uint32_t i = 0; i < nthreads; i++)
+	if (min_mb > 0) { /* go on until the archive has grown by min_mb */
+		struct stat st;
+		for (int ms = 0; ms < 120000; ms += 10) {
+			if (stat(path, &st) == 0 && (double)st.st_size > (double)min_mb * 1.05e6 + 1e6)
+				break;
+			usleep(10000);
+		}
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	}
+	uint64_t emitted = 0;
+	for (uint32_t i = 0; i < nthreads; i++) {
 		pthread_join(ws[i].th, NULL);
+		emitted += ws[i].events;
+	}
 
 	if (nt_finish(path) != NT_OK) {
 		fprintf(stderr, "stress: %s\n", nt_last_error());
@@ -182,7 +201,6 @@ int main(int argc, char **argv)
 	}
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
 	int rc = nt_reader_visit(r, &cb, &c, NT_ORDER_STREAM, NT_ON_CORRUPT_STOP);
-	uint64_t emitted = (uint64_t)nthreads * events;
 	uint64_t accounted = c.decoded + info->events_dropped + info->events_overwritten;
 	const char *mode = cfg.mode == NT_MODE_ONESHOT ? "oneshot"
 			   : cfg.mode == NT_MODE_CIRCULAR ? "circular" : "streaming";

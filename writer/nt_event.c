@@ -71,7 +71,8 @@ static int write_thread_record(uint32_t index, const char *name)
 	nt_thread_record *rec = nt_durable_reserve(words * 8);
 	if (rec == NULL)
 		return 0;
-	rec->index = index;
+	/* Only the words after the first are written here: the first (kind, size, name
+	 * length, index) is stored once, to publish the record. */
 	rec->pid = (uint32_t)getpid();
 	rec->tid = (uint32_t)syscall(SYS_gettid);
 	memcpy(rec + 1, name, len);

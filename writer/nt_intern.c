@@ -100,12 +100,12 @@ uint32_t nt_intern_string(const char *s)
 	if (rec == NULL)
 		return 0;
 	memcpy(rec + 1, s, len); /* the region is zeroed, so the tail padding already is */
-	rec->length = (uint16_t)len;
-	rec->index = ++nt_S.next_string;
+	uint32_t index = ++nt_S.next_string;
+	/* length and index live in the first word, which is stored once, to publish. */
 	nt_publish_word(rec, (uint64_t)NT_KIND_STRING | (uint64_t)words << 8 |
-				     (uint64_t)len << 16 | (uint64_t)rec->index << 32);
+				     (uint64_t)len << 16 | (uint64_t)index << 32);
 	ck_hs_put(&nt_S.strings, hash, rec);
-	return rec->index;
+	return index;
 }
 
 int nt_category_matches(const char *category)
@@ -162,8 +162,7 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 	if (rec == NULL)
 		return 0;
 	uint32_t index = ++nt_S.next_callsite;
-	rec->line = site->line;
-	rec->category = category;
+	rec->category = category; /* index and line are in the first word, stored to publish */
 	rec->name = name;
 	rec->file = file;
 	nt_publish_word(rec, (uint64_t)NT_KIND_CALLSITE | (uint64_t)3 << 8 | (uint64_t)index << 16 |

@@ -178,6 +178,10 @@ static uint64_t save_everything(void)
 		uint64_t claim = nt_chunk_snapshot(h);
 		if (claim == 0 || (claim | 1u) != (st.seen[s] | 1u))
 			continue;
+		if (nt_load_64(&nt_S.saved_claim[s]) == claim)
+			continue; /* saved in full already: the slot may be reused right now */
+		/* From here the slot cannot be reused before this save marks it saved, so its
+		 * header and published records are stable. */
 		if (h->thread < st.nblock && nt_claim_sequence(claim) > st.block[h->thread])
 			continue; /* an older chunk of its thread is not saved yet */
 		uint32_t events;
@@ -215,18 +219,17 @@ static uint64_t save_everything(void)
 		const uint8_t *payload = (const uint8_t *)(h + 1);
 		slot_progress *p = &st.progress[s];
 		uint32_t from = p->saved, to = used_all[s];
-		/* Copy, then check the slot still holds the same chunk (a seqlock read): only a
-		 * copy taken while it did is saved. */
-		nt_chunk_header piece_hdr = *h;
+		/* The slot keeps this chunk until the commit below marks it saved. */
+		nt_chunk_header piece_hdr;
+		memset(&piece_hdr, 0, sizeof(piece_hdr));
 		memcpy(st.buf + sizeof(piece_hdr), payload + from, to - from);
-		if ((nt_chunk_snapshot(h) | 1u) != (p->claim | 1u))
-			continue;
 		piece_hdr.kind = NT_KIND_CHUNK;
-		piece_hdr.size_words = 0;
+		piece_hdr.slot_wrap = nt_slot_wrap(nt_claim_sequence(p->claim));
 		piece_hdr.size_bytes = (uint32_t)sizeof(piece_hdr) + (to - from);
+		piece_hdr.thread = h->thread;
 		piece_hdr.claim = p->claim;
 		piece_hdr.base_ticks = p->ticks;
-		piece_hdr.first_event = piece_hdr.first_event + p->events;
+		piece_hdr.first_event = h->first_event + p->events;
 		uint32_t events_before = p->events, events_after = p->events;
 		uint64_t ticks_after = p->ticks;
 		advance(st.buf + sizeof(piece_hdr), 0, to - from, &ticks_after, &events_after);
