@@ -7,6 +7,10 @@
  *             chunk claims and wraps are included; ns per event = thread time / events.
  *   bytes     bytes per argument-less event in the archive: event records alone, with the
  *             chunk headers spread over their events, and the whole file.
+ *   disabled  an event macro while tracing is off (one load and a branch), and while
+ *             recording with its category disabled (the call site's cached flag).
+ *   streaming the fastest paced event rate that a 4 MiB streaming session saves to the
+ *             archive with no drop, as MB/s of archive written.
  *
  * This machine is shared and noisy, so the cases are interleaved and repeated and the
  * medians are reported; ratios are taken between medians of the same run. Threads are pinned
@@ -84,6 +88,15 @@ static double pairs_loop(uint64_t pairs)
 	return (double)(now_ns() - t0) / (double)(2 * pairs);
 }
 
+/* Returns ns per call site; the category "bench-off" is never enabled. */
+static double off_loop(uint64_t n)
+{
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		NT_INSTANT("bench-off", "x", NT_U64("i", i));
+	return (double)(now_ns() - t0) / (double)n;
+}
+
 typedef enum { CASE_FLOOR, CASE_PAIRS } bench_case;
 
 typedef struct thread_arg {
@@ -151,6 +164,68 @@ static int start_session(int mode, size_t buffer)
 	return 1;
 }
 
+/* One paced streaming run: `rate` events per second (0: as fast as possible) from one thread
+ * for `ms` milliseconds. Returns archive MB/s saved, and *dropped. */
+static double streaming_run(const char *path, double rate, int ms, uint64_t *dropped)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = NT_MODE_STREAMING;
+	cfg.buffer_size = 4u << 20;
+	cfg.categories = "bench";
+	cfg.path = path;
+	if (nt_start(&cfg) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return -1;
+	}
+	uint64_t t0 = now_ns(), end = t0 + (uint64_t)ms * 1000000u, n = 0;
+	for (uint64_t now = t0; now < end; now = now_ns()) {
+		uint64_t due = rate > 0 ? (uint64_t)((double)(now - t0) * rate / 1e9) : n + 1024;
+		for (; n < due; n++)
+			NT_INSTANT("bench", "stream", NT_U64("i", n));
+	}
+	uint64_t t1 = now_ns();
+	nt_stats st;
+	nt_get_stats(&st);
+	*dropped = st.events_dropped;
+	if (nt_finish(NULL) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return -1;
+	}
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	unlink(path);
+	if (r == NULL)
+		return -1;
+	nt_reader_summary s;
+	nt_reader_get_summary(r, &s);
+	nt_reader_close(r);
+	return (double)s.chunk_bytes / 1e6 / ((double)(t1 - t0) / 1e9);
+}
+
+/* The highest paced rate with no drop: start from what an unpaced writer got saved, then
+ * step down by 15% until a run drops nothing. */
+static double streaming_mb_s(double *unpaced_mb_s)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-bench-s-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	uint64_t dropped;
+	*unpaced_mb_s = streaming_run(path, 0, 300, &dropped);
+	if (*unpaced_mb_s <= 0)
+		return -1;
+	if (dropped == 0)
+		return *unpaced_mb_s; /* the saver kept up with the writer at full speed */
+	double rate = *unpaced_mb_s * 1e6 / 16.0; /* 16-byte events */
+	for (int i = 0; i < 12; i++) {
+		double mb = streaming_run(path, rate, 400, &dropped);
+		if (mb > 0 && dropped == 0)
+			return mb;
+		rate *= 0.85;
+	}
+	return 0;
+}
+
 /* Bytes per argument-less event as stored: record 1 M begin/end events and read them back. */
 static int measure_bytes(double *record_bpe, double *chunk_bpe, double *file_bpe)
 {
@@ -206,10 +281,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nt_bench: --reps must be 1-101 and --pairs at least 1000\n");
 		return 1;
 	}
+	/* Tracing off: no session at all. */
+	off_loop(pairs / 10);
+	double *d0 = calloc((size_t)reps, sizeof(double)), *dc = calloc((size_t)reps, sizeof(double));
+	for (int r = 0; r < reps; r++)
+		d0[r] = off_loop(4 * pairs);
+	double ns_disabled = median(d0, reps);
+
 	/* One circular session for the timing cases: it never fills, so every event is a
-	 * real write, with chunk claims and wraps included. */
-	if (!start_session(NT_MODE_CIRCULAR, 4u << 20))
-		return 1;
+	 * real write, with chunk claims and wraps included. Only "bench" is enabled. */
+	{
+		nt_config cfg;
+		nt_config_init(&cfg);
+		cfg.mode = NT_MODE_CIRCULAR;
+		cfg.categories = "bench";
+		if (nt_start(&cfg) != NT_OK) {
+			fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+			return 1;
+		}
+	}
+	off_loop(pairs / 10);
+	for (int r = 0; r < reps; r++)
+		dc[r] = off_loop(4 * pairs);
+	double ns_category_off = median(dc, reps);
 	double *f1 = calloc((size_t)reps, sizeof(double)), *f2 = calloc((size_t)reps, sizeof(double));
 	double *e1 = calloc((size_t)reps, sizeof(double)), *e2 = calloc((size_t)reps, sizeof(double));
 	for (int r = 0; r < reps; r++) {
@@ -231,6 +325,7 @@ int main(int argc, char **argv)
 	double record_bpe = 0, chunk_bpe = 0, file_bpe = 0;
 	if (!measure_bytes(&record_bpe, &chunk_bpe, &file_bpe))
 		return 1;
+	double unpaced = 0, stream_mb = streaming_mb_s(&unpaced);
 
 	printf("nanotrace %s, clock %s, %d reps x %" PRIu64 " begin/end pairs, medians\n",
 	       NT_VERSION_STRING, nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
@@ -243,13 +338,20 @@ int main(int argc, char **argv)
 	       record_bpe, chunk_bpe, file_bpe);
 	printf("  session: %" PRIu64 " chunks, %" PRIu64 " wraps, %" PRIu64 " dropped\n", st.chunks_claimed,
 	       st.wraps, st.events_dropped);
+	printf("  event while tracing is off                 %7.2f ns\n", ns_disabled);
+	printf("  event in a disabled category               %7.2f ns\n", ns_category_off);
+	printf("  streaming to the archive, 0 drops          %7.1f MB/s (unpaced writer: %.1f MB/s saved)\n",
+	       stream_mb, unpaced);
 	if (json)
 		printf("{\"ns_per_event_1t\":%.3f,\"ns_per_event_2t\":%.3f,\"floor_ns\":%.3f,"
 		       "\"floor_2t_ns\":%.3f,\"ratio_1t\":%.4f,\"ratio_2t\":%.4f,"
 		       "\"ratio_2t_vs_1t_floor\":%.4f,\"bytes_per_event\":%.4f,"
-		       "\"chunk_bytes_per_event\":%.4f,\"file_bytes_per_event\":%.4f,\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
+		       "\"chunk_bytes_per_event\":%.4f,\"file_bytes_per_event\":%.4f,"
+		       "\"ns_disabled\":%.3f,\"ns_category_off\":%.3f,\"streaming_mb_s\":%.1f,"
+		       "\"streaming_unpaced_mb_s\":%.1f,\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
 		       ns1, ns2, floor1, floor2, ns1 / floor1, ns2 / floor2, ns2 / floor1, record_bpe,
-		       chunk_bpe, file_bpe, nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
-	free(f1), free(f2), free(e1), free(e2);
+		       chunk_bpe, file_bpe, ns_disabled, ns_category_off, stream_mb, unpaced,
+		       nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
+	free(f1), free(f2), free(e1), free(e2), free(d0), free(dc);
 	return 0;
 }

@@ -239,6 +239,14 @@ extern uint32_t nt_session_tag_;
 #define NT_SITE_ENABLED (1u << 16)
 /* A relaxed atomic load: one plain mov on x86-64 and arm64, and race-free in C11 terms. */
 #define NT__RECORDING() (__atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED) != 0)
+/* The site is registered in this generation with its category disabled: skip it inline. */
+static inline int nt_site_off_(const nt_callsite *site)
+{
+	uint32_t tag = __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED);
+	uint32_t st = __atomic_load_n(&site->state, __ATOMIC_RELAXED);
+	return st != 0 && !(st & NT_SITE_ENABLED) &&
+	       (((st | NT_SITE_ENABLED) ^ tag) & ~(uint32_t)0xFFFFu) == 0;
+}
 
 void nt_emit_(nt_callsite *site, unsigned kind);
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs);
@@ -269,16 +277,22 @@ void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *ar
 					 .name = (nm), .file = __FILE__,                       \
 					 .arg_names = nt__names_, .arg_count = (nargs) }
 
+/* sizeof counts the arguments without evaluating them; they are evaluated only when the
+ * event is recorded. */
+#define NT__NARGS(...) (sizeof((nt_arg[]){ { 0 }, ##__VA_ARGS__ }) / sizeof(nt_arg) - 1)
+
 #define NT__EVENT(kind, cat, nm, ...)                                                          \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };                      \
-			enum { nt__n_ = sizeof(nt__a_) / sizeof(nt__a_[0]) - 1 };             \
+			enum { nt__n_ = NT__NARGS(__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
-			if (nt__n_ == 0)                                                       \
-				nt_emit_(&nt__site_, (kind));                                  \
-			else                                                                   \
-				nt_emit_args_(&nt__site_, (kind), nt__a_ + 1, nt__n_);         \
+			if (!nt_site_off_(&nt__site_)) {                                       \
+				const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };              \
+				if (nt__n_ == 0)                                               \
+					nt_emit_(&nt__site_, (kind));                          \
+				else                                                           \
+					nt_emit_args_(&nt__site_, (kind), nt__a_ + 1, nt__n_); \
+			}                                                                      \
 		}                                                                              \
 	} while (0)
 
@@ -290,10 +304,12 @@ void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *ar
 #define NT_COMPLETE(cat, nm, start, ...)                                                       \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };                      \
-			enum { nt__n_ = sizeof(nt__a_) / sizeof(nt__a_[0]) - 1 };             \
+			enum { nt__n_ = NT__NARGS(__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
-			nt_emit_complete_(&nt__site_, (start), nt__a_ + 1, nt__n_);            \
+			if (!nt_site_off_(&nt__site_)) {                                       \
+				const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };              \
+				nt_emit_complete_(&nt__site_, (start), nt__a_ + 1, nt__n_);    \
+			}                                                                      \
 		}                                                                              \
 	} while (0)
 

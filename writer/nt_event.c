@@ -307,7 +307,9 @@ static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *a
 	return p;
 }
 
-/* Every event with arguments, every Complete event, and every fast-path miss. */
+/* Every event with arguments, every Complete event, and every fast-path miss. The clock is
+ * read here, once the event is known to be recorded, unless the caller (Complete) already
+ * read it: `now` is then that reading, else 0. */
 static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t duration,
 			const nt_arg *args, uint32_t n)
 {
@@ -318,6 +320,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 		if (!(st & NT_SITE_ENABLED))
 			return; /* disabled category, or dropped and counted */
 	}
+	if (now == 0)
+		now = nt_clock_ticks();
 	uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
 	uint32_t str_len[n > 0 ? n : 1];
 	uint32_t bytes = n ? size_args(args, n, head, str_len) : head;
@@ -363,20 +367,20 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 			return;
 		}
 	}
-	write_event(site, kind, nt_clock_ticks(), 0, NULL, 0);
+	write_event(site, kind, 0, 0, NULL, 0);
 }
 
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)
 {
-	write_event(site, kind, nt_clock_ticks(), 0, args, nargs);
+	write_event(site, kind, 0, 0, args, nargs);
 }
 
 void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
 		       uint32_t nargs)
 {
 	uint64_t now = nt_clock_ticks();
-	write_event(site, NT_KIND_COMPLETE, now, now > start_ticks ? now - start_ticks : 0, args,
-		    nargs);
+	write_event(site, NT_KIND_COMPLETE, now ? now : 1, now > start_ticks ? now - start_ticks : 0,
+		    args, nargs);
 }
 
 uint64_t nt_now(void)
