@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-TRACE_DUMP, DEMO, WORK = sys.argv[1:4]
+TRACE_DUMP, DEMO, WORK = (os.path.abspath(a) for a in sys.argv[1:4])
 os.makedirs(WORK, exist_ok=True)
 failures = []
 
@@ -115,5 +115,71 @@ except (ValueError, KeyError) as exc:
 # stream order gives the same events
 rc, out, err = run('--order', 'stream', archive)
 check('stream order shows the same number of events', len(out.splitlines()) - 1 == events_text)
+
+# a demo killed with SIGKILL mid-run leaves an archive trace-dump reads without complaint
+import signal
+import time
+for mode in ('oneshot', 'circular', 'streaming'):
+    killed = path('killed-%s.ntrace' % mode)
+    proc = subprocess.Popen([DEMO, killed, '--mode', mode, '--buffer-size', '262144',
+                             '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
+    for _ in range(200):  # until the arena file exists
+        if os.path.exists(killed):
+            break
+        time.sleep(0.01)
+    time.sleep(0.15)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rc, out, err = run('--stats', killed)
+    stats = dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
+    check('SIGKILLed %s demo: archive reads cleanly' % mode, rc == 0 and err == '', err)
+    check('SIGKILLed %s demo: stats say it never finished' % mode,
+          stats.get('layout', '').startswith('arena') and stats.get('ended by', '').startswith('unknown')
+          and int(stats.get('events', '0')) > 0, str(stats.get('layout')))
+    rc, out, err = run('--format', 'chrome', killed)
+    try:
+        json.loads(out)
+        check('SIGKILLed %s demo: chrome JSON is valid' % mode, rc == 0)
+    except ValueError as exc:
+        check('SIGKILLed %s demo: chrome JSON is valid' % mode, False, str(exc))
+
+# SIGTERM: the process dies of SIGTERM and the archive says so
+term = path('term.ntrace')
+proc = subprocess.Popen([DEMO, term, '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
+for _ in range(200):
+    if os.path.exists(term):
+        break
+    time.sleep(0.01)
+time.sleep(0.1)
+proc.send_signal(signal.SIGTERM)
+code = proc.wait()
+rc, out, err = run('--stats', term)
+check('SIGTERM demo dies of SIGTERM and the archive records it',
+      code == -signal.SIGTERM and 'ended by: signal 15' in out, 'code %d, %r' % (code, out[-300:]))
+
+# losses show where they happened
+small = path('gaps.ntrace')
+subprocess.run([DEMO, small, '--mode', 'circular', '--buffer-size', '65536', '--duration-ms', '200'],
+               check=True, capture_output=True)
+rc, out, err = run(small)
+check('circular losses are marked in text', rc == 0 and '-- gap: ' in out and 'lost' in out, err)
+rc, out, err = run('--format', 'chrome', small)
+check('circular losses are instant events in chrome',
+      rc == 0 and any(e.get('name') == 'events lost' and e['ph'] == 'i' and e['args']['lost'] > 0
+                      for e in json.loads(out)['traceEvents']))
+rc, out, err = run('--stats', small)
+check('stats count gaps and drop reasons', 'gaps: ' in out and 'rolling full' in out, out)
+
+# the demo documents and checks its options
+p = subprocess.run([DEMO, '--help'], capture_output=True, text=True)
+check('demo --help documents its options', p.returncode == 0 and all(
+    o in p.stdout for o in ('--mode', '--buffer-size', '--duration-ms', 'streaming')))
+for bad in (['x.ntrace', '--mode', 'weird'], ['x.ntrace', '--buffer-size', '12'],
+            ['x.ntrace', '--duration-ms', '-5'], []):
+    p = subprocess.run([DEMO, *bad], capture_output=True, text=True, cwd=WORK)
+    check('demo rejects %r' % (bad,), p.returncode == 1 and 'nanotrace-demo:' in p.stderr)
+p = subprocess.run([DEMO, '/nonexistent-dir/x.ntrace'], capture_output=True, text=True)
+check('demo names an unwritable output', p.returncode == 1 and '/nonexistent-dir/x.ntrace' in p.stderr,
+      p.stderr)
 
 sys.exit(1 if failures else 0)
