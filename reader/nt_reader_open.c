@@ -508,9 +508,19 @@ void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)
 
 int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
 {
-	int64_t d = (int64_t)(ticks - r->info.start_ticks);
-	__int128 ns = (__int128)d * 1000000000 / (__int128)r->info.ticks_per_second;
-	return (int64_t)r->info.start_monotonic_ns + (int64_t)ns;
+	const nt_archive_info *in = &r->info;
+	if (in->clock_source == NT_CLOCK_MONOTONIC)
+		return (int64_t)ticks; /* the ticks are CLOCK_MONOTONIC nanoseconds */
+	int64_t d = (int64_t)(ticks - in->start_ticks);
+	__int128 ns;
+	if (in->finish_ticks > in->start_ticks && in->finish_monotonic_ns > in->start_monotonic_ns)
+		/* Interpolate between the pairs taken at start and finish: exact at both ends,
+		 * whatever the calibration said. */
+		ns = (__int128)d * (__int128)(in->finish_monotonic_ns - in->start_monotonic_ns) /
+		     (__int128)(in->finish_ticks - in->start_ticks);
+	else /* never finished: the calibrated rate */
+		ns = (__int128)d * 1000000000 / (__int128)in->ticks_per_second;
+	return (int64_t)in->start_monotonic_ns + (int64_t)ns;
 }
 
 int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns)

@@ -108,17 +108,21 @@ void nt_config_init(nt_config *cfg);
 
 /* ---- Session --------------------------------------------------------------------------- */
 
-/* Map and pre-fault the arena, calibrate the clock and start recording.
+/* Map and pre-fault the arena (of cfg->path, if set), calibrate the clock and start
+ * recording; streaming mode also starts its provider and saver threads.
  * Cost: one mmap of buffer_size bytes, touching every page, and about 2 ms of clock
- * calibration when the TSC is used.
- * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL or sizes out of range (the message names
- * the field and the allowed range), NT_ERR_STATE if already recording, NT_ERR_NO_MEMORY,
- * NT_ERR_UNSUPPORTED for streaming mode or a TSC that is not invariant. */
+ * calibration when the TSC is used; a file-backed arena also reserves its blocks.
+ * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL, sizes out of range (the message names
+ * the field and the allowed range) or streaming without a path; NT_ERR_STATE if already
+ * initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
+ * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant. */
 nt_result nt_start(const nt_config *cfg);
 
 /* Stop recording and write the compact archive to `path` (created with mode 0644, replaced
  * if it exists); with a file-backed arena, path == NULL compacts the arena's own file in
- * place, and another path moves the archive there (the arena file is removed).
+ * place, and another path moves the archive there (the arena file is removed). Streaming:
+ * the saver saves what is left, the header is rewritten to point at the saved stream, and
+ * the arena's blocks in the file are released (a hole).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
  * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
  * if nt_start() did not succeed, NT_ERR_IO if the file cannot be created or written (the

@@ -229,6 +229,25 @@ static uint64_t chunk_first_word(uint32_t size_bytes, uint64_t seq)
 	       ((uint64_t)size_bytes << 32);
 }
 
+/* The claimer of slot header `h` for `seq` (won from `old`) makes it a fresh chunk. A reused
+ * slot is invalidated before its body is touched, so a reader of the live arena (or of a
+ * crash) never takes the old records for the new owner's. */
+static nt_chunk_header *chunk_init(nt_chunk_header *h, uint64_t seq, uint64_t old, uint32_t thread,
+				   uint64_t base_ticks, uint64_t first_event)
+{
+	if (old != 0) {
+		nt_store_64((uint64_t *)(void *)h, 0);
+		nt_fence_store();
+		memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
+	}
+	h->thread = thread;
+	h->event_count = 0;
+	h->base_ticks = base_ticks;
+	h->first_event = first_event;
+	nt_publish_word(h, chunk_first_word(nt_S.chunk_size, seq));
+	return h;
+}
+
 /* Streaming: the sequence advances by CAS, and only into a half whose previous use is saved,
  * so a full arena drops events without consuming sequence numbers. */
 static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, uint64_t first_event)
@@ -252,17 +271,7 @@ static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, ui
 			continue; /* the saver does not hold all of it yet */
 		if (!nt_cas_64(&h->claim, old, ((seq + 1) << 1) | 1u))
 			continue;
-		if (old != 0) {
-			nt_store_64((uint64_t *)(void *)h, 0);
-			nt_fence_store();
-			memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
-		}
-		h->thread = thread;
-		h->event_count = 0;
-		h->base_ticks = base_ticks;
-		h->first_event = first_event;
-		nt_publish_word(h, chunk_first_word(nt_S.chunk_size, seq));
-		return h;
+		return chunk_init(h, seq, old, thread, base_ticks, first_event);
 	}
 	return NULL;
 }
@@ -283,6 +292,7 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t f
 		uint32_t slot = (uint32_t)(seq % nslots);
 		nt_chunk_header *h = nt_chunk_slot(slot);
 		uint64_t mine = ((seq + 1) << 1) | 1u; /* 0 stays "never claimed" */
+		uint64_t old = 0;
 
 		if (oneshot) {
 			if (seq >= nslots) {
@@ -293,27 +303,17 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t f
 		} else {
 			if (seq >= nslots && seq % nt_S.chunks_per_half == 0)
 				nt_add_64(nt_S.wraps, 1);
-			uint64_t old = nt_load_64(&h->claim);
+			old = nt_load_64(&h->claim);
 			if ((old & 1u) || (old >> 1) > seq + 1)
 				continue; /* active writer, or a newer claim already took it */
 			if (!nt_cas_64(&h->claim, old, mine))
 				continue;
-			if (old != 0) {
-				/* Count the loss, then invalidate before touching the body: a
-				 * reader of the live arena (or of a crash) never takes the old
-				 * records for the new owner's, and never misses a loss. */
+			/* Count the loss before the slot is invalidated: a crash in between shows
+			 * the old records and counts them too, but never misses a loss. */
+			if (old != 0)
 				nt_add_64(nt_S.events_overwritten, nt_load_32(&h->event_count));
-				nt_store_64((uint64_t *)(void *)h, 0);
-				nt_fence_store();
-				memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
-			}
 		}
-		h->thread = thread;
-		h->event_count = 0;
-		h->base_ticks = base_ticks;
-		h->first_event = first_event;
-		nt_publish_word(h, chunk_first_word(nt_S.chunk_size, seq));
-		return h;
+		return chunk_init(h, seq, old, thread, base_ticks, first_event);
 	}
 	return NULL;
 }
