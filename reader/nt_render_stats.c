@@ -156,6 +156,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		in->dropped_stopped);
 	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
 	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
+	if (in->buffering_mode == NT_MODE_STREAMING)
+		fprintf(out, "halves saved: %" PRIu64 "\n", in->buffers_saved);
 	fprintf(out, "gaps: %" PRIu64 " (%" PRIu64 " events lost between chunks)\n", s.gaps,
 		s.gap_events);
 	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);

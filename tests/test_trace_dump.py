@@ -133,6 +133,9 @@ for mode in ('oneshot', 'circular', 'streaming'):
     rc, out, err = run('--stats', killed)
     stats = dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
     check('SIGKILLed %s demo: archive reads cleanly' % mode, rc == 0 and err == '', err)
+    if mode == 'streaming':
+        check('streaming stats count saved halves', int(stats.get('halves saved', '0')) > 0,
+              str(stats.get('halves saved')))
     check('SIGKILLed %s demo: stats say it never finished' % mode,
           stats.get('layout', '').startswith('arena') and stats.get('ended by', '').startswith('unknown')
           and int(stats.get('events', '0')) > 0, str(stats.get('layout')))
