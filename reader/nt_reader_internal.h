@@ -69,6 +69,15 @@ struct nt_reader {
 uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out, char *why,
 			  size_t whylen, uint64_t *where);
 
+/* a - b, saturated: times come from untrusted archives. */
+static inline int64_t nt_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 static inline uint64_t rd64(const uint8_t *p)
 {
 	uint64_t v;

@@ -506,6 +506,12 @@ void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)
 	*out = r->summary;
 }
 
+/* Archive values are untrusted: conversions saturate instead of overflowing. */
+static int64_t saturate(__int128 v)
+{
+	return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+}
+
 int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
 {
 	const nt_archive_info *in = &r->info;
@@ -520,10 +526,11 @@ int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
 		     (__int128)(in->finish_ticks - in->start_ticks);
 	else /* never finished: the calibrated rate */
 		ns = (__int128)d * 1000000000 / (__int128)in->ticks_per_second;
-	return (int64_t)in->start_monotonic_ns + (int64_t)ns;
+	return saturate((__int128)in->start_monotonic_ns + ns);
 }
 
 int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns)
 {
-	return (int64_t)r->info.start_realtime_ns + (monotonic_ns - (int64_t)r->info.start_monotonic_ns);
+	return saturate((__int128)r->info.start_realtime_ns + monotonic_ns -
+			(__int128)r->info.start_monotonic_ns);
 }

@@ -199,7 +199,7 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 			ev->ticks = c->ticks - dur;
 			int64_t end_ns = nt_reader_ticks_to_ns(r, c->ticks);
 			ev->time_ns = nt_reader_ticks_to_ns(r, ev->ticks);
-			ev->duration_ns = (uint64_t)(end_ns - ev->time_ns);
+			ev->duration_ns = end_ns > ev->time_ns ? (uint64_t)end_ns - (uint64_t)ev->time_ns : 0;
 		} else {
 			ev->time_ns = nt_reader_ticks_to_ns(r, c->ticks);
 		}

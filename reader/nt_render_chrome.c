@@ -59,7 +59,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	chrome_ctx *c = ctx;
 	FILE *out = c->out;
 	char ts[40];
-	nt_format_offset_us(ts, sizeof(ts), e->time_ns - (int64_t)c->r->info.start_monotonic_ns);
+	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(e->time_ns, (int64_t)c->r->info.start_monotonic_ns));
 	begin_event(c);
 	fprintf(out, "{\"ph\":\"%s\",\"cat\":", nt_kind_phase(e->kind));
 	json_str(out, e->category);
@@ -94,7 +94,7 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	chrome_ctx *c = ctx;
 	char ts[40];
-	nt_format_offset_us(ts, sizeof(ts), g->time_ns - (int64_t)c->r->info.start_monotonic_ns);
+	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(g->time_ns, (int64_t)c->r->info.start_monotonic_ns));
 	begin_event(c);
 	fprintf(c->out, "{\"ph\":\"i\",\"cat\":\"nanotrace\",\"name\":\"events lost\",\"s\":\"t\","
 			"\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"lost\":%" PRIu64 "}}",

@@ -54,7 +54,7 @@ static nt_duration_stack *stack_of(text_ctx *t, uint32_t thread)
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	text_ctx *t = ctx;
-	int64_t rel = e->time_ns - (int64_t)t->r->info.start_monotonic_ns;
+	int64_t rel = nt_sat_sub(e->time_ns, (int64_t)t->r->info.start_monotonic_ns);
 	uint64_t a = rel < 0 ? (uint64_t)(-(rel + 1)) + 1 : (uint64_t)rel;
 	char thread[64], dur[32] = "", when[32];
 	snprintf(when, sizeof(when), "%s%" PRIu64 ".%09" PRIu64, rel < 0 ? "-" : "", a / 1000000000u,
@@ -81,11 +81,11 @@ static int on_event(void *ctx, const nt_reader_event *e)
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	text_ctx *t = ctx;
-	int64_t rel = g->time_ns - (int64_t)t->r->info.start_monotonic_ns;
+	int64_t rel = nt_sat_sub(g->time_ns, (int64_t)t->r->info.start_monotonic_ns);
 	fprintf(t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
 			" lost (dropped or overwritten) before %s%.9f s\n",
 		g->events, g->thread->name, g->thread->tid, rel < 0 ? "-" : "",
-		(double)(rel < 0 ? -rel : rel) / 1e9);
+		rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
 	/* Durations cannot be matched across lost events: start the nesting afresh. */
 	nt_duration_stack *s = stack_of(t, g->thread->index);
 	if (s != NULL)

@@ -111,6 +111,6 @@ int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur)
 	s->depth--;
 	if (s->depth >= NT_DURATION_STACK_MAX)
 		return 0;
-	*dur = end_ns > s->begin_ns[s->depth] ? (uint64_t)(end_ns - s->begin_ns[s->depth]) : 0;
+	*dur = end_ns > s->begin_ns[s->depth] ? (uint64_t)end_ns - (uint64_t)s->begin_ns[s->depth] : 0;
 	return 1;
 }
