@@ -20,7 +20,9 @@
  * HOW IT WORKS
  *   nt_start() maps one arena: a durable region (strings, threads, call sites: never
  *   dropped) and two rolling halves cut into fixed-size chunks. A thread claims a whole chunk
- *   with one atomic fetch-and-add and then appends 8-byte event records with plain stores;
+ *   with one atomic fetch-and-add (a compare-and-swap in streaming mode, and one more to take
+ *   over a slot once the arena has wrapped) and then appends 8-byte event records with
+ *   plain stores;
  *   each record is published by a store of its first word, made after its body. Each event
  *   macro owns a static call site (category, name, file, line) that is interned on its first
  *   use, so afterwards an event costs: one load of the session tag, one load of the site's

@@ -193,7 +193,7 @@ static uint64_t save_everything(void)
 			p->events = 0;
 			p->ticks = h->base_ticks;
 		}
-		p->claim = claim;
+		p->claim = claim; /* the active bit may have cleared since */
 		used_all[s] = bytes;
 		if (bytes > p->saved)
 			st.order[n++] = (piece){ s, nt_claim_sequence(claim) };
