@@ -11,6 +11,8 @@
  *             recording with its category disabled (the call site's cached flag).
  *   streaming the fastest paced event rate that a 4 MiB streaming session saves to the
  *             archive with no drop, as MB/s of archive written.
+ *   peers     the same events written the common ways: a JSON line through buffered fwrite,
+ *             and Git Trace2's one write(2) per event; reported as nanotrace's speed-up.
  *
  * This machine is shared and noisy, so the cases are interleaved and repeated and the
  * medians are reported; ratios are taken between medians of the same run. Threads are pinned
@@ -21,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -95,6 +98,53 @@ static double off_loop(uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		NT_INSTANT("bench-off", "x", NT_U64("i", i));
 	return (double)(now_ns() - t0) / (double)n;
+}
+
+/* ---- peers: what tracing costs without nanotrace, in the same run ----------------------- */
+
+/* A JSON line per event, formatted with snprintf and appended with buffered fwrite: the
+ * usual hand-made logger. Returns ns per event. */
+static double peer_json_fwrite(const char *path, uint64_t n)
+{
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	static char vbuf[1 << 16];
+	setvbuf(f, vbuf, _IOFBF, sizeof(vbuf));
+	char line[256];
+	const int tid = (int)gettid(); /* once: a fair peer caches it too */
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		int len = snprintf(line, sizeof(line),
+				   "{\"ts\":%" PRIu64 ",\"tid\":%d,\"name\":\"pair\",\"ph\":\"B\",\"i\":%" PRIu64 "}\n",
+				   now_ns(), tid, i);
+		fwrite(line, 1, (size_t)len, f);
+	}
+	fflush(f);
+	double ns = (double)(now_ns() - t0) / (double)n;
+	fclose(f);
+	unlink(path);
+	return ns;
+}
+
+/* Git Trace2's way: one formatted line and one write(2) per event, O_APPEND. */
+static double peer_write_per_event(const char *path, uint64_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	char line[256];
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		int len = snprintf(line, sizeof(line),
+				   "12:00:00.000000 bench.c:100 region_enter pair %" PRIu64 "\n", i);
+		if (write(fd, line, (size_t)len) != len)
+			break;
+	}
+	double ns = (double)(now_ns() - t0) / (double)n;
+	close(fd);
+	unlink(path);
+	return ns;
 }
 
 typedef enum { CASE_FLOOR, CASE_PAIRS } bench_case;
@@ -326,6 +376,15 @@ int main(int argc, char **argv)
 	if (!measure_bytes(&record_bpe, &chunk_bpe, &file_bpe))
 		return 1;
 	double unpaced = 0, stream_mb = streaming_mb_s(&unpaced);
+	char peer_path[256];
+	snprintf(peer_path, sizeof(peer_path), "%s/nt-bench-peer-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	double *pj = calloc((size_t)reps, sizeof(double)), *pw = calloc((size_t)reps, sizeof(double));
+	for (int r = 0; r < reps; r++) {
+		pj[r] = peer_json_fwrite(peer_path, pairs / 4);
+		pw[r] = peer_write_per_event(peer_path, pairs / 40);
+	}
+	double json_ns = median(pj, reps), write_ns = median(pw, reps);
 
 	printf("nanotrace %s, clock %s, %d reps x %" PRIu64 " begin/end pairs, medians\n",
 	       NT_VERSION_STRING, nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
@@ -342,16 +401,23 @@ int main(int argc, char **argv)
 	printf("  event in a disabled category               %7.2f ns\n", ns_category_off);
 	printf("  streaming to the archive, 0 drops          %7.1f MB/s (unpaced writer: %.1f MB/s saved)\n",
 	       stream_mb, unpaced);
+	printf("  peer: JSON line + buffered fwrite          %7.1f ns   nanotrace is %.1fx faster\n",
+	       json_ns, json_ns / ns1);
+	printf("  peer: Trace2-style write(2) per event      %7.1f ns   nanotrace is %.1fx faster\n",
+	       write_ns, write_ns / ns1);
 	if (json)
 		printf("{\"ns_per_event_1t\":%.3f,\"ns_per_event_2t\":%.3f,\"floor_ns\":%.3f,"
 		       "\"floor_2t_ns\":%.3f,\"ratio_1t\":%.4f,\"ratio_2t\":%.4f,"
 		       "\"ratio_2t_vs_1t_floor\":%.4f,\"bytes_per_event\":%.4f,"
 		       "\"chunk_bytes_per_event\":%.4f,\"file_bytes_per_event\":%.4f,"
 		       "\"ns_disabled\":%.3f,\"ns_category_off\":%.3f,\"streaming_mb_s\":%.1f,"
-		       "\"streaming_unpaced_mb_s\":%.1f,\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
+		       "\"streaming_unpaced_mb_s\":%.1f,\"peer_json_fwrite_ns\":%.1f,"
+		       "\"peer_write_per_event_ns\":%.1f,\"speedup_vs_json_fwrite\":%.1f,"
+		       "\"speedup_vs_write_per_event\":%.1f,\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
 		       ns1, ns2, floor1, floor2, ns1 / floor1, ns2 / floor2, ns2 / floor1, record_bpe,
-		       chunk_bpe, file_bpe, ns_disabled, ns_category_off, stream_mb, unpaced,
+		       chunk_bpe, file_bpe, ns_disabled, ns_category_off, stream_mb, unpaced, json_ns,
+		       write_ns, json_ns / ns1, write_ns / ns1,
 		       nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
-	free(f1), free(f2), free(e1), free(e2), free(d0), free(dc);
+	free(f1), free(f2), free(e1), free(e2), free(d0), free(dc), free(pj), free(pw);
 	return 0;
 }
