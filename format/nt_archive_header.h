@@ -7,73 +7,68 @@
  * tests/layout_test.cpp checks the field ids below against flatc's generated VT_ constants
  * and verifies a writer-made header with flatc's own Verifier.
  *
- * Field id N lives at vtable offset 4 + 2 * N. Fields are only ever appended.
+ * NT_HDR_FIELDS is the one list of the table's fields, in field-id order (schema order):
+ * the ids, each field's width and its member of nt_archive_info all come from it, so the
+ * encoder and the decoder copy fields by table and cannot disagree. Field id N lives at
+ * vtable offset 4 + 2 * N. Fields are only ever appended.
  */
 #ifndef NT_ARCHIVE_HEADER_H
 #define NT_ARCHIVE_HEADER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "nt_format.h"
+
+/* Longest producer or process name the writer stores and the reader accepts. */
+#define NT_HDR_MAX_STRING 255u
+
+/* X(ID, member of nt_archive_info, width in bytes; 0 = a string, stored as a uoffset) */
+#define NT_HDR_FIELDS(X)                                                                   \
+	X(FORMAT_MAJOR, format_major, 2)                                                   \
+	X(FORMAT_MINOR, format_minor, 2)                                                   \
+	X(PRODUCER, producer, 0)                                                           \
+	X(CLOCK_SOURCE, clock_source, 1)                                                   \
+	X(TICKS_PER_SECOND, ticks_per_second, 8)                                           \
+	X(START_TICKS, start_ticks, 8)                                                     \
+	X(START_MONOTONIC_NS, start_monotonic_ns, 8)                                       \
+	X(START_REALTIME_NS, start_realtime_ns, 8)                                         \
+	X(FINISH_TICKS, finish_ticks, 8)                                                   \
+	X(FINISH_MONOTONIC_NS, finish_monotonic_ns, 8)                                     \
+	X(FINISH_REALTIME_NS, finish_realtime_ns, 8)                                       \
+	X(PID, pid, 4)                                                                     \
+	X(PROCESS_NAME, process_name, 0)                                                   \
+	X(BUFFERING_MODE, buffering_mode, 1)                                               \
+	X(ARENA_SIZE, arena_size, 8)                                                       \
+	X(DURABLE_SIZE, durable_size, 8)                                                   \
+	X(CHUNK_SIZE, chunk_size, 4)                                                       \
+	X(CHUNKS_PER_HALF, chunks_per_half, 4)                                             \
+	X(FINAL_STATE, final_state, 1)                                                     \
+	X(EVENTS_WRITTEN, events_written, 8)                                               \
+	X(EVENTS_DROPPED, events_dropped, 8)                                               \
+	X(EVENTS_OVERWRITTEN, events_overwritten, 8)                                       \
+	X(WRAPS, wraps, 8)                                                                 \
+	X(DURABLE_DROPPED, durable_dropped, 8)                                             \
+	X(CHUNKS_CLAIMED, chunks_claimed, 8)                                               \
+	X(LAYOUT, layout, 1)                                                               \
+	X(DATA_OFFSET, data_offset, 8)                                                     \
+	X(ENDED_BY, ended_by, 1)                                                           \
+	X(END_SIGNAL, end_signal, 1)                                                       \
+	X(DROPPED_ROLLING_FULL, dropped_rolling_full, 8)                                   \
+	X(DROPPED_DURABLE_FULL, dropped_durable_full, 8)                                   \
+	X(DROPPED_STOPPED, dropped_stopped, 8)                                             \
+	X(STREAM_OFFSET, stream_offset, 8)                                                 \
+	X(BUFFERS_SAVED, buffers_saved, 8)                                                 \
+	X(STREAM_END, stream_end, 8)
+
 enum nt_header_field {
-	NT_HDR_FORMAT_MAJOR = 0,
-	NT_HDR_FORMAT_MINOR,
-	NT_HDR_PRODUCER,
-	NT_HDR_CLOCK_SOURCE,
-	NT_HDR_TICKS_PER_SECOND,
-	NT_HDR_START_TICKS,
-	NT_HDR_START_MONOTONIC_NS,
-	NT_HDR_START_REALTIME_NS,
-	NT_HDR_FINISH_TICKS,
-	NT_HDR_FINISH_MONOTONIC_NS,
-	NT_HDR_FINISH_REALTIME_NS,
-	NT_HDR_PID,
-	NT_HDR_PROCESS_NAME,
-	NT_HDR_BUFFERING_MODE,
-	NT_HDR_ARENA_SIZE,
-	NT_HDR_DURABLE_SIZE,
-	NT_HDR_CHUNK_SIZE,
-	NT_HDR_CHUNKS_PER_HALF,
-	NT_HDR_FINAL_STATE,
-	NT_HDR_EVENTS_WRITTEN,
-	NT_HDR_EVENTS_DROPPED,
-	NT_HDR_EVENTS_OVERWRITTEN,
-	NT_HDR_WRAPS,
-	NT_HDR_DURABLE_DROPPED,
-	NT_HDR_CHUNKS_CLAIMED,
-	NT_HDR_LAYOUT,
-	NT_HDR_DATA_OFFSET,
-	NT_HDR_ENDED_BY,
-	NT_HDR_END_SIGNAL,
-	NT_HDR_DROPPED_ROLLING_FULL,
-	NT_HDR_DROPPED_DURABLE_FULL,
-	NT_HDR_DROPPED_STOPPED,
-	NT_HDR_STREAM_OFFSET,
-	NT_HDR_BUFFERS_SAVED,
-	NT_HDR_STREAM_END,
+#define NT_HDR_ID_(id, member, width) NT_HDR_##id,
+	NT_HDR_FIELDS(NT_HDR_ID_)
+#undef NT_HDR_ID_
 	NT_HDR_FIELD_COUNT
 };
 
 #define NT_HDR_VTABLE_OFFSET(field) (4u + 2u * (unsigned)(field))
-
-/* Byte width of each field, in field-id order; 0 marks a string (a uoffset to a FlatBuffers
- * string). Plain positional initializers so C++ (the layout test) can include this too. */
-static const uint8_t nt_header_field_width[NT_HDR_FIELD_COUNT] = {
-	2, /* format_major */        2, /* format_minor */        0, /* producer */
-	1, /* clock_source */        8, /* ticks_per_second */    8, /* start_ticks */
-	8, /* start_monotonic_ns */  8, /* start_realtime_ns */   8, /* finish_ticks */
-	8, /* finish_monotonic_ns */ 8, /* finish_realtime_ns */  4, /* pid */
-	0, /* process_name */        1, /* buffering_mode */      8, /* arena_size */
-	8, /* durable_size */        4, /* chunk_size */          4, /* chunks_per_half */
-	1, /* final_state */         8, /* events_written */      8, /* events_dropped */
-	8, /* events_overwritten */  8, /* wraps */               8, /* durable_dropped */
-	8, /* chunks_claimed */       1, /* layout */              8, /* data_offset */
-	1, /* ended_by */             1, /* end_signal */          8, /* dropped_rolling_full */
-	8, /* dropped_durable_full */ 8, /* dropped_stopped */      8, /* stream_offset */
-	8, /* buffers_saved */        8, /* stream_end */
-};
-
-/* Longest producer or process name the writer stores and the reader accepts. */
-#define NT_HDR_MAX_STRING 255u
 
 /* The decoded header: what the writer encodes and the reader delivers. */
 typedef struct nt_archive_info {
@@ -113,6 +108,30 @@ typedef struct nt_archive_info {
 	uint64_t buffers_saved;
 	uint64_t stream_end;
 } nt_archive_info;
+
+/* Every scalar member is exactly as wide as its field, so fields copy byte for byte
+ * (little-endian, see nt_format.h); every string member is a NUL-terminated array. */
+#define NT_HDR_CHECK_(id, member, width)                                                   \
+	NT_STATIC_ASSERT((width) == 0 ? sizeof(((nt_archive_info *)0)->member) ==          \
+						NT_HDR_MAX_STRING + 1                      \
+				      : sizeof(((nt_archive_info *)0)->member) == (width),         \
+			 "nt_archive_info." #member " does not match its header field");
+NT_HDR_FIELDS(NT_HDR_CHECK_)
+#undef NT_HDR_CHECK_
+
+/* Byte width of each field, by field id; 0 marks a string. */
+static const uint8_t nt_header_field_width[NT_HDR_FIELD_COUNT] = {
+#define NT_HDR_WIDTH_(id, member, width) (width),
+	NT_HDR_FIELDS(NT_HDR_WIDTH_)
+#undef NT_HDR_WIDTH_
+};
+
+/* Offset of each field's member in nt_archive_info, by field id. */
+static const uint16_t nt_header_field_member[NT_HDR_FIELD_COUNT] = {
+#define NT_HDR_MEMBER_(id, member, width) (uint16_t)offsetof(nt_archive_info, member),
+	NT_HDR_FIELDS(NT_HDR_MEMBER_)
+#undef NT_HDR_MEMBER_
+};
 
 /* Size of the header region of an Arena-layout file: the durable region starts here, page
  * aligned, and the header FlatBuffer (always smaller) is updated in place. */

@@ -92,50 +92,14 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 			return fail(why, whylen, where, v.table, "header field out of bounds or misaligned");
 		if (at == 0)
 			continue;
+		uint8_t *member = (uint8_t *)out + nt_header_field_member[f];
 		if (nt_header_field_width[f] == 0) {
-			char *dst = f == NT_HDR_PRODUCER ? out->producer : out->process_name;
-			if (!read_string(&v, at, dst, NT_HDR_MAX_STRING + 1))
+			if (!read_string(&v, at, (char *)member, NT_HDR_MAX_STRING + 1))
 				return fail(why, whylen, where, at, "header string out of bounds or unterminated");
 			continue;
 		}
-		uint64_t val = w == 8 ? rd64(data + at) : w == 4 ? rd32(data + at)
-				       : w == 2 ? rd16(data + at) : data[at];
-		switch (f) {
-		case NT_HDR_FORMAT_MAJOR: out->format_major = (uint16_t)val; break;
-		case NT_HDR_FORMAT_MINOR: out->format_minor = (uint16_t)val; break;
-		case NT_HDR_CLOCK_SOURCE: out->clock_source = (uint8_t)val; break;
-		case NT_HDR_TICKS_PER_SECOND: out->ticks_per_second = val; break;
-		case NT_HDR_START_TICKS: out->start_ticks = val; break;
-		case NT_HDR_START_MONOTONIC_NS: out->start_monotonic_ns = val; break;
-		case NT_HDR_START_REALTIME_NS: out->start_realtime_ns = val; break;
-		case NT_HDR_FINISH_TICKS: out->finish_ticks = val; break;
-		case NT_HDR_FINISH_MONOTONIC_NS: out->finish_monotonic_ns = val; break;
-		case NT_HDR_FINISH_REALTIME_NS: out->finish_realtime_ns = val; break;
-		case NT_HDR_PID: out->pid = (uint32_t)val; break;
-		case NT_HDR_BUFFERING_MODE: out->buffering_mode = (uint8_t)val; break;
-		case NT_HDR_ARENA_SIZE: out->arena_size = val; break;
-		case NT_HDR_DURABLE_SIZE: out->durable_size = val; break;
-		case NT_HDR_CHUNK_SIZE: out->chunk_size = (uint32_t)val; break;
-		case NT_HDR_CHUNKS_PER_HALF: out->chunks_per_half = (uint32_t)val; break;
-		case NT_HDR_FINAL_STATE: out->final_state = (uint8_t)val; break;
-		case NT_HDR_EVENTS_WRITTEN: out->events_written = val; break;
-		case NT_HDR_EVENTS_DROPPED: out->events_dropped = val; break;
-		case NT_HDR_EVENTS_OVERWRITTEN: out->events_overwritten = val; break;
-		case NT_HDR_WRAPS: out->wraps = val; break;
-		case NT_HDR_DURABLE_DROPPED: out->durable_dropped = val; break;
-		case NT_HDR_CHUNKS_CLAIMED: out->chunks_claimed = val; break;
-		case NT_HDR_LAYOUT: out->layout = (uint8_t)val; break;
-		case NT_HDR_DATA_OFFSET: out->data_offset = val; break;
-		case NT_HDR_ENDED_BY: out->ended_by = (uint8_t)val; break;
-		case NT_HDR_END_SIGNAL: out->end_signal = (uint8_t)val; break;
-		case NT_HDR_DROPPED_ROLLING_FULL: out->dropped_rolling_full = val; break;
-		case NT_HDR_DROPPED_DURABLE_FULL: out->dropped_durable_full = val; break;
-		case NT_HDR_DROPPED_STOPPED: out->dropped_stopped = val; break;
-		case NT_HDR_STREAM_OFFSET: out->stream_offset = val; break;
-		case NT_HDR_BUFFERS_SAVED: out->buffers_saved = val; break;
-		case NT_HDR_STREAM_END: out->stream_end = val; break;
-		default: break;
-		}
+		/* Same width, both little-endian (nt_archive_header.h checks the widths). */
+		memcpy(member, data + at, w);
 	}
 	if (out->format_major != NT_FORMAT_MAJOR) {
 		snprintf(why, whylen, "unsupported format version %u.%u (this reader reads %u.x)",

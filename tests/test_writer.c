@@ -207,16 +207,22 @@ static void category_patterns_filter(void **state)
 	assert_false(nt_category_enabled("io")); /* not recording */
 }
 
-static void oneshot_full_counts_every_drop(void **state)
+/* A 64 KiB arena of 4 KiB chunks, sent `emitted` sequence-numbered instants. */
+static void fill_small_arena(int mode, uint64_t emitted)
 {
-	(void)state;
-	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	nt_config cfg = small_config(mode);
 	cfg.buffer_size = 64 * 1024;
 	cfg.chunk_size = 4096;
 	assert_int_equal(nt_start(&cfg), NT_OK);
-	const uint64_t emitted = 20000;
 	for (uint64_t i = 0; i < emitted; i++)
 		NT_INSTANT("fill", "e", NT_U64("seq", i));
+}
+
+static void oneshot_full_counts_every_drop(void **state)
+{
+	(void)state;
+	const uint64_t emitted = 20000;
+	fill_small_arena(NT_MODE_ONESHOT, emitted);
 	nt_stats st;
 	nt_get_stats(&st);
 	assert_true(st.events_dropped > 0);
@@ -234,13 +240,8 @@ static void oneshot_full_counts_every_drop(void **state)
 static void circular_keeps_newest_and_counts(void **state)
 {
 	(void)state;
-	nt_config cfg = small_config(NT_MODE_CIRCULAR);
-	cfg.buffer_size = 64 * 1024;
-	cfg.chunk_size = 4096;
-	assert_int_equal(nt_start(&cfg), NT_OK);
 	const uint64_t emitted = 50000;
-	for (uint64_t i = 0; i < emitted; i++)
-		NT_INSTANT("fill", "e", NT_U64("seq", i));
+	fill_small_arena(NT_MODE_CIRCULAR, emitted);
 	test_trace t;
 	finish_and_read("circular", &t);
 	assert_int_equal(t.errors, 0);

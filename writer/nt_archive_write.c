@@ -31,57 +31,14 @@ static void put32(uint8_t *p, uint32_t v)
 	memcpy(p, &v, 4);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-static uint64_t field_value(const nt_archive_info *in, int f)
-{
-	switch (f) {
-	case NT_HDR_FORMAT_MAJOR: return in->format_major;
-	case NT_HDR_FORMAT_MINOR: return in->format_minor;
-	case NT_HDR_CLOCK_SOURCE: return in->clock_source;
-	case NT_HDR_TICKS_PER_SECOND: return in->ticks_per_second;
-	case NT_HDR_START_TICKS: return in->start_ticks;
-	case NT_HDR_START_MONOTONIC_NS: return in->start_monotonic_ns;
-	case NT_HDR_START_REALTIME_NS: return in->start_realtime_ns;
-	case NT_HDR_FINISH_TICKS: return in->finish_ticks;
-	case NT_HDR_FINISH_MONOTONIC_NS: return in->finish_monotonic_ns;
-	case NT_HDR_FINISH_REALTIME_NS: return in->finish_realtime_ns;
-	case NT_HDR_PID: return in->pid;
-	case NT_HDR_BUFFERING_MODE: return in->buffering_mode;
-	case NT_HDR_ARENA_SIZE: return in->arena_size;
-	case NT_HDR_DURABLE_SIZE: return in->durable_size;
-	case NT_HDR_CHUNK_SIZE: return in->chunk_size;
-	case NT_HDR_CHUNKS_PER_HALF: return in->chunks_per_half;
-	case NT_HDR_FINAL_STATE: return in->final_state;
-	case NT_HDR_EVENTS_WRITTEN: return in->events_written;
-	case NT_HDR_EVENTS_DROPPED: return in->events_dropped;
-	case NT_HDR_EVENTS_OVERWRITTEN: return in->events_overwritten;
-	case NT_HDR_WRAPS: return in->wraps;
-	case NT_HDR_DURABLE_DROPPED: return in->durable_dropped;
-	case NT_HDR_CHUNKS_CLAIMED: return in->chunks_claimed;
-	case NT_HDR_LAYOUT: return in->layout;
-	case NT_HDR_DATA_OFFSET: return in->data_offset;
-	case NT_HDR_ENDED_BY: return in->ended_by;
-	case NT_HDR_END_SIGNAL: return in->end_signal;
-	case NT_HDR_DROPPED_ROLLING_FULL: return in->dropped_rolling_full;
-	case NT_HDR_DROPPED_DURABLE_FULL: return in->dropped_durable_full;
-	case NT_HDR_DROPPED_STOPPED: return in->dropped_stopped;
-	case NT_HDR_STREAM_OFFSET: return in->stream_offset;
-	case NT_HDR_BUFFERS_SAVED: return in->buffers_saved;
-	case NT_HDR_STREAM_END: return in->stream_end;
-	default: return 0;
-	}
-}
-
 size_t nt_header_encode(const nt_archive_info *in, uint8_t *out, size_t cap,
 			uint32_t *field_offsets)
 {
+	const uint8_t *members = (const uint8_t *)in;
 	const char *strings[NT_HDR_FIELD_COUNT] = { 0 };
-	strings[NT_HDR_PRODUCER] = in->producer;
-	strings[NT_HDR_PROCESS_NAME] = in->process_name;
+	for (int f = 0; f < NT_HDR_FIELD_COUNT; f++)
+		if (nt_header_field_width[f] == 0)
+			strings[f] = (const char *)(members + nt_header_field_member[f]);
 
 	/* Size: prefix, root offset, identifier, vtable, table (<= 8 bytes per field), strings. */
 	size_t need = 12 + 4 + 2 * NT_HDR_FIELD_COUNT + 8 + 8 * NT_HDR_FIELD_COUNT + 16;
@@ -123,13 +80,8 @@ size_t nt_header_encode(const nt_archive_info *in, uint8_t *out, size_t cap,
 				pos++;
 			continue;
 		}
-		uint64_t v = field_value(in, f);
-		switch (nt_header_field_width[f]) {
-		case 8: put64(p, v); break;
-		case 4: put32(p, (uint32_t)v); break;
-		case 2: put16(p, (uint16_t)v); break;
-		default: *p = (uint8_t)v; break;
-		}
+		/* Same width, both little-endian (nt_archive_header.h checks the widths). */
+		memcpy(p, members + nt_header_field_member[f], nt_header_field_width[f]);
 	}
 	while (pos % 8)
 		pos++;
