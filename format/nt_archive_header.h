@@ -59,7 +59,8 @@
 	X(DROPPED_STOPPED, dropped_stopped, 8)                                             \
 	X(STREAM_OFFSET, stream_offset, 8)                                                 \
 	X(BUFFERS_SAVED, buffers_saved, 8)                                                 \
-	X(STREAM_END, stream_end, 8)
+	X(STREAM_END, stream_end, 8)                                                       \
+	X(STREAM_ORDERED, stream_ordered, 1)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -107,6 +108,7 @@ typedef struct nt_archive_info {
 	uint64_t stream_offset;
 	uint64_t buffers_saved;
 	uint64_t stream_end;
+	uint8_t stream_ordered;
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

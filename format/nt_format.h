@@ -41,13 +41,75 @@ enum {
 	NT_KIND_THREAD = 3,
 	NT_KIND_CALLSITE = 4,
 	NT_KIND_CHUNK = 5,
+	NT_KIND_PROCESS = 6,
 	NT_KIND_BEGIN = 16,
 	NT_KIND_END = 17,
 	NT_KIND_INSTANT = 18,
 	NT_KIND_COMPLETE = 19,
 	NT_KIND_COUNTER = 20,
 	NT_KIND_TIMESTAMP = 21,
+	/* Git Trace2 messages: NT_KIND_T2_FIRST + nt_t2_event. */
+	NT_KIND_T2_FIRST = 32,
+	NT_KIND_T2_LAST = 61,
 };
+
+/* Trace2 message types, in RecordKind order (record kind = NT_KIND_T2_FIRST + value). */
+#define NT_T2_EVENTS(X)                                                                    \
+	X(VERSION, "version")                                                              \
+	X(TOO_MANY_FILES, "too_many_files")                                                \
+	X(START, "start")                                                                  \
+	X(EXIT, "exit")                                                                    \
+	X(SIGNAL, "signal")                                                                \
+	X(ATEXIT, "atexit")                                                                \
+	X(ERROR, "error")                                                                  \
+	X(CMD_PATH, "cmd_path")                                                            \
+	X(CMD_ANCESTRY, "cmd_ancestry")                                                    \
+	X(CMD_NAME, "cmd_name")                                                            \
+	X(CMD_MODE, "cmd_mode")                                                            \
+	X(ALIAS, "alias")                                                                  \
+	X(CHILD_START, "child_start")                                                      \
+	X(CHILD_EXIT, "child_exit")                                                        \
+	X(CHILD_READY, "child_ready")                                                      \
+	X(THREAD_START, "thread_start")                                                    \
+	X(THREAD_EXIT, "thread_exit")                                                      \
+	X(EXEC, "exec")                                                                    \
+	X(EXEC_RESULT, "exec_result")                                                      \
+	X(DEF_PARAM, "def_param")                                                          \
+	X(DEF_REPO, "def_repo")                                                            \
+	X(REGION_ENTER, "region_enter")                                                    \
+	X(REGION_LEAVE, "region_leave")                                                    \
+	X(DATA, "data")                                                                    \
+	X(DATA_JSON, "data_json")                                                          \
+	X(PRINTF, "printf")                                                                \
+	X(TIMER, "timer")                                                                  \
+	X(TH_TIMER, "th_timer")                                                            \
+	X(COUNTER, "counter")                                                              \
+	X(TH_COUNTER, "th_counter")
+
+typedef enum nt_t2_event {
+#define NT_T2_ENUM_(id, name) NT_T2_##id,
+	NT_T2_EVENTS(NT_T2_ENUM_)
+#undef NT_T2_ENUM_
+	NT_T2_EVENT_COUNT
+} nt_t2_event;
+
+NT_STATIC_ASSERT(NT_KIND_T2_FIRST + NT_T2_EVENT_COUNT - 1 == NT_KIND_T2_LAST,
+		 "every Trace2 message has a record kind");
+
+/* Git's name of each Trace2 message ("region_enter"), by nt_t2_event. */
+static const char *const nt_t2_event_names[NT_T2_EVENT_COUNT] = {
+#define NT_T2_NAME_(id, name) name,
+	NT_T2_EVENTS(NT_T2_NAME_)
+#undef NT_T2_NAME_
+};
+
+static inline int nt_kind_is_t2(unsigned kind)
+{
+	return kind >= NT_KIND_T2_FIRST && kind <= NT_KIND_T2_LAST;
+}
+
+/* ProcessFlags */
+enum { NT_PROCESS_BRIEF = 1u, NT_PROCESS_UTC_OFFSET_KNOWN = 2u };
 
 /* ArgType */
 enum {
@@ -61,6 +123,7 @@ enum {
 	NT_ARG_POINTER = 7,
 	NT_ARG_STRING = 8,
 	NT_ARG_STRING_REF = 9,
+	NT_ARG_STRING_LIST = 10,
 };
 
 /* BufferingMode */
@@ -87,7 +150,8 @@ enum {
 #define NT_MAX_RECORD_WORDS 255u                  /* size_words is a ubyte */
 #define NT_MAX_RECORD_BYTES (NT_MAX_RECORD_WORDS * 8u)
 #define NT_MAX_STRING_LENGTH (NT_MAX_RECORD_BYTES - 8u) /* 2032 */
-#define NT_MAX_THREAD_NAME_LENGTH (NT_MAX_RECORD_BYTES - 16u)
+#define NT_MAX_THREAD_NAME_LENGTH (NT_MAX_RECORD_BYTES - 24u)
+#define NT_MAX_SID_LENGTH (NT_MAX_RECORD_BYTES - 32u)
 #define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
 #define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
 /* ChunkHeader.claim: ((sequence + 1) << 1) | writer-active. */
@@ -130,7 +194,21 @@ typedef struct nt_thread_record {
 	uint32_t index;
 	uint32_t pid;
 	uint32_t tid;
+	uint32_t process;
+	uint32_t reserved0;
 } nt_thread_record;
+
+typedef struct nt_process_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t sid_length;
+	uint32_t index;
+	uint32_t pid;
+	uint32_t flags;
+	NT_ALIGN8 uint64_t start_ticks;
+	int32_t utc_offset;
+	uint32_t reserved0;
+} nt_process_record;
 
 typedef struct nt_callsite_record {
 	uint8_t kind;
@@ -189,7 +267,8 @@ NT_STATIC_ASSERT(sizeof(nt_record_prefix) == 2, "RecordPrefix is 2 bytes");
 NT_STATIC_ASSERT(sizeof(nt_large_prefix) == 8, "LargePrefix is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_padding_record) == 8, "PaddingRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_string_record) == 8, "StringRecord is 8 bytes");
-NT_STATIC_ASSERT(sizeof(nt_thread_record) == 16, "ThreadRecord is 16 bytes");
+NT_STATIC_ASSERT(sizeof(nt_thread_record) == 24, "ThreadRecord is 24 bytes");
+NT_STATIC_ASSERT(sizeof(nt_process_record) == 32, "ProcessRecord is 32 bytes");
 NT_STATIC_ASSERT(sizeof(nt_callsite_record) == 24, "CallSiteRecord is 24 bytes");
 NT_STATIC_ASSERT(sizeof(nt_chunk_header) == 40, "ChunkHeader is 40 bytes");
 NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");

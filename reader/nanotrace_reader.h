@@ -47,7 +47,21 @@ typedef struct nt_reader_thread {
 	uint32_t pid;
 	uint32_t tid;
 	const char *name; /* NUL-terminated; "" when the archive named none */
+	uint32_t process; /* index of its Trace2 process (nt_reader_process_at) */
 } nt_reader_thread;
+
+/* A Trace2 process (ProcessRecord): the writer's archive has one (index 0) once Trace2 is
+ * initialized; an imported Trace2 log has one per SID. */
+typedef struct nt_reader_process {
+	uint32_t index;
+	uint32_t pid;
+	uint32_t flags;       /* NT_PROCESS_BRIEF, NT_PROCESS_UTC_OFFSET_KNOWN */
+	uint64_t start_ticks; /* t_abs counts from here */
+	int32_t utc_offset;   /* seconds east of UTC, when NT_PROCESS_UTC_OFFSET_KNOWN */
+	const char *sid;      /* NUL-terminated; may hold raw bytes from the archive */
+	uint32_t sid_len;
+	int defined;
+} nt_reader_process;
 
 typedef struct nt_reader_arg {
 	const char *name; /* NUL-terminated */
@@ -60,12 +74,22 @@ typedef struct nt_reader_arg {
 			const char *ptr; /* NOT NUL-terminated; raw bytes from the archive */
 			uint32_t len;
 		} str;            /* NT_ARG_STRING, NT_ARG_STRING_REF */
+		struct {
+			const uint8_t *ptr; /* count x (uint32 length, bytes), validated */
+			uint32_t count;
+			uint32_t bytes;
+		} list;           /* NT_ARG_STRING_LIST: walk it with nt_reader_list_next() */
 	} value;
 } nt_reader_arg;
 
+/* Next element of a NT_ARG_STRING_LIST argument: *pos starts at 0; returns 0 after the last
+ * element, else sets *s and *len (raw bytes, not NUL-terminated). */
+int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, uint32_t *len);
+
 typedef struct nt_reader_event {
-	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE or _COUNTER */
-	const char *category, *name, *file; /* NUL-terminated */
+	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE, _COUNTER, or a Trace2 message
+	                 (NT_KIND_T2_FIRST + nt_t2_event: see nt_kind_is_t2()) */
+	const char *category, *name, *file; /* NUL-terminated; Trace2: "" = none */
 	uint32_t line;
 	uint32_t callsite;
 	const nt_reader_thread *thread;
@@ -127,6 +151,10 @@ const char *nt_reader_name(const nt_reader *r);
 /* Threads known to the archive, in index order. */
 uint32_t nt_reader_thread_count(const nt_reader *r);
 const nt_reader_thread *nt_reader_thread_at(const nt_reader *r, uint32_t i);
+
+/* Trace2 processes: indices 0 .. count - 1; NULL for an index with no record. */
+uint32_t nt_reader_process_count(const nt_reader *r);
+const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index);
 
 /* Longest category name and thread name over the archive (for column alignment). */
 uint32_t nt_reader_max_category_len(const nt_reader *r);

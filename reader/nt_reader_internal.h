@@ -34,6 +34,10 @@ struct nt_reader {
 	char **thread_names;
 	uint32_t nthreads;
 
+	nt_reader_process *processes; /* by index; defined == 0: no record */
+	uint32_t nprocesses;
+#define MAX_PROCESS_INDEX 65536u
+
 	reader_callsite *callsites; /* by index */
 	uint32_t ncallsites;
 

@@ -150,22 +150,44 @@ static const char *durable_record(nt_reader *r, uint64_t off, uint64_t size, pen
 	}
 	case NT_KIND_THREAD: {
 		const nt_thread_record *t = (const void *)p;
-		if (size < 16 || t->name_length > size - 16)
+		if (size < sizeof(*t) || t->name_length > size - sizeof(*t))
 			return "thread record is shorter than its name";
 		if (t->index == 0 || t->index >= MAX_THREAD_INDEX)
 			return "thread record index is out of range";
 		if (!grow((void **)&r->threads, &r->nthreads, t->index + 1, sizeof(*r->threads)) ||
 		    !grow((void **)&pn->thread_at, nthr_at, t->index + 1, sizeof(long)))
 			return "out of memory";
-		long at = pool_add(r, p + 16, t->name_length);
+		long at = pool_add(r, p + sizeof(*t), t->name_length);
 		if (at < 0)
 			return "out of memory";
 		if (r->threads[t->index].name == NULL)
 			r->summary.threads++;
 		pn->thread_at[t->index] = at + 1;
-		r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "" };
+		r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "", t->process };
 		if (t->name_length > r->max_name_len)
 			r->max_name_len = t->name_length;
+		return NULL;
+	}
+	case NT_KIND_PROCESS: {
+		const nt_process_record *pr = (const void *)p;
+		if (size < sizeof(*pr) || pr->sid_length > size - sizeof(*pr))
+			return "process record is shorter than its SID";
+		if (pr->index >= MAX_PROCESS_INDEX)
+			return "process record index is out of range";
+		if (!grow((void **)&r->processes, &r->nprocesses, pr->index + 1,
+			  sizeof(*r->processes)))
+			return "out of memory";
+		nt_reader_process *dst = &r->processes[pr->index];
+		char *sid = malloc((size_t)pr->sid_length + 1);
+		if (sid == NULL)
+			return "out of memory";
+		memcpy(sid, p + sizeof(*pr), pr->sid_length);
+		sid[pr->sid_length] = '\0';
+		free((char *)(uintptr_t)dst->sid);
+		*dst = (nt_reader_process){ .index = pr->index, .pid = pr->pid, .flags = pr->flags,
+					    .start_ticks = pr->start_ticks,
+					    .utc_offset = pr->utc_offset, .sid = sid,
+					    .sid_len = pr->sid_length, .defined = 1 };
 		return NULL;
 	}
 	case NT_KIND_CALLSITE: {
@@ -364,7 +386,8 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 			} else {
 				r->summary.open_errors++;
 			}
-		} else if (kind >= NT_KIND_STRING && kind <= NT_KIND_CALLSITE) {
+		} else if ((kind >= NT_KIND_STRING && kind <= NT_KIND_CALLSITE) ||
+			   kind == NT_KIND_PROCESS) {
 			const char *bad = durable_record(r, off, size, &pn, &nstr_at, &nthr_at);
 			if (bad != NULL && strcmp(bad, "out of memory") == 0)
 				fatal = bad;
@@ -463,6 +486,9 @@ void nt_reader_close(nt_reader *r)
 	free(r->strings);
 	free(r->pool);
 	free(r->threads);
+	for (uint32_t i = 0; i < r->nprocesses; i++)
+		free((char *)(uintptr_t)r->processes[i].sid);
+	free(r->processes);
 	free(r->callsites);
 	free(r->chunks);
 	free(r);
@@ -471,6 +497,18 @@ void nt_reader_close(nt_reader *r)
 const nt_archive_info *nt_reader_info(const nt_reader *r)
 {
 	return &r->info;
+}
+
+uint32_t nt_reader_process_count(const nt_reader *r)
+{
+	return r->nprocesses;
+}
+
+const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index)
+{
+	if (index >= r->nprocesses || !r->processes[index].defined)
+		return NULL;
+	return &r->processes[index];
 }
 
 const char *nt_reader_name(const nt_reader *r)

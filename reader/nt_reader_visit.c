@@ -109,6 +109,22 @@ static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8
 			a->value.str.ptr = (const char *)p + 8;
 			a->value.str.len = h->value32;
 			break;
+		case NT_ARG_STRING_LIST: {
+			/* Every element must frame inside the argument before anyone walks it. */
+			uint32_t pos = 8, count = h->value32;
+			for (uint32_t i = 0; i < count; i++) {
+				if (bytes - pos < 4)
+					return "string list runs past its argument";
+				uint32_t len = rd32(p + pos);
+				if (len > bytes - pos - 4)
+					return "string list element runs past its argument";
+				pos += 4 + len;
+			}
+			a->value.list.ptr = p + 8;
+			a->value.list.count = count;
+			a->value.list.bytes = pos - 8;
+			break;
+		}
 		case NT_ARG_STRING_REF: {
 			const char *s = string_at(r, h->value32);
 			if (s == NULL)
@@ -158,7 +174,7 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 			c->ticks = rd64(p + 8);
 			continue;
 		}
-		if (kind < NT_KIND_BEGIN || kind > NT_KIND_COUNTER)
+		if ((kind < NT_KIND_BEGIN || kind > NT_KIND_COUNTER) && !nt_kind_is_t2(kind))
 			continue; /* padding, or a kind this reader does not know: skipped by size */
 		c->ordinal++; /* an event, even if damaged below: it had its ordinal */
 
@@ -496,4 +512,15 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
 			return -1;
 	}
 	return order == NT_ORDER_TIME ? visit_time(&v) : visit_stream(&v);
+}
+
+int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, uint32_t *len)
+{
+	if (a->type != NT_ARG_STRING_LIST || *pos + 4 > a->value.list.bytes)
+		return 0;
+	uint32_t n = rd32(a->value.list.ptr + *pos);
+	*s = (const char *)a->value.list.ptr + *pos + 4;
+	*len = n;
+	*pos += 4 + n;
+	return 1;
 }

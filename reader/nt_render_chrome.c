@@ -40,6 +40,7 @@ static void json_arg_value(FILE *out, const nt_reader_arg *a)
 		break;
 	case NT_ARG_BOOL: fputs(a->value.u64 ? "true" : "false", out); break;
 	case NT_ARG_POINTER: fprintf(out, "\"0x%" PRIx64 "\"", a->value.u64); break;
+	case NT_ARG_STRING_LIST: nt_json_write_list(out, a); break;
 	default:
 		fputc('"', out);
 		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
@@ -62,9 +63,9 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(e->time_ns, (int64_t)c->r->info.start_monotonic_ns));
 	begin_event(c);
 	fprintf(out, "{\"ph\":\"%s\",\"cat\":", nt_kind_phase(e->kind));
-	json_str(out, e->category);
+	json_str(out, nt_event_display_category(e));
 	fputs(",\"name\":", out);
-	json_str(out, e->name);
+	json_str(out, nt_event_display_name(e));
 	fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s", e->thread->pid,
 		e->thread->tid, ts);
 	if (e->kind == NT_KIND_COMPLETE) {
@@ -72,7 +73,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		nt_format_offset_us(dur, sizeof(dur), (int64_t)e->duration_ns);
 		fprintf(out, ",\"dur\":%s", dur);
 	}
-	if (e->kind == NT_KIND_INSTANT)
+	if (e->kind == NT_KIND_INSTANT || (nt_kind_is_t2(e->kind) && !nt_event_opens(e) &&
+					     !nt_event_closes(e)))
 		fputs(",\"s\":\"t\"", out);
 	if (e->arg_count > 0) {
 		fputs(",\"args\":{", out);

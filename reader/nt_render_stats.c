@@ -142,6 +142,21 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		s.by_kind[NT_KIND_BEGIN], s.by_kind[NT_KIND_END], s.by_kind[NT_KIND_INSTANT],
 		s.by_kind[NT_KIND_COMPLETE], s.by_kind[NT_KIND_COUNTER], other[NT_KIND_TIMESTAMP],
 		other[NT_KIND_CHUNK], other[NT_KIND_STRING], other[NT_KIND_THREAD], other[NT_KIND_CALLSITE]);
+	uint64_t t2 = 0;
+	for (unsigned k = NT_KIND_T2_FIRST; k <= NT_KIND_T2_LAST; k++)
+		t2 += s.by_kind[k];
+	if (t2 != 0) {
+		fprintf(out, "trace2: %" PRIu64 " messages (", t2);
+		const char *sep = "";
+		for (unsigned k = NT_KIND_T2_FIRST; k <= NT_KIND_T2_LAST; k++) {
+			if (s.by_kind[k] == 0)
+				continue;
+			fprintf(out, "%s%s %" PRIu64, sep, nt_t2_event_names[k - NT_KIND_T2_FIRST],
+				s.by_kind[k]);
+			sep = ", ";
+		}
+		fprintf(out, "), processes %" PRIu32 "\n", nt_reader_process_count(r));
+	}
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
 	for (uint32_t t = 1; t < r->nthreads; t++) {
 		if (r->threads[t].name == NULL)

@@ -35,6 +35,7 @@ static void print_arg(FILE *out, const nt_reader_arg *a)
 		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
 		fputc('"', out);
 		break;
+	case NT_ARG_STRING_LIST: nt_json_write_list(out, a); break;
 	default: fputs("?", out); break;
 	}
 }
@@ -65,13 +66,13 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	uint64_t d;
 	if (e->kind == NT_KIND_COMPLETE)
 		nt_format_duration(dur, sizeof(dur), e->duration_ns);
-	else if (e->kind == NT_KIND_BEGIN && s)
+	else if (nt_event_opens(e) && s)
 		nt_duration_stack_push(s, e->time_ns);
-	else if (e->kind == NT_KIND_END && s && nt_duration_stack_pop(s, e->time_ns, &d))
+	else if (nt_event_closes(e) && s && nt_duration_stack_pop(s, e->time_ns, &d))
 		nt_format_duration(dur, sizeof(dur), d);
 	fprintf(t->out, "%16s  %-*.*s  %s   %-*.*s  %-*.*s  %10s ", when, t->wthread, t->wthread,
-		thread, nt_kind_phase(e->kind), t->wcat, t->wcat, e->category, t->wname, t->wname,
-		e->name, dur);
+		thread, nt_kind_phase(e->kind), t->wcat, t->wcat, nt_event_display_category(e),
+		t->wname, t->wname, nt_event_display_name(e), dur);
 	for (uint32_t i = 0; i < e->arg_count; i++)
 		print_arg(t->out, &e->args[i]);
 	fputc('\n', t->out);

@@ -93,7 +93,9 @@ const char *nt_kind_phase(uint8_t kind)
 	case NT_KIND_INSTANT: return "i";
 	case NT_KIND_COMPLETE: return "X";
 	case NT_KIND_COUNTER: return "C";
-	default: return "?";
+	case NT_KIND_T2_FIRST + NT_T2_REGION_ENTER: return "B";
+	case NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE: return "E";
+	default: return nt_kind_is_t2(kind) ? "i" : "?";
 	}
 }
 
@@ -113,4 +115,43 @@ int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur)
 		return 0;
 	*dur = end_ns > s->begin_ns[s->depth] ? (uint64_t)end_ns - (uint64_t)s->begin_ns[s->depth] : 0;
 	return 1;
+}
+
+const char *nt_event_display_name(const nt_reader_event *e)
+{
+	if (nt_kind_is_t2(e->kind) && e->name[0] == '\0')
+		return nt_t2_event_names[e->kind - NT_KIND_T2_FIRST];
+	return e->name;
+}
+
+const char *nt_event_display_category(const nt_reader_event *e)
+{
+	if (nt_kind_is_t2(e->kind) && e->category[0] == '\0')
+		return "trace2";
+	return e->category;
+}
+
+int nt_event_opens(const nt_reader_event *e)
+{
+	return e->kind == NT_KIND_BEGIN || e->kind == NT_KIND_T2_FIRST + NT_T2_REGION_ENTER;
+}
+
+int nt_event_closes(const nt_reader_event *e)
+{
+	return e->kind == NT_KIND_END || e->kind == NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE;
+}
+
+void nt_json_write_list(FILE *out, const nt_reader_arg *a)
+{
+	uint32_t pos = 0, len;
+	const char *s;
+	int first = 1;
+	fputc('[', out);
+	while (nt_reader_list_next(a, &pos, &s, &len)) {
+		fputs(first ? "\"" : ",\"", out);
+		nt_json_write_string(out, s, len);
+		fputc('"', out);
+		first = 0;
+	}
+	fputc(']', out);
 }

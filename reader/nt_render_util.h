@@ -12,8 +12,17 @@
 void nt_format_duration(char *buf, size_t cap, uint64_t ns);
 /* Nanoseconds as microseconds with three decimals, exactly ("12.345", "-0.001"). */
 void nt_format_offset_us(char *buf, size_t cap, int64_t ns);
-/* Chrome phase letter of an event kind. */
+/* Chrome phase letter of an event kind (Trace2 regions are B/E, other messages i). */
 const char *nt_kind_phase(uint8_t kind);
+/* Name and category to show for an event: a Trace2 message without a label or key is
+ * named after its message type, in category "trace2". */
+const char *nt_event_display_name(const nt_reader_event *e);
+const char *nt_event_display_category(const nt_reader_event *e);
+/* Does the event open / close a duration (Begin, Trace2 region_enter / End, region_leave)? */
+int nt_event_opens(const nt_reader_event *e);
+int nt_event_closes(const nt_reader_event *e);
+/* A string list argument as a JSON array of strings. */
+void nt_json_write_list(FILE *out, const nt_reader_arg *a);
 
 /* Per-thread stack of open Begin times, so an End can show its duration. Nesting deeper
  * than the stack still balances; only those durations are unknown. */

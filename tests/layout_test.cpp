@@ -69,6 +69,19 @@ SAME_FIELD(nt_thread_record, ThreadRecord, name_length)
 SAME_FIELD(nt_thread_record, ThreadRecord, index)
 SAME_FIELD(nt_thread_record, ThreadRecord, pid)
 SAME_FIELD(nt_thread_record, ThreadRecord, tid)
+SAME_FIELD(nt_thread_record, ThreadRecord, process)
+SAME_FIELD(nt_thread_record, ThreadRecord, reserved0)
+
+SAME_STRUCT(nt_process_record, ProcessRecord)
+SAME_FIELD(nt_process_record, ProcessRecord, kind)
+SAME_FIELD(nt_process_record, ProcessRecord, size_words)
+SAME_FIELD(nt_process_record, ProcessRecord, sid_length)
+SAME_FIELD(nt_process_record, ProcessRecord, index)
+SAME_FIELD(nt_process_record, ProcessRecord, pid)
+SAME_FIELD(nt_process_record, ProcessRecord, flags)
+SAME_FIELD(nt_process_record, ProcessRecord, start_ticks)
+SAME_FIELD(nt_process_record, ProcessRecord, utc_offset)
+SAME_FIELD(nt_process_record, ProcessRecord, reserved0)
 
 SAME_STRUCT(nt_callsite_record, CallSiteRecord)
 SAME_FIELD(nt_callsite_record, CallSiteRecord, kind)
@@ -150,6 +163,40 @@ SAME_ENUM(NT_ARG_BOOL, ArgType_Bool)
 SAME_ENUM(NT_ARG_POINTER, ArgType_Pointer)
 SAME_ENUM(NT_ARG_STRING, ArgType_String)
 SAME_ENUM(NT_ARG_STRING_REF, ArgType_StringRef)
+SAME_ENUM(NT_KIND_PROCESS, RecordKind_Process)
+SAME_ENUM(NT_ARG_STRING_LIST, ArgType_StringList)
+SAME_ENUM(NT_PROCESS_BRIEF, ProcessFlags_Brief)
+SAME_ENUM(NT_PROCESS_UTC_OFFSET_KNOWN, ProcessFlags_UtcOffsetKnown)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_VERSION, RecordKind_Trace2Version)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_TOO_MANY_FILES, RecordKind_Trace2TooManyFiles)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_START, RecordKind_Trace2Start)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_EXIT, RecordKind_Trace2Exit)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_SIGNAL, RecordKind_Trace2Signal)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_ATEXIT, RecordKind_Trace2Atexit)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_ERROR, RecordKind_Trace2Error)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CMD_PATH, RecordKind_Trace2CmdPath)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CMD_ANCESTRY, RecordKind_Trace2CmdAncestry)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CMD_NAME, RecordKind_Trace2CmdName)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CMD_MODE, RecordKind_Trace2CmdMode)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_ALIAS, RecordKind_Trace2Alias)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CHILD_START, RecordKind_Trace2ChildStart)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CHILD_EXIT, RecordKind_Trace2ChildExit)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_CHILD_READY, RecordKind_Trace2ChildReady)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_THREAD_START, RecordKind_Trace2ThreadStart)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_THREAD_EXIT, RecordKind_Trace2ThreadExit)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_EXEC, RecordKind_Trace2Exec)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_EXEC_RESULT, RecordKind_Trace2ExecResult)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_DEF_PARAM, RecordKind_Trace2DefParam)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_DEF_REPO, RecordKind_Trace2DefRepo)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_REGION_ENTER, RecordKind_Trace2RegionEnter)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE, RecordKind_Trace2RegionLeave)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_DATA, RecordKind_Trace2Data)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_DATA_JSON, RecordKind_Trace2DataJson)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_PRINTF, RecordKind_Trace2Printf)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_TIMER, RecordKind_Trace2Timer)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_TH_TIMER, RecordKind_Trace2ThTimer)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_COUNTER, RecordKind_Trace2Counter)
+SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_TH_COUNTER, RecordKind_Trace2ThCounter)
 SAME_ENUM(NT_MODE_ONESHOT, BufferingMode_Oneshot)
 SAME_ENUM(NT_MODE_CIRCULAR, BufferingMode_Circular)
 SAME_ENUM(NT_MODE_STREAMING, BufferingMode_Streaming)
@@ -202,7 +249,8 @@ SAME_VT(NT_HDR_DROPPED_STOPPED, VT_DROPPED_STOPPED)
 SAME_VT(NT_HDR_STREAM_OFFSET, VT_STREAM_OFFSET)
 SAME_VT(NT_HDR_BUFFERS_SAVED, VT_BUFFERS_SAVED)
 SAME_VT(NT_HDR_STREAM_END, VT_STREAM_END)
-static_assert(NT_HDR_FIELD_COUNT == 35, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_STREAM_ORDERED, VT_STREAM_ORDERED)
+static_assert(NT_HDR_FIELD_COUNT == 36, "a header field was added: add its SAME_VT check");
 
 static int failures;
 #define CHECK(cond, ...)                                                                   \
@@ -241,7 +289,14 @@ static std::map<std::string, c_struct> c_mirror()
 		{ "ntfmt.ThreadRecord", { sizeof(nt_thread_record), NT_KIND_THREAD,
 			{ F(nt_thread_record, kind), F(nt_thread_record, size_words),
 			  F(nt_thread_record, name_length), F(nt_thread_record, index),
-			  F(nt_thread_record, pid), F(nt_thread_record, tid) } } },
+			  F(nt_thread_record, pid), F(nt_thread_record, tid),
+			  F(nt_thread_record, process), F(nt_thread_record, reserved0) } } },
+		{ "ntfmt.ProcessRecord", { sizeof(nt_process_record), NT_KIND_PROCESS,
+			{ F(nt_process_record, kind), F(nt_process_record, size_words),
+			  F(nt_process_record, sid_length), F(nt_process_record, index),
+			  F(nt_process_record, pid), F(nt_process_record, flags),
+			  F(nt_process_record, start_ticks), F(nt_process_record, utc_offset),
+			  F(nt_process_record, reserved0) } } },
 		{ "ntfmt.CallSiteRecord", { sizeof(nt_callsite_record), NT_KIND_CALLSITE,
 			{ F(nt_callsite_record, kind), F(nt_callsite_record, size_words),
 			  F(nt_callsite_record, index), F(nt_callsite_record, line),

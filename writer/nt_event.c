@@ -67,7 +67,7 @@ static void make_exit_key(void)
 static int write_thread_record(uint32_t index, const char *name)
 {
 	size_t len = strnlen(name, NT_MAX_THREAD_NAME_LENGTH);
-	uint32_t words = 2 + nt_words_for_bytes((uint32_t)len);
+	uint32_t words = 3 + nt_words_for_bytes((uint32_t)len);
 	nt_thread_record *rec = nt_durable_reserve(words * 8);
 	if (rec == NULL)
 		return 0;
@@ -75,6 +75,8 @@ static int write_thread_record(uint32_t index, const char *name)
 	 * length, index) is stored once, to publish the record. */
 	rec->pid = (uint32_t)getpid();
 	rec->tid = (uint32_t)syscall(SYS_gettid);
+	rec->process = 0;
+	rec->reserved0 = 0;
 	memcpy(rec + 1, name, len);
 	nt_publish_word(rec, (uint64_t)NT_KIND_THREAD | (uint64_t)words << 8 | (uint64_t)len << 16 |
 				     (uint64_t)index << 32);
