@@ -204,6 +204,54 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
  * "events: N". */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
+/* Git Trace2's three renderings, byte for byte as git 2.39.5 writes them (see
+ * shared/reference/trace2-formats.md): NORMAL and PERF text, and EVENT JSON lines. Only
+ * Trace2 messages are rendered; low-level events are skipped. */
+typedef enum nt_trace2_format {
+	NT_TRACE2_NORMAL = 0,
+	NT_TRACE2_PERF = 1,
+	NT_TRACE2_EVENT = 2,
+} nt_trace2_format;
+
+typedef struct nt_trace2_options {
+	nt_trace2_format format;
+	int brief;   /* -1: as each process was captured; 0: full; 1: Git's brief mode (no clock
+	                and file:line; EVENT keeps time on version and atexit only) */
+	int nesting; /* EVENT: omit regions and data nested deeper than this; <= 0 means 2,
+	                Git's default GIT_TRACE2_EVENT_NESTING */
+	nt_corrupt_policy policy;
+	void (*on_error)(void *ctx, uint64_t offset, const char *message); /* may be NULL */
+	void *error_ctx;
+} nt_trace2_options;
+
+/* Render `n` archives as one Trace2 stream: each archive in its own order (an imported log
+ * in file order, a recorded one by time), the archives interleaved by time as the processes
+ * would have written one shared file. NORMAL and PERF print local time: the process's
+ * recorded UTC offset, else the TZ of the caller. One archive streams; several are merged
+ * in memory (O(lines)). Returns 0, or -1 when damage stopped a visit (NT_ON_CORRUPT_STOP)
+ * or memory ran out; NULL or empty arguments return -1. */
+int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
+		     const nt_trace2_options *opt);
+
+/* ---- Import -------------------------------------------------------------------------------- */
+
+typedef struct nt_trace2_import_error {
+	unsigned long line;    /* 1-based line of the problem (0: not tied to a line) */
+	size_t column;         /* 1-based byte column in that line */
+	unsigned long lines;   /* on success: lines read */
+	char message[512];     /* one line: "line L, column C: <problem>" */
+} nt_trace2_import_error;
+
+/* Convert a Git Trace2 EVENT stream (JSON lines as GIT_TRACE2_EVENT writes them, raw
+ * non-UTF-8 bytes included; blank lines are skipped) into an archive in memory, which
+ * nt_render_trace2() renders back: EVENT byte for byte, NORMAL and PERF except for what
+ * an EVENT stream does not carry (trace2-formats.md §10). On success *archive (free() it)
+ * and *archive_size are set and 0 is returned. On malformed input (not JSON, an unknown
+ * event or key, a value of the wrong type, a record over 2040 bytes) -1 is returned and
+ * *err says where. Cost: O(input) time and memory. */
+int nt_trace2_import(const void *data, size_t size, void **archive, size_t *archive_size,
+		     nt_trace2_import_error *err);
+
 /* Writes `len` bytes as the body of a JSON string: escapes quotes, backslashes and control
  * characters, and replaces bytes that are not valid UTF-8 with U+FFFD. */
 void nt_json_write_string(FILE *out, const char *s, size_t len);

@@ -1,19 +1,30 @@
 /* trace-dump - print a nanotrace archive: text, Chrome JSON, or statistics. A thin layer over
  * libnanotrace-reader. Exit status: 0 success, 1 usage error, 2 unreadable or damaged input
  * (or an output that could not be written). */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nanotrace_reader.h"
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"
 	"                  [--on-corrupt skip|stop] ARCHIVE\n"
+	"       trace-dump --format normal|perf|event [--brief] [--nesting N]\n"
+	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY\n"
 	"\n"
 	"  --format text    one aligned line per event (default)\n"
 	"  --format chrome  Chrome Trace Event JSON for Perfetto UI or chrome://tracing\n"
+	"  --format normal|perf|event\n"
+	"                   Git Trace2's NORMAL, PERF or EVENT rendering of the Trace2 messages,\n"
+	"                   byte for byte as git writes them; a DIRECTORY renders all archives in\n"
+	"                   it as one stream, in the order the processes wrote them\n"
+	"  --brief          Git's brief mode (default: as each process was captured)\n"
+	"  --nesting N      EVENT: omit regions and data nested deeper than N (default 2)\n"
 	"  --stats          counts per record kind and thread, drops, wraps, bytes per event\n"
 	"  --order time     merge all threads by timestamp (default for text and chrome)\n"
 	"  --order stream   file order, chunk by chunk\n"
@@ -41,10 +52,93 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 1;
 }
 
+static int is_trace2_format(const char *f)
+{
+	return strcmp(f, "normal") == 0 || strcmp(f, "perf") == 0 || strcmp(f, "event") == 0;
+}
+
+static void print_open_error(const nt_reader_error *err)
+{
+	if (err->offset)
+		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", err->message, err->offset);
+	else
+		fprintf(stderr, "trace-dump: %s\n", err->message);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The archives of a directory (regular files, by name), or the one file. Files that are not
+ * archives are reported and skipped. Returns the count; *bad counts the failures. */
+static size_t open_inputs(const char *path, nt_reader ***out, int *bad)
+{
+	struct stat st;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		if (d == NULL) {
+			fprintf(stderr, "trace-dump: %s: %s\n", path, strerror(errno));
+			(*bad)++;
+			return 0;
+		}
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			size_t len = strlen(path) + strlen(de->d_name) + 2;
+			char *full = malloc(len);
+			if (full == NULL)
+				break;
+			snprintf(full, len, "%s/%s", path, de->d_name);
+			struct stat fst;
+			if (stat(full, &fst) != 0 || !S_ISREG(fst.st_mode) || fst.st_size == 0) {
+				free(full); /* empty files are what other tools leave; not archives */
+				continue;
+			}
+			if (n == cap) {
+				char **nn = realloc(names, (cap = cap ? cap * 2 : 16) * sizeof(*nn));
+				if (nn == NULL) {
+					free(full);
+					break;
+				}
+				names = nn;
+			}
+			names[n++] = full;
+		}
+		closedir(d);
+		qsort(names, n, sizeof(*names), by_name);
+	} else {
+		names = malloc(sizeof(*names));
+		if (names != NULL && (names[0] = strdup(path)) != NULL)
+			n = 1;
+	}
+	nt_reader **readers = calloc(n ? n : 1, sizeof(*readers));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		nt_reader_error err;
+		nt_reader *r = readers ? nt_reader_open(names[i], &err) : NULL;
+		if (r == NULL) {
+			if (readers)
+				print_open_error(&err);
+			(*bad)++;
+		} else {
+			readers[k++] = r;
+		}
+		free(names[i]);
+	}
+	free(names);
+	*out = readers;
+	return k;
+}
+
 int main(int argc, char **argv)
 {
 	const char *format = "text", *path = NULL;
 	int stats = 0;
+	nt_trace2_options t2 = { .brief = -1, .nesting = 2, .policy = NT_ON_CORRUPT_SKIP };
 	nt_render_options opt = { .order = NT_ORDER_TIME, .policy = NT_ON_CORRUPT_SKIP };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -56,14 +150,26 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (strcmp(a, "--stats") == 0) {
 			stats = 1;
+		} else if (strcmp(a, "--brief") == 0) {
+			t2.brief = 1;
+		} else if (strcmp(a, "--nesting") == 0) {
+			if (i + 1 >= argc)
+				return bad_usage("option %s needs a value", a);
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > 1000000)
+				return bad_usage("--nesting needs a positive number, not '%s'", argv[i]);
+			t2.nesting = (int)v;
 		} else if (strcmp(a, "--format") == 0 || strcmp(a, "--order") == 0 ||
 			   strcmp(a, "--on-corrupt") == 0) {
 			if (i + 1 >= argc)
 				return bad_usage("option %s needs a value", a);
 			const char *v = argv[++i];
 			if (strcmp(a, "--format") == 0) {
-				if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0)
-					return bad_usage("unknown format '%s' (text or chrome)", v);
+				if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0 &&
+				    !is_trace2_format(v))
+					return bad_usage("unknown format '%s' (text, chrome, normal, perf "
+							 "or event)", v);
 				format = v;
 			} else if (strcmp(a, "--order") == 0) {
 				if (strcmp(v, "time") != 0 && strcmp(v, "stream") != 0)
@@ -84,14 +190,37 @@ int main(int argc, char **argv)
 	}
 	if (path == NULL)
 		return bad_usage("%s", "no archive given");
+	if (is_trace2_format(format) && stats)
+		return bad_usage("%s", "--stats does not combine with a Trace2 format");
+
+	if (is_trace2_format(format)) {
+		t2.format = strcmp(format, "normal") == 0 ? NT_TRACE2_NORMAL
+			    : strcmp(format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
+		t2.policy = opt.policy;
+		int bad = 0;
+		nt_reader **readers = NULL;
+		size_t n = open_inputs(path, &readers, &bad);
+		if (n == 0 && bad == 0)
+			fprintf(stderr, "trace-dump: %s: no archives in this directory\n", path);
+		err_ctx ec = { path, 0 };
+		t2.on_error = print_damage;
+		t2.error_ctx = &ec;
+		int rc = n ? nt_render_trace2(readers, n, stdout, &t2) : -1;
+		int status = rc < 0 || bad || ec.count ? 2 : 0;
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			fprintf(stderr, "trace-dump: writing output: %s\n", strerror(errno));
+			status = 2;
+		}
+		for (size_t i = 0; i < n; i++)
+			nt_reader_close(readers[i]);
+		free(readers);
+		return status;
+	}
 
 	nt_reader_error err;
 	nt_reader *r = nt_reader_open(path, &err);
 	if (r == NULL) {
-		if (err.offset)
-			fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", err.message, err.offset);
-		else
-			fprintf(stderr, "trace-dump: %s\n", err.message);
+		print_open_error(&err);
 		return 2;
 	}
 	err_ctx ec = { path, 0 };

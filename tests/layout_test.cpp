@@ -22,11 +22,10 @@
 
 #include "nanotrace.h"
 #include "nt_archive_header.h"
+#include "nt_archive_header_encode.h"
 #include "nt_fifo.h"
 #include "nt_format.h"
 
-extern "C" size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap,
-				   uint32_t *field_offsets);
 
 namespace fb = ntfmt;
 

@@ -23,6 +23,7 @@
 
 #include "nanotrace.h"
 #include "nt_archive_header.h"
+#include "nt_archive_header_encode.h"
 #include "nt_atomic.h"
 #include "nt_clock.h"
 #include "nt_format.h"
@@ -214,10 +215,5 @@ void nt_thread_release(void);
 /* nt_archive_write.c */
 /* Write the archive of the current session (recording already stopped) to `path`. */
 int nt_archive_write(const char *path, const nt_archive_info *info);
-/* Encode `info` as a size-prefixed ArchiveHeader FlatBuffer padded to 8 bytes; returns its
- * length, or 0 if `cap` is too small. If field_offsets is not NULL it receives the byte
- * offset of every field (every field is always written, so each can be updated in place). */
-size_t nt_header_encode(const nt_archive_info *info, uint8_t *out, size_t cap,
-			uint32_t *field_offsets);
 
 #endif /* NT_INTERNAL_H */

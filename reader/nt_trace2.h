@@ -1,0 +1,84 @@
+/*
+ * nt_trace2.h - Trace2 messages as the renderers see them (not installed).
+ *
+ * nt_trace2_model.c turns each Trace2 record of an archive into a t2_msg with every field
+ * Git's targets print resolved: values recorded explicitly (an imported EVENT log carries
+ * t_abs, t_rel and nesting as Git computed them) win; otherwise they are computed the way
+ * trace2/tr2_tls.c does, from the ticks, the process start and a per-thread stack of open
+ * regions. nt_render_trace2*.c print a t2_msg as Git's NORMAL, PERF or EVENT line.
+ */
+#ifndef NT_TRACE2_H
+#define NT_TRACE2_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nanotrace_reader.h"
+
+typedef struct t2_msg {
+	nt_t2_event type;
+	const nt_reader_event *ev;
+	const char *sid;       /* "" when the thread has no process record */
+	uint32_t depth;        /* '/' in the SID */
+	const char *thread;
+	const char *file;      /* NULL: none (brief capture, or not recorded) */
+	uint32_t line;
+	int has_time;
+	int64_t time_us;       /* UTC microseconds since the epoch */
+	int has_repo;
+	int64_t repo;
+	int has_t_abs, t_abs_exact; /* exact: recorded or computed from the clock; else an
+	                               estimate from the start event's time (PERF only) */
+	uint64_t t_abs_us;
+	int has_t_rel;
+	uint64_t t_rel_us;
+	uint32_t nesting;      /* region_*, data*: Git's "nesting" */
+	uint32_t dots;         /* PERF indentation: (open regions - 1) * 2 */
+	const char *category;  /* NULL: none */
+	const char *label;     /* region label, data key, timer/counter name; NULL: none */
+	int brief_capture;     /* the process was recorded brief */
+	int utc_known;
+	int32_t utc_offset;
+} t2_msg;
+
+/* Per-archive state of the model: one per reader being rendered. */
+typedef struct t2_model t2_model;
+t2_model *t2_model_new(nt_reader *r);
+void t2_model_free(t2_model *m);
+/* Fills *out from a Trace2 event; returns 0 for events that are not Trace2 messages. */
+int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *out);
+
+/* The argument `name` of the message, or NULL. */
+const nt_reader_arg *t2_arg(const t2_msg *m, const char *name);
+/* String argument (or NULL) and its length. */
+const char *t2_arg_str(const t2_msg *m, const char *name, uint32_t *len);
+/* Integer argument, or `dflt` when absent or not an integer. */
+int64_t t2_arg_int(const t2_msg *m, const char *name, int64_t dflt);
+
+/* ---- Output helpers shared by the three formats (nt_render_trace2_text.c) ------------ */
+
+/* A growable line: every Git message is built whole, then written once. */
+typedef struct t2_buf {
+	char *p;
+	size_t len, cap;
+	int oom;
+} t2_buf;
+void t2_put(t2_buf *b, const char *s, size_t n);
+void t2_puts(t2_buf *b, const char *s);
+void t2_printf(t2_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void t2_pad(t2_buf *b, size_t col); /* spaces up to column col */
+/* Git's sq_quote_buf_pretty (quote.c). */
+void t2_sq_pretty(t2_buf *b, const char *s, size_t n);
+/* Git's sq_append_quote_argv_pretty over a StringList argument. */
+void t2_sq_argv(t2_buf *b, const nt_reader_arg *list);
+/* Git's json-writer string escaping: raw bytes >= 0x80 pass through. */
+void t2_json_str(t2_buf *b, const char *s, size_t n);
+
+/* NORMAL writes no regions, data, thread events or too_many_files. */
+int t2_normal_writes(nt_t2_event t);
+void t2_format_normal(t2_buf *b, const t2_msg *m, int brief);
+void t2_format_perf(t2_buf *b, const t2_msg *m, int brief);
+/* Returns 0 when the EVENT target does not write this message (nesting filter). */
+int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting);
+
+#endif /* NT_TRACE2_H */

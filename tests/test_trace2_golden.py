@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Golden tests against real git 2.39.5 output (shared/corpus/trace2-git-2.39.5).
+
+For every case, each EVENT file is converted with trace-import and rendered back with
+trace-dump:
+  * --format event must equal git's EVENT file byte for byte;
+  * --format normal / perf must equal git's NORMAL / PERF files except for what an EVENT
+    stream cannot carry (trace2-formats.md §10.4), which is masked on both sides:
+      - the clock digits (each git target read its own clock);
+      - PERF t_abs of the messages whose EVENT line has none;
+      - the target's own file:line of atexit, signal, timer and counter lines;
+      - PERF lines of regions and data that git's nesting filter kept out of EVENT, and
+        the indentation of other lines inside such regions (clamped to what is visible).
+Directory cases (one file per process) are also rendered as a directory, which must give
+each process's lines in its own order, interleaved by time.
+
+Prints the per-format pass counts; any other difference is a failure.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CLOCK = re.compile(rb'^\d\d:\d\d:\d\d\.\d{6} ')
+SELF_EVENTS = (b'atexit', b'signal', b'timer', b'counter', b'th_timer', b'th_counter')
+NO_EVENT_T_ABS = (b'region_enter', b'region_leave', b'child_start', b'child_exit',
+                  b'child_ready', b'thread_start', b'thread_exit', b'exec', b'exec_result')
+PERF = re.compile(rb'^(?P<pre>(?:\d\d:\d\d:\d\d\.\d{6} (?P<fl>.{28}) \| )?)'
+                  rb'(?P<d>d\d+ \| .{24} \| )(?P<ev>\S+)(?P<evpad> *) \| '
+                  rb'(?P<repo>[^|]*) \| (?P<tabs>[^|]*) \| (?P<trel>[^|]*) \| '
+                  rb'(?P<cat>.{12}) \| (?P<rest>.*)$', re.S)
+
+
+def normal_mask(lines):
+    out = []
+    for line in lines:
+        line = CLOCK.sub(b'<clock> ', line)
+        m = re.match(rb'^(<clock> )(\S+:\d+) +(\S+)', line)
+        if m and m.group(3) in SELF_EVENTS:
+            line = m.group(1) + b'<self> ' + line[m.end(2):].lstrip(b' ')
+        out.append(line)
+    return out
+
+
+def perf_mask(lines, nesting, drop_filtered):
+    out = []
+    for line in lines:
+        m = PERF.match(line)
+        if not m:
+            out.append(b'UNPARSED ' + line)
+            continue
+        ev, rest = m.group('ev'), m.group('rest')
+        dots = len(rest) - len(rest.lstrip(b'.'))
+        if ev in (b'region_enter', b'region_leave', b'data', b'data_json'):
+            if drop_filtered and dots > 2 * (nesting - 1):
+                continue
+        elif dots > 2 * nesting:
+            rest = b'.' * (2 * nesting) + rest[dots:]
+        pre = m.group('pre')
+        if pre:
+            fl = b'<self>'.ljust(28) if ev in SELF_EVENTS else m.group('fl')
+            pre = b'<clock> ' + fl + b' | '
+        tabs = m.group('tabs')
+        if ev in NO_EVENT_T_ABS:
+            tabs = b'<t_abs>'
+        out.append(pre + m.group('d') + ev + m.group('evpad') + b' | ' + m.group('repo') +
+                   b' | ' + tabs + b' | ' + m.group('trel') + b' | ' + m.group('cat') +
+                   b' | ' + rest)
+    return out
+
+
+def case_env(case_dir):
+    env = {}
+    with open(os.path.join(case_dir, 'cmd.txt'), 'rb') as f:
+        text = f.read().decode('utf-8', 'replace')
+    for m in re.finditer(r'(GIT_TRACE2_EVENT_NESTING|TZ)=(\S+)', text):
+        env[m.group(1)] = m.group(2)
+    return env
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    if p.returncode != 0:
+        raise RuntimeError('%s failed (%d): %s' % (' '.join(cmd), p.returncode,
+                                                   p.stderr.decode('utf-8', 'replace')))
+    return p.stdout
+
+
+def split_lines(data):
+    return data.split(b'\n')[:-1] if data.endswith(b'\n') else data.split(b'\n')
+
+
+def diff(name, want, got):
+    import difflib
+    d = list(difflib.unified_diff([w.decode('latin-1') for w in want],
+                                  [g.decode('latin-1') for g in got], 'git', 'nanotrace',
+                                  lineterm='', n=1))
+    return '%s:\n  %s' % (name, '\n  '.join(d[:14]))
+
+
+def check_file(args, tmp, case, event_path, normal_path, perf_path, env, failures, counts):
+    nesting = int(env.get('GIT_TRACE2_EVENT_NESTING', '2'))
+    renv = dict(os.environ)
+    renv['TZ'] = env.get('TZ', 'UTC')
+    archive = os.path.join(tmp, case + '-' + os.path.basename(event_path) + '.ntrace')
+    run([args.trace_import, '-o', archive, event_path])
+    dump = [args.trace_dump, '--nesting', str(nesting), '--format']
+    name = '%s/%s' % (case, os.path.basename(event_path))
+
+    with open(event_path, 'rb') as f:
+        want = f.read()
+    got = run(dump + ['event', archive], renv)
+    counts['event'][1] += 1
+    if got == want:
+        counts['event'][0] += 1
+    else:
+        failures.append(diff(name + ' event', split_lines(want), split_lines(got)))
+
+    for fmt, path in (('normal', normal_path), ('perf', perf_path)):
+        with open(path, 'rb') as f:
+            want = split_lines(f.read())
+        got = split_lines(run(dump + [fmt, archive], renv))
+        if fmt == 'normal':
+            w, g = normal_mask(want), normal_mask(got)
+        else:
+            w, g = perf_mask(want, nesting, True), perf_mask(got, nesting, False)
+        counts[fmt][1] += 1
+        if w == g:
+            counts[fmt][0] += 1
+        else:
+            failures.append(diff('%s %s' % (name, fmt), w, g))
+    return archive
+
+
+def check_directory(args, tmp, case, case_dir, env, failures, counts):
+    """Each per-process file on its own, then the directory of archives as one stream."""
+    ev_dir = os.path.join(case_dir, 'event')
+    arch_dir = os.path.join(tmp, case + '-archives')
+    os.makedirs(arch_dir, exist_ok=True)
+    files = sorted(f for f in os.listdir(ev_dir) if os.path.getsize(os.path.join(ev_dir, f)))
+    expected = []
+    for f in files:
+        a = check_file(args, tmp, case, os.path.join(ev_dir, f),
+                       os.path.join(case_dir, 'normal', f), os.path.join(case_dir, 'perf', f),
+                       env, failures, counts)
+        os.rename(a, os.path.join(arch_dir, f + '.ntrace'))
+        with open(os.path.join(ev_dir, f), 'rb') as fh:
+            expected.append(split_lines(fh.read()))
+    got = split_lines(run([args.trace_dump, '--format', 'event', arch_dir]))
+    # Every process's lines, in its own order, interleaved by their "time".
+    counts['directory'][1] += 1
+    merged = sorted((re.search(rb'"time":"([^"]*)"', line).group(1), i, j, line)
+                    for i, lines in enumerate(expected) for j, line in enumerate(lines))
+    want = [x[3] for x in merged]
+    if got == want:
+        counts['directory'][0] += 1
+    else:
+        failures.append(diff(case + ' directory', want, got))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--corpus', required=True)
+    ap.add_argument('--trace-import', required=True)
+    ap.add_argument('--trace-dump', required=True)
+    args = ap.parse_args()
+    if not os.path.isdir(args.corpus):
+        print('corpus not found: %s' % args.corpus)
+        return 1
+    with open(os.path.join(args.corpus, 'CASES.txt')) as f:
+        cases = [c.strip() for c in f if c.strip()]
+    failures = []
+    counts = {'event': [0, 0], 'normal': [0, 0], 'perf': [0, 0], 'directory': [0, 0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            d = os.path.join(args.corpus, case)
+            env = case_env(d)
+            try:
+                if os.path.isdir(os.path.join(d, 'event')):
+                    check_directory(args, tmp, case, d, env, failures, counts)
+                else:
+                    check_file(args, tmp, case, os.path.join(d, 'event'),
+                               os.path.join(d, 'normal'), os.path.join(d, 'perf'), env,
+                               failures, counts)
+            except RuntimeError as e:
+                failures.append('%s: %s' % (case, e))
+    for f in failures:
+        print('FAIL ' + f)
+    print('golden: %d cases; event %d/%d byte-exact, normal %d/%d, perf %d/%d (masked per '
+          '§10.4), directories %d/%d' % (len(cases), counts['event'][0], counts['event'][1],
+                                         counts['normal'][0], counts['normal'][1],
+                                         counts['perf'][0], counts['perf'][1],
+                                         counts['directory'][0], counts['directory'][1]))
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
