@@ -99,6 +99,7 @@ typedef struct nt_config {
 	                           leaves a readable archive here, and nt_finish(NULL) compacts
 	                           it in place. The file appears only once its header is
 	                           written, and is replaced if it exists. Copied by nt_start(). */
+	unsigned file_mode;     /* permissions of the archive files; 0 = 0644 */
 	int handle_signals;     /* with a path: on SIGTERM, SIGINT, SIGSEGV, SIGBUS and SIGABRT,
 	                           stop recording, record the signal in the archive, restore the
 	                           previous handler and re-raise; at exit(), finish the archive.
@@ -238,6 +239,7 @@ typedef struct nt_callsite {
 	uint16_t *arg_names;    /* interned argument names, filled on the first call */
 	uint32_t arg_count;
 	struct nt_callsite *next_registered; /* every site registered so far (generation wrap) */
+	int always;             /* Trace2: recorded whatever the category filter says */
 } nt_callsite;
 
 /* Nonzero while recording: (generation << 17) | NT_SITE_ENABLED | 16-bit run epoch. */

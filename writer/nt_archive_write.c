@@ -122,7 +122,8 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	hlen = nt_header_encode(&info, header, sizeof(header), NULL);
 
 	snprintf(tmp, strlen(path) + 32, "%s.tmp.%d", path, (int)getpid());
-	o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		     nt_S.file_mode ? nt_S.file_mode : 0644);
 	o->n = 0;
 	o->err = 0;
 	if (o->fd < 0) {

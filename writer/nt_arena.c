@@ -59,7 +59,7 @@ static int map_file(const char *path, size_t size)
 		return NT_ERR_INVALID_ARGUMENT;
 	}
 	temp_name(tmp, sizeof(tmp), path);
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, nt_S.file_mode ? nt_S.file_mode : 0644);
 	if (fd < 0) {
 		nt_set_error("nt_start: cannot create '%s': %s", tmp, strerror(errno));
 		return NT_ERR_IO;

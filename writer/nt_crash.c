@@ -5,7 +5,7 @@
  *                     records that the process exited while recording.
  *   SIGTERM, SIGINT,  the handler stops recording and records the signal and the end time
  *   SIGSEGV, SIGBUS,  in the mapped header, with stores only (async-signal-safe: no lock, no
- *   SIGABRT           allocation), then restores the previous disposition and re-raises, so
+ *   SIGABRT, SIGPIPE  allocation), then restores the previous disposition and re-raises, so
  *                     the process ends exactly as it would have. The file stays a valid
  *                     Arena-layout archive; the kernel writes the shared mapping back.
  *   SIGKILL           nothing runs, and nothing needs to: the header's counters are kept
@@ -21,7 +21,8 @@
 
 #include "nt_internal.h"
 
-static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT };
+static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGPIPE };
+void (*nt_signal_hook)(int sig);
 #define NSIG_HANDLED (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 static struct sigaction previous[NSIG_HANDLED];
 static int installed;
@@ -29,6 +30,8 @@ static int installed;
 static void on_fatal_signal(int sig)
 {
 	int saved_errno = errno;
+	if (nt_signal_hook != NULL)
+		nt_signal_hook(sig);
 	nt_session_record_end(NT_END_SIGNAL, sig);
 	for (size_t i = 0; i < NSIG_HANDLED; i++)
 		if (fatal_signals[i] == sig)

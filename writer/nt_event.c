@@ -132,6 +132,30 @@ static int thread_join(nt_thread_state *t, uint32_t tag)
 	return 1;
 }
 
+int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_ticks,
+			    int32_t utc_offset)
+{
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	if (tag == 0 || tag == NT_TAG_HALTED)
+		return 0;
+	size_t len = strnlen(sid, NT_MAX_SID_LENGTH);
+	uint32_t words = 4 + nt_words_for_bytes((uint32_t)len);
+	pthread_mutex_lock(&nt_S.intern_lock);
+	nt_process_record *rec = nt_durable_reserve(words * 8);
+	if (rec != NULL) {
+		rec->pid = (uint32_t)getpid();
+		rec->flags = flags;
+		rec->start_ticks = start_ticks;
+		rec->utc_offset = utc_offset;
+		rec->reserved0 = 0;
+		memcpy(rec + 1, sid, len);
+		nt_publish_word(rec, (uint64_t)NT_KIND_PROCESS | (uint64_t)words << 8 |
+					     (uint64_t)len << 16 | (uint64_t)0 << 32);
+	}
+	pthread_mutex_unlock(&nt_S.intern_lock);
+	return rec != NULL;
+}
+
 void nt_thread_set_name(const char *name)
 {
 	nt_thread_state *t = &nt_T;
@@ -234,6 +258,22 @@ static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_
 	uint32_t budget = fixed < NT_MAX_RECORD_BYTES ? NT_MAX_RECORD_BYTES - fixed : 0;
 	uint32_t total = fixed;
 	for (uint32_t i = 0; i < n; i++) {
+		if (args[i].type == NT_ARG_STRING_LIST) {
+			/* Whole elements while they fit; str_len is the payload bytes kept. */
+			const char *const *v = args[i].value.ptr;
+			uint32_t used = 0;
+			for (; v != NULL && *v != NULL; v++) {
+				uint32_t len = (uint32_t)strnlen(*v, budget);
+				if (nt_words_for_bytes(used + 4 + len) * 8 > budget)
+					break;
+				used += 4 + len;
+			}
+			uint32_t padded = nt_words_for_bytes(used) * 8;
+			str_len[i] = used;
+			budget -= padded;
+			total += padded;
+			continue;
+		}
 		if (args[i].type != NT_ARG_STRING)
 			continue;
 		const char *s = args[i].value.str ? args[i].value.str : "(null)";
@@ -298,6 +338,21 @@ static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *a
 			h->size_words = (uint8_t)(1 + padded / 8);
 			memcpy(p + 8, s, str_len[i]);
 			memset(p + 8 + str_len[i], 0, padded - str_len[i]);
+			break;
+		}
+		case NT_ARG_STRING_LIST: {
+			const char *const *v = a->value.ptr;
+			uint32_t padded = nt_words_for_bytes(str_len[i]) * 8, pos = 0, count = 0;
+			for (; v != NULL && *v != NULL && pos < str_len[i]; v++, count++) {
+				uint32_t len = (uint32_t)strlen(*v);
+				memcpy(p + 8 + pos, &len, 4);
+				memcpy(p + 12 + pos, *v, len);
+				pos += 4 + len;
+			}
+			memset(p + 8 + pos, 0, padded - pos);
+			h->type = NT_ARG_STRING_LIST;
+			h->value32 = count;
+			h->size_words = (uint8_t)(1 + padded / 8);
 			break;
 		}
 		default:

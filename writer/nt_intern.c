@@ -137,7 +137,7 @@ int nt_category_matches(const char *category)
 static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_t tag)
 {
 	tag &= ~(uint32_t)NT_TAG_EPOCH_MASK; /* the low bits of a site state hold its index */
-	if (!nt_category_matches(site->category))
+	if (!site->always && !nt_category_matches(site->category))
 		return tag & ~(uint32_t)NT_SITE_ENABLED;
 
 	uint32_t category = nt_intern_string(site->category);

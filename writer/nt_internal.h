@@ -94,6 +94,7 @@ typedef struct nt_session {
 	uint8_t *map;
 	size_t map_size;
 	int file_backed;
+	unsigned file_mode;
 	char *path;                               /* the file-backed arena, or NULL */
 	uint32_t hdr_field[NT_HDR_FIELD_COUNT];   /* byte offset of each header field in map */
 	uint64_t durable_size;
@@ -191,6 +192,13 @@ nt_result nt_stream_finish(void); /* the saved stream becomes the archive: heade
 
 /* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
 void nt_crash_handlers_install(void);
+/* Called first by the fatal-signal handler (Trace2 records its "signal" message). */
+extern void (*nt_signal_hook)(int sig);
+
+/* nt_event.c: write a ProcessRecord (Trace2) into the durable region; 0 when not recording
+ * or full. */
+int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_ticks,
+			    int32_t utc_offset);
 
 /* nt_intern.c */
 int nt_intern_init(void);

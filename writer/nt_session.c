@@ -101,6 +101,7 @@ nt_result nt_session_initialize(const nt_config *cfg)
 		nt_set_error("nt_start: path is empty");
 		return NT_ERR_INVALID_ARGUMENT;
 	}
+	nt_S.file_mode = cfg->file_mode & 07777;
 	int rc = nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
 	if (rc != NT_OK)
 		return rc;

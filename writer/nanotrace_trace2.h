@@ -1,0 +1,286 @@
+/*
+ * nanotrace_trace2.h - Git's Trace2 API, recorded in nanotrace's binary format.
+ *
+ * QUICK START
+ *
+ *     int main(int argc, const char **argv) {
+ *         NT_T2_INITIALIZE("1.2.3");           // reads NANOTRACE from the environment
+ *         NT_T2_CMD_START(argv);
+ *         NT_T2_CMD_NAME("build");
+ *         NT_T2_REGION_ENTER("index", "read", -1);
+ *         ...
+ *         NT_T2_REGION_LEAVE("index", "read", -1);
+ *         NT_T2_DATA_INTMAX("index", -1, "entries", n);
+ *         return NT_T2_CMD_EXIT(0);
+ *     }
+ *
+ *     $ NANOTRACE=/tmp/traces ./prog            # a directory: one archive per process
+ *     $ trace-dump --format normal /tmp/traces  # or perf, or event: exactly as Git's targets
+ *
+ * Every message Git's Trace2 has is here, with Git's meaning (Documentation/technical/
+ * api-trace2.adoc); each macro records the caller's file and line as its call site, like
+ * Git's *_fl functions. The renderings of `trace-dump --format normal|perf|event` are Git's,
+ * byte for byte, so tools written for Git's Trace2 output read them.
+ *
+ * ENABLING (read once, by NT_T2_INITIALIZE)
+ *   NANOTRACE=<absolute path>   record this process. An existing directory gets one archive
+ *                               per process, named after the last SID component (created
+ *                               with O_EXCL, retried as .1 ... .9); any other path is the
+ *                               archive itself (a second process given the same file writes
+ *                               "<file>.<SID component>" beside it instead of replacing it).
+ *                               The archive is a file-backed arena (mode 0600): a process
+ *                               killed at any moment leaves a readable trace.
+ *   NANOTRACE_MAX_FILES=<n>     directory targets: when the directory holds n entries or
+ *                               more (counting . and ..), the trace goes to the sentinel
+ *                               "nanotrace-discard" (with a too_many_files message), and once
+ *                               that exists later processes record nothing.
+ *   NANOTRACE_MODE=oneshot|circular|streaming, NANOTRACE_BUFFER_SIZE=<bytes>[K|M|G],
+ *   NANOTRACE_CATEGORIES=<patterns>  as in nt_config (low-level NT_* events only: Trace2
+ *                               messages are always recorded).
+ *   NANOTRACE_CONFIG_PARAMS=<patterns>, NANOTRACE_ENV_VARS=<names>: what NT_T2_LIST_CONFIG
+ *                               and NT_T2_LIST_ENV_VARS report as def_param.
+ *   NANOTRACE_REDACT=0          keep URL passwords (by default user:pass@ in argv and
+ *                               def_param values is recorded as user:<REDACTED>@).
+ *   NANOTRACE_PARENT_SID, NANOTRACE_PARENT_NAME
+ *                               set by nanotrace for child processes: the SID is
+ *                               "<parent SID>/<own>", the command hierarchy "<parent>/<name>".
+ *   A bad value prints one line "nanotrace: ..." on stderr and leaves tracing off; the
+ *   program itself never fails because of tracing. When the program already records
+ *   (nt_start), NT_T2_INITIALIZE adds Trace2 to that session instead.
+ *
+ * COST
+ *   Disabled: every macro is one load and one branch. Enabled: NT_T2_REGION_ENTER/LEAVE
+ *   without a repository are 8-byte records on the event fast path (bench: ns_trace2_region);
+ *   the other messages format their arguments and take a few hundred ns. Nothing allocates
+ *   after initialization except thread_start's bookkeeping.
+ *
+ * THREADS
+ *   The thread calling NT_T2_INITIALIZE is "main". NT_T2_THREAD_START("name") names the
+ *   calling thread "thNN:name" (NN counts threads, truncated to 24 characters like Git); a
+ *   thread that records without it is "thNN:unknown". Regions nest per thread.
+ *
+ * BAD ARGUMENTS
+ *   NULL strings are recorded as "" (argv: as an empty list); a repository id < 0 means
+ *   none. Strings longer than a record (2040 bytes with everything else) are truncated.
+ */
+#ifndef NANOTRACE_TRACE2_H
+#define NANOTRACE_TRACE2_H
+
+#include <stdint.h>
+
+#include "nanotrace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Nonzero while Trace2 messages are recorded. Cost: one load. */
+extern int nt_trace2_enabled_;
+static inline int nt_trace2_is_enabled(void)
+{
+	return __atomic_load_n(&nt_trace2_enabled_, __ATOMIC_RELAXED);
+}
+
+/* ---- call sites (used by the macros) -------------------------------------------------- */
+
+#define NT__T2_SITE(var, cat, nm, nargs)                                                       \
+	static uint16_t var##_names_[(nargs) + 1];                                             \
+	static nt_callsite var = { .state = 0, .line = __LINE__, .category = (cat),            \
+				   .name = (nm), .file = __FILE__, .arg_names = var##_names_,  \
+				   .arg_count = (nargs), .always = 1 }
+
+void nt_t2_emit_(nt_callsite *site, unsigned kind);
+void nt_t2_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t n);
+int nt_t2_initialize_(nt_callsite *site, const char *version);
+void nt_t2_initialize_clock_(void);
+void nt_t2_cmd_start_(nt_callsite *site, const char *const *argv);
+void nt_t2_cmd_ancestry_(nt_callsite *site, const char *const *names);
+int nt_t2_cmd_exit_(nt_callsite *site, int code);
+void nt_t2_cmd_error_(nt_callsite *site, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void nt_t2_string_(nt_callsite *site, unsigned kind, const char *name, const char *value);
+void nt_t2_cmd_name_(nt_callsite *site, const char *name);
+void nt_t2_cmd_alias_(nt_callsite *site, const char *alias, const char *const *argv);
+void nt_t2_def_param_(nt_callsite *site, const char *scope, const char *param,
+		      const char *value);
+void nt_t2_list_config_(nt_callsite *site, const char *scope, const char *const *keys,
+			const char *const *values, unsigned n);
+void nt_t2_list_env_vars_(nt_callsite *site);
+void nt_t2_def_repo_(nt_callsite *site, int repo, const char *worktree);
+
+/* A child process: NT_T2_CHILD_START fills it; pass it to NT_T2_CHILD_EXIT / _READY. */
+typedef struct nt_trace2_child {
+	int id;
+	uint64_t start_ticks;
+} nt_trace2_child;
+void nt_t2_child_start_(nt_callsite *site, nt_trace2_child *child, const char *child_class,
+			const char *hook_name, const char *cd, int use_shell, int git_cmd,
+			const char *const *argv);
+void nt_t2_child_end_(nt_callsite *site, unsigned kind, nt_trace2_child *child, int pid,
+		      int code, const char *ready);
+int nt_t2_exec_(nt_callsite *site, const char *exe, const char *const *argv);
+void nt_t2_exec_result_(nt_callsite *site, int exec_id, int code);
+void nt_t2_thread_start_(nt_callsite *site, nt_callsite *main_site, const char *name);
+void nt_t2_thread_exit_(nt_callsite *site, nt_callsite *main_site);
+void nt_t2_region_printf_(nt_callsite *site, unsigned kind, int repo, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void nt_t2_data_(nt_callsite *site, unsigned kind, int repo, const char *value);
+void nt_t2_data_intmax_(nt_callsite *site, int repo, int64_t value);
+void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define NT__T2_KIND(ev) (NT_KIND_T2_FIRST + NT_T2_##ev)
+#define NT__T2_CALL(ev, cat, nm, nargs, call)                                                  \
+	do {                                                                                   \
+		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
+			NT__T2_SITE(nt__t2s_, cat, nm, nargs);                                 \
+			call;                                                                  \
+		}                                                                              \
+	} while (0)
+
+/* ---- process --------------------------------------------------------------------------- */
+
+/* Start the Trace2 clock: t_abs counts from here. Call first thing in main() (optional;
+ * otherwise NT_T2_INITIALIZE starts it). Cost: one clock read. */
+#define NT_T2_INITIALIZE_CLOCK() nt_t2_initialize_clock_()
+
+/* Read the environment (see ENABLING), start recording if asked, and record "version"
+ * (evt "4", exe = `version`, or nanotrace's when NULL). Registers the atexit message and,
+ * with a file target, the fatal-signal message. Returns nonzero when Trace2 is enabled.
+ * Call once, from the main thread; later calls return the first result. */
+#define NT_T2_INITIALIZE(version)                                                              \
+	({                                                                                     \
+		NT__T2_SITE(nt__t2s_, "", "", 2);                                              \
+		nt_t2_initialize_(&nt__t2s_, (version));                                       \
+	})
+
+/* start: the command line (NULL-terminated; URL passwords redacted), then cmd_ancestry
+ * from /proc (the parent process names, nearest first), as Git does on Linux. */
+#define NT_T2_CMD_START(argv) NT__T2_CALL(START, "", "", 1, nt_t2_cmd_start_(&nt__t2s_, (const char *const *)(argv)))
+/* cmd_ancestry with caller-supplied names (NULL-terminated, nearest parent first). */
+#define NT_T2_CMD_ANCESTRY(names) NT__T2_CALL(CMD_ANCESTRY, "", "", 1, nt_t2_cmd_ancestry_(&nt__t2s_, (const char *const *)(names)))
+/* exit: records the code (atexit reports it again) and evaluates to it:
+ * `return NT_T2_CMD_EXIT(code);` */
+#define NT_T2_CMD_EXIT(code)                                                                   \
+	({                                                                                     \
+		NT__T2_SITE(nt__t2s_, "", "", 1);                                              \
+		nt_t2_cmd_exit_(&nt__t2s_, (code));                                            \
+	})
+/* error: the formatted message and the format string itself. */
+#define NT_T2_CMD_ERROR(...) NT__T2_CALL(ERROR, "", "", 2, nt_t2_cmd_error_(&nt__t2s_, __VA_ARGS__))
+#define NT_T2_CMD_PATH(path) NT__T2_CALL(CMD_PATH, "", "", 1, nt_t2_string_(&nt__t2s_, NT__T2_KIND(CMD_PATH), "path", (path)))
+/* cmd_name: the hierarchy is the parent's (NANOTRACE_PARENT_NAME) + "/" + name, and is
+ * passed on to child processes. */
+#define NT_T2_CMD_NAME(name) NT__T2_CALL(CMD_NAME, "", "", 2, nt_t2_cmd_name_(&nt__t2s_, (name)))
+#define NT_T2_CMD_MODE(mode) NT__T2_CALL(CMD_MODE, "", "", 1, nt_t2_string_(&nt__t2s_, NT__T2_KIND(CMD_MODE), "name", (mode)))
+#define NT_T2_CMD_ALIAS(alias, argv) NT__T2_CALL(ALIAS, "", "", 2, nt_t2_cmd_alias_(&nt__t2s_, (alias), (const char *const *)(argv)))
+/* def_param: a setting that affects the command; value NULL = valueless. */
+#define NT_T2_DEF_PARAM(scope, param, value) NT__T2_CALL(DEF_PARAM, "", "", 3, nt_t2_def_param_(&nt__t2s_, (scope), (param), (value)))
+/* def_param for each of the n (key, value) pairs whose key matches a pattern of
+ * NANOTRACE_CONFIG_PARAMS (comma-separated shell globs, case-insensitive). */
+#define NT_T2_LIST_CONFIG(scope, keys, values, n) NT__T2_CALL(DEF_PARAM, "", "", 3, nt_t2_list_config_(&nt__t2s_, (scope), (keys), (values), (n)))
+/* def_param (scope "command") for each variable named in NANOTRACE_ENV_VARS that is set
+ * and non-empty. */
+#define NT_T2_LIST_ENV_VARS() NT__T2_CALL(DEF_PARAM, "", "", 3, nt_t2_list_env_vars_(&nt__t2s_))
+/* def_repo: repository `repo` (an id >= 0 of the caller's choosing) and its worktree. */
+#define NT_T2_DEF_REPO(repo, worktree) NT__T2_CALL(DEF_REPO, "", "", 2, nt_t2_def_repo_(&nt__t2s_, (repo), (worktree)))
+
+/* ---- child processes and exec ----------------------------------------------------------- */
+
+/* child_start: `child` gets the next child id and the start time. child_class NULL = "?";
+ * hook_name non-NULL makes the class "hook"; cd NULL = none; git_cmd prepends "git" to argv. */
+#define NT_T2_CHILD_START(child, child_class, hook_name, cd, use_shell, git_cmd, argv)          \
+	NT__T2_CALL(CHILD_START, "", "", 6,                                                    \
+		    nt_t2_child_start_(&nt__t2s_, (child), (child_class), (hook_name), (cd),   \
+				       (use_shell), (git_cmd), (const char *const *)(argv)))
+/* child_exit: pid (-1 when the spawn failed), exit code, and the child's run time. */
+#define NT_T2_CHILD_EXIT(child, pid, code) NT__T2_CALL(CHILD_EXIT, "", "", 4, nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_EXIT), (child), (pid), (code), NULL))
+/* child_ready: a background child reports "ready", "timeout" or "error". */
+#define NT_T2_CHILD_READY(child, pid, ready) NT__T2_CALL(CHILD_READY, "", "", 4, nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_READY), (child), (pid), 0, (ready)))
+/* exec: about to exec `exe` (may be NULL) with argv; evaluates to the exec id. */
+#define NT_T2_EXEC(exe, argv)                                                                  \
+	({                                                                                     \
+		NT__T2_SITE(nt__t2s_, "", "", 3);                                              \
+		nt_t2_exec_(&nt__t2s_, (exe), (const char *const *)(argv));                    \
+	})
+/* exec_result: the exec failed with errno `code`. */
+#define NT_T2_EXEC_RESULT(exec_id, code) NT__T2_CALL(EXEC_RESULT, "", "", 2, nt_t2_exec_result_(&nt__t2s_, (exec_id), (code)))
+
+/* ---- threads ---------------------------------------------------------------------------- */
+
+/* On a new thread: names it "thNN:<name>" and records thread_start. On the main thread it
+ * becomes region_enter "thread-proc on main: <name>", as in Git. */
+#define NT_T2_THREAD_START(name)                                                               \
+	NT__T2_CALL(THREAD_START, "", "", 0, NT__T2_SITE(nt__t2m_, "", "", 2);                 \
+		    nt_t2_thread_start_(&nt__t2s_, &nt__t2m_, (name)))
+/* Before the thread returns: its per-thread timers and counters, then thread_exit with its
+ * run time. On the main thread: region_leave "thread-proc on main". */
+#define NT_T2_THREAD_EXIT()                                                                    \
+	NT__T2_CALL(THREAD_EXIT, "", "", 1, NT__T2_SITE(nt__t2m_, "", "", 2);                  \
+		    nt_t2_thread_exit_(&nt__t2s_, &nt__t2m_))
+
+/* ---- regions and data ------------------------------------------------------------------- */
+
+/* region_enter / region_leave of (category, label) on this thread; repo < 0: none. The
+ * category and label must be literals (kept by the call site). Without a repository this
+ * is the 8-byte fast path. */
+#define NT__T2_REGION(ev, cat, label, repo)                                                    \
+	do {                                                                                   \
+		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
+			int nt__repo_ = (repo);                                                \
+			if (nt__repo_ < 0) {                                                   \
+				NT__T2_SITE(nt__t2s0_, (cat), (label), 0);                     \
+				nt_t2_emit_(&nt__t2s0_, NT__T2_KIND(ev));                      \
+			} else {                                                               \
+				NT__T2_SITE(nt__t2s1_, (cat), (label), 1);                     \
+				nt_arg nt__a_ = NT_U32("repo", (uint32_t)nt__repo_);           \
+				nt_t2_emit_args_(&nt__t2s1_, NT__T2_KIND(ev), &nt__a_, 1);     \
+			}                                                                      \
+		}                                                                              \
+	} while (0)
+#define NT_T2_REGION_ENTER(cat, label, repo) NT__T2_REGION(REGION_ENTER, cat, label, repo)
+#define NT_T2_REGION_LEAVE(cat, label, repo) NT__T2_REGION(REGION_LEAVE, cat, label, repo)
+/* The same with a printf-formatted message. */
+#define NT_T2_REGION_ENTER_PRINTF(cat, label, repo, ...) NT__T2_CALL(REGION_ENTER, cat, label, 2, nt_t2_region_printf_(&nt__t2s_, NT__T2_KIND(REGION_ENTER), (repo), __VA_ARGS__))
+#define NT_T2_REGION_LEAVE_PRINTF(cat, label, repo, ...) NT__T2_CALL(REGION_LEAVE, cat, label, 2, nt_t2_region_printf_(&nt__t2s_, NT__T2_KIND(REGION_LEAVE), (repo), __VA_ARGS__))
+
+/* data: (category, key) = value, inside the current region; value is a string, an integer
+ * (recorded as its decimal string, as Git does) or JSON text (data_json, kept verbatim). */
+#define NT_T2_DATA_STRING(cat, repo, key, value) NT__T2_CALL(DATA, cat, key, 2, nt_t2_data_(&nt__t2s_, NT__T2_KIND(DATA), (repo), (value)))
+#define NT_T2_DATA_INTMAX(cat, repo, key, value) NT__T2_CALL(DATA, cat, key, 2, nt_t2_data_intmax_(&nt__t2s_, (repo), (int64_t)(value)))
+#define NT_T2_DATA_JSON(cat, repo, key, json) NT__T2_CALL(DATA_JSON, cat, key, 2, nt_t2_data_(&nt__t2s_, NT__T2_KIND(DATA_JSON), (repo), (json)))
+/* printf: a free-form message. */
+#define NT_T2_PRINTF(...) NT__T2_CALL(PRINTF, "", "", 1, nt_t2_printf_(&nt__t2s_, __VA_ARGS__))
+
+/* ---- timers and counters ---------------------------------------------------------------- */
+/*
+ * Stopwatch timers and counters accumulate per thread without locks and are reported at
+ * exit: "timer" / "counter" with the process totals, and, for the ones defined per_thread,
+ * "th_timer" / "th_counter" for each thread that used them (at its NT_T2_THREAD_EXIT, and
+ * for the main thread at exit). At most 64 timers and 64 counters per process; more are
+ * ignored. Nested starts of one timer on one thread count once (Git's rule).
+ */
+typedef struct nt_trace2_timer {
+	const char *category, *name; /* literals */
+	int per_thread;
+	int id_; /* 0 until first used */
+} nt_trace2_timer;
+typedef struct nt_trace2_counter {
+	const char *category, *name;
+	int per_thread;
+	int id_;
+} nt_trace2_counter;
+#define NT_T2_TIMER_DEFINE(var, cat, name, per_thread) nt_trace2_timer var = { cat, name, per_thread, 0 }
+#define NT_T2_COUNTER_DEFINE(var, cat, name, per_thread) nt_trace2_counter var = { cat, name, per_thread, 0 }
+/* Cost: one clock read and a few TLS stores; nothing when Trace2 is off. */
+void nt_trace2_timer_start(nt_trace2_timer *t);
+void nt_trace2_timer_stop(nt_trace2_timer *t);
+void nt_trace2_counter_add(nt_trace2_counter *c, uint64_t value);
+
+/* The SID of this process ("" before NT_T2_INITIALIZE). */
+const char *nt_trace2_sid(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NANOTRACE_TRACE2_H */

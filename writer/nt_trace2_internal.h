@@ -1,0 +1,55 @@
+/* nt_trace2_internal.h - state shared by the Trace2 layer's files (not installed). */
+#ifndef NT_TRACE2_INTERNAL_H
+#define NT_TRACE2_INTERNAL_H
+
+#include "nanotrace_trace2.h"
+#include "nt_internal.h"
+
+#define NT_T2_THREAD_NAME_MAX 24 /* Git's TR2_MAX_THREAD_NAME */
+
+typedef struct nt_t2_thread {
+	int named;             /* has its Trace2 name ("main", "thNN:...") */
+	int is_main;
+	uint64_t start_ticks;  /* thread_start (main: the process start) */
+} nt_t2_thread;
+
+typedef struct nt_t2_process {
+	int initialized, enabled, started_session;
+	uint64_t start_ticks;  /* the Trace2 clock's zero */
+	int clock_started;
+	int exit_code;
+	int redact;
+	char sid[NT_MAX_SID_LENGTH + 1];
+	char hierarchy[1024];
+	uint32_t next_thread_id; /* "thNN": main is 0 */
+	uint32_t next_child_id, next_exec_id;
+} nt_t2_process;
+
+extern nt_t2_process nt_T2;
+
+/* Tick differences of this session's clock in nanoseconds. */
+static inline int64_t nt_ticks_to_ns(uint64_t ticks)
+{
+	uint64_t tps = nt_S.ticks_per_second ? nt_S.ticks_per_second : 1000000000u;
+	return (int64_t)((__int128)ticks * 1000000000 / tps);
+}
+
+/* The calling thread's Trace2 state; names the thread "thNN:unknown" on first use. */
+nt_t2_thread *nt_t2_self(void);
+
+/* Rewrites http(s)://user:pass@host as user:<REDACTED>@host into buf (when redaction is
+ * on); returns s itself when nothing is redacted. */
+const char *nt_t2_redact(const char *s, char *buf, size_t cap);
+
+/* nt_trace2_env.c: read the NANOTRACE* variables and start the session. Returns 1 when
+ * recording, with *too_many_files set when the trace went to the discard sentinel. */
+int nt_t2_env_start(int *too_many_files);
+/* The SID of this process, composed once: "<parent>/<ts>-H<host>-P<pid>". */
+void nt_t2_make_sid(char *out, size_t cap);
+
+/* nt_trace2_timer.c: emit this thread's per-thread timers and counters, merge them into
+ * the process totals; with `final`, also emit the totals (atexit). */
+void nt_t2_timers_thread_exit(void);
+void nt_t2_timers_atexit(void);
+
+#endif /* NT_TRACE2_INTERNAL_H */
