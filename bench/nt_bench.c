@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "nanotrace.h"
+#include "nanotrace_trace2.h"
 #include "nanotrace_reader.h"
 #include "nt_clock.h"
 
@@ -89,6 +90,78 @@ static double pairs_loop(uint64_t pairs)
 		NT_END("bench", "pair");
 	}
 	return (double)(now_ns() - t0) / (double)(2 * pairs);
+}
+
+/* Trace2 regions: returns ns per message (enter + leave = two). */
+static double t2_pairs_loop(uint64_t pairs)
+{
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < pairs; i++) {
+		NT_T2_REGION_ENTER("bench", "pair", -1);
+		NT_T2_REGION_LEAVE("bench", "pair", -1);
+	}
+	return (double)(now_ns() - t0) / (double)(2 * pairs);
+}
+
+static int start_session(int mode, size_t buffer);
+
+/* Counts what a FILE writes. */
+static ssize_t count_write(void *cookie, const char *buf, size_t n)
+{
+	(void)buf;
+	*(uint64_t *)cookie += n;
+	return (ssize_t)n;
+}
+
+/* A Git-status-like Trace2 session (the corpus's mix: nested regions with a data message
+ * inside), recorded to an archive and rendered as EVENT JSON: bytes of JSON per byte of
+ * archive. Every message is rendered (nesting 100), so both sides hold the same messages. */
+static int trace2_compression(double *ratio, uint64_t *json_bytes, uint64_t *archive_bytes)
+{
+	if (!start_session(NT_MODE_ONESHOT, 16u << 20))
+		return 0;
+	const char *argv[] = { "/usr/bin/git", "status", "--porcelain", NULL };
+	NT_T2_CMD_START(argv);
+	NT_T2_CMD_NAME("status");
+	NT_T2_DEF_REPO(1, "/srv/t2/work");
+	for (int i = 0; i < 20000; i++) {
+		NT_T2_REGION_ENTER("index", "do_read_index", 1);
+		NT_T2_REGION_ENTER("cache_tree", "read", -1);
+		NT_T2_REGION_LEAVE("cache_tree", "read", -1);
+		NT_T2_DATA_INTMAX("index", 1, "read/cache_nr", 3003 + i);
+		NT_T2_REGION_LEAVE("index", "do_read_index", 1);
+		NT_T2_REGION_ENTER("status", "worktrees", 1);
+		NT_T2_REGION_LEAVE("status", "worktrees", 1);
+	}
+	NT_T2_CMD_EXIT(0);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-bench-t2-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	if (nt_finish(path) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return 0;
+	}
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	if (r == NULL) {
+		fprintf(stderr, "nt_bench: %s\n", err.message);
+		unlink(path);
+		return 0;
+	}
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	*archive_bytes = sum.file_bytes;
+	*json_bytes = 0;
+	cookie_io_functions_t io = { .write = count_write };
+	FILE *out = fopencookie(json_bytes, "w", io);
+	nt_trace2_options opt = { .format = NT_TRACE2_EVENT, .brief = 0, .nesting = 100 };
+	int rc = out ? nt_render_trace2(&r, 1, out, &opt) : -1;
+	if (out)
+		fclose(out);
+	nt_reader_close(r);
+	unlink(path);
+	*ratio = (double)*json_bytes / (double)*archive_bytes;
+	return rc == 0;
 }
 
 /* Returns ns per call site; the category "bench-off" is never enabled. */
@@ -354,6 +427,15 @@ int main(int argc, char **argv)
 	for (int r = 0; r < reps; r++)
 		dc[r] = off_loop(4 * pairs);
 	double ns_category_off = median(dc, reps);
+	/* Trace2 joins the running session (no NANOTRACE needed). */
+	NT_T2_INITIALIZE("bench");
+	double *t2 = calloc((size_t)reps, sizeof(double)), *b1 = calloc((size_t)reps, sizeof(double));
+	t2_pairs_loop(pairs / 10);
+	for (int r = 0; r < reps; r++) {
+		b1[r] = pairs_loop(pairs);
+		t2[r] = t2_pairs_loop(pairs);
+	}
+	double ns_t2 = median(t2, reps), ns_t2_base = median(b1, reps);
 	double *f1 = calloc((size_t)reps, sizeof(double)), *f2 = calloc((size_t)reps, sizeof(double));
 	double *e1 = calloc((size_t)reps, sizeof(double)), *e2 = calloc((size_t)reps, sizeof(double));
 	for (int r = 0; r < reps; r++) {
@@ -376,6 +458,10 @@ int main(int argc, char **argv)
 	if (!measure_bytes(&record_bpe, &chunk_bpe, &file_bpe))
 		return 1;
 	double unpaced = 0, stream_mb = streaming_mb_s(&unpaced);
+	double t2_ratio = 0;
+	uint64_t t2_json = 0, t2_archive = 0;
+	if (!trace2_compression(&t2_ratio, &t2_json, &t2_archive))
+		return 1;
 	char peer_path[256];
 	snprintf(peer_path, sizeof(peer_path), "%s/nt-bench-peer-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());
@@ -401,6 +487,10 @@ int main(int argc, char **argv)
 	printf("  event in a disabled category               %7.2f ns\n", ns_category_off);
 	printf("  streaming to the archive, 0 drops          %7.1f MB/s (unpaced writer: %.1f MB/s saved)\n",
 	       stream_mb, unpaced);
+	printf("  Trace2 region enter/leave                  %7.2f ns   (begin/end in the same reps: %.2f ns, ratio %.3f)\n",
+	       ns_t2, ns_t2_base, ns_t2 / ns_t2_base);
+	printf("  Trace2 EVENT JSON / archive bytes          %7.1f   (%" PRIu64 " / %" PRIu64 " bytes)\n",
+	       t2_ratio, t2_json, t2_archive);
 	printf("  peer: JSON line + buffered fwrite          %7.1f ns   nanotrace is %.1fx faster\n",
 	       json_ns, json_ns / ns1);
 	printf("  peer: Trace2-style write(2) per event      %7.1f ns   nanotrace is %.1fx faster\n",
@@ -413,11 +503,13 @@ int main(int argc, char **argv)
 		       "\"ns_disabled\":%.3f,\"ns_category_off\":%.3f,\"streaming_mb_s\":%.1f,"
 		       "\"streaming_unpaced_mb_s\":%.1f,\"peer_json_fwrite_ns\":%.1f,"
 		       "\"peer_write_per_event_ns\":%.1f,\"speedup_vs_json_fwrite\":%.1f,"
-		       "\"speedup_vs_write_per_event\":%.1f,\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
+		       "\"speedup_vs_write_per_event\":%.1f,\"ns_trace2_region\":%.3f,"
+		       "\"trace2_region_ratio\":%.4f,\"trace2_compression_ratio\":%.2f,"
+		       "\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
 		       ns1, ns2, floor1, floor2, ns1 / floor1, ns2 / floor2, ns2 / floor1, record_bpe,
 		       chunk_bpe, file_bpe, ns_disabled, ns_category_off, stream_mb, unpaced, json_ns,
-		       write_ns, json_ns / ns1, write_ns / ns1,
+		       write_ns, json_ns / ns1, write_ns / ns1, ns_t2, ns_t2 / ns_t2_base, t2_ratio,
 		       nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
-	free(f1), free(f2), free(e1), free(e2), free(d0), free(dc), free(pj), free(pw);
+	free(f1), free(f2), free(e1), free(e2), free(d0), free(dc), free(pj), free(pw), free(t2), free(b1);
 	return 0;
 }

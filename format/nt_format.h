@@ -218,7 +218,7 @@ typedef struct nt_callsite_record {
 	uint32_t category;
 	uint32_t name;
 	uint32_t file;
-	uint32_t reserved0;
+	uint32_t repo;
 } nt_callsite_record;
 
 typedef struct nt_chunk_header {

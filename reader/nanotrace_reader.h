@@ -92,6 +92,7 @@ typedef struct nt_reader_event {
 	const char *category, *name, *file; /* NUL-terminated; Trace2: "" = none */
 	uint32_t line;
 	uint32_t callsite;
+	uint32_t callsite_repo; /* Trace2: the call site's repository id + 1; 0 = none */
 	const nt_reader_thread *thread;
 	uint64_t ticks;       /* raw clock value; for Complete, the start */
 	int64_t time_ns;      /* CLOCK_MONOTONIC ns; for Complete, the start */

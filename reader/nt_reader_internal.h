@@ -14,6 +14,7 @@ typedef struct reader_string {
 
 typedef struct reader_callsite {
 	uint32_t category, name, file, line; /* string indices, validated at definition */
+	uint32_t repo;                       /* Trace2 repository id + 1; 0 = none */
 	int defined;
 } reader_callsite;
 

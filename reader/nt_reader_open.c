@@ -206,7 +206,7 @@ static const char *durable_record(nt_reader *r, uint64_t off, uint64_t size, pen
 		if (!r->callsites[c->index].defined)
 			r->summary.callsites++;
 		r->callsites[c->index] =
-			(reader_callsite){ c->category, c->name, c->file, c->line, 1 };
+			(reader_callsite){ c->category, c->name, c->file, c->line, c->repo, 1 };
 		if (r->strings[c->category].len > r->max_category_len)
 			r->max_category_len = r->strings[c->category].len;
 		return NULL;

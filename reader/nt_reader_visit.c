@@ -206,6 +206,7 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		ev->name = r->strings[cs->name].str;
 		ev->file = r->strings[cs->file].str;
 		ev->line = cs->line;
+		ev->callsite_repo = cs->repo;
 		ev->callsite = e->callsite;
 		ev->thread = c->thread;
 		ev->ticks = c->ticks;

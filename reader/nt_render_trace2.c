@@ -288,7 +288,9 @@ int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 		kv_category(b, m);
 		kv_label(b, m, "key");
 		uint32_t len;
-		const char *v = t2_arg_str(m, "value", &len);
+		char num[24];
+		const char *v = m->type == NT_T2_DATA ? t2_value_text(m, num, &len)
+						      : t2_arg_str(m, "value", &len);
 		if (m->type == NT_T2_DATA) {
 			if (v != NULL)
 				kv_str(b, "value", v, len);

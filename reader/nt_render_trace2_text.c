@@ -551,7 +551,9 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
 	case NT_T2_DATA:
 	case NT_T2_DATA_JSON:
 		t2_printf(b, "%s:", m->label ? m->label : "");
-		str_arg(b, m, "value");
+		char num[24];
+		if ((s = t2_value_text(m, num, &len)) != NULL)
+			t2_put(b, s, len);
 		break;
 	case NT_T2_PRINTF:
 		str_arg(b, m, "msg");

@@ -52,6 +52,9 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *out);
 const nt_reader_arg *t2_arg(const t2_msg *m, const char *name);
 /* String argument (or NULL) and its length. */
 const char *t2_arg_str(const t2_msg *m, const char *name, uint32_t *len);
+/* data's value as text: a string argument, or an integer one (NT_T2_DATA_INTMAX) printed
+ * in decimal into buf (which needs 24 bytes), as Git's trace2_data_intmax does. */
+const char *t2_value_text(const t2_msg *m, char *buf, uint32_t *len);
 /* Integer argument, or `dflt` when absent or not an integer. */
 int64_t t2_arg_int(const t2_msg *m, const char *name, int64_t dflt);
 

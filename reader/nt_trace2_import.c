@@ -185,13 +185,13 @@ static uint32_t intern(importer *im, const char *s, size_t len)
 }
 
 static uint32_t callsite(importer *im, const char *cat, size_t catn, const char *name,
-			 size_t namen, const char *file, size_t filen, uint32_t line)
+			 size_t namen, const char *file, size_t filen, uint32_t line, uint32_t repo)
 {
 	uint32_t c = intern(im, cat, catn), n = c ? intern(im, name, namen) : 0;
 	uint32_t f = n ? intern(im, file, filen) : 0;
 	if (f == 0)
 		return 0;
-	uint32_t key[4] = { c, n, f, line };
+	uint32_t key[5] = { c, n, f, line, repo };
 	struct slot *sl = table_find(&im->callsites, key, sizeof(key));
 	if (sl == NULL)
 		return oom(im);
@@ -205,7 +205,7 @@ static uint32_t callsite(importer *im, const char *cat, size_t catn, const char 
 	sl->value = ++im->ncallsites;
 	*rec = (nt_callsite_record){ .kind = NT_KIND_CALLSITE, .size_words = 3,
 				     .index = (uint16_t)sl->value, .line = line, .category = c,
-				     .name = n, .file = f };
+				     .name = n, .file = f, .repo = repo };
 	return sl->value;
 }
 
@@ -678,8 +678,13 @@ static int import_line(importer *im, const char *text, size_t n)
 	if (ok && ((file && memchr(file, 0, file_len)) || (cat && memchr(cat, 0, cat_len)) ||
 		   (lab && memchr(lab, 0, lab_len))))
 		ok = fail(im, 1, "a NUL character in file, category or %s is not supported", lk);
+	/* The repository belongs to the call site (CallSiteRecord.repo: id + 1). */
+	const nt_json_value *rv = member(&lc, "repo");
+	int64_t repo = -1;
+	if (ok && rv != NULL && (!nt_json_int64(rv, &repo) || repo < 0 || repo >= UINT32_MAX))
+		ok = fail(im, col(&lc, rv), "\"repo\" must be a repository id");
 	uint32_t cs = ok ? callsite(im, cat ? cat : "", cat_len, lab ? lab : "", lab_len,
-				    file ? file : "", file_len, (uint32_t)line)
+				    file ? file : "", file_len, (uint32_t)line, (uint32_t)(repo + 1))
 			 : 0;
 
 	bytes rec = { 0 };
@@ -696,14 +701,6 @@ static int import_line(importer *im, const char *text, size_t n)
 			ok = put_arg(im, &rec, "category", NT_ARG_STRING, 0, NULL, 0);
 		if (ok && lab != NULL && lab_len == 0)
 			ok = put_arg(im, &rec, "label", NT_ARG_STRING, 0, NULL, 0);
-		const nt_json_value *rv = member(&lc, "repo");
-		int64_t repo;
-		if (ok && rv != NULL) {
-			if (!nt_json_int64(rv, &repo) || repo < 0 || repo > UINT32_MAX)
-				ok = fail(im, col(&lc, rv), "\"repo\" must be a repository id");
-			else
-				ok = put_u64(im, &rec, "repo", (uint64_t)repo);
-		}
 		for (const field_spec *f = fields_of((nt_t2_event)type); ok && f->key; f++) {
 			const nt_json_value *v = member(&lc, f->key);
 			if (v != NULL)

@@ -8,6 +8,8 @@
  * reader replays that bookkeeping here. An imported EVENT log carries Git's own numbers,
  * which win; its other events then take their PERF indentation from the last nesting seen.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +78,23 @@ const char *t2_arg_str(const t2_msg *m, const char *name, uint32_t *len)
 		return NULL;
 	*len = a->value.str.len;
 	return a->value.str.ptr;
+}
+
+const char *t2_value_text(const t2_msg *m, char *buf, uint32_t *len)
+{
+	const char *s = t2_arg_str(m, "value", len);
+	if (s != NULL)
+		return s;
+	const nt_reader_arg *a = t2_arg(m, "value");
+	if (a == NULL)
+		return NULL;
+	if (a->type == NT_ARG_INT32 || a->type == NT_ARG_INT64)
+		*len = (uint32_t)snprintf(buf, 24, "%" PRId64, a->value.i64);
+	else if (a->type == NT_ARG_UINT32 || a->type == NT_ARG_UINT64)
+		*len = (uint32_t)snprintf(buf, 24, "%" PRIu64, a->value.u64);
+	else
+		return NULL;
+	return buf;
 }
 
 int64_t t2_arg_int(const t2_msg *m, const char *name, int64_t dflt)
@@ -164,6 +183,9 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 	if (arg_u64(o, "repo", &v)) {
 		o->has_repo = 1;
 		o->repo = (int64_t)v;
+	} else if (e->callsite_repo != 0) {
+		o->has_repo = 1;
+		o->repo = (int64_t)e->callsite_repo - 1;
 	}
 
 	/* t_abs: recorded, else from the clock (the writer's archives), else an estimate. */
@@ -241,7 +263,8 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		}
 		break;
 	case NT_T2_ATEXIT:
-		/* Git unwinds the main thread's open regions before atexit. */
+	case NT_T2_THREAD_EXIT:
+		/* Git unwinds the thread's open regions before atexit and thread_exit. */
 		t->nr_open = 1;
 		o->dots = 0;
 		break;

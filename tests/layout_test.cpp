@@ -90,7 +90,7 @@ SAME_FIELD(nt_callsite_record, CallSiteRecord, line)
 SAME_FIELD(nt_callsite_record, CallSiteRecord, category)
 SAME_FIELD(nt_callsite_record, CallSiteRecord, name)
 SAME_FIELD(nt_callsite_record, CallSiteRecord, file)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, reserved0)
+SAME_FIELD(nt_callsite_record, CallSiteRecord, repo)
 
 SAME_STRUCT(nt_chunk_header, ChunkHeader)
 SAME_FIELD(nt_chunk_header, ChunkHeader, kind)
@@ -300,7 +300,7 @@ static std::map<std::string, c_struct> c_mirror()
 			{ F(nt_callsite_record, kind), F(nt_callsite_record, size_words),
 			  F(nt_callsite_record, index), F(nt_callsite_record, line),
 			  F(nt_callsite_record, category), F(nt_callsite_record, name),
-			  F(nt_callsite_record, file), F(nt_callsite_record, reserved0) } } },
+			  F(nt_callsite_record, file), F(nt_callsite_record, repo) } } },
 		{ "ntfmt.ChunkHeader", { sizeof(nt_chunk_header), NT_KIND_CHUNK,
 			{ F(nt_chunk_header, kind), F(nt_chunk_header, size_words),
 			  F(nt_chunk_header, slot_wrap), F(nt_chunk_header, size_bytes),

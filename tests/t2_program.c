@@ -101,6 +101,10 @@ int main(int argc, const char **argv)
 	NT_T2_REGION_LEAVE("cache_tree", "read", -1);
 	NT_T2_REGION_LEAVE_PRINTF("index", "read", 1, "%s", ".git/index");
 	NT_T2_REGION_LEAVE("index", "do_read_index", 1);
+	for (int r = 1; r <= 2; r++) { /* one site, two repositories */
+		NT_T2_REGION_ENTER("repo", "each", r);
+		NT_T2_REGION_LEAVE("repo", "each", r);
+	}
 	NT_T2_PRINTF("checked %d entries", 3);
 	NT_T2_CMD_ERROR("pathspec '%s' did not match", "no-such-file");
 

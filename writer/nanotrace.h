@@ -186,9 +186,10 @@ typedef struct nt_stats {
 void nt_get_stats(nt_stats *out);
 
 /* Name the calling thread in the archive (a new Thread record for its index; the newest name
- * wins). Without it a thread is named by its kernel name (pthread_setname_np / prctl).
+ * wins). Without it a thread is named by its kernel name (pthread_setname_np / prctl). The
+ * name (its first 31 bytes) is kept for the thread's records in later sessions too.
  * Cost: takes the intern lock, writes one durable record. NULL or "" is ignored; names
- * longer than 2024 bytes are truncated. No effect when not recording. */
+ * longer than 2016 bytes are truncated. Only remembered when not recording. */
 void nt_thread_set_name(const char *name);
 
 /* Nonzero if events of `category` are recorded in the current session (recording, and the
@@ -240,6 +241,7 @@ typedef struct nt_callsite {
 	uint32_t arg_count;
 	struct nt_callsite *next_registered; /* every site registered so far (generation wrap) */
 	int always;             /* Trace2: recorded whatever the category filter says */
+	uint32_t repo;          /* Trace2: repository id + 1 of all its events, 0 = none */
 } nt_callsite;
 
 /* Nonzero while recording: (generation << 17) | NT_SITE_ENABLED | 16-bit run epoch. */

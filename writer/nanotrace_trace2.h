@@ -125,7 +125,7 @@ void nt_t2_thread_exit_(nt_callsite *site, nt_callsite *main_site);
 void nt_t2_region_printf_(nt_callsite *site, unsigned kind, int repo, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void nt_t2_data_(nt_callsite *site, unsigned kind, int repo, const char *value);
-void nt_t2_data_intmax_(nt_callsite *site, int repo, int64_t value);
+void nt_t2_data_intmax_(nt_callsite *site, unsigned kind, int repo, int64_t value);
 void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define NT__T2_KIND(ev) (NT_KIND_T2_FIRST + NT_T2_##ev)
@@ -220,21 +220,44 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
 
 /* ---- regions and data ------------------------------------------------------------------- */
 
+/* The repository of a message is a property of its call site (CallSiteRecord.repo), as it
+ * is in practice: the first repository a site sees is cached there, so the message stays
+ * 8 bytes; a site that later sees another repository records it as an argument. Three
+ * sites per use: no repository, the cached one, and an explicit argument. */
+static inline int nt_t2_site_has_repo_(nt_callsite *site, int repo)
+{
+	uint32_t want = (uint32_t)repo + 1, have = 0;
+	if (__atomic_compare_exchange_n(&site->repo, &have, want, 0, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		return 1;
+	return have == want;
+}
+#define NT__T2_SITES3(cat, nm, nargs)                                                          \
+	NT__T2_SITE(nt__t2s0_, (cat), (nm), (nargs));                                          \
+	NT__T2_SITE(nt__t2s1_, (cat), (nm), (nargs));                                          \
+	NT__T2_SITE(nt__t2s2_, (cat), (nm), (nargs) + 1)
+#define NT__T2_PICK(repo, plain, explicit_repo)                                                \
+	do {                                                                                   \
+		int nt__repo_ = (repo);                                                        \
+		nt_callsite *nt__site_ = nt__repo_ < 0 ? &nt__t2s0_ : &nt__t2s1_;               \
+		if (nt__repo_ < 0 || nt_t2_site_has_repo_(&nt__t2s1_, nt__repo_)) {            \
+			plain;                                                                 \
+		} else {                                                                       \
+			nt__site_ = &nt__t2s2_;                                                \
+			explicit_repo;                                                         \
+		}                                                                              \
+	} while (0)
+
 /* region_enter / region_leave of (category, label) on this thread; repo < 0: none. The
- * category and label must be literals (kept by the call site). Without a repository this
- * is the 8-byte fast path. */
+ * category and label must be literals (kept by the call site). The 8-byte fast path. */
 #define NT__T2_REGION(ev, cat, label, repo)                                                    \
 	do {                                                                                   \
 		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
-			int nt__repo_ = (repo);                                                \
-			if (nt__repo_ < 0) {                                                   \
-				NT__T2_SITE(nt__t2s0_, (cat), (label), 0);                     \
-				nt_t2_emit_(&nt__t2s0_, NT__T2_KIND(ev));                      \
-			} else {                                                               \
-				NT__T2_SITE(nt__t2s1_, (cat), (label), 1);                     \
+			NT__T2_SITES3(cat, label, 0);                                          \
+			NT__T2_PICK(repo, nt_t2_emit_(nt__site_, NT__T2_KIND(ev)), {           \
 				nt_arg nt__a_ = NT_U32("repo", (uint32_t)nt__repo_);           \
-				nt_t2_emit_args_(&nt__t2s1_, NT__T2_KIND(ev), &nt__a_, 1);     \
-			}                                                                      \
+				nt_t2_emit_args_(nt__site_, NT__T2_KIND(ev), &nt__a_, 1);      \
+			});                                                                    \
 		}                                                                              \
 	} while (0)
 #define NT_T2_REGION_ENTER(cat, label, repo) NT__T2_REGION(REGION_ENTER, cat, label, repo)
@@ -245,9 +268,21 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
 
 /* data: (category, key) = value, inside the current region; value is a string, an integer
  * (recorded as its decimal string, as Git does) or JSON text (data_json, kept verbatim). */
-#define NT_T2_DATA_STRING(cat, repo, key, value) NT__T2_CALL(DATA, cat, key, 2, nt_t2_data_(&nt__t2s_, NT__T2_KIND(DATA), (repo), (value)))
-#define NT_T2_DATA_INTMAX(cat, repo, key, value) NT__T2_CALL(DATA, cat, key, 2, nt_t2_data_intmax_(&nt__t2s_, (repo), (int64_t)(value)))
-#define NT_T2_DATA_JSON(cat, repo, key, json) NT__T2_CALL(DATA_JSON, cat, key, 2, nt_t2_data_(&nt__t2s_, NT__T2_KIND(DATA_JSON), (repo), (json)))
+#define NT__T2_DATA(cat, key, repo, value, kind, fn)                                          \
+	do {                                                                                   \
+		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
+			NT__T2_SITES3(cat, key, 1);                                            \
+			NT__T2_PICK(repo, fn(nt__site_, kind, -1, value),                      \
+				    fn(nt__site_, kind, nt__repo_, value));                    \
+		}                                                                              \
+	} while (0)
+#define NT_T2_DATA_STRING(cat, repo, key, value)                                               \
+	NT__T2_DATA(cat, key, repo, (value), NT__T2_KIND(DATA), nt_t2_data_)
+/* Recorded as a number (8 bytes when it fits 32 bits); rendered as its decimal string. */
+#define NT_T2_DATA_INTMAX(cat, repo, key, value)                                               \
+	NT__T2_DATA(cat, key, repo, (int64_t)(value), NT__T2_KIND(DATA), nt_t2_data_intmax_)
+#define NT_T2_DATA_JSON(cat, repo, key, json)                                                  \
+	NT__T2_DATA(cat, key, repo, (json), NT__T2_KIND(DATA_JSON), nt_t2_data_)
 /* printf: a free-form message. */
 #define NT_T2_PRINTF(...) NT__T2_CALL(PRINTF, "", "", 1, nt_t2_printf_(&nt__t2s_, __VA_ARGS__))
 

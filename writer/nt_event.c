@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -26,6 +27,7 @@ typedef struct nt_thread_state {
 	uint64_t chunk_first; /* this thread's event ordinal at the owned chunk's first event */
 	uint64_t dropped;     /* events dropped since then, not yet covered by a chunk */
 	uint32_t clears;      /* nt_S.rolling_clears when the ordinals last restarted */
+	char name[32];        /* set by nt_thread_set_name: kept for later sessions */
 } nt_thread_state;
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
@@ -85,8 +87,10 @@ static int write_thread_record(uint32_t index, const char *name)
 
 static int register_thread(nt_thread_state *t, uint32_t tag)
 {
-	char name[17] = { 0 };
-	if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
+	char name[32] = { 0 };
+	if (t->name[0] != '\0')
+		memcpy(name, t->name, sizeof(name));
+	else if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
 		strcpy(name, "thread");
 	pthread_once(&exit_key_once, make_exit_key);
 
@@ -160,7 +164,10 @@ void nt_thread_set_name(const char *name)
 {
 	nt_thread_state *t = &nt_T;
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	if (name == NULL || name[0] == '\0' || tag == 0 || tag == NT_TAG_HALTED)
+	if (name == NULL || name[0] == '\0')
+		return;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	if (tag == 0 || tag == NT_TAG_HALTED)
 		return;
 	if (t->tag != tag && !thread_join(t, tag))
 		return;

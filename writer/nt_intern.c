@@ -165,6 +165,7 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 	rec->category = category; /* index and line are in the first word, stored to publish */
 	rec->name = name;
 	rec->file = file;
+	rec->repo = site->repo;
 	nt_publish_word(rec, (uint64_t)NT_KIND_CALLSITE | (uint64_t)3 << 8 | (uint64_t)index << 16 |
 				     (uint64_t)site->line << 32);
 	return tag | index;

@@ -195,6 +195,9 @@ void nt_crash_handlers_install(void);
 /* Called first by the fatal-signal handler (Trace2 records its "signal" message). */
 extern void (*nt_signal_hook)(int sig);
 
+/* Called by a start that cleared the durable region (nt_trace2.c sets it). */
+extern void (*nt_durable_cleared_hook)(void);
+
 /* nt_event.c: write a ProcessRecord (Trace2) into the durable region; 0 when not recording
  * or full. */
 int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_ticks,

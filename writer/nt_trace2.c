@@ -147,6 +147,17 @@ int nt_t2_cmd_exit_(nt_callsite *site, int code)
 
 /* ---- initialize ------------------------------------------------------------------------ */
 
+static void write_process_record(void)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	nt_write_process_record(nt_T2.sid, NT_PROCESS_UTC_OFFSET_KNOWN, nt_T2.start_ticks,
+				(int32_t)tm.tm_gmtoff);
+}
+
+void (*nt_durable_cleared_hook)(void);
+
 int nt_t2_initialize_(nt_callsite *site, const char *version)
 {
 	pthread_mutex_lock(&t2_lock);
@@ -171,11 +182,8 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	setenv("NANOTRACE_PARENT_SID", nt_T2.sid, 1);
 
 	nt_T2.start_ticks = start_in_ticks();
-	time_t now = time(NULL);
-	struct tm tm;
-	localtime_r(&now, &tm);
-	nt_write_process_record(nt_T2.sid, NT_PROCESS_UTC_OFFSET_KNOWN, nt_T2.start_ticks,
-				(int32_t)tm.tm_gmtoff);
+	write_process_record();
+	nt_durable_cleared_hook = write_process_record;
 	nt_t2_thread *t = &nt_T2_tls;
 	t->named = 1;
 	t->is_main = 1;

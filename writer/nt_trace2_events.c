@@ -287,18 +287,17 @@ void nt_t2_region_printf_(nt_callsite *site, unsigned kind, int repo, const char
 	nt_t2_emit_args_(site, kind, a, 2);
 }
 
+/* repo >= 0 only on the macro's explicit-repository site (its second argument). */
 void nt_t2_data_(nt_callsite *site, unsigned kind, int repo, const char *value)
 {
-	nt_arg a[2] = { repo >= 0 ? NT_U32("repo", (uint32_t)repo) : none("repo"),
-			NT_STR("value", nz(value)) };
-	nt_t2_emit_args_(site, kind, a, 2);
+	nt_arg a[2] = { NT_STR("value", nz(value)), NT_U32("repo", (uint32_t)repo) };
+	nt_t2_emit_args_(site, kind, a, repo >= 0 ? 2 : 1);
 }
 
-void nt_t2_data_intmax_(nt_callsite *site, int repo, int64_t value)
+void nt_t2_data_intmax_(nt_callsite *site, unsigned kind, int repo, int64_t value)
 {
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%" PRId64, value); /* Git formats it with PRIdMAX */
-	nt_t2_data_(site, T2(DATA), repo, buf);
+	nt_arg a[2] = { NT_I64("value", value), NT_U32("repo", (uint32_t)repo) };
+	nt_t2_emit_args_(site, kind, a, repo >= 0 ? 2 : 1);
 }
 
 void nt_t2_printf_(nt_callsite *site, const char *fmt, ...)

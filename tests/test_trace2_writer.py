@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""The Trace2 writer end to end: t2_program (every message, threads, a child process)
+recorded through NANOTRACE, rendered by trace-dump in all three formats.
+
+Checks that a user of Git's Trace2 relies on:
+  * EVENT satisfies trace2receiver's parse rules (trace2-formats.md §11) for every line;
+  * the three renderings agree: same messages, same order, same values;
+  * SID chain and depth, cmd_name hierarchy, thread names, nesting, t_rel, timers and
+    counters (exact totals), redaction, exit codes, exec failure;
+  * a fatal signal leaves a readable trace ending in a "signal" message;
+  * NANOTRACE handling: file mode 0600, per-process files, max-files sentinel, file target
+    shared with a child, bad values warn and leave the program unaffected.
+"""
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+
+PROG, DUMP = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run_prog(env_extra, args=()):
+    env = {k: v for k, v in os.environ.items() if not k.startswith('NANOTRACE')}
+    env.update(env_extra)
+    return subprocess.run([PROG] + list(args), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+
+
+def dump(fmt, path, *extra):
+    p = subprocess.run([DUMP, '--format', fmt] + list(extra) + [path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    check(p.returncode == 0, 'trace-dump --format %s %s: exit %d: %s' %
+          (fmt, path, p.returncode, p.stderr.decode()))
+    return p.stdout.decode('utf-8').splitlines()
+
+
+TIME = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$')
+# trace2receiver's required keys per event (trace2-formats.md §11).
+REQUIRED = {
+    'version': ['evt', 'exe'], 'start': ['argv', 't_abs'], 'exit': ['code', 't_abs'],
+    'atexit': ['code', 't_abs'], 'signal': ['signo', 't_abs'], 'error': ['msg', 'fmt'],
+    'printf': ['msg'], 'cmd_path': ['path'], 'cmd_ancestry': ['ancestry'],
+    'cmd_name': ['name', 'hierarchy'], 'cmd_mode': ['name'], 'alias': ['alias', 'argv'],
+    'child_start': ['child_id', 'child_class', 'use_shell', 'argv'],
+    'child_exit': ['child_id', 'pid', 'code', 't_rel'],
+    'child_ready': ['child_id', 'pid', 'ready', 't_rel'], 'exec': ['exec_id', 'argv'],
+    'exec_result': ['exec_id', 'code'], 'def_param': ['param', 'value'],
+    'def_repo': ['repo', 'worktree'], 'region_enter': ['nesting'],
+    'region_leave': ['nesting', 't_rel'], 'data': ['nesting', 'category', 'key', 'value'],
+    'data_json': ['nesting', 'category', 'key', 'value'],
+    'timer': ['category', 'name', 'intervals', 't_total', 't_min', 't_max'],
+    'th_timer': ['category', 'name', 'intervals', 't_total', 't_min', 't_max'],
+    'counter': ['category', 'name', 'count'], 'th_counter': ['category', 'name', 'count'],
+    'thread_start': [], 'thread_exit': ['t_rel'], 'too_many_files': [],
+}
+
+
+def receiver_ok(ev, line):
+    for k in ('event', 'sid', 'thread', 'time'):
+        if not check(k in ev, 'event line lacks %s: %s' % (k, line)):
+            return False
+    check(TIME.match(ev['time']) is not None, 'bad time in %s' % line)
+    name = ev['event']
+    if not check(name in REQUIRED, 'unknown event %s' % name):
+        return False
+    for k in REQUIRED[name]:
+        check(k in ev, '%s lacks %s: %s' % (name, k, line))
+    if name == 'child_start':
+        check(isinstance(ev.get('use_shell'), bool), 'use_shell not a bool: ' + line)
+    if name == 'data':
+        check(isinstance(ev.get('value'), str), 'data value not a string: ' + line)
+    if 'repo' in ev:
+        check(isinstance(ev['repo'], int), 'repo not an int: ' + line)
+    return True
+
+
+def main_run(tmp):
+    d = os.path.join(tmp, 'traces')
+    os.mkdir(d)
+    p = run_prog({'NANOTRACE': d, 'A_VAR': '1', 'NANOTRACE_ENV_VARS': 'A_VAR,MISSING',
+                  'NANOTRACE_CONFIG_PARAMS': 'core.*, remote.*.url'})
+    check(p.returncode == 3, 't2_program exit %d, want 3: %s' % (p.returncode, p.stderr))
+    files = sorted(os.listdir(d))
+    check(len(files) == 2, 'want one archive per process (2), got %s' % files)
+    for f in files:
+        mode = stat.S_IMODE(os.stat(os.path.join(d, f)).st_mode)
+        check(mode == 0o600, '%s has mode %o, want 600' % (f, mode))
+        check(re.match(r'^\d{8}T\d{6}\.\d{6}Z-(H[0-9a-f]{8}|Localhost)-P[0-9a-f]{8}$', f),
+              'archive name is not a SID component: ' + f)
+
+    events = [json.loads(line) for line in dump('event', d, '--nesting', '100')]
+    for ev in events:
+        receiver_ok(ev, json.dumps(ev))
+    names = [e['event'] for e in events]
+    for must in REQUIRED:
+        if must in ('signal', 'too_many_files', 'cmd_path', 'child_ready'):
+            continue
+        check(must in names, 'no %s message recorded' % must)
+
+    sids = sorted({e['sid'] for e in events}, key=len)
+    check(len(sids) == 2 and sids[1].startswith(sids[0] + '/'),
+          'child SID must extend the parent SID: %s' % sids)
+    parent = [e for e in events if e['sid'] == sids[0]]
+    child = [e for e in events if e['sid'] == sids[-1]]
+    hier = [e['hierarchy'] for e in child if e['event'] == 'cmd_name']
+    check(hier == ['t2prog/t2prog'], 'child hierarchy %s' % hier)
+    check([e['code'] for e in parent if e['event'] in ('exit', 'atexit')] == [3, 3],
+          'parent exit/atexit codes')
+    threads = sorted({e['thread'] for e in parent})
+    check(threads == ['main', 'th01:worker', 'th02:worker', 'th03:worker'],
+          'thread names %s' % threads)
+    nest = [(e['event'], e.get('label'), e['nesting']) for e in parent
+            if e['event'].startswith('region') and e['thread'] == 'main' and
+            e.get('category') != 'repo']
+    check(nest == [('region_enter', 'do_read_index', 1), ('region_enter', 'read', 2),
+                   ('region_enter', 'read', 3), ('region_leave', 'read', 3),
+                   ('region_leave', 'read', 2), ('region_leave', 'do_read_index', 1)],
+          'region nesting %s' % nest)
+    each = [e.get('repo') for e in parent if e.get('label') == 'each']
+    check(each == [1, 1, 2, 2], 'one call site used with two repositories: %s' % each)
+    data = [e for e in parent if e['event'] == 'data' and e['thread'] == 'main']
+    check(data and data[0]['nesting'] == 3 and data[0]['value'] == '4', 'data %s' % data)
+    dj = [e for e in parent if e['event'] == 'data_json']
+    check(dj and dj[0]['value'] == {'entries': 3, 'depth': 1}, 'data_json %s' % dj)
+    counters = {(e['event'], e['thread']): e['count'] for e in parent if 'count' in e}
+    check(counters.get(('counter', 'main')) == 30, 'counter total %s' % counters)
+    check(sorted(v for (k, t), v in counters.items() if k == 'th_counter') == [5, 10, 15],
+          'per-thread counters %s' % counters)
+    timers = {e['name']: e for e in parent if e['event'] == 'timer'}
+    check(timers.get('work', {}).get('intervals') == 15, 'nested starts count once')
+    check(timers.get('total', {}).get('intervals') == 1, 'total timer')
+    params = {e['param']: e['value'] for e in parent if e['event'] == 'def_param'}
+    check(params.get('remote.origin.url') == 'https://user:<REDACTED>@example.com/r.git',
+          'redaction: %s' % params)
+    check('user.name' not in params and params.get('A_VAR') == '1' and 'MISSING' not in params,
+          'config/env listing %s' % params)
+    cexit = [e for e in parent if e['event'] == 'child_exit']
+    check([c['code'] for c in cexit] == [0, 127], 'child exit codes %s' % cexit)
+    check(all(c['t_rel'] > 0 for c in cexit), 'child run times')
+    er = [e for e in parent if e['event'] == 'exec_result']
+    check(er and er[0]['code'] == 2, 'exec_result %s' % er)
+    # The child's messages sit between child_start and child_exit of the parent.
+    pos = {id(e): i for i, e in enumerate(events)}
+    first_start = next(e for e in parent if e['event'] == 'child_start')
+    check(pos[id(first_start)] < pos[id(child[0])] and pos[id(child[-1])] < pos[id(cexit[0])],
+          'child lines must come between child_start and child_exit')
+
+    # The three renderings tell the same story.
+    perf = dump('perf', d)
+    normal = dump('normal', d)
+    check(len(perf) == len(events), 'perf has %d lines, event (nesting 100) %d' %
+          (len(perf), len(events)))
+    perf_names = [line.split(' | ')[3].strip() for line in perf]
+    check(perf_names == names, 'perf and event disagree on message order')
+    hidden = ('region_enter', 'region_leave', 'data', 'data_json', 'thread_start',
+              'thread_exit', 'too_many_files')
+    check(len(normal) == len([n for n in names if n not in hidden]),
+          'normal has %d lines, want %d' % (len(normal), len([n for n in names if n not in hidden])))
+    depth = {line.split(' | ')[1] for line in perf if 't2prog/t2prog' in line}
+    check(depth == {'d1'}, 'child depth in perf: %s' % depth)
+    ev2 = dump('event', d)
+    deep = [e for e in events if e['event'] in ('region_enter', 'region_leave', 'data',
+                                                 'data_json') and e['nesting'] > 2]
+    check(len(deep) == 4 and len(ev2) == len(events) - len(deep),
+          'default nesting 2 hides exactly the deeper regions and data (%d of %d)' %
+          (len(events) - len(ev2), len(deep)))
+    brief = dump('normal', d, '--brief')
+    check(brief and brief[0] == 'version t2-test-1.0', 'brief normal: %s' % brief[:1])
+
+
+def signal_run(tmp):
+    d = os.path.join(tmp, 'sig')
+    os.mkdir(d)
+    p = run_prog({'NANOTRACE': d}, ['--signal', '--threads', '1'])
+    check(p.returncode == -15, 'SIGTERM must still kill the program (rc %d)' % p.returncode)
+    evs = [json.loads(x) for x in dump('event', d)]
+    parent = [e for e in evs if '/' not in e['sid']]
+    check(parent and parent[-1]['event'] == 'signal' and parent[-1]['signo'] == 15,
+          'trace of a killed process ends with signal: %s' % (parent[-1:] or None))
+
+
+def env_handling(tmp):
+    # Bad values: one warning line, the program unaffected, no file.
+    for var, val in (('NANOTRACE', 'relative/path'), ('NANOTRACE_MODE', 'sideways'),
+                     ('NANOTRACE_BUFFER_SIZE', '12Q'), ('NANOTRACE_MAX_FILES', 'x')):
+        d = os.path.join(tmp, 'bad-' + var)
+        os.mkdir(d)
+        env = {'NANOTRACE': d, var: val}
+        p = run_prog(env, ['--threads', '1'])
+        err = p.stderr.decode()
+        check(p.returncode == 3, '%s=%s changed the exit code to %d' % (var, val, p.returncode))
+        check(err.startswith('nanotrace: ') and var in err, '%s=%s warning: %r' % (var, val, err))
+        check(os.listdir(d) == [], '%s=%s still wrote %s' % (var, val, os.listdir(d)))
+    # Max files: 3 entries + . and .. reach 5: the sentinel takes the trace.
+    d = os.path.join(tmp, 'maxfiles')
+    os.mkdir(d)
+    for i in range(3):
+        open(os.path.join(d, 'prefill%d' % i), 'w').close()
+    p = run_prog({'NANOTRACE': d, 'NANOTRACE_MAX_FILES': '5'}, ['--threads', '1'])
+    check(p.returncode == 3, 'max files run exit %d' % p.returncode)
+    sentinel = os.path.join(d, 'nanotrace-discard')
+    check(os.path.exists(sentinel), 'no discard sentinel: %s' % os.listdir(d))
+    if os.path.exists(sentinel):
+        evs = [json.loads(x) for x in dump('event', sentinel)]
+        check([e['event'] for e in evs[:2]] == ['version', 'too_many_files'],
+              'sentinel starts version, too_many_files')
+    before = sorted(os.listdir(d))
+    run_prog({'NANOTRACE': d, 'NANOTRACE_MAX_FILES': '5'}, ['--threads', '1'])
+    check(sorted(os.listdir(d)) == before, 'after the sentinel nothing more is written')
+    # A file target shared with the child: neither replaces the other.
+    f = os.path.join(tmp, 'one.ntrace')
+    p = run_prog({'NANOTRACE': f}, ['--threads', '1'])
+    side = [x for x in os.listdir(tmp) if x.startswith('one.ntrace.')]
+    check(os.path.exists(f) and len(side) == 1, 'file target: %s' % os.listdir(tmp))
+    if side:
+        parent = [json.loads(x) for x in dump('event', f)]
+        kid = [json.loads(x) for x in dump('event', os.path.join(tmp, side[0]))]
+        check(parent[0]['sid'] + '/' in kid[0]['sid'], 'child archive beside the file')
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    main_run(tmp)
+    signal_run(tmp)
+    env_handling(tmp)
+
+for f in failures:
+    print('FAIL: ' + f)
+print('trace2 writer: %d failures' % len(failures))
+sys.exit(1 if failures else 0)
