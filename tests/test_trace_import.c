@@ -154,6 +154,8 @@ int main(void)
 		/* Nesting far deeper than the limit: refused, not a stack overflow. */
 		size_t depth = 100000;
 		char *deep = malloc(2 * depth + 200);
+		if (deep == NULL)
+			return 1;
 		int k = sprintf(deep, "{\"event\":\"data_json\",\"sid\":\"s\",\"thread\":\"t\",\"value\":");
 		memset(deep + k, '[', depth);
 		memset(deep + k + depth, ']', depth);
@@ -164,6 +166,8 @@ int main(void)
 	{
 		/* A record over the size limit. */
 		char *big = malloc(4000);
+		if (big == NULL)
+			return 1;
 		int k = sprintf(big, "{\"event\":\"cmd_path\",\"sid\":\"s\",\"thread\":\"t\",\"path\":\"");
 		memset(big + k, 'x', 3000);
 		strcpy(big + k + 3000, "\"}\n");
@@ -181,6 +185,8 @@ int main(void)
 	for (size_t cut = 0; cut <= slen; cut++)
 		import_and_render(sample, cut);
 	char *mut = malloc(slen);
+	if (mut == NULL)
+		return 1;
 	for (size_t i = 0; i < slen; i++) {
 		for (int b = 0; b < 3; b++) {
 			memcpy(mut, sample, slen);
