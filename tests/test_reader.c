@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nanotrace.h"
+#include "nanotrace_trace2.h"
 #include "nt_test_util.h"
 
 static uint8_t *archive;
@@ -21,14 +22,17 @@ static size_t archive_events;
 
 static void *second_thread(void *arg)
 {
+	NT_T2_THREAD_START("second");
 	for (int i = 0; i < 40; i++) {
 		NT_BEGIN("t2", "work", NT_I32("i", i));
 		NT_END("t2", "work");
 	}
+	NT_T2_THREAD_EXIT();
 	return arg;
 }
 
-/* A small archive with two threads, arguments of every type and several chunks. */
+/* A small archive with two threads, arguments of every type, Trace2 messages (which the
+ * Trace2 renderers get to see damaged too) and several chunks. */
 static int make_archive(void **state)
 {
 	(void)state;
@@ -38,6 +42,14 @@ static int make_archive(void **state)
 	cfg.chunk_size = 4096;
 	if (nt_start(&cfg) != NT_OK)
 		return -1;
+	const char *argv[] = { "test_reader", "--flag", "a b", NULL };
+	NT_T2_INITIALIZE("test");
+	NT_T2_CMD_START(argv);
+	for (int i = 0; i < 10; i++) {
+		NT_T2_REGION_ENTER("t1", "region", i % 2 ? 1 : -1);
+		NT_T2_DATA_INTMAX("t1", -1, "i", i);
+		NT_T2_REGION_LEAVE("t1", "region", i % 2 ? 1 : -1);
+	}
 	pthread_t th;
 	pthread_create(&th, NULL, second_thread, NULL);
 	for (int i = 0; i < 60; i++) {
@@ -59,7 +71,8 @@ static int make_archive(void **state)
 		return -1;
 	fclose(f);
 	unlink(path);
-	archive_events = 60 * 2 + 40 * 2;
+	/* Trace2: version, start, cmd_ancestry, 3 x 10 region messages, thread start/exit. */
+	archive_events = 60 * 2 + 40 * 2 + 3 + 30 + 2;
 	return 0;
 }
 
@@ -162,6 +175,12 @@ static void render_all_ways(const uint8_t *data, size_t size, FILE *sink)
 		nt_render_text(r, sink, &opt);
 		nt_render_chrome(r, sink, &opt);
 		nt_render_stats(r, sink, &opt);
+		nt_trace2_options t2 = { .format = NT_TRACE2_NORMAL, .brief = order ? 1 : -1,
+					 .nesting = 1, .policy = opt.policy };
+		for (int f = 0; f < 3; f++) {
+			t2.format = (nt_trace2_format)f;
+			nt_render_trace2(&r, 1, sink, &t2);
+		}
 	}
 	nt_reader_close(r);
 }

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-PROG, DUMP = sys.argv[1], sys.argv[2]
+PROG, DUMP, IMPORT = (os.path.abspath(a) for a in sys.argv[1:4])
 failures = []
 
 
@@ -228,8 +228,54 @@ def env_handling(tmp):
         check(parent[0]['sid'] + '/' in kid[0]['sid'], 'child archive beside the file')
 
 
+def cli(tmp):
+    def run(cmd, stdin=None, cwd=None):
+        return subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=cwd)
+    line = (b'{"event":"exit","sid":"s-P00000001","thread":"main","time":'
+            b'"2026-11-21T23:02:46.882185Z","file":"git.c","line":374,"t_abs":0.001329,'
+            b'"code":0}\n')
+    p = run([IMPORT, os.path.join(tmp, 'missing.event')])
+    check(p.returncode == 2 and b'missing.event' in p.stderr, 'missing input: %r' % p.stderr)
+    p = run([IMPORT, '--bogus'])
+    check(p.returncode == 1 and b'usage' in p.stderr, 'bad option: %r' % p.stderr)
+    bad = os.path.join(tmp, 'bad.event')
+    with open(bad, 'wb') as f:
+        f.write(line + b'{"event":"exit",\n')
+    p = run([IMPORT, '-o', os.path.join(tmp, 'bad.ntrace'), bad])
+    check(p.returncode == 2 and b'line 2' in p.stderr and b'bad.event' in p.stderr,
+          'malformed line: %r' % p.stderr)
+    check(not os.path.exists(os.path.join(tmp, 'bad.ntrace')), 'no archive from bad input')
+    p = run([IMPORT], stdin=line, cwd=tmp)
+    check(p.returncode == 0 and os.path.exists(os.path.join(tmp, 'trace2.ntrace')),
+          'stdin import: %r' % p.stderr)
+    out = run([DUMP, '--format', 'event', os.path.join(tmp, 'trace2.ntrace')])
+    check(out.stdout == line, 'stdin round trip: %r' % out.stdout)
+    good = os.path.join(tmp, 'good.event')
+    with open(good, 'wb') as f:
+        f.write(line)
+    p = run([IMPORT, '-o', os.path.join(tmp, 'nodir', 'x.ntrace'), good])
+    check(p.returncode == 2 and b'nodir' in p.stderr, 'unwritable output: %r' % p.stderr)
+    for args in (['--nesting', '0'], ['--format', 'perf', '--stats'], ['--format', 'xml']):
+        p = run([DUMP] + args + [os.path.join(tmp, 'trace2.ntrace')])
+        check(p.returncode == 1, 'trace-dump %s: exit %d' % (args, p.returncode))
+    empty = os.path.join(tmp, 'emptydir')
+    os.mkdir(empty)
+    p = run([DUMP, '--format', 'normal', empty])
+    check(p.returncode == 2 and b'no archives' in p.stderr, 'empty directory: %r' % p.stderr)
+    mixed = os.path.join(tmp, 'mixed')
+    os.mkdir(mixed)
+    os.rename(os.path.join(tmp, 'trace2.ntrace'), os.path.join(mixed, 'a.ntrace'))
+    with open(os.path.join(mixed, 'junk'), 'wb') as f:
+        f.write(b'not an archive at all')
+    p = run([DUMP, '--format', 'event', mixed])
+    check(p.returncode == 2 and b'junk' in p.stderr and p.stdout == line,
+          'a junk file is reported and the archives still render: %r %r' % (p.stderr, p.stdout))
+
+
 with tempfile.TemporaryDirectory() as tmp:
     main_run(tmp)
+    cli(tmp)
     signal_run(tmp)
     env_handling(tmp)
 
