@@ -105,6 +105,25 @@ static double t2_pairs_loop(uint64_t pairs)
 
 static int start_session(int mode, size_t buffer);
 
+/* Finish the session into a temporary archive and open it (the file is removed at once:
+ * the reader keeps its mapping). NULL after printing why. */
+static nt_reader *finish_and_open(const char *tag)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-bench-%s-%d.ntrace",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	if (nt_finish(path) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return NULL;
+	}
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	unlink(path);
+	if (r == NULL)
+		fprintf(stderr, "nt_bench: %s\n", err.message);
+	return r;
+}
+
 /* Counts what a FILE writes. */
 static ssize_t count_write(void *cookie, const char *buf, size_t n)
 {
@@ -134,20 +153,9 @@ static int trace2_compression(double *ratio, uint64_t *json_bytes, uint64_t *arc
 		NT_T2_REGION_LEAVE("status", "worktrees", 1);
 	}
 	NT_T2_CMD_EXIT(0);
-	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-bench-t2-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
-	if (nt_finish(path) != NT_OK) {
-		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+	nt_reader *r = finish_and_open("t2");
+	if (r == NULL)
 		return 0;
-	}
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open(path, &err);
-	if (r == NULL) {
-		fprintf(stderr, "nt_bench: %s\n", err.message);
-		unlink(path);
-		return 0;
-	}
 	nt_reader_summary sum;
 	nt_reader_get_summary(r, &sum);
 	*archive_bytes = sum.file_bytes;
@@ -159,7 +167,6 @@ static int trace2_compression(double *ratio, uint64_t *json_bytes, uint64_t *arc
 	if (out)
 		fclose(out);
 	nt_reader_close(r);
-	unlink(path);
 	*ratio = (double)*json_bytes / (double)*archive_bytes;
 	return rc == 0;
 }
@@ -355,20 +362,9 @@ static int measure_bytes(double *record_bpe, double *chunk_bpe, double *file_bpe
 	if (!start_session(NT_MODE_ONESHOT, 64u << 20))
 		return 0;
 	pairs_loop(500000);
-	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-bench-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
-	if (nt_finish(path) != NT_OK) {
-		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+	nt_reader *r = finish_and_open("bytes");
+	if (r == NULL)
 		return 0;
-	}
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open(path, &err);
-	unlink(path);
-	if (r == NULL) {
-		fprintf(stderr, "nt_bench: %s\n", err.message);
-		return 0;
-	}
 	nt_reader_summary s;
 	nt_reader_get_summary(r, &s);
 	uint64_t events = nt_reader_info(r)->events_written;

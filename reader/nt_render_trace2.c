@@ -138,14 +138,8 @@ static void kv_category(t2_buf *b, const t2_msg *m)
 
 static void utc_time(t2_buf *b, int64_t us)
 {
-	time_t secs = (time_t)(us / 1000000);
-	long frac = (long)(us % 1000000);
-	if (frac < 0) {
-		frac += 1000000;
-		secs--;
-	}
 	struct tm tm;
-	gmtime_r(&secs, &tm);
+	long frac = t2_split_time(us, 0, 0, &tm);
 	t2_printf(b, "\"%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
 		  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }

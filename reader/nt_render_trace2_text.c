@@ -125,24 +125,59 @@ void t2_sq_argv(t2_buf *b, const nt_reader_arg *list)
 
 /* ---- shared pieces ---------------------------------------------------------------------- */
 
-static void local_clock(t2_buf *b, const t2_msg *m)
+long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm)
 {
-	int64_t us = m->time_us;
 	time_t secs = (time_t)(us / 1000000);
 	long frac = (long)(us % 1000000);
 	if (frac < 0) {
 		frac += 1000000;
 		secs--;
 	}
+	if (local == 1) {
+		localtime_r(&secs, tm);
+	} else {
+		secs += offset;
+		gmtime_r(&secs, tm);
+	}
+	return frac;
+}
+
+static void local_clock(t2_buf *b, const t2_msg *m)
+{
 	struct tm tm;
 	/* Git prints the traced process's local time; without its offset, the reader's TZ. */
-	if (m->utc_known) {
-		secs += m->utc_offset;
-		gmtime_r(&secs, &tm);
-	} else {
-		localtime_r(&secs, &tm);
-	}
+	long frac = t2_split_time(m->time_us, !m->utc_known, m->utc_offset, &tm);
 	t2_printf(b, "%02d:%02d:%02d.%06ld", tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+/* `sep` and the string argument `name`, when recorded. */
+static void sep_arg(t2_buf *b, const t2_msg *m, const char *sep, const char *name)
+{
+	uint32_t len;
+	const char *s = t2_arg_str(m, name, &len);
+	if (s != NULL) {
+		t2_puts(b, sep);
+		t2_put(b, s, len);
+	}
+}
+
+/* def_repo's worktree, shell-quoted, after `keyword`. */
+static void worktree(t2_buf *b, const t2_msg *m, const char *keyword)
+{
+	uint32_t len;
+	const char *s = t2_arg_str(m, "worktree", &len);
+	t2_puts(b, keyword);
+	if (s != NULL)
+		t2_sq_pretty(b, s, len);
+}
+
+/* exec_result's code, and strerror of a positive one (the reader's libc and locale). */
+static void exec_code(t2_buf *b, const t2_msg *m)
+{
+	int code = (int)t2_arg_int(m, "code", 0);
+	t2_printf(b, "code:%d", code);
+	if (code > 0)
+		t2_printf(b, " err:%s", strerror(code));
 }
 
 static void str_arg(t2_buf *b, const t2_msg *m, const char *name)
@@ -151,6 +186,17 @@ static void str_arg(t2_buf *b, const t2_msg *m, const char *name)
 	const char *s = t2_arg_str(m, name, &len);
 	if (s != NULL)
 		t2_put(b, s, len);
+}
+
+/* cmd_name's "name (hierarchy)"; no parentheses for an empty hierarchy. */
+static void name_and_hierarchy(t2_buf *b, const t2_msg *m)
+{
+	uint32_t len;
+	str_arg(b, m, "name");
+	if (t2_arg_str(m, "hierarchy", &len) != NULL && len > 0) {
+		sep_arg(b, m, " (", "hierarchy");
+		t2_puts(b, ")");
+	}
 }
 
 static int fmt_nonempty(const t2_msg *m)
@@ -184,7 +230,6 @@ void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
 			t2_printf(b, "%s:%u ", m->file, m->line);
 		t2_pad(b, NORMAL_FL_WIDTH);
 	}
-	int64_t id;
 	switch (m->type) {
 	case NT_T2_VERSION:
 		t2_puts(b, "version ");
@@ -227,12 +272,7 @@ void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
 	}
 	case NT_T2_CMD_NAME:
 		t2_puts(b, "cmd_name ");
-		str_arg(b, m, "name");
-		if ((s = t2_arg_str(m, "hierarchy", &len)) != NULL && len > 0) {
-			t2_puts(b, " (");
-			t2_put(b, s, len);
-			t2_puts(b, ")");
-		}
+		name_and_hierarchy(b, m);
 		break;
 	case NT_T2_CMD_MODE:
 		t2_puts(b, "cmd_mode ");
@@ -274,25 +314,18 @@ void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
 		t2_sq_argv(b, t2_arg(m, "argv"));
 		break;
 	case NT_T2_EXEC_RESULT:
-		id = t2_arg_int(m, "code", 0);
-		t2_printf(b, "exec_result[%d] code:%d", (int)t2_arg_int(m, "exec_id", 0), (int)id);
-		if (id > 0)
-			t2_printf(b, " err:%s", strerror((int)id));
+		t2_printf(b, "exec_result[%d] ", (int)t2_arg_int(m, "exec_id", 0));
+		exec_code(b, m);
 		break;
 	case NT_T2_DEF_PARAM:
 		t2_puts(b, "def_param scope:");
 		str_arg(b, m, "scope");
 		t2_put(b, " ", 1);
 		str_arg(b, m, "param");
-		if ((s = t2_arg_str(m, "value", &len)) != NULL) {
-			t2_put(b, "=", 1);
-			t2_put(b, s, len);
-		}
+		sep_arg(b, m, "=", "value");
 		break;
 	case NT_T2_DEF_REPO:
-		t2_puts(b, "worktree ");
-		if ((s = t2_arg_str(m, "worktree", &len)) != NULL)
-			t2_sq_pretty(b, s, len);
+		worktree(b, m, "worktree ");
 		break;
 	case NT_T2_PRINTF:
 		str_arg(b, m, "msg");
@@ -471,12 +504,7 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
 		t2_puts(b, "]");
 		break;
 	case NT_T2_CMD_NAME:
-		str_arg(b, m, "name");
-		if ((s = t2_arg_str(m, "hierarchy", &len)) != NULL && len > 0) {
-			t2_puts(b, " (");
-			t2_put(b, s, len);
-			t2_puts(b, ")");
-		}
+		name_and_hierarchy(b, m);
 		break;
 	case NT_T2_CMD_MODE:
 		str_arg(b, m, "name");
@@ -525,24 +553,16 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
 		t2_puts(b, "]");
 		break;
 	}
-	case NT_T2_EXEC_RESULT: {
-		int64_t code = t2_arg_int(m, "code", 0);
-		t2_printf(b, "id:%d code:%d", (int)t2_arg_int(m, "exec_id", 0), (int)code);
-		if (code > 0)
-			t2_printf(b, " err:%s", strerror((int)code));
+	case NT_T2_EXEC_RESULT:
+		t2_printf(b, "id:%d ", (int)t2_arg_int(m, "exec_id", 0));
+		exec_code(b, m);
 		break;
-	}
 	case NT_T2_DEF_PARAM:
 		str_arg(b, m, "param");
-		if ((s = t2_arg_str(m, "value", &len)) != NULL) {
-			t2_put(b, ":", 1);
-			t2_put(b, s, len);
-		}
+		sep_arg(b, m, ":", "value");
 		break;
 	case NT_T2_DEF_REPO:
-		t2_puts(b, "worktree:");
-		if ((s = t2_arg_str(m, "worktree", &len)) != NULL)
-			t2_sq_pretty(b, s, len);
+		worktree(b, m, "worktree:");
 		break;
 	case NT_T2_REGION_ENTER:
 	case NT_T2_REGION_LEAVE:

@@ -70,6 +70,10 @@ void t2_put(t2_buf *b, const char *s, size_t n);
 void t2_puts(t2_buf *b, const char *s);
 void t2_printf(t2_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void t2_pad(t2_buf *b, size_t col); /* spaces up to column col */
+struct tm;
+/* Microseconds since the epoch as broken-down time (local: the reader's TZ; else UTC shifted
+ * by offset seconds); returns the microseconds within the second. */
+long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm);
 /* Git's sq_quote_buf_pretty (quote.c). */
 void t2_sq_pretty(t2_buf *b, const char *s, size_t n);
 /* Git's sq_append_quote_argv_pretty over a StringList argument. */

@@ -21,96 +21,9 @@
 #include <time.h>
 
 #include "nt_archive_header_encode.h"
+#include "nt_import_tables.h"
 #include "nt_json.h"
 #include "nt_reader_internal.h"
-
-/* ---- growable byte buffer ----------------------------------------------------------------*/
-
-typedef struct bytes {
-	uint8_t *p;
-	size_t len, cap;
-} bytes;
-
-static void *grow_by(bytes *b, size_t n)
-{
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		uint8_t *p = realloc(b->p, cap);
-		if (p == NULL)
-			return NULL;
-		b->p = p;
-		b->cap = cap;
-	}
-	void *at = b->p + b->len;
-	memset(at, 0, n);
-	b->len += n;
-	return at;
-}
-
-/* ---- small open-addressing table: byte strings to indices -------------------------------*/
-
-typedef struct name_table {
-	struct slot {
-		char *key; /* len bytes + NUL */
-		size_t len;
-		uint32_t value;
-	} *slots;
-	size_t cap, used;
-} name_table;
-
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const uint8_t *s = p;
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211u;
-	return h;
-}
-
-/* Returns the slot for key (value 0 when new), or NULL when out of memory. */
-static struct slot *table_find(name_table *t, const void *key, size_t len)
-{
-	if (t->used * 2 >= t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct slot *s = calloc(cap, sizeof(*s));
-		if (s == NULL)
-			return NULL;
-		for (size_t i = 0; i < t->cap; i++) {
-			if (t->slots[i].key == NULL)
-				continue;
-			size_t j = hash_bytes(t->slots[i].key, t->slots[i].len) & (cap - 1);
-			while (s[j].key != NULL)
-				j = (j + 1) & (cap - 1);
-			s[j] = t->slots[i];
-		}
-		free(t->slots);
-		t->slots = s;
-		t->cap = cap;
-	}
-	size_t j = hash_bytes(key, len) & (t->cap - 1);
-	while (t->slots[j].key != NULL) {
-		if (t->slots[j].len == len && memcmp(t->slots[j].key, key, len) == 0)
-			return &t->slots[j];
-		j = (j + 1) & (t->cap - 1);
-	}
-	char *k = malloc(len + 1);
-	if (k == NULL)
-		return NULL;
-	memcpy(k, key, len);
-	k[len] = '\0';
-	t->slots[j] = (struct slot){ k, len, 0 };
-	t->used++;
-	return &t->slots[j];
-}
-
-static void table_free(name_table *t)
-{
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->slots[i].key);
-	free(t->slots);
-}
 
 /* ---- importer state ----------------------------------------------------------------------*/
 
@@ -119,8 +32,8 @@ typedef struct import_thread {
 } import_thread;
 
 typedef struct importer {
-	bytes durable, chunks;
-	name_table strings, callsites, processes, thread_names;
+	nt_bytes durable, chunks;
+	nt_name_table strings, callsites, processes, thread_names;
 	uint32_t nstrings, ncallsites, nprocesses, nthreads;
 	size_t *process_rec;     /* durable offset of each ProcessRecord (flags patched at end) */
 	uint32_t *process_brief; /* by process: saw an event that lacks its time */
@@ -164,7 +77,7 @@ static uint32_t intern(importer *im, const char *s, size_t len)
 {
 	if (len > NT_MAX_STRING_LENGTH)
 		len = NT_MAX_STRING_LENGTH; /* only category, label and file names reach here */
-	struct slot *sl = table_find(&im->strings, s, len);
+	struct nt_slot *sl = nt_table_find(&im->strings, s, len);
 	if (sl == NULL)
 		return oom(im);
 	if (sl->value)
@@ -172,7 +85,7 @@ static uint32_t intern(importer *im, const char *s, size_t len)
 	if (im->nstrings + 1 > NT_MAX_STRING_INDEX)
 		return fail(im, 0, "more than %u distinct strings", NT_MAX_STRING_INDEX);
 	uint32_t words = 1 + nt_words_for_bytes((uint32_t)len);
-	nt_string_record *rec = grow_by(&im->durable, words * 8u);
+	nt_string_record *rec = nt_bytes_grow(&im->durable, words * 8u);
 	if (rec == NULL)
 		return oom(im);
 	sl->value = ++im->nstrings;
@@ -192,14 +105,14 @@ static uint32_t callsite(importer *im, const char *cat, size_t catn, const char 
 	if (f == 0)
 		return 0;
 	uint32_t key[5] = { c, n, f, line, repo };
-	struct slot *sl = table_find(&im->callsites, key, sizeof(key));
+	struct nt_slot *sl = nt_table_find(&im->callsites, key, sizeof(key));
 	if (sl == NULL)
 		return oom(im);
 	if (sl->value)
 		return sl->value;
 	if (im->ncallsites + 1 > NT_MAX_CALLSITE_INDEX)
 		return fail(im, 0, "more than %u distinct call sites", NT_MAX_CALLSITE_INDEX);
-	nt_callsite_record *rec = grow_by(&im->durable, sizeof(*rec));
+	nt_callsite_record *rec = nt_bytes_grow(&im->durable, sizeof(*rec));
 	if (rec == NULL)
 		return oom(im);
 	sl->value = ++im->ncallsites;
@@ -230,7 +143,7 @@ static uint32_t pid_of_sid(const char *sid, size_t len)
 
 static uint32_t process_of(importer *im, const char *sid, size_t len)
 {
-	struct slot *sl = table_find(&im->processes, sid, len);
+	struct nt_slot *sl = nt_table_find(&im->processes, sid, len);
 	if (sl == NULL)
 		return oom(im);
 	if (sl->value)
@@ -255,7 +168,7 @@ static uint32_t process_of(importer *im, const char *sid, size_t len)
 	im->process_rec[index] = im->durable.len;
 	im->process_brief[index] = 0;
 	im->process_ticks[index] = 0;
-	nt_process_record *rec = grow_by(&im->durable, words * 8u);
+	nt_process_record *rec = nt_bytes_grow(&im->durable, words * 8u);
 	if (rec == NULL)
 		return oom(im);
 	*rec = (nt_process_record){ .kind = NT_KIND_PROCESS, .size_words = (uint8_t)words,
@@ -276,7 +189,7 @@ static uint32_t thread_of(importer *im, uint32_t process, const char *name, size
 	char key[4 + NT_MAX_THREAD_NAME_LENGTH];
 	memcpy(key, &process, 4);
 	memcpy(key + 4, name, len);
-	struct slot *sl = table_find(&im->thread_names, key, 4 + len);
+	struct nt_slot *sl = nt_table_find(&im->thread_names, key, 4 + len);
 	if (sl == NULL)
 		return oom(im);
 	if (sl->value)
@@ -288,7 +201,7 @@ static uint32_t thread_of(importer *im, uint32_t process, const char *name, size
 	im->threads = t;
 	im->threads[index] = (import_thread){ 0 };
 	uint32_t words = 3 + nt_words_for_bytes((uint32_t)len);
-	nt_thread_record *rec = grow_by(&im->durable, words * 8u);
+	nt_thread_record *rec = nt_bytes_grow(&im->durable, words * 8u);
 	if (rec == NULL)
 		return oom(im);
 	const nt_process_record *pr = (const void *)(im->durable.p + im->process_rec[process]);
@@ -465,14 +378,14 @@ static char *decode(importer *im, const line_ctx *lc, const nt_json_value *v, co
 }
 
 /* Appends one argument to the record being built. */
-static int put_arg(importer *im, bytes *rec, const char *name, uint8_t type, uint32_t value32,
+static int put_arg(importer *im, nt_bytes *rec, const char *name, uint8_t type, uint32_t value32,
 		   const void *payload, size_t plen)
 {
 	uint32_t name_idx = intern(im, name, strlen(name));
 	if (name_idx == 0)
 		return 0;
 	uint32_t words = 1 + nt_words_for_bytes((uint32_t)plen);
-	nt_arg_header *h = grow_by(rec, words * 8u);
+	nt_arg_header *h = nt_bytes_grow(rec, words * 8u);
 	if (h == NULL)
 		return oom(im);
 	*h = (nt_arg_header){ .type = type, .size_words = (uint8_t)(words > 255 ? 0 : words),
@@ -482,21 +395,21 @@ static int put_arg(importer *im, bytes *rec, const char *name, uint8_t type, uin
 	return 1;
 }
 
-static int put_int(importer *im, bytes *rec, const char *name, int64_t v)
+static int put_int(importer *im, nt_bytes *rec, const char *name, int64_t v)
 {
 	if (v >= INT32_MIN && v <= INT32_MAX)
 		return put_arg(im, rec, name, NT_ARG_INT32, (uint32_t)(int32_t)v, NULL, 0);
 	return put_arg(im, rec, name, NT_ARG_INT64, 0, &v, 8);
 }
 
-static int put_u64(importer *im, bytes *rec, const char *name, uint64_t v)
+static int put_u64(importer *im, nt_bytes *rec, const char *name, uint64_t v)
 {
 	if (v <= UINT32_MAX)
 		return put_arg(im, rec, name, NT_ARG_UINT32, (uint32_t)v, NULL, 0);
 	return put_arg(im, rec, name, NT_ARG_UINT64, 0, &v, 8);
 }
 
-static int put_field(importer *im, line_ctx *lc, bytes *rec, const field_spec *f,
+static int put_field(importer *im, line_ctx *lc, nt_bytes *rec, const field_spec *f,
 		     const nt_json_value *v)
 {
 	int64_t i;
@@ -537,14 +450,14 @@ static int put_field(importer *im, line_ctx *lc, bytes *rec, const field_spec *f
 	case F_LIST: {
 		if (v->type != NT_JSON_ARRAY)
 			return fail(im, col(lc, v), "\"%s\" must be an array of strings", f->key);
-		bytes list = { 0 };
+		nt_bytes list = { 0 };
 		size_t pos = 0;
 		uint32_t count = 0;
 		nt_json_value e;
 		int ok = 1;
 		while (ok && nt_json_array_next(v, &pos, &e)) {
 			char *s = decode(im, lc, &e, f->key, &len);
-			uint8_t *at = s ? grow_by(&list, 4 + len) : NULL;
+			uint8_t *at = s ? nt_bytes_grow(&list, 4 + len) : NULL;
 			if (s != NULL && at == NULL)
 				oom(im);
 			if (at != NULL) {
@@ -565,7 +478,7 @@ static int put_field(importer *im, line_ctx *lc, bytes *rec, const field_spec *f
 	return 0;
 }
 
-static int emit_record(importer *im, uint32_t thread, uint64_t ticks, const bytes *rec)
+static int emit_record(importer *im, uint32_t thread, uint64_t ticks, const nt_bytes *rec)
 {
 	if (thread != im->cur_thread) {
 		if (im->cur_thread != 0) {
@@ -574,7 +487,7 @@ static int emit_record(importer *im, uint32_t thread, uint64_t ticks, const byte
 			h->event_count = im->chunk_events;
 		}
 		im->chunk_at = im->chunks.len;
-		nt_chunk_header *h = grow_by(&im->chunks, sizeof(*h));
+		nt_chunk_header *h = nt_bytes_grow(&im->chunks, sizeof(*h));
 		if (h == NULL)
 			return oom(im);
 		*h = (nt_chunk_header){ .kind = NT_KIND_CHUNK, .thread = thread,
@@ -586,14 +499,14 @@ static int emit_record(importer *im, uint32_t thread, uint64_t ticks, const byte
 	}
 	if (ticks < im->chunk_ticks || ticks - im->chunk_ticks > UINT32_MAX) {
 		/* Times of a shared file go backwards across processes: a Timestamp resets. */
-		nt_timestamp_record *ts = grow_by(&im->chunks, sizeof(*ts));
+		nt_timestamp_record *ts = nt_bytes_grow(&im->chunks, sizeof(*ts));
 		if (ts == NULL)
 			return oom(im);
 		*ts = (nt_timestamp_record){ .kind = NT_KIND_TIMESTAMP, .size_words = 2,
 					     .ticks = ticks };
 		im->chunk_ticks = ticks;
 	}
-	uint8_t *p = grow_by(&im->chunks, rec->len);
+	uint8_t *p = nt_bytes_grow(&im->chunks, rec->len);
 	if (p == NULL)
 		return oom(im);
 	memcpy(p, rec->p, rec->len);
@@ -687,8 +600,8 @@ static int import_line(importer *im, const char *text, size_t n)
 				    file ? file : "", file_len, (uint32_t)line, (uint32_t)(repo + 1))
 			 : 0;
 
-	bytes rec = { 0 };
-	nt_event_record *head = cs ? grow_by(&rec, sizeof(*head)) : NULL;
+	nt_bytes rec = { 0 };
+	nt_event_record *head = cs ? nt_bytes_grow(&rec, sizeof(*head)) : NULL;
 	if (cs && head == NULL)
 		oom(im);
 	if (head != NULL) {
@@ -816,10 +729,10 @@ int nt_trace2_import(const void *data, size_t size, void **archive, size_t *arch
 		ok = finish_archive(&im, archive, archive_size);
 	free(im.durable.p);
 	free(im.chunks.p);
-	table_free(&im.strings);
-	table_free(&im.callsites);
-	table_free(&im.processes);
-	table_free(&im.thread_names);
+	nt_table_free(&im.strings);
+	nt_table_free(&im.callsites);
+	nt_table_free(&im.processes);
+	nt_table_free(&im.thread_names);
 	free(im.process_rec);
 	free(im.process_brief);
 	free(im.process_ticks);

@@ -30,7 +30,10 @@ static NT_T2_COUNTER_DEFINE(items, "test", "items", 1);
 static void *worker(void *arg)
 {
 	long n = (long)arg;
-	NT_T2_THREAD_START("worker");
+	if (n == 3)
+		NT_T2_THREAD_START("worker-with-a-long-name"); /* cut to 24 with its "thNN:" */
+	else
+		NT_T2_THREAD_START("worker");
 	NT_T2_REGION_ENTER("work", "batch", -1);
 	for (long i = 0; i < 5; i++) {
 		nt_trace2_timer_start(&work_timer);
@@ -54,6 +57,8 @@ static int run_child(const char *self, const char *const *argv, int git_cmd)
 		execv(self, (char *const *)argv);
 		_exit(127);
 	}
+	if (!git_cmd)
+		NT_T2_CHILD_READY(&child, (int)pid, "ready");
 	int status = 0;
 	waitpid(pid, &status, 0);
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -83,6 +88,7 @@ int main(int argc, const char **argv)
 		return NT_T2_CMD_EXIT(0);
 	}
 	NT_T2_CMD_MODE("full");
+	NT_T2_CMD_PATH("/usr/local/bin/t2prog");
 	const char *alias_argv[] = { "t2prog", "--all", NULL };
 	NT_T2_CMD_ALIAS("everything", alias_argv);
 	NT_T2_DEF_PARAM("global", "core.editor", "vi");
