@@ -109,7 +109,8 @@ static size_t open_inputs(const char *path, nt_reader ***out, int *bad)
 			names[n++] = full;
 		}
 		closedir(d);
-		qsort(names, n, sizeof(*names), by_name);
+		if (n > 1)
+			qsort(names, n, sizeof(*names), by_name);
 	} else {
 		names = malloc(sizeof(*names));
 		if (names != NULL && (names[0] = strdup(path)) != NULL)

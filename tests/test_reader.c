@@ -175,9 +175,9 @@ static void render_all_ways(const uint8_t *data, size_t size, FILE *sink)
 		nt_render_text(r, sink, &opt);
 		nt_render_chrome(r, sink, &opt);
 		nt_render_stats(r, sink, &opt);
-		nt_trace2_options t2 = { .format = NT_TRACE2_NORMAL, .brief = order ? 1 : -1,
-					 .nesting = 1, .policy = opt.policy };
-		for (int f = 0; f < 3; f++) {
+		nt_trace2_options t2 = { .format = NT_TRACE2_NORMAL, .brief = -1, .nesting = 1,
+					 .policy = opt.policy };
+		for (int f = order; f < 3; f += 2) { /* each format once over the two passes */
 			t2.format = (nt_trace2_format)f;
 			nt_render_trace2(&r, 1, sink, &t2);
 		}
