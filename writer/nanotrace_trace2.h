@@ -51,8 +51,8 @@
  * COST
  *   Disabled: every macro is one load and one branch. Enabled: NT_T2_REGION_ENTER/LEAVE
  *   without a repository are 8-byte records on the event fast path (bench: ns_trace2_region);
- *   the other messages format their arguments and take a few hundred ns. Nothing allocates
- *   after initialization except thread_start's bookkeeping.
+ *   the other messages format their arguments and take a few hundred ns. Nothing allocates;
+ *   a thread's first message (and a call site's first use) takes a lock to register it.
  *
  * THREADS
  *   The thread calling NT_T2_INITIALIZE is "main". NT_T2_THREAD_START("name") names the
