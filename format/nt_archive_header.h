@@ -60,7 +60,8 @@
 	X(STREAM_OFFSET, stream_offset, 8)                                                 \
 	X(BUFFERS_SAVED, buffers_saved, 8)                                                 \
 	X(STREAM_END, stream_end, 8)                                                       \
-	X(STREAM_ORDERED, stream_ordered, 1)
+	X(STREAM_ORDERED, stream_ordered, 1)                                               \
+	X(VALUES_TRUNCATED, values_truncated, 8)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -109,6 +110,7 @@ typedef struct nt_archive_info {
 	uint64_t buffers_saved;
 	uint64_t stream_end;
 	uint8_t stream_ordered;
+	uint64_t values_truncated;
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

@@ -176,6 +176,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 	fprintf(out, "gaps: %" PRIu64 " (%" PRIu64 " events lost between chunks)\n", s.gaps,
 		s.gap_events);
 	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
+	fprintf(out, "values truncated: %" PRIu64 " events (a string or list argument cut to fit "
+		     "one record)\n", in->values_truncated);
 	fprintf(out, "strings: %" PRIu32 ", call sites: %" PRIu32 ", chunks: %" PRIu64 "\n",
 		sum.strings, sum.callsites, sum.chunks);
 	fprintf(out, "bytes: file %" PRIu64 ", header %" PRIu64 ", durable %" PRIu64 ", chunks %" PRIu64 "\n",

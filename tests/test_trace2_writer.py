@@ -223,6 +223,20 @@ def env_handling(tmp):
     before = sorted(os.listdir(d))
     run_prog({'NANOTRACE': d, 'NANOTRACE_MAX_FILES': '5'}, ['--threads', '1'])
     check(sorted(os.listdir(d)) == before, 'after the sentinel nothing more is written')
+    # An argv longer than one record is cut, and the cut is counted.
+    d = os.path.join(tmp, 'long')
+    os.mkdir(d)
+    run_prog({'NANOTRACE': d}, ['--threads', '1'] + ['argument-%04d' % i for i in range(400)])
+    arch = [os.path.join(d, x) for x in os.listdir(d)]
+    top = [a for a in arch if '/' not in json.loads(dump('event', a)[0])['sid']]
+    parent = top[0] if top else None
+    if check(parent is not None, 'no archive for the long argv run'):
+        start = [json.loads(x) for x in dump('event', parent) if '"start"' in x]
+        kept = len(start[0]['argv']) if start else 0
+        check(2 < kept < 401, 'argv must be cut to fit one record: %d kept' % kept)
+        p = subprocess.run([DUMP, '--stats', parent], stdout=subprocess.PIPE)
+        check(b'values truncated: 1 events' in p.stdout, 'the cut is counted: %r' %
+              re.findall(rb'values truncated.*', p.stdout))
     # A file target shared with the child: neither replaces the other.
     f = os.path.join(tmp, 'one.ntrace')
     p = run_prog({'NANOTRACE': f}, ['--threads', '1'])

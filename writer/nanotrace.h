@@ -178,6 +178,8 @@ typedef struct nt_stats {
 	uint64_t events_overwritten; /* events in chunks that circular mode reused */
 	uint64_t wraps;              /* times circular mode started reusing a rolling half */
 	uint64_t durable_dropped;    /* strings, threads or call sites that did not fit */
+	uint64_t values_truncated;   /* events recorded with a string or list argument cut to fit
+	                                one record */
 	uint64_t chunks_claimed;     /* chunks handed to threads */
 	uint32_t threads;            /* threads registered */
 	uint32_t callsites;          /* call sites registered */
@@ -218,7 +220,8 @@ typedef struct nt_arg {
 
 /* Typed arguments for the event macros. An int64/uint64 value that fits 32 bits is stored
  * in 8 bytes, otherwise 16; doubles and pointers take 16; strings are copied inline
- * (8 bytes + length rounded up to 8) and truncated so that the event fits 2040 bytes; a NULL
+ * (8 bytes + length rounded up to 8) and truncated so that the event fits 2040 bytes (such
+ * events are counted in nt_stats.values_truncated and the archive header); a NULL
  * string is recorded as "(null)". */
 #define NT_I64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_INT64, .value.i64 = (int64_t)(v) })
 #define NT_U64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_UINT64, .value.u64 = (uint64_t)(v) })

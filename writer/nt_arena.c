@@ -187,6 +187,7 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.events_overwritten = nt_header_u64(NT_HDR_EVENTS_OVERWRITTEN);
 	nt_S.wraps = nt_header_u64(NT_HDR_WRAPS);
 	nt_S.durable_dropped = nt_header_u64(NT_HDR_DURABLE_DROPPED);
+	nt_S.values_truncated = nt_header_u64(NT_HDR_VALUES_TRUNCATED);
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
 	if (nt_S.file_backed) {

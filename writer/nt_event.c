@@ -242,7 +242,8 @@ static int fits_int32(int64_t v)
 }
 
 /* Bytes each argument takes; strings get what is left of the record budget, in order. */
-static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_t *str_len)
+static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_t *str_len,
+			  int *truncated)
 {
 	uint32_t fixed = head;
 	for (uint32_t i = 0; i < n; i++) {
@@ -271,8 +272,10 @@ static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_
 			uint32_t used = 0;
 			for (; v != NULL && *v != NULL; v++) {
 				uint32_t len = (uint32_t)strnlen(*v, budget);
-				if (nt_words_for_bytes(used + 4 + len) * 8 > budget)
+				if (nt_words_for_bytes(used + 4 + len) * 8 > budget) {
+					*truncated = 1; /* this and later elements do not fit */
 					break;
+				}
 				used += 4 + len;
 			}
 			uint32_t padded = nt_words_for_bytes(used) * 8;
@@ -290,6 +293,8 @@ static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_
 			len = budget & ~7u;
 			padded = len;
 		}
+		if (s[len] != '\0')
+			*truncated = 1;
 		str_len[i] = len;
 		budget -= padded;
 		total += padded;
@@ -388,7 +393,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 		now = nt_clock_ticks();
 	uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
 	uint32_t str_len[n > 0 ? n : 1];
-	uint32_t bytes = n ? size_args(args, n, head, str_len) : head;
+	int truncated = 0;
+	uint32_t bytes = n ? size_args(args, n, head, str_len, &truncated) : head;
 	nt_thread_state *t = &nt_T;
 	if (bytes > NT_MAX_RECORD_BYTES) {
 		/* More fixed-size arguments than one record holds: no room, like a full buffer. */
@@ -409,6 +415,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 	if (n)
 		encode_args(rec + head, site, args, n, str_len);
 	commit_record(t, rec, bytes, now, event_word(kind, bytes / 8, st, delta));
+	if (truncated)
+		nt_add_64(nt_S.values_truncated, 1);
 }
 
 void nt_emit_(nt_callsite *site, unsigned kind)

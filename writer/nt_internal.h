@@ -64,6 +64,7 @@ typedef struct nt_session {
 	uint64_t *events_overwritten;
 	uint64_t *wraps;
 	uint64_t *durable_dropped;
+	uint64_t *values_truncated;
 	uint64_t *chunks_claimed;
 	uint64_t *buffers_saved;
 

@@ -145,6 +145,7 @@ void nt_session_reset_counters(void)
 	nt_store_64(nt_S.dropped_stopped, 0);
 	nt_store_64(nt_S.events_overwritten, 0);
 	nt_store_64(nt_S.wraps, 0);
+	nt_store_64(nt_S.values_truncated, 0);
 }
 
 void nt_session_halt(uint8_t final_state)
@@ -186,6 +187,7 @@ void nt_get_stats(nt_stats *out)
 	out->events_overwritten = nt_load_64(nt_S.events_overwritten);
 	out->wraps = nt_load_64(nt_S.wraps);
 	out->durable_dropped = nt_load_64(nt_S.durable_dropped);
+	out->values_truncated = nt_load_64(nt_S.values_truncated);
 	out->chunks_claimed = chunks_claimed();
 	pthread_mutex_lock(&nt_S.intern_lock);
 	out->threads = nt_S.next_thread;
@@ -266,6 +268,7 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 	info.events_overwritten = st.events_overwritten;
 	info.wraps = st.wraps;
 	info.durable_dropped = st.durable_dropped;
+	info.values_truncated = st.values_truncated;
 	info.chunks_claimed = st.chunks_claimed;
 	/* events_written is completed by nt_archive_write, which counts the chunks' events. */
 	int rc = nt_archive_write(target, &info);

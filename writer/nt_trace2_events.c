@@ -17,7 +17,9 @@
 
 #define T2(ev) (NT_KIND_T2_FIRST + NT_T2_##ev)
 #define MSG_MAX 2000 /* formatted messages: what fits one record */
-#define MAX_ARGV 256 /* argv elements kept; the record limit usually binds first */
+/* argv elements copied: more than one record can hold (each takes at least 4 bytes of
+ * 2040), so a longer argv is cut by the record budget, which counts it (values_truncated). */
+#define MAX_ARGV 510
 
 static const char *nz(const char *s)
 {
