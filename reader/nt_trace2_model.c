@@ -126,6 +126,13 @@ static int arg_u64(const t2_msg *m, const char *name, uint64_t *out)
 	}
 }
 
+/* A recorded nesting as an open-region count Git could have had: 1 .. T2_STACK_MAX - 2
+ * (the archive is untrusted: 0 or 2^63 must not reach the indentation). */
+static uint32_t open_count(uint64_t nesting)
+{
+	return nesting < 1 ? 1 : nesting > T2_STACK_MAX - 2 ? T2_STACK_MAX - 2 : (uint32_t)nesting;
+}
+
 static uint64_t us_between(int64_t from_ns, int64_t to_ns)
 {
 	return to_ns > from_ns ? ((uint64_t)to_ns - (uint64_t)from_ns) / 1000u : 0;
@@ -227,9 +234,8 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		t->start_ns[0] = e->time_ns;
 		break;
 	case NT_T2_REGION_ENTER:
-		if (explicit_nesting) {
-			t->nr_open = (uint32_t)(nest > T2_STACK_MAX - 2 ? T2_STACK_MAX - 2 : nest);
-		}
+		if (explicit_nesting)
+			t->nr_open = open_count(nest);
 		o->nesting = explicit_nesting ? (uint32_t)nest : t->nr_open;
 		o->dots = (t->nr_open - 1) * 2;
 		if (t->nr_open < T2_STACK_MAX)
@@ -237,9 +243,8 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		t->nr_open++;
 		break;
 	case NT_T2_REGION_LEAVE:
-		if (explicit_nesting) {
-			t->nr_open = (uint32_t)(nest > T2_STACK_MAX - 2 ? T2_STACK_MAX - 2 : nest) + 1;
-		}
+		if (explicit_nesting)
+			t->nr_open = open_count(nest) + 1;
 		if (t->nr_open > 1) {
 			t->nr_open--;
 			if (!o->has_t_rel && t->nr_open < T2_STACK_MAX) {
@@ -252,8 +257,8 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		break;
 	case NT_T2_DATA:
 	case NT_T2_DATA_JSON:
-		if (explicit_nesting && nest >= 1)
-			t->nr_open = (uint32_t)(nest > T2_STACK_MAX - 1 ? T2_STACK_MAX - 1 : nest);
+		if (explicit_nesting)
+			t->nr_open = open_count(nest);
 		o->nesting = explicit_nesting ? (uint32_t)nest : t->nr_open;
 		o->dots = (t->nr_open - 1) * 2;
 		if (!o->has_t_rel) {

@@ -6,6 +6,7 @@ usage: test_trace_dump.py TRACE_DUMP DEMO WORKDIR
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -149,11 +150,11 @@ for mode in ('oneshot', 'circular', 'streaming'):
 # SIGTERM: the process dies of SIGTERM and the archive says so
 term = path('term.ntrace')
 proc = subprocess.Popen([DEMO, term, '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
-for _ in range(200):
-    if os.path.exists(term):
+# Signal it once it records (events in the live archive), however loaded the machine is.
+for _ in range(500):
+    if os.path.exists(term) and re.search(r'^events: [1-9]', run('--stats', term)[1], re.M):
         break
     time.sleep(0.01)
-time.sleep(0.1)
 proc.send_signal(signal.SIGTERM)
 code = proc.wait()
 rc, out, err = run('--stats', term)

@@ -63,6 +63,9 @@ static char *render(const void *data, size_t size, nt_trace2_format format, int 
 	nt_render_trace2(&r, 1, out, &opt);
 	fclose(out);
 	nt_reader_close(r);
+	/* Damage must not blow up the output: it stays proportional to the archive (a forged
+	 * nesting of 2^32 once asked for four billion dots). */
+	CHECK(len <= 64 * size + 4096, "%zu bytes of output from a %zu-byte archive", len, size);
 	return buf;
 }
 
