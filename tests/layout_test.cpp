@@ -29,111 +29,58 @@
 
 namespace fb = ntfmt;
 
-#define SAME_STRUCT(C, G)                                                                  \
+/* Every struct of the format, once: the C mirror, the flatc struct, the record kind it has
+ * in the schema (-1: not a record) and its fields in order. Both checks below (compile time
+ * against flatc's C++, run time against the reflected schema) come from this one list. */
+#define NT_FORMAT_STRUCTS(S)                                                               \
+	S(nt_record_prefix, RecordPrefix, -1, kind, size_words)                             \
+	S(nt_large_prefix, LargePrefix, -1, kind, size_words, flags, size_bytes)            \
+	S(nt_padding_record, PaddingRecord, NT_KIND_PADDING, kind, size_words, reserved0,   \
+	  reserved1)                                                                       \
+	S(nt_string_record, StringRecord, NT_KIND_STRING, kind, size_words, length, index)  \
+	S(nt_thread_record, ThreadRecord, NT_KIND_THREAD, kind, size_words, name_length,    \
+	  index, pid, tid, process, reserved0)                                             \
+	S(nt_process_record, ProcessRecord, NT_KIND_PROCESS, kind, size_words, sid_length,  \
+	  index, pid, flags, start_ticks, utc_offset, reserved0)                           \
+	S(nt_callsite_record, CallSiteRecord, NT_KIND_CALLSITE, kind, size_words, index,    \
+	  line, category, name, file, repo)                                                \
+	S(nt_chunk_header, ChunkHeader, NT_KIND_CHUNK, kind, size_words, slot_wrap,         \
+	  size_bytes, thread, event_count, claim, base_ticks, first_event)                 \
+	S(nt_event_record, EventRecord, NT_KIND_BEGIN, kind, size_words, callsite, delta)   \
+	S(nt_complete_record, CompleteRecord, NT_KIND_COMPLETE, kind, size_words, callsite, \
+	  delta, duration)                                                                 \
+	S(nt_timestamp_record, TimestampRecord, NT_KIND_TIMESTAMP, kind, size_words,        \
+	  reserved0, reserved1, ticks)                                                     \
+	S(nt_arg_header, ArgHeader, -1, type, size_words, name, value32)                    \
+	S(nt_fifo_packet, FifoPacket, -1, request, data16, data32, data64)
+
+/* FOR_EACH(m, C, G, f1, ..., fn) expands to m(C, G, f1) ... m(C, G, fn), n <= 10. */
+#define FE_1(m, C, G, f) m(C, G, f)
+#define FE_2(m, C, G, f, ...) m(C, G, f) FE_1(m, C, G, __VA_ARGS__)
+#define FE_3(m, C, G, f, ...) m(C, G, f) FE_2(m, C, G, __VA_ARGS__)
+#define FE_4(m, C, G, f, ...) m(C, G, f) FE_3(m, C, G, __VA_ARGS__)
+#define FE_5(m, C, G, f, ...) m(C, G, f) FE_4(m, C, G, __VA_ARGS__)
+#define FE_6(m, C, G, f, ...) m(C, G, f) FE_5(m, C, G, __VA_ARGS__)
+#define FE_7(m, C, G, f, ...) m(C, G, f) FE_6(m, C, G, __VA_ARGS__)
+#define FE_8(m, C, G, f, ...) m(C, G, f) FE_7(m, C, G, __VA_ARGS__)
+#define FE_9(m, C, G, f, ...) m(C, G, f) FE_8(m, C, G, __VA_ARGS__)
+#define FE_10(m, C, G, f, ...) m(C, G, f) FE_9(m, C, G, __VA_ARGS__)
+#define FE_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, N, ...) N
+#define FOR_EACH(m, C, G, ...)                                                             \
+	FE_PICK(__VA_ARGS__, FE_10, FE_9, FE_8, FE_7, FE_6, FE_5, FE_4, FE_3, FE_2,        \
+		FE_1)(m, C, G, __VA_ARGS__)
+
+#define SAME_FIELD(C, G, f)                                                                \
+	static_assert(offsetof(C, f) == offsetof(fb::G, f##_), #G "." #f ": offset");      \
+	static_assert(sizeof(C::f) == sizeof(fb::G::f##_), #G "." #f ": size");
+#define SAME_STRUCT(C, G, kind, ...)                                                       \
 	static_assert(sizeof(C) == sizeof(fb::G), #G ": sizeof");                          \
 	static_assert(alignof(C) == alignof(fb::G) || alignof(C) == 8, #G ": alignof");    \
 	static_assert(std::is_standard_layout<fb::G>::value &&                             \
 			      std::is_trivially_copyable<fb::G>::value,                    \
-		      #G ": POD");
-#define SAME_FIELD(C, G, f)                                                                \
-	static_assert(offsetof(C, f) == offsetof(fb::G, f##_), #G "." #f ": offset");      \
-	static_assert(sizeof(C::f) == sizeof(fb::G::f##_), #G "." #f ": size");
-
-SAME_STRUCT(nt_record_prefix, RecordPrefix)
-SAME_FIELD(nt_record_prefix, RecordPrefix, kind)
-SAME_FIELD(nt_record_prefix, RecordPrefix, size_words)
-
-SAME_STRUCT(nt_large_prefix, LargePrefix)
-SAME_FIELD(nt_large_prefix, LargePrefix, kind)
-SAME_FIELD(nt_large_prefix, LargePrefix, size_words)
-SAME_FIELD(nt_large_prefix, LargePrefix, flags)
-SAME_FIELD(nt_large_prefix, LargePrefix, size_bytes)
-
-SAME_STRUCT(nt_padding_record, PaddingRecord)
-SAME_FIELD(nt_padding_record, PaddingRecord, kind)
-SAME_FIELD(nt_padding_record, PaddingRecord, size_words)
-SAME_FIELD(nt_padding_record, PaddingRecord, reserved0)
-SAME_FIELD(nt_padding_record, PaddingRecord, reserved1)
-
-SAME_STRUCT(nt_string_record, StringRecord)
-SAME_FIELD(nt_string_record, StringRecord, kind)
-SAME_FIELD(nt_string_record, StringRecord, size_words)
-SAME_FIELD(nt_string_record, StringRecord, length)
-SAME_FIELD(nt_string_record, StringRecord, index)
-
-SAME_STRUCT(nt_thread_record, ThreadRecord)
-SAME_FIELD(nt_thread_record, ThreadRecord, kind)
-SAME_FIELD(nt_thread_record, ThreadRecord, size_words)
-SAME_FIELD(nt_thread_record, ThreadRecord, name_length)
-SAME_FIELD(nt_thread_record, ThreadRecord, index)
-SAME_FIELD(nt_thread_record, ThreadRecord, pid)
-SAME_FIELD(nt_thread_record, ThreadRecord, tid)
-SAME_FIELD(nt_thread_record, ThreadRecord, process)
-SAME_FIELD(nt_thread_record, ThreadRecord, reserved0)
-
-SAME_STRUCT(nt_process_record, ProcessRecord)
-SAME_FIELD(nt_process_record, ProcessRecord, kind)
-SAME_FIELD(nt_process_record, ProcessRecord, size_words)
-SAME_FIELD(nt_process_record, ProcessRecord, sid_length)
-SAME_FIELD(nt_process_record, ProcessRecord, index)
-SAME_FIELD(nt_process_record, ProcessRecord, pid)
-SAME_FIELD(nt_process_record, ProcessRecord, flags)
-SAME_FIELD(nt_process_record, ProcessRecord, start_ticks)
-SAME_FIELD(nt_process_record, ProcessRecord, utc_offset)
-SAME_FIELD(nt_process_record, ProcessRecord, reserved0)
-
-SAME_STRUCT(nt_callsite_record, CallSiteRecord)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, kind)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, size_words)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, index)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, line)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, category)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, name)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, file)
-SAME_FIELD(nt_callsite_record, CallSiteRecord, repo)
-
-SAME_STRUCT(nt_chunk_header, ChunkHeader)
-SAME_FIELD(nt_chunk_header, ChunkHeader, kind)
-SAME_FIELD(nt_chunk_header, ChunkHeader, size_words)
-SAME_FIELD(nt_chunk_header, ChunkHeader, slot_wrap)
-SAME_FIELD(nt_chunk_header, ChunkHeader, size_bytes)
-SAME_FIELD(nt_chunk_header, ChunkHeader, thread)
-SAME_FIELD(nt_chunk_header, ChunkHeader, event_count)
-SAME_FIELD(nt_chunk_header, ChunkHeader, claim)
-SAME_FIELD(nt_chunk_header, ChunkHeader, base_ticks)
-SAME_FIELD(nt_chunk_header, ChunkHeader, first_event)
-
-SAME_STRUCT(nt_event_record, EventRecord)
-SAME_FIELD(nt_event_record, EventRecord, kind)
-SAME_FIELD(nt_event_record, EventRecord, size_words)
-SAME_FIELD(nt_event_record, EventRecord, callsite)
-SAME_FIELD(nt_event_record, EventRecord, delta)
-
-SAME_STRUCT(nt_complete_record, CompleteRecord)
-SAME_FIELD(nt_complete_record, CompleteRecord, kind)
-SAME_FIELD(nt_complete_record, CompleteRecord, size_words)
-SAME_FIELD(nt_complete_record, CompleteRecord, callsite)
-SAME_FIELD(nt_complete_record, CompleteRecord, delta)
-SAME_FIELD(nt_complete_record, CompleteRecord, duration)
-
-SAME_STRUCT(nt_timestamp_record, TimestampRecord)
-SAME_FIELD(nt_timestamp_record, TimestampRecord, kind)
-SAME_FIELD(nt_timestamp_record, TimestampRecord, size_words)
-SAME_FIELD(nt_timestamp_record, TimestampRecord, reserved0)
-SAME_FIELD(nt_timestamp_record, TimestampRecord, reserved1)
-SAME_FIELD(nt_timestamp_record, TimestampRecord, ticks)
-
-SAME_STRUCT(nt_arg_header, ArgHeader)
-SAME_FIELD(nt_arg_header, ArgHeader, type)
-SAME_FIELD(nt_arg_header, ArgHeader, size_words)
-SAME_FIELD(nt_arg_header, ArgHeader, name)
-SAME_FIELD(nt_arg_header, ArgHeader, value32)
-
-SAME_STRUCT(nt_fifo_packet, FifoPacket)
-SAME_FIELD(nt_fifo_packet, FifoPacket, request)
-SAME_FIELD(nt_fifo_packet, FifoPacket, data16)
-SAME_FIELD(nt_fifo_packet, FifoPacket, data32)
-SAME_FIELD(nt_fifo_packet, FifoPacket, data64)
+		      #G ": POD");                                                         \
+	FOR_EACH(SAME_FIELD, C, G, __VA_ARGS__)
+NT_FORMAT_STRUCTS(SAME_STRUCT)
 
 #define SAME_ENUM(c, g) static_assert((int)(c) == (int)fb::g, #g ": value");
 SAME_ENUM(NT_FIFO_STARTED, FifoRequest_Started)
@@ -271,61 +218,12 @@ struct c_struct {
 	std::map<std::string, c_field> fields;
 };
 
-#define F(C, f) { #f, { offsetof(C, f), sizeof(C::f) } }
+#define MIRROR_FIELD(C, G, f) { #f, { offsetof(C, f), sizeof(C::f) } },
+#define MIRROR_STRUCT(C, G, kind, ...)                                                     \
+	{ "ntfmt." #G, { sizeof(C), (kind), { FOR_EACH(MIRROR_FIELD, C, G, __VA_ARGS__) } } },
 static std::map<std::string, c_struct> c_mirror()
 {
-	return {
-		{ "ntfmt.RecordPrefix", { sizeof(nt_record_prefix), -1,
-			{ F(nt_record_prefix, kind), F(nt_record_prefix, size_words) } } },
-		{ "ntfmt.LargePrefix", { sizeof(nt_large_prefix), -1,
-			{ F(nt_large_prefix, kind), F(nt_large_prefix, size_words),
-			  F(nt_large_prefix, flags), F(nt_large_prefix, size_bytes) } } },
-		{ "ntfmt.PaddingRecord", { sizeof(nt_padding_record), NT_KIND_PADDING,
-			{ F(nt_padding_record, kind), F(nt_padding_record, size_words),
-			  F(nt_padding_record, reserved0), F(nt_padding_record, reserved1) } } },
-		{ "ntfmt.StringRecord", { sizeof(nt_string_record), NT_KIND_STRING,
-			{ F(nt_string_record, kind), F(nt_string_record, size_words),
-			  F(nt_string_record, length), F(nt_string_record, index) } } },
-		{ "ntfmt.ThreadRecord", { sizeof(nt_thread_record), NT_KIND_THREAD,
-			{ F(nt_thread_record, kind), F(nt_thread_record, size_words),
-			  F(nt_thread_record, name_length), F(nt_thread_record, index),
-			  F(nt_thread_record, pid), F(nt_thread_record, tid),
-			  F(nt_thread_record, process), F(nt_thread_record, reserved0) } } },
-		{ "ntfmt.ProcessRecord", { sizeof(nt_process_record), NT_KIND_PROCESS,
-			{ F(nt_process_record, kind), F(nt_process_record, size_words),
-			  F(nt_process_record, sid_length), F(nt_process_record, index),
-			  F(nt_process_record, pid), F(nt_process_record, flags),
-			  F(nt_process_record, start_ticks), F(nt_process_record, utc_offset),
-			  F(nt_process_record, reserved0) } } },
-		{ "ntfmt.CallSiteRecord", { sizeof(nt_callsite_record), NT_KIND_CALLSITE,
-			{ F(nt_callsite_record, kind), F(nt_callsite_record, size_words),
-			  F(nt_callsite_record, index), F(nt_callsite_record, line),
-			  F(nt_callsite_record, category), F(nt_callsite_record, name),
-			  F(nt_callsite_record, file), F(nt_callsite_record, repo) } } },
-		{ "ntfmt.ChunkHeader", { sizeof(nt_chunk_header), NT_KIND_CHUNK,
-			{ F(nt_chunk_header, kind), F(nt_chunk_header, size_words),
-			  F(nt_chunk_header, slot_wrap), F(nt_chunk_header, size_bytes),
-			  F(nt_chunk_header, thread), F(nt_chunk_header, event_count),
-			  F(nt_chunk_header, claim), F(nt_chunk_header, base_ticks),
-			  F(nt_chunk_header, first_event) } } },
-		{ "ntfmt.EventRecord", { sizeof(nt_event_record), NT_KIND_BEGIN,
-			{ F(nt_event_record, kind), F(nt_event_record, size_words),
-			  F(nt_event_record, callsite), F(nt_event_record, delta) } } },
-		{ "ntfmt.CompleteRecord", { sizeof(nt_complete_record), NT_KIND_COMPLETE,
-			{ F(nt_complete_record, kind), F(nt_complete_record, size_words),
-			  F(nt_complete_record, callsite), F(nt_complete_record, delta),
-			  F(nt_complete_record, duration) } } },
-		{ "ntfmt.TimestampRecord", { sizeof(nt_timestamp_record), NT_KIND_TIMESTAMP,
-			{ F(nt_timestamp_record, kind), F(nt_timestamp_record, size_words),
-			  F(nt_timestamp_record, reserved0), F(nt_timestamp_record, reserved1),
-			  F(nt_timestamp_record, ticks) } } },
-		{ "ntfmt.FifoPacket", { sizeof(nt_fifo_packet), -1,
-			{ F(nt_fifo_packet, request), F(nt_fifo_packet, data16),
-			  F(nt_fifo_packet, data32), F(nt_fifo_packet, data64) } } },
-		{ "ntfmt.ArgHeader", { sizeof(nt_arg_header), -1,
-			{ F(nt_arg_header, type), F(nt_arg_header, size_words),
-			  F(nt_arg_header, name), F(nt_arg_header, value32) } } },
-	};
+	return { NT_FORMAT_STRUCTS(MIRROR_STRUCT) };
 }
 
 static void check_reflection()

@@ -106,6 +106,10 @@ typedef struct nt_config {
 	                           Default 1. Handlers stay installed for the process. */
 } nt_config;
 
+/* The NT_MODE_* named "oneshot", "circular" or "streaming" (for command lines and
+ * environment variables); -1 for any other string or NULL. Cost: a few string compares. */
+int nt_mode_from_name(const char *name);
+
 /* Fill *cfg with the defaults above. Cost: a few stores. cfg == NULL is ignored. */
 void nt_config_init(nt_config *cfg);
 

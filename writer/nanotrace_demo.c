@@ -140,13 +140,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (strcmp(argv[i], "--mode") == 0) {
 			const char *m = i + 1 < argc ? argv[++i] : "";
-			if (strcmp(m, "oneshot") == 0)
-				cfg.mode = NT_MODE_ONESHOT;
-			else if (strcmp(m, "circular") == 0)
-				cfg.mode = NT_MODE_CIRCULAR;
-			else if (strcmp(m, "streaming") == 0)
-				cfg.mode = NT_MODE_STREAMING;
-			else {
+			cfg.mode = nt_mode_from_name(m);
+			if (cfg.mode < 0) {
 				fprintf(stderr, "nanotrace-demo: unknown mode '%s'\n%s", m, usage);
 				return 1;
 			}

@@ -55,6 +55,17 @@ void nt_set_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+int nt_mode_from_name(const char *name)
+{
+	static const char *const names[] = { [NT_MODE_ONESHOT] = "oneshot",
+					      [NT_MODE_CIRCULAR] = "circular",
+					      [NT_MODE_STREAMING] = "streaming" };
+	for (int m = 0; name != NULL && m < (int)(sizeof(names) / sizeof(names[0])); m++)
+		if (strcmp(name, names[m]) == 0)
+			return m;
+	return -1;
+}
+
 void nt_config_init(nt_config *cfg)
 {
 	if (cfg == NULL)

@@ -152,13 +152,8 @@ int nt_t2_env_start(int *too_many_files)
 	cfg.file_mode = 0600;
 	const char *mode = getenv("NANOTRACE_MODE");
 	if (mode != NULL && mode[0] != '\0') {
-		if (strcmp(mode, "oneshot") == 0)
-			cfg.mode = NT_MODE_ONESHOT;
-		else if (strcmp(mode, "circular") == 0)
-			cfg.mode = NT_MODE_CIRCULAR;
-		else if (strcmp(mode, "streaming") == 0)
-			cfg.mode = NT_MODE_STREAMING;
-		else {
+		cfg.mode = nt_mode_from_name(mode);
+		if (cfg.mode < 0) {
 			warn("unknown value for 'NANOTRACE_MODE': '%s' (oneshot, circular or "
 			     "streaming); tracing is off", mode);
 			return 0;

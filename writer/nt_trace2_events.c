@@ -164,26 +164,36 @@ void nt_t2_def_param_(nt_callsite *site, const char *scope, const char *param, c
 	nt_t2_emit_args_(site, T2(DEF_PARAM), a, 3);
 }
 
-/* Does `key` match one of the comma-separated globs (each trimmed), ignoring case? */
-static int matches_patterns(const char *patterns, const char *key)
+/* The next item of a comma-separated list, trimmed of blanks, into buf (items too long for
+ * it are skipped). Returns 0 at the end of the list. */
+static int next_item(const char **list, char *buf, size_t cap)
 {
-	const char *p = patterns;
+	const char *p = *list;
 	while (p != NULL && *p != '\0') {
 		const char *end = strchr(p, ',');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
-		char pat[256];
+		*list = end ? end + 1 : NULL;
 		while (n > 0 && (*p == ' ' || *p == '\t'))
 			p++, n--;
 		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
 			n--;
-		if (n > 0 && n < sizeof(pat)) {
-			memcpy(pat, p, n);
-			pat[n] = '\0';
-			if (fnmatch(pat, key, FNM_CASEFOLD) == 0)
-				return 1;
+		if (n > 0 && n < cap) {
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+			return 1;
 		}
-		p = end ? end + 1 : NULL;
+		p = *list;
 	}
+	return 0;
+}
+
+/* Does `key` match one of the comma-separated globs, ignoring case? */
+static int matches_patterns(const char *patterns, const char *key)
+{
+	char pat[256];
+	while (next_item(&patterns, pat, sizeof(pat)))
+		if (fnmatch(pat, key, FNM_CASEFOLD) == 0)
+			return 1;
 	return 0;
 }
 
@@ -201,23 +211,11 @@ void nt_t2_list_config_(nt_callsite *site, const char *scope, const char *const 
 void nt_t2_list_env_vars_(nt_callsite *site)
 {
 	const char *names = getenv("NANOTRACE_ENV_VARS");
-	const char *p = names;
-	while (p != NULL && *p != '\0') {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		char name[256];
-		while (n > 0 && *p == ' ')
-			p++, n--;
-		while (n > 0 && p[n - 1] == ' ')
-			n--;
-		if (n > 0 && n < sizeof(name)) {
-			memcpy(name, p, n);
-			name[n] = '\0';
-			const char *v = getenv(name);
-			if (v != NULL && v[0] != '\0')
-				nt_t2_def_param_(site, "command", name, v);
-		}
-		p = end ? end + 1 : NULL;
+	char name[256];
+	while (next_item(&names, name, sizeof(name))) {
+		const char *v = getenv(name);
+		if (v != NULL && v[0] != '\0')
+			nt_t2_def_param_(site, "command", name, v);
 	}
 }
 

@@ -108,26 +108,26 @@ static void emit_counter(nt_callsite *site, unsigned kind, uint64_t v)
 static nt_callsite timer_sites[2][MAX_TIMERS + 1], counter_sites[2][MAX_COUNTERS + 1];
 static uint16_t timer_names[2][MAX_TIMERS + 1][5], counter_names[2][MAX_COUNTERS + 1][2];
 
-static nt_callsite *timer_site(int final, uint32_t id)
+static nt_callsite *report_site(nt_callsite *s, uint16_t *names, const char *category,
+				const char *name, uint32_t nargs)
 {
-	nt_callsite *s = &timer_sites[final][id];
 	if (s->file == NULL)
-		*s = (nt_callsite){ .line = __LINE__, .category = timers[id]->category,
-				    .name = timers[id]->name, .file = __FILE__,
-				    .arg_names = timer_names[final][id], .arg_count = 4,
+		*s = (nt_callsite){ .line = __LINE__, .category = category, .name = name,
+				    .file = __FILE__, .arg_names = names, .arg_count = nargs,
 				    .always = 1 };
 	return s;
 }
 
+static nt_callsite *timer_site(int final, uint32_t id)
+{
+	return report_site(&timer_sites[final][id], timer_names[final][id], timers[id]->category,
+			   timers[id]->name, 4);
+}
+
 static nt_callsite *counter_site(int final, uint32_t id)
 {
-	nt_callsite *s = &counter_sites[final][id];
-	if (s->file == NULL)
-		*s = (nt_callsite){ .line = __LINE__, .category = counters[id]->category,
-				    .name = counters[id]->name, .file = __FILE__,
-				    .arg_names = counter_names[final][id], .arg_count = 1,
-				    .always = 1 };
-	return s;
+	return report_site(&counter_sites[final][id], counter_names[final][id],
+			   counters[id]->category, counters[id]->name, 1);
 }
 
 /* th_timer / th_counter of this thread for the per-thread ones, then merge; caller holds
