@@ -3,6 +3,11 @@
  *
  * Timestamps are microseconds since the session start, printed exactly to the nanosecond
  * ("ts":12.345). Process and thread names come first as "M" metadata events.
+ *
+ * Only what the archive proves is shown: an End without a Begin before it on its thread is
+ * left out (nt_balance), and counted in "otherData", which follows "traceEvents" because the
+ * count is known only once every event is out. A Begin never ended stays open; viewers draw
+ * it to the end of the trace ("Did not end" in Perfetto).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -15,6 +20,7 @@ typedef struct chrome_ctx {
 	FILE *out;
 	const nt_reader *r;
 	const nt_render_options *opt;
+	nt_balance balance;
 	int first;
 } chrome_ctx;
 
@@ -60,6 +66,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	chrome_ctx *c = ctx;
 	FILE *out = c->out;
 	char ts[40];
+	if (!nt_balance_admit(&c->balance, e))
+		return 0;
 	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(e->time_ns, (int64_t)c->r->info.start_monotonic_ns));
 	begin_event(c);
 	fprintf(out, "{\"ph\":\"%s\",\"cat\":", nt_kind_phase(e->kind));
@@ -73,6 +81,13 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		nt_format_offset_us(dur, sizeof(dur), (int64_t)e->duration_ns);
 		fprintf(out, ",\"dur\":%s", dur);
 	}
+	/* A "C" series belongs to the process: pid and name, plus "id" when present (Perfetto
+	 * names the track "<name> id: <id> <arg>", chrome://tracing "<name>[<id>]"). Each thread
+	 * records its own values, so the thread's tid as "id" keeps two threads' same-named
+	 * counters two series instead of one that jumps between them. A string, because
+	 * Perfetto reads a numeric counter "id" as none. */
+	if (e->kind == NT_KIND_COUNTER)
+		fprintf(out, ",\"id\":\"%" PRIu32 "\"", e->thread->tid);
 	if (e->kind == NT_KIND_INSTANT || (nt_kind_is_t2(e->kind) && !nt_event_opens(e) &&
 					     !nt_event_closes(e)))
 		fputs(",\"s\":\"t\"", out);
@@ -109,17 +124,29 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	nt_render_forward_error(((chrome_ctx *)ctx)->opt, off, msg);
 }
 
+/* After the events: what the archive says it lost, and what the rendering left out. */
+static void write_other_data(chrome_ctx *c)
+{
+	const nt_archive_info *info = nt_reader_info(c->r);
+	FILE *out = c->out;
+	fputs("\n],\"otherData\":{\"producer\":", out);
+	json_str(out, info->producer);
+	fputs(",\"archive\":", out);
+	json_str(out, nt_reader_name(c->r));
+	fprintf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
+		     ",\"wraps\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
+		     ",\"unended_begins\":%" PRIu64 "}}\n",
+		info->events_dropped, info->events_overwritten, info->wraps,
+		c->balance.unmatched_ends, nt_balance_unended(&c->balance));
+}
+
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
 {
 	chrome_ctx c = { .out = out, .r = r, .opt = opt, .first = 1 };
 	const nt_archive_info *info = nt_reader_info(r);
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", out);
-	json_str(out, info->producer);
-	fputs(",\"archive\":", out);
-	json_str(out, nt_reader_name(r));
-	fprintf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
-		     ",\"wraps\":%" PRIu64 "},\"traceEvents\":[",
-		info->events_dropped, info->events_overwritten, info->wraps);
+	if (!nt_balance_init(&c.balance, r))
+		return -1;
+	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out);
 	begin_event(&c);
 	fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32 ",\"tid\":0,\"args\":{\"name\":",
 		info->pid);
@@ -138,6 +165,7 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
 	}
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &c, opt->order, opt->policy);
-	fputs("\n]}\n", out);
+	write_other_data(&c);
+	nt_balance_free(&c.balance);
 	return rc;
 }

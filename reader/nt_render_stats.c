@@ -14,6 +14,7 @@ typedef struct stats_ctx {
 	uint64_t errors;
 	int64_t first_ns, last_ns;
 	uint64_t gaps, gap_events;
+	nt_balance balance;
 	const nt_render_options *opt;
 } stats_ctx;
 
@@ -34,6 +35,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	s->events++;
 	s->by_kind[e->kind]++;
 	s->by_thread[e->thread->index]++;
+	nt_balance_admit(&s->balance, e);
 	return 0;
 }
 
@@ -70,6 +72,16 @@ static void count_non_events(const nt_reader *r, uint64_t *by_kind)
 	}
 }
 
+/* The Trace2 processes the archive holds: the reader's process table is indexed by process
+ * number and has room for more than it holds. */
+static uint32_t processes_present(const nt_reader *r)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < nt_reader_process_count(r); i++)
+		n += nt_reader_process_at(r, i) != NULL;
+	return n;
+}
+
 static const char *mode_name(uint8_t m)
 {
 	return m == NT_MODE_ONESHOT ? "oneshot" : m == NT_MODE_CIRCULAR ? "circular"
@@ -104,8 +116,10 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 	memset(&s, 0, sizeof(s));
 	s.opt = opt;
 	s.by_thread = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
-	if (s.by_thread == NULL)
+	if (s.by_thread == NULL || !nt_balance_init(&s.balance, r)) {
+		free(s.by_thread);
 		return -1;
+	}
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &s, NT_ORDER_STREAM, opt->policy);
 	uint64_t other[256] = { 0 };
@@ -155,7 +169,7 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 				s.by_kind[k]);
 			sep = ", ";
 		}
-		fprintf(out, "), processes %" PRIu32 "\n", nt_reader_process_count(r));
+		fprintf(out, "), processes %" PRIu32 "\n", processes_present(r));
 	}
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
 	for (uint32_t t = 1; t < r->nthreads; t++) {
@@ -175,6 +189,9 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		fprintf(out, "halves saved: %" PRIu64 "\n", in->buffers_saved);
 	fprintf(out, "gaps: %" PRIu64 " (%" PRIu64 " events lost between chunks)\n", s.gaps,
 		s.gap_events);
+	fprintf(out, "unmatched: %" PRIu64 " ends without a begin (left out of chrome output), %"
+		     PRIu64 " begins without an end\n", s.balance.unmatched_ends,
+		nt_balance_unended(&s.balance));
 	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
 	fprintf(out, "values truncated: %" PRIu64 " events (a string or list argument cut to fit "
 		     "one record)\n", in->values_truncated);
@@ -189,5 +206,6 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 	if (s.errors)
 		fprintf(out, "damaged places: %" PRIu64 "\n", s.errors);
 	free(s.by_thread);
+	nt_balance_free(&s.balance);
 	return rc;
 }

@@ -1,8 +1,10 @@
 /* nt_render_util.c - output helpers shared by the renderers: JSON strings and durations. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "nt_reader_internal.h"
 #include "nt_render_util.h"
 
 /* Length of the valid UTF-8 sequence at s (of n bytes), or 0 if it is not valid. */
@@ -139,6 +141,44 @@ int nt_event_opens(const nt_reader_event *e)
 int nt_event_closes(const nt_reader_event *e)
 {
 	return e->kind == NT_KIND_END || e->kind == NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE;
+}
+
+int nt_balance_init(nt_balance *b, const nt_reader *r)
+{
+	*b = (nt_balance){ .nthreads = r->nthreads };
+	b->open = calloc(r->nthreads ? r->nthreads : 1, sizeof(*b->open));
+	return b->open != NULL;
+}
+
+int nt_balance_admit(nt_balance *b, const nt_reader_event *e)
+{
+	uint32_t t = e->thread->index;
+	if (t >= b->nthreads)
+		return 1;
+	if (nt_event_opens(e)) {
+		b->open[t]++;
+	} else if (nt_event_closes(e)) {
+		if (b->open[t] == 0) {
+			b->unmatched_ends++;
+			return 0;
+		}
+		b->open[t]--;
+	}
+	return 1;
+}
+
+uint64_t nt_balance_unended(const nt_balance *b)
+{
+	uint64_t n = 0;
+	for (uint32_t t = 0; t < b->nthreads; t++)
+		n += b->open[t];
+	return n;
+}
+
+void nt_balance_free(nt_balance *b)
+{
+	free(b->open);
+	b->open = NULL;
 }
 
 void nt_json_write_list(FILE *out, const nt_reader_arg *a)

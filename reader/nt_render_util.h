@@ -21,6 +21,25 @@ const char *nt_event_display_category(const nt_reader_event *e);
 /* Does the event open / close a duration (Begin, Trace2 region_enter / End, region_leave)? */
 int nt_event_opens(const nt_reader_event *e);
 int nt_event_closes(const nt_reader_event *e);
+/* Which Ends the archive can pair with a Begin. On each thread a Begin (or Trace2
+ * region_enter) opens and an End (region_leave) closes the innermost open one, as trace
+ * viewers pair them. An End with nothing open on its thread is unmatched: its Begin was
+ * overwritten (circular mode) or lost, or the program ended what it never began. Viewers
+ * given such an E attach it to whatever slice happens to be open, so the chrome rendering
+ * leaves it out, and --stats counts it by this same rule. */
+typedef struct nt_balance {
+	uint64_t *open; /* Begins still open, by thread index */
+	uint32_t nthreads;
+	uint64_t unmatched_ends;
+} nt_balance;
+/* 0 when memory runs out. */
+int nt_balance_init(nt_balance *b, const nt_reader *r);
+/* Feed every event in its thread's order; 0 for an unmatched End (counted), else 1. */
+int nt_balance_admit(nt_balance *b, const nt_reader_event *e);
+/* Begins never ended (the trace stops inside them), over all threads. */
+uint64_t nt_balance_unended(const nt_balance *b);
+void nt_balance_free(nt_balance *b);
+
 /* A string list argument as a JSON array of strings. */
 void nt_json_write_list(FILE *out, const nt_reader_arg *a);
 

@@ -2,7 +2,7 @@
 """trace-dump as a user meets it: exit codes (0 ok, 1 usage, 2 bad input), error messages
 that name the file and the problem, and outputs that other tools accept.
 
-usage: test_trace_dump.py TRACE_DUMP DEMO WORKDIR
+usage: test_trace_dump.py TRACE_DUMP DEMO WORKDIR RENDER_CASES TRACE_IMPORT CORPUS
 """
 import json
 import os
@@ -10,7 +10,8 @@ import re
 import subprocess
 import sys
 
-TRACE_DUMP, DEMO, WORK = (os.path.abspath(a) for a in sys.argv[1:4])
+TRACE_DUMP, DEMO, WORK, RENDER_CASES, TRACE_IMPORT, CORPUS = (
+    os.path.abspath(a) for a in sys.argv[1:7])
 os.makedirs(WORK, exist_ok=True)
 failures = []
 
@@ -173,6 +174,88 @@ check('circular losses are instant events in chrome',
                       for e in json.loads(out)['traceEvents']))
 rc, out, err = run('--stats', small)
 check('stats count gaps and drop reasons', 'gaps: ' in out and 'rolling full' in out, out)
+
+# Chrome JSON and --stats say only what the archive proves.
+def stats_of(p):
+    out = run('--stats', p)[1]
+    return dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
+
+
+def unmatched(st):
+    m = re.match(r'(\d+) ends without a begin .*, (\d+) begins without an end$',
+                 st.get('unmatched', ''))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def chrome_doc(p):
+    rc, out, err = run('--format', 'chrome', p)
+    check('chrome of %s exits 0' % os.path.basename(p), rc == 0, err)
+    return json.loads(out)
+
+
+def ends_before_begins(evs):
+    """Ends a viewer would meet with nothing open on their (pid, tid)."""
+    depth, orphans = {}, 0
+    for e in evs:
+        key = (e['pid'], e['tid'])
+        if e['ph'] == 'B':
+            depth[key] = depth.get(key, 0) + 1
+        elif e['ph'] == 'E':
+            if depth.get(key, 0) == 0:
+                orphans += 1
+            else:
+                depth[key] -= 1
+    return orphans
+
+
+# circular: the wrap overwrote the Begins of "outer" and of the request the oldest chunk
+# starts in; their Ends survive
+circ = path('circular-orphans.ntrace')
+subprocess.run([RENDER_CASES, 'circular', circ], check=True)
+text_ends = sum(1 for l in run(circ)[1].splitlines()[1:] if l.split()[2:3] == ['E'])
+doc = chrome_doc(circ)
+evs = doc['traceEvents']
+chrome_ends = sum(1 for e in evs if e['ph'] == 'E')
+st_unmatched = unmatched(stats_of(circ))
+check('circular chrome: no E without a B on its thread', ends_before_begins(evs) == 0,
+      '%d orphan ends' % ends_before_begins(evs))
+check('circular stats count the orphan ends chrome leaves out',
+      st_unmatched is not None and st_unmatched[0] >= 1 and
+      st_unmatched[0] == text_ends - chrome_ends, '%r, text %d, chrome %d' %
+      (st_unmatched, text_ends, chrome_ends))
+check('circular chrome otherData carries the same count',
+      st_unmatched is not None and doc['otherData'].get('unmatched_ends') == st_unmatched[0],
+      str(doc['otherData']))
+
+# a user's stray NT_END and unended NT_BEGIN; two threads' counters of one name
+thr = path('threads.ntrace')
+subprocess.run([RENDER_CASES, 'threads', thr], check=True)
+check('stats count a stray end and an unended begin', unmatched(stats_of(thr)) == (1, 1),
+      str(stats_of(thr).get('unmatched')))
+doc = chrome_doc(thr)
+evs = doc['traceEvents']
+check('chrome leaves out the stray end, keeps the unended begin',
+      not any(e.get('name') == 'stray' for e in evs) and
+      any(e.get('name') == 'unfinished' and e['ph'] == 'B' for e in evs) and
+      doc['otherData'].get('unmatched_ends') == 1 and doc['otherData'].get('unended_begins') == 1,
+      str(doc['otherData']))
+series = {}
+for e in evs:
+    if e['ph'] == 'C' and e['name'] == 'heap':
+        # Trace Event Format: a counter series is (pid, name, id)
+        series.setdefault((e['pid'], e['name'], e.get('id')), set()).add(e['tid'])
+check('two threads\' same-named counters are two series, one thread each',
+      len(series) == 2 and all(len(t) == 1 for t in series.values()), str(series))
+
+# processes: what the archive holds, not the reader's table size
+for case in ('version', 'fetch_local'):
+    events_file = os.path.join(CORPUS, case, 'event')
+    sids = {json.loads(l)['sid'] for l in open(events_file, 'rb') if l.strip()}
+    imported = path('%s.ntrace' % case)
+    subprocess.run([TRACE_IMPORT, '-o', imported, events_file], check=True)
+    m = re.search(r', processes (\d+)$', stats_of(imported).get('trace2', ''))
+    check('stats of %s count its %d processes' % (case, len(sids)),
+          m is not None and int(m.group(1)) == len(sids), str(m and m.group(0)))
 
 # the demo documents and checks its options
 p = subprocess.run([DEMO, '--help'], capture_output=True, text=True)
