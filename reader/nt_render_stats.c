@@ -46,30 +46,59 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	nt_render_forward_error(s->opt, off, msg);
 }
 
-/* Timestamp escapes and padding are not events; count them by walking the chunks' framing. */
-static void count_non_events(const nt_reader *r, uint64_t *by_kind)
+/* Timestamp escapes and padding are not events; count them by walking the chunk's framing. */
+static void count_in_chunk(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *by_kind)
 {
-	uint64_t off = r->records_start;
-	while (off < r->size) {
+	uint64_t p = off + sizeof(nt_chunk_header);
+	by_kind[NT_KIND_CHUNK]++;
+	while (p + 8 <= end && r->data[p] != 0 && r->data[p + 1] != 0 &&
+	       (uint64_t)r->data[p + 1] * 8 <= end - p) {
+		uint8_t k = r->data[p];
+		if (k == NT_KIND_TIMESTAMP || k == NT_KIND_PADDING)
+			by_kind[k]++;
+		p += (uint64_t)r->data[p + 1] * 8;
+	}
+}
+
+/* The top-level records of [off, end): a finished archive, or the stream an arena saved. */
+static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *by_kind)
+{
+	while (off < end) {
 		const char *why;
 		uint64_t size = nt_record_size(r, off, &why);
 		if (size == 0) {
 			off = nt_resync(r, off);
 			continue;
 		}
-		by_kind[r->data[off]]++;
-		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why)) {
-			uint64_t p = off + sizeof(nt_chunk_header), end = off + size;
-			while (p + 8 <= end && r->data[p] != 0 && r->data[p + 1] != 0 &&
-			       (uint64_t)r->data[p + 1] * 8 <= end - p) {
-				uint8_t k = r->data[p];
-				if (k == NT_KIND_TIMESTAMP || k == NT_KIND_PADDING)
-					by_kind[k]++;
-				p += (uint64_t)r->data[p + 1] * 8;
-			}
-		}
+		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why))
+			count_in_chunk(r, off, off + size, by_kind);
+		else
+			by_kind[r->data[off]]++;
 		off += size;
 	}
+}
+
+/* Records that are not events, wherever the layout keeps them. An arena image holds its
+ * durable records in the durable region (up to the first zero word) and its chunks in
+ * slots, which is where the reader found them: the bytes between are no record stream. */
+static void count_non_events(const nt_reader *r, uint64_t *by_kind)
+{
+	if (r->arena) {
+		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
+		while (off + 8 <= end && r->data[off] != NT_KIND_INVALID) {
+			const char *why;
+			uint64_t size = nt_record_size(r, off, &why);
+			if (size == 0 || size > end - off)
+				break;
+			by_kind[r->data[off]]++;
+			off += size;
+		}
+		for (uint32_t i = 0; i < r->nchunks; i++)
+			count_in_chunk(r, r->chunks[i].offset, r->chunks[i].offset + r->chunk_size,
+				       by_kind);
+	}
+	if (!r->arena || r->tail)
+		count_stream(r, r->records_start, r->size, by_kind);
 }
 
 /* The Trace2 processes the archive holds: the reader's process table is indexed by process
@@ -110,24 +139,10 @@ static const char *final_name(uint8_t f)
 	}
 }
 
-int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
+/* What the header says about the archive: where it came from and how it was recorded. */
+static void print_archive(const nt_reader *r, FILE *out)
 {
-	stats_ctx s;
-	memset(&s, 0, sizeof(s));
-	s.opt = opt;
-	s.by_thread = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
-	if (s.by_thread == NULL || !nt_balance_init(&s.balance, r)) {
-		free(s.by_thread);
-		return -1;
-	}
-	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
-	int rc = nt_reader_visit(r, &cb, &s, NT_ORDER_STREAM, opt->policy);
-	uint64_t other[256] = { 0 };
-	count_non_events(r, other);
-
 	const nt_archive_info *in = &r->info;
-	nt_reader_summary sum;
-	nt_reader_get_summary(r, &sum);
 	fprintf(out, "archive: %s\n", r->name);
 	fprintf(out, "producer: %s (format %u.%u)\n", in->producer, in->format_major, in->format_minor);
 	fprintf(out, "process: %s (pid %" PRIu32 ")\n", in->process_name, in->pid);
@@ -149,6 +164,46 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		nt_format_duration(d, sizeof(d), in->finish_monotonic_ns - in->start_monotonic_ns);
 		fprintf(out, "session: %s\n", d);
 	}
+}
+
+/* Trace2 messages by type, and the processes that wrote them. */
+static void print_trace2(const nt_reader *r, FILE *out, const uint64_t *by_kind)
+{
+	uint64_t t2 = 0;
+	for (unsigned k = NT_KIND_T2_FIRST; k <= NT_KIND_T2_LAST; k++)
+		t2 += by_kind[k];
+	if (t2 == 0)
+		return;
+	fprintf(out, "trace2: %" PRIu64 " messages (", t2);
+	const char *sep = "";
+	for (unsigned k = NT_KIND_T2_FIRST; k <= NT_KIND_T2_LAST; k++) {
+		if (by_kind[k] == 0)
+			continue;
+		fprintf(out, "%s%s %" PRIu64, sep, nt_t2_event_names[k - NT_KIND_T2_FIRST], by_kind[k]);
+		sep = ", ";
+	}
+	fprintf(out, "), processes %" PRIu32 "\n", processes_present(r));
+}
+
+int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
+{
+	stats_ctx s;
+	memset(&s, 0, sizeof(s));
+	s.opt = opt;
+	s.by_thread = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+	if (s.by_thread == NULL || !nt_balance_init(&s.balance, r)) {
+		free(s.by_thread);
+		return -1;
+	}
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
+	int rc = nt_reader_visit(r, &cb, &s, NT_ORDER_STREAM, opt->policy);
+	uint64_t other[256] = { 0 };
+	count_non_events(r, other);
+
+	const nt_archive_info *in = &r->info;
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	print_archive(r, out);
 	fprintf(out, "events: %" PRIu64 "\n", s.events);
 	fprintf(out, "records: begin %" PRIu64 ", end %" PRIu64 ", instant %" PRIu64
 		     ", complete %" PRIu64 ", counter %" PRIu64 ", timestamp %" PRIu64
@@ -156,21 +211,7 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		s.by_kind[NT_KIND_BEGIN], s.by_kind[NT_KIND_END], s.by_kind[NT_KIND_INSTANT],
 		s.by_kind[NT_KIND_COMPLETE], s.by_kind[NT_KIND_COUNTER], other[NT_KIND_TIMESTAMP],
 		other[NT_KIND_CHUNK], other[NT_KIND_STRING], other[NT_KIND_THREAD], other[NT_KIND_CALLSITE]);
-	uint64_t t2 = 0;
-	for (unsigned k = NT_KIND_T2_FIRST; k <= NT_KIND_T2_LAST; k++)
-		t2 += s.by_kind[k];
-	if (t2 != 0) {
-		fprintf(out, "trace2: %" PRIu64 " messages (", t2);
-		const char *sep = "";
-		for (unsigned k = NT_KIND_T2_FIRST; k <= NT_KIND_T2_LAST; k++) {
-			if (s.by_kind[k] == 0)
-				continue;
-			fprintf(out, "%s%s %" PRIu64, sep, nt_t2_event_names[k - NT_KIND_T2_FIRST],
-				s.by_kind[k]);
-			sep = ", ";
-		}
-		fprintf(out, "), processes %" PRIu32 "\n", processes_present(r));
-	}
+	print_trace2(r, out, s.by_kind);
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
 	for (uint32_t t = 1; t < r->nthreads; t++) {
 		if (r->threads[t].name == NULL)

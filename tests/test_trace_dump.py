@@ -31,6 +31,12 @@ def path(name):
     return os.path.join(WORK, name)
 
 
+def remove_stale(p):
+    """A waiting loop must see the file the demo makes, not one a previous run left."""
+    if os.path.exists(p):
+        os.unlink(p)
+
+
 archive = path('demo.ntrace')
 subprocess.run([DEMO, archive, '--threads', '3', '--requests', '50'], check=True,
                capture_output=True)
@@ -123,6 +129,7 @@ import signal
 import time
 for mode in ('oneshot', 'circular', 'streaming'):
     killed = path('killed-%s.ntrace' % mode)
+    remove_stale(killed)
     proc = subprocess.Popen([DEMO, killed, '--mode', mode, '--buffer-size', '262144',
                              '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
     for _ in range(200):  # until the arena file exists
@@ -141,6 +148,11 @@ for mode in ('oneshot', 'circular', 'streaming'):
     check('SIGKILLed %s demo: stats say it never finished' % mode,
           stats.get('layout', '').startswith('arena') and stats.get('ended by', '').startswith('unknown')
           and int(stats.get('events', '0')) > 0, str(stats.get('layout')))
+    # an arena keeps its durable records apart from its chunks: both are counted
+    recs = {k: int(v) for k, v in (kv.split(' ') for kv in stats.get('records', '').split(', '))}
+    check('SIGKILLed %s demo: stats count its thread, string and chunk records' % mode,
+          recs.get('thread', 0) >= int(stats.get('threads', '1')) > 0 and
+          recs.get('string', 0) > 0 and recs.get('chunk', 0) > 0, stats.get('records', ''))
     rc, out, err = run('--format', 'chrome', killed)
     try:
         json.loads(out)
@@ -150,6 +162,7 @@ for mode in ('oneshot', 'circular', 'streaming'):
 
 # SIGTERM: the process dies of SIGTERM and the archive says so
 term = path('term.ntrace')
+remove_stale(term)
 proc = subprocess.Popen([DEMO, term, '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
 # Signal it once it records (events in the live archive), however loaded the machine is.
 for _ in range(500):
