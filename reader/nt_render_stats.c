@@ -148,10 +148,14 @@ static void print_archive(const nt_reader *r, FILE *out)
 	fprintf(out, "process: %s (pid %" PRIu32 ")\n", in->process_name, in->pid);
 	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_TSC ? "tsc" : "monotonic",
 		in->ticks_per_second);
-	fprintf(out, "mode: %s, arena %" PRIu64 " B, durable %" PRIu64 " B, chunks 2 x %" PRIu32
-		     " x %" PRIu32 " B\n",
-		mode_name(in->buffering_mode), in->arena_size, in->durable_size, in->chunks_per_half,
-		in->chunk_size);
+	/* An imported log was never in an arena: its header leaves the geometry 0, and the
+	 * mode field's default would claim oneshot. */
+	if (in->arena_size == 0)
+		fputs("mode: none (no arena recorded this archive)\n", out);
+	else
+		fprintf(out, "mode: %s, arena %" PRIu64 " B, durable %" PRIu64 " B, chunks 2 x %"
+			     PRIu32 " x %" PRIu32 " B\n", mode_name(in->buffering_mode),
+			in->arena_size, in->durable_size, in->chunks_per_half, in->chunk_size);
 	fprintf(out, "layout: %s\n", in->layout == NT_LAYOUT_ARENA
 		? "arena (a live arena image: the process did not finish the archive)" : "stream");
 	fprintf(out, "final state: %s\n", final_name(in->final_state));

@@ -266,9 +266,12 @@ for case in ('version', 'fetch_local'):
     sids = {json.loads(l)['sid'] for l in open(events_file, 'rb') if l.strip()}
     imported = path('%s.ntrace' % case)
     subprocess.run([TRACE_IMPORT, '-o', imported, events_file], check=True)
-    m = re.search(r', processes (\d+)$', stats_of(imported).get('trace2', ''))
+    st = stats_of(imported)
+    m = re.search(r', processes (\d+)$', st.get('trace2', ''))
     check('stats of %s count its %d processes' % (case, len(sids)),
           m is not None and int(m.group(1)) == len(sids), str(m and m.group(0)))
+    check('stats of imported %s claim no arena' % case, st.get('mode', '').startswith('none'),
+          st.get('mode', ''))
 
 # the demo documents and checks its options
 p = subprocess.run([DEMO, '--help'], capture_output=True, text=True)
