@@ -198,11 +198,16 @@ typedef struct nt_render_options {
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
- * process name metadata) that chrome://tracing and Perfetto UI open. */
+ * process name metadata) that chrome://tracing and Perfetto UI open. An End with no open
+ * Begin on its thread (overwritten, lost, or never made) is left out; a Begin never ended
+ * stays open. "otherData", after "traceEvents", holds the losses and both counts
+ * ("unmatched_ends", "unended_begins"). A counter carries its thread's tid as "id": one
+ * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out. */
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
 
-/* Counts per record kind and per thread, drops, wraps, bytes per event; includes a line
- * "events: N". */
+/* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
+ * left unmatched (by nt_render_chrome's rule), and the Trace2 processes present; includes
+ * a line "events: N". */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Git Trace2's three renderings, byte for byte as git 2.39.5 writes them (see

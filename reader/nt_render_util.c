@@ -1,4 +1,5 @@
-/* nt_render_util.c - output helpers shared by the renderers: JSON strings and durations. */
+/* nt_render_util.c - helpers shared by the renderers: JSON strings, durations, and which
+ * Begins and Ends pair up. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -24,9 +24,9 @@ int nt_event_closes(const nt_reader_event *e);
 /* Which Ends the archive can pair with a Begin. On each thread a Begin (or Trace2
  * region_enter) opens and an End (region_leave) closes the innermost open one, as trace
  * viewers pair them. An End with nothing open on its thread is unmatched: its Begin was
- * overwritten (circular mode) or lost, or the program ended what it never began. Viewers
- * given such an E attach it to whatever slice happens to be open, so the chrome rendering
- * leaves it out, and --stats counts it by this same rule. */
+ * overwritten (circular mode) or lost, or the program ended what it never began. A viewer
+ * given that E either rejects it or ends some other slice with it, so the chrome rendering
+ * leaves it out; --stats counts it by this same rule. */
 typedef struct nt_balance {
 	uint64_t *open; /* Begins still open, by thread index */
 	uint32_t nthreads;
