@@ -27,11 +27,12 @@ typedef struct nt_t2_process {
 
 extern nt_t2_process nt_T2;
 
-/* Tick differences of this session's clock in nanoseconds. */
-static inline int64_t nt_ticks_to_ns(uint64_t ticks)
+/* The run time of a child or thread, recorded as NT_T2_ARG_T_REL_TICKS: the reader converts
+ * it, from the archive's clock pairs, where the writer only knows the start-up rate. */
+static inline nt_arg nt_t2_t_rel_since(uint64_t start_ticks)
 {
-	uint64_t tps = nt_S.ticks_per_second ? nt_S.ticks_per_second : 1000000000u;
-	return (int64_t)((__int128)ticks * 1000000000 / tps);
+	uint64_t now = nt_now();
+	return NT_U64(NT_T2_ARG_T_REL_TICKS, now > start_ticks ? now - start_ticks : 0);
 }
 
 /* The calling thread's Trace2 state; names the thread "thNN:unknown" on first use. */
