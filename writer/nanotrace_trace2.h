@@ -19,8 +19,11 @@
  *
  * Every message Git's Trace2 has is here, with Git's meaning (Documentation/technical/
  * api-trace2.adoc); each macro records the caller's file and line as its call site, like
- * Git's *_fl functions. The renderings of `trace-dump --format normal|perf|event` are Git's,
- * byte for byte, so tools written for Git's Trace2 output read them. Run times (t_rel of child_exit, child_ready, thread_exit)
+ * Git's *_fl functions; the messages nanotrace writes itself (atexit, signal, cmd_ancestry,
+ * timer and counter reports) name its source file alone ("nt_trace2.c:107"), never the
+ * library build's path, as Git's own name "trace2.c". The renderings of
+ * `trace-dump --format normal|perf|event` are Git's, byte for byte, so tools written for
+ * Git's Trace2 output read them. Run times (t_rel of child_exit, child_ready, thread_exit)
  * are recorded in clock ticks and converted by the reader from the clock readings taken at
  * start and finish, so they do not depend on the TSC rate measured at start-up.
  *

@@ -104,7 +104,7 @@ static void atexit_message(void)
 	 * does the same when it sees atexit. */
 	nt_t2_timers_atexit();
 	static uint16_t names[2];
-	static nt_callsite site = { .line = __LINE__, .category = "", .name = "", .file = __FILE__,
+	static nt_callsite site = { .line = __LINE__, .category = "", .name = "", .file = NT_T2_SELF_FILE,
 				    .arg_names = names, .arg_count = 1, .always = 1 };
 	nt_arg a = NT_I32("code", nt_T2.exit_code);
 	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2_ATEXIT, &a, 1);
@@ -194,7 +194,7 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	}
 
 	signal_site = (nt_callsite){ .line = __LINE__, .category = "", .name = "",
-				     .file = __FILE__, .arg_names = signal_names, .arg_count = 1,
+				     .file = NT_T2_SELF_FILE, .arg_names = signal_names, .arg_count = 1,
 				     .always = 1 };
 	nt_arg sa = NT_I32("signo", 0);
 	nt_callsite_resolve(&signal_site, &sa);

@@ -7,6 +7,16 @@
 
 #define NT_T2_THREAD_NAME_MAX 24 /* Git's TR2_MAX_THREAD_NAME */
 
+/* The file of nanotrace's own call sites (atexit, signal, cmd_ancestry, timer and counter
+ * reports): its bare name, as Git's own messages name "trace2.c". __FILE__ would put this
+ * build's directory ("../writer/...") into every user's trace. GCC before 12 lacks
+ * __FILE_NAME__ but folds the fallback to a constant. */
+#ifdef __FILE_NAME__
+#define NT_T2_SELF_FILE __FILE_NAME__
+#else
+#define NT_T2_SELF_FILE (__builtin_strrchr("/" __FILE__, '/') + 1)
+#endif
+
 typedef struct nt_t2_thread {
 	int named;             /* has its Trace2 name ("main", "thNN:...") */
 	int is_main;
