@@ -104,8 +104,9 @@ static void atexit_message(void)
 	 * does the same when it sees atexit. */
 	nt_t2_timers_atexit();
 	static uint16_t names[2];
-	static nt_callsite site = { .line = __LINE__, .category = "", .name = "", .file = NT_T2_SELF_FILE,
-				    .arg_names = names, .arg_count = 1, .always = 1 };
+	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
+				    .file = NT_T2_SELF_FILE, .arg_names = names, .arg_count = 1,
+				    .always = 1 };
 	nt_arg a = NT_I32("code", nt_T2.exit_code);
 	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2_ATEXIT, &a, 1);
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
@@ -194,8 +195,8 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	}
 
 	signal_site = (nt_callsite){ .line = __LINE__, .category = "", .name = "",
-				     .file = NT_T2_SELF_FILE, .arg_names = signal_names, .arg_count = 1,
-				     .always = 1 };
+				     .file = NT_T2_SELF_FILE, .arg_names = signal_names,
+				     .arg_count = 1, .always = 1 };
 	nt_arg sa = NT_I32("signo", 0);
 	nt_callsite_resolve(&signal_site, &sa);
 	nt_signal_hook = signal_message;

@@ -76,8 +76,9 @@ void nt_t2_string_(nt_callsite *site, unsigned kind, const char *name, const cha
 static void ancestry_from_proc(void)
 {
 	static uint16_t site_names[2];
-	static nt_callsite site = { .line = __LINE__, .category = "", .name = "", .file = NT_T2_SELF_FILE,
-				    .arg_names = site_names, .arg_count = 1, .always = 1 };
+	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
+				    .file = NT_T2_SELF_FILE, .arg_names = site_names, .arg_count = 1,
+				    .always = 1 };
 	static char names[10][32];
 	const char *v[11];
 	size_t n = 0;
