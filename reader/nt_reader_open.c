@@ -43,10 +43,10 @@ uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why)
 uint64_t nt_resync(const nt_reader *r, uint64_t off)
 {
 	for (off += 8; off + sizeof(nt_chunk_header) <= r->size; off += 8) {
-		const uint8_t *p = r->data + off;
-		uint64_t size = rd32(p + 4);
+		uint64_t w0 = rd64(r->data + off), size;
 		const char *why;
-		if (p[0] == NT_KIND_CHUNK && p[1] == 0 && size % 8 == 0 && size <= r->size - off &&
+		if (nt_record_kind(w0) == NT_KIND_CHUNK &&
+		    nt_record_frame(w0, r->size - off, 1, &size) == NT_FRAME_OK &&
 		    nt_chunk_header_ok(r, off, size, &why))
 			return off;
 	}
