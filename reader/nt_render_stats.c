@@ -49,14 +49,13 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 /* Timestamp escapes and padding are not events; count them by walking the chunk's framing. */
 static void count_in_chunk(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *by_kind)
 {
-	uint64_t p = off + sizeof(nt_chunk_header);
+	uint64_t p = off + sizeof(nt_chunk_header), rec;
 	by_kind[NT_KIND_CHUNK]++;
-	while (p + 8 <= end && r->data[p] != 0 && r->data[p + 1] != 0 &&
-	       (uint64_t)r->data[p + 1] * 8 <= end - p) {
-		uint8_t k = r->data[p];
-		if (k == NT_KIND_TIMESTAMP || k == NT_KIND_PADDING)
-			by_kind[k]++;
-		p += (uint64_t)r->data[p + 1] * 8;
+	while (p + 8 <= end &&
+	       nt_record_frame(rd64(r->data + p), end - p, 0, &rec) == NT_FRAME_OK) {
+		if (!nt_kind_is_event(r->data[p]))
+			by_kind[r->data[p]]++;
+		p += rec;
 	}
 }
 
