@@ -40,6 +40,12 @@
  *   that races with nt_finish() on another thread is either in the archive or not, and is
  *   then not counted anywhere: stop your threads' tracing (or join them) before nt_finish()
  *   when every event must be accounted for.
+ *
+ * FILES
+ *   Every file is first created under a fresh random name beside its final path (O_EXCL,
+ *   so a link planted there is never followed), then renamed into place. If the final path
+ *   is a symbolic link, the link itself is replaced by the archive: its target is never
+ *   written.
  */
 #ifndef NANOTRACE_H
 #define NANOTRACE_H
@@ -98,8 +104,10 @@ typedef struct nt_config {
 	                           shared: a process killed at any moment (even by SIGKILL)
 	                           leaves a readable archive here, and nt_finish(NULL) compacts
 	                           it in place. The file appears only once its header is
-	                           written, and is replaced if it exists. Copied by nt_start(). */
-	unsigned file_mode;     /* permissions of the archive files; 0 = 0644 */
+	                           written, and is replaced if it exists (a symbolic link there
+	                           is replaced, not followed). Copied by nt_start(). */
+	unsigned file_mode;     /* permissions of the archive files, set exactly (the umask
+	                           does not apply); 0 = 0644 */
 	int handle_signals;     /* with a path: on SIGTERM, SIGINT, SIGSEGV, SIGBUS and SIGABRT,
 	                           stop recording, record the signal in the archive, restore the
 	                           previous handler and re-raise; at exit(), finish the archive.
@@ -125,9 +133,10 @@ void nt_config_init(nt_config *cfg);
  * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant. */
 nt_result nt_start(const nt_config *cfg);
 
-/* Stop recording and write the compact archive to `path` (created with mode 0644, replaced
- * if it exists); with a file-backed arena, path == NULL compacts the arena's own file in
- * place, and another path moves the archive there (the arena file is removed). Streaming:
+/* Stop recording and write the compact archive to `path` (created with file_mode, default
+ * 0644, replaced if it exists: a symbolic link there is replaced, not followed); with a
+ * file-backed arena, path == NULL compacts the arena's own file in place, and another path
+ * moves the archive there (the arena file is removed). Streaming:
  * the saver saves what is left, the header is rewritten to point at the saved stream, and
  * the arena's blocks in the file are released (a hole).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.

@@ -143,6 +143,10 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
 int nt_arena_publish(nt_archive_info *info);
+/* Create a file beside `path` under a fresh random name, with O_EXCL and O_CLOEXEC (so a
+ * planted link is never followed) and mode nt_S.file_mode (0644 when 0), exactly. Returns
+ * its fd and the name (malloc'd) in *name_out, or -1 with errno set. */
+int nt_create_beside(const char *path, char **name_out);
 static inline uint64_t *nt_header_u64(int field)
 {
 	return (uint64_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
