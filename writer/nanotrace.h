@@ -41,6 +41,16 @@
  *   then not counted anywhere: stop your threads' tracing (or join them) before nt_finish()
  *   when every event must be accounted for.
  *
+ * FORK
+ *   A session belongs to the process that started it. In the child of fork() (handlers are
+ *   registered with pthread_atfork by the first nt_start()) the inherited session is gone
+ *   before fork() returns: the child's events are neither recorded nor counted,
+ *   nt_is_recording() is 0, nt_finish() fails with NT_ERR_STATE naming the parent's pid, and
+ *   neither exit() nor a fatal signal in the child ends or touches the parent's archive; the
+ *   child never writes to the parent's file or arena, whatever it does (_exit, exit, exec,
+ *   killed). The child may nt_start() a session of its own. The parent's archive is exactly
+ *   what the parent recorded. Do not fork() while nt_start() or nt_finish() runs.
+ *
  * FILES
  *   Every file is first created under a fresh random name beside its final path (O_EXCL,
  *   so a link planted there is never followed), then renamed into place. If the final path
@@ -130,7 +140,9 @@ void nt_config_init(nt_config *cfg);
  * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL, sizes out of range (the message names
  * the field and the allowed range) or streaming without a path; NT_ERR_STATE if already
  * initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
- * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant. */
+ * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant.
+ * Fork: a child of fork() does not inherit the session (see FORK above) and may call
+ * nt_start() for one of its own. */
 nt_result nt_start(const nt_config *cfg);
 
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
@@ -141,8 +153,8 @@ nt_result nt_start(const nt_config *cfg);
  * the arena's blocks in the file are released (a hole).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
  * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
- * if nt_start() did not succeed, NT_ERR_IO if the file cannot be created or written (the
- * message names the path and the reason). Recording is stopped in every case; after
+ * if nt_start() did not succeed or in a fork() child of the session's process, NT_ERR_IO if
+ * the file cannot be created or written (the message names the path and the reason). Recording is stopped in every case; after
  * NT_ERR_IO the recorded data is still in the arena (and, file-backed, in its file, which
  * stays a readable archive) and nt_finish() may be called again. */
 nt_result nt_finish(const char *path);

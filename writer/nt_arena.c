@@ -105,6 +105,9 @@ static int map_file(const char *path, size_t size)
 		free(tmp);
 		return NT_ERR_IO;
 	}
+	/* A fork() child never shares the parent's file through this mapping, even one that
+	 * skips the atfork handlers (see nt_arena_forget). */
+	madvise(m, size, MADV_DONTFORK);
 	if (nt_S.mode == NT_MODE_STREAMING)
 		nt_S.fd = fd; /* the saver appends the saved stream after the arena */
 	else
@@ -115,6 +118,26 @@ static int map_file(const char *path, size_t size)
 	nt_S.map_size = size;
 	nt_S.file_backed = 1;
 	return NT_OK;
+}
+
+void nt_arena_forget(void)
+{
+	if (nt_S.fd >= 0)
+		close(nt_S.fd);
+	nt_S.fd = -1;
+	free(nt_S.path);
+	nt_S.path = NULL;
+	if (!nt_S.file_backed || nt_S.map == NULL)
+		return; /* an anonymous arena is the child's own copy already */
+	/* MADV_DONTFORK left the range unmapped here. Private zero pages in its place give a
+	 * pointer the forking thread still holds (its chunk, the header counters) harmless
+	 * memory. */
+	if (mmap(nt_S.map, nt_S.map_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		nt_S.map = NULL; /* nothing to unmap; stats read as never started */
+		nt_S.map_size = 0;
+		nt_S.events_dropped = NULL;
+	}
 }
 
 int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path)

@@ -1,0 +1,222 @@
+/*
+ * test_fork.c - fork() never touches the parent's archive, whatever the child does.
+ *
+ * The parent records BEFORE events, forks, waits for the child, records AFTER more and
+ * finishes. The child makes CHILD events and ends with _exit, exit, exec or SIGKILL. The
+ * parent's archive must hold exactly its own events (each seq once, none named "child") and
+ * its loss counters must be zero. A child may also start its own session, which must work.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nanotrace.h"
+#include "nt_test_util.h"
+
+#define BEFORE 600
+#define AFTER 600
+#define CHILD 1000
+
+enum ending { END_UNDERSCORE_EXIT, END_EXIT, END_EXEC, END_KILLED, END_COUNT };
+static const char *const ending_names[] = { "_exit", "exit", "exec", "killed" };
+
+static void emit_parent(uint64_t seq)
+{
+	NT_INSTANT("fork", "parent", NT_U64("seq", seq));
+}
+
+static void emit_child(uint64_t seq)
+{
+	NT_INSTANT("fork", "child", NT_U64("seq", seq));
+}
+
+static void start(int mode, const char *path)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = mode;
+	cfg.path = path;
+	cfg.buffer_size = 1u << 20;
+	cfg.chunk_size = 4096;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+}
+
+static void child_ends(enum ending how)
+{
+	for (uint64_t i = 0; i < CHILD; i++)
+		emit_child(i);
+	switch (how) {
+	case END_UNDERSCORE_EXIT:
+		_exit(0);
+	case END_EXIT:
+		exit(0);
+	case END_EXEC:
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	default:
+		raise(SIGKILL);
+		_exit(126);
+	}
+}
+
+static void wait_child(pid_t pid, enum ending how)
+{
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (how == END_KILLED) {
+		assert_true(WIFSIGNALED(status));
+		assert_int_equal(WTERMSIG(status), SIGKILL);
+	} else {
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+}
+
+/* Exactly `n` events named `name` with seq 0 .. n-1 once each, nothing else, no loss. */
+static void assert_exact(const char *path, const char *name, uint64_t n, const char *what)
+{
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+	uint8_t *seen = calloc(n, 1);
+	uint64_t mine = 0, other = 0, dup = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		const test_event *e = &t.ev[i];
+		if (strcmp(e->name, name) != 0 || e->nargs != 1 || e->args[0].value.u64 >= n) {
+			other++;
+			continue;
+		}
+		mine++;
+		dup += seen[e->args[0].value.u64]++ != 0;
+	}
+	free(seen);
+	if (t.errors || mine != n || other || dup || t.gaps || t.info.events_dropped ||
+	    t.info.events_overwritten || t.info.wraps)
+		fail_msg("%s: %" PRIu64 " '%s' events of %" PRIu64 ", %" PRIu64 " others, %" PRIu64
+			 " duplicates, %lu errors (%s), %" PRIu64 " gaps, dropped %" PRIu64
+			 ", overwritten %" PRIu64 ", wraps %" PRIu64,
+			 what, mine, name, n, other, dup, t.errors, t.first_error, t.gaps,
+			 t.info.events_dropped, t.info.events_overwritten, t.info.wraps);
+	test_trace_free(&t);
+}
+
+/* mode < 0: an anonymous (oneshot) arena, finished to a path by the parent. */
+static void parent_survives(int mode, enum ending how)
+{
+	char path[256], what[64];
+	snprintf(what, sizeof(what), "fork-%d-%s", mode, ending_names[how]);
+	test_tmp_path(path, sizeof(path), what);
+	start(mode < 0 ? NT_MODE_ONESHOT : mode, mode < 0 ? NULL : path);
+	for (uint64_t i = 0; i < BEFORE; i++)
+		emit_parent(i);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		child_ends(how);
+	wait_child(pid, how);
+	for (uint64_t i = BEFORE; i < BEFORE + AFTER; i++)
+		emit_parent(i);
+	assert_int_equal(nt_finish(mode < 0 ? path : NULL), NT_OK);
+	assert_exact(path, "parent", BEFORE + AFTER, what);
+	unlink(path);
+}
+
+static void every_ending(int mode)
+{
+	for (int how = 0; how < END_COUNT; how++)
+		parent_survives(mode, (enum ending)how);
+}
+
+static void oneshot_parent_exact(void **state)
+{
+	(void)state;
+	every_ending(NT_MODE_ONESHOT);
+}
+
+static void circular_parent_exact(void **state)
+{
+	(void)state;
+	every_ending(NT_MODE_CIRCULAR);
+}
+
+static void streaming_parent_exact(void **state)
+{
+	(void)state;
+	every_ending(NT_MODE_STREAMING);
+}
+
+static void anonymous_parent_exact(void **state)
+{
+	(void)state;
+	every_ending(-1);
+}
+
+/* In the child: not recording, nt_finish refused with the parent's pid named, and a session
+ * of its own records exactly the child's events. Exit status 0 when all of that holds. */
+static int child_own_session(int mode, const char *own, pid_t parent)
+{
+	char pid_text[32];
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)parent);
+	if (nt_is_recording())
+		return 10;
+	if (nt_finish(NULL) != NT_ERR_STATE || strstr(nt_last_error(), pid_text) == NULL)
+		return 11;
+	emit_child(CHILD); /* dropped: not the child's session */
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = mode;
+	cfg.path = own;
+	cfg.buffer_size = 1u << 20;
+	cfg.chunk_size = 4096;
+	if (nt_start(&cfg) != NT_OK)
+		return 12;
+	for (uint64_t i = 0; i < CHILD; i++)
+		emit_child(i);
+	return nt_finish(NULL) == NT_OK ? 0 : 13;
+}
+
+static void child_records_its_own_session(void **state)
+{
+	(void)state;
+	for (int mode = NT_MODE_ONESHOT; mode <= NT_MODE_STREAMING; mode++) {
+		char path[256], own[300], what[64];
+		snprintf(what, sizeof(what), "fork-own-%d", mode);
+		test_tmp_path(path, sizeof(path), what);
+		snprintf(own, sizeof(own), "%s.child", path);
+		start(mode, path);
+		for (uint64_t i = 0; i < BEFORE; i++)
+			emit_parent(i);
+		pid_t parent = getpid(), pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(child_own_session(mode, own, parent));
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		for (uint64_t i = BEFORE; i < BEFORE + AFTER; i++)
+			emit_parent(i);
+		assert_int_equal(nt_finish(NULL), NT_OK);
+		assert_exact(path, "parent", BEFORE + AFTER, what);
+		assert_exact(own, "child", CHILD, "the child's own session");
+		unlink(path);
+		unlink(own);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(oneshot_parent_exact),
+		cmocka_unit_test(circular_parent_exact),
+		cmocka_unit_test(streaming_parent_exact),
+		cmocka_unit_test(anonymous_parent_exact),
+		cmocka_unit_test(child_records_its_own_session),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
