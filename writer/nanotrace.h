@@ -148,15 +148,16 @@ nt_result nt_start(const nt_config *cfg);
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
  * 0644, replaced if it exists: a symbolic link there is replaced, not followed); with a
  * file-backed arena, path == NULL compacts the arena's own file in place, and another path
- * moves the archive there (the arena file is removed). Streaming:
- * the saver saves what is left, the header is rewritten to point at the saved stream, and
- * the arena's blocks in the file are released (a hole).
+ * moves the archive there (the arena file is removed). Streaming: the saver saves what is
+ * left, the header is rewritten to point at the saved stream, and the arena's blocks in the
+ * file are released (a hole).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
  * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
  * if nt_start() did not succeed or in a fork() child of the session's process, NT_ERR_IO if
- * the file cannot be created or written (the message names the path and the reason). Recording is stopped in every case; after
- * NT_ERR_IO the recorded data is still in the arena (and, file-backed, in its file, which
- * stays a readable archive) and nt_finish() may be called again. */
+ * the file cannot be created or written (the message names the path and the reason).
+ * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
+ * arena (and, file-backed, in its file, which stays a readable archive) and nt_finish() may
+ * be called again. */
 nt_result nt_finish(const char *path);
 
 /* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
