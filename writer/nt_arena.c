@@ -34,8 +34,15 @@ static int is_power_of_two(size_t v)
 	return v != 0 && (v & (v - 1)) == 0;
 }
 
+/* The name a file-backed arena has until nt_arena_publish() renames it into place. */
+static char *pending_name;
+
 static void arena_unmap(void)
 {
+	if (pending_name != NULL)
+		unlink(pending_name); /* never published: nobody else can know the random name */
+	free(pending_name);
+	pending_name = NULL;
 	if (nt_S.fd >= 0)
 		close(nt_S.fd);
 	nt_S.fd = -1;
@@ -45,9 +52,6 @@ static void arena_unmap(void)
 	nt_S.map_size = 0;
 	nt_S.file_backed = 0;
 }
-
-/* The name a file-backed arena has until nt_arena_publish() renames it into place. */
-static char *pending_name;
 
 int nt_create_beside(const char *path, char **name_out)
 {
@@ -112,7 +116,6 @@ static int map_file(const char *path, size_t size)
 		nt_S.fd = fd; /* the saver appends the saved stream after the arena */
 	else
 		close(fd); /* the mapping keeps the file */
-	free(pending_name);
 	pending_name = tmp;
 	nt_S.map = m;
 	nt_S.map_size = size;
@@ -242,16 +245,14 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
 	if (nt_S.file_backed) {
 		/* rename() replaces a link at the path itself, never its target. */
-		int rc = rename(pending_name, nt_S.path) == 0 ? NT_OK : NT_ERR_IO;
-		if (rc != NT_OK) {
+		if (rename(pending_name, nt_S.path) != 0) {
 			nt_set_error("nt_start: cannot rename '%s' to '%s': %s", pending_name,
 				     nt_S.path, strerror(errno));
-			unlink(pending_name);
 			arena_unmap();
+			return NT_ERR_IO;
 		}
 		free(pending_name);
 		pending_name = NULL;
-		return rc;
 	}
 	return NT_OK;
 }
