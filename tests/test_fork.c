@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -217,6 +218,49 @@ static void child_records_its_own_session(void **state)
 	}
 }
 
+static int interning;
+
+/* Takes intern_lock over and over, as a thread registering call sites does. */
+static void *hold_intern_lock(void *arg)
+{
+	(void)arg;
+	while (__atomic_load_n(&interning, __ATOMIC_ACQUIRE))
+		nt_category_enabled("fork");
+	return NULL;
+}
+
+/* A child forked while another thread holds intern_lock must not inherit it held: its own
+ * session would wait forever for a thread it does not have. */
+static void fork_while_another_thread_interns(void **state)
+{
+	(void)state;
+	start(NT_MODE_ONESHOT, NULL);
+	__atomic_store_n(&interning, 1, __ATOMIC_RELEASE);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, hold_intern_lock, NULL), 0);
+	for (int i = 0; i < 50; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			alarm(10); /* a deadlocked child dies of SIGALRM */
+			nt_config cfg;
+			nt_config_init(&cfg);
+			cfg.buffer_size = 1u << 16;
+			_exit(nt_start(&cfg) == NT_OK && nt_category_enabled("fork") ? 0 : 1);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	__atomic_store_n(&interning, 0, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	char path[256];
+	test_tmp_path(path, sizeof(path), "fork-lock");
+	assert_int_equal(nt_finish(path), NT_OK);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +269,7 @@ int main(void)
 		cmocka_unit_test(streaming_parent_exact),
 		cmocka_unit_test(anonymous_parent_exact),
 		cmocka_unit_test(child_records_its_own_session),
+		cmocka_unit_test(fork_while_another_thread_interns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
