@@ -2,9 +2,9 @@
  * test_fork.c - fork() never touches the parent's archive, whatever the child does.
  *
  * The parent records BEFORE events, forks, waits for the child, records AFTER more and
- * finishes. The child makes CHILD events and ends with _exit, exit, exec or SIGKILL. The
- * parent's archive must hold exactly its own events (each seq once, none named "child") and
- * its loss counters must be zero. A child may also start its own session, which must work.
+ * finishes. The child makes CHILD events and ends with _exit, exit, exec, SIGTERM or
+ * SIGKILL. The parent's archive must hold exactly its own events (each seq once, none named
+ * "child") and its loss counters must be zero. A child may also start its own session.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -24,8 +24,10 @@
 #define AFTER 600
 #define CHILD 1000
 
-enum ending { END_UNDERSCORE_EXIT, END_EXIT, END_EXEC, END_KILLED, END_COUNT };
-static const char *const ending_names[] = { "_exit", "exit", "exec", "killed" };
+/* SIGTERM runs the fatal-signal handlers a file-backed session installs; SIGKILL runs none. */
+enum ending { END_UNDERSCORE_EXIT, END_EXIT, END_EXEC, END_TERMINATED, END_KILLED, END_COUNT };
+static const char *const ending_names[] = { "_exit", "exit", "exec", "terminated", "killed" };
+static const int ending_signal[] = { [END_TERMINATED] = SIGTERM, [END_KILLED] = SIGKILL };
 
 static void emit_parent(uint64_t seq)
 {
@@ -61,7 +63,7 @@ static void child_ends(enum ending how)
 		execl("/bin/true", "true", (char *)NULL);
 		_exit(127);
 	default:
-		raise(SIGKILL);
+		raise(ending_signal[how]);
 		_exit(126);
 	}
 }
@@ -70,9 +72,9 @@ static void wait_child(pid_t pid, enum ending how)
 {
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (how == END_KILLED) {
+	if (ending_signal[how] != 0) {
 		assert_true(WIFSIGNALED(status));
-		assert_int_equal(WTERMSIG(status), SIGKILL);
+		assert_int_equal(WTERMSIG(status), ending_signal[how]);
 	} else {
 		assert_true(WIFEXITED(status));
 		assert_int_equal(WEXITSTATUS(status), 0);
@@ -127,10 +129,25 @@ static void parent_survives(int mode, enum ending how)
 	unlink(path);
 }
 
+/* ThreadSanitizer no longer delivers signals in the child of a process that had threads
+ * (streaming's saver threads): raise(SIGTERM) returns there. */
+#if defined(__SANITIZE_THREAD__)
+#define CHILD_OF_THREADS_GETS_SIGNALS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHILD_OF_THREADS_GETS_SIGNALS 0
+#endif
+#endif
+#ifndef CHILD_OF_THREADS_GETS_SIGNALS
+#define CHILD_OF_THREADS_GETS_SIGNALS 1
+#endif
+
 static void every_ending(int mode)
 {
 	for (int how = 0; how < END_COUNT; how++)
-		parent_survives(mode, (enum ending)how);
+		if (CHILD_OF_THREADS_GETS_SIGNALS || mode != NT_MODE_STREAMING ||
+		    how != END_TERMINATED)
+			parent_survives(mode, (enum ending)how);
 }
 
 static void oneshot_parent_exact(void **state)
