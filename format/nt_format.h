@@ -108,6 +108,12 @@ static inline int nt_kind_is_t2(unsigned kind)
 	return kind >= NT_KIND_T2_FIRST && kind <= NT_KIND_T2_LAST;
 }
 
+/* The argument (uint64) in which child_exit, child_ready and thread_exit carry their run
+ * time in the archive's ticks: the reader turns it into Git's t_rel with the conversion it
+ * applies to event ticks, so it is exact whatever the writer's start-up calibration said.
+ * (An imported log carries Git's own "t_rel" in microseconds instead.) */
+#define NT_T2_ARG_T_REL_TICKS "t_rel_ticks"
+
 /* ProcessFlags */
 enum { NT_PROCESS_BRIEF = 1u, NT_PROCESS_UTC_OFFSET_KNOWN = 2u };
 

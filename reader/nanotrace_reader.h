@@ -9,7 +9,9 @@
  *     nt_reader_close(r);
  *
  * Both archive layouts are read: Stream (what nt_finish() writes) and Arena (the live
- * memory-mapped arena a killed process leaves; chunks are taken in claim order).
+ * memory-mapped arena a killed process leaves; its chunks are ordered by start time, and
+ * per thread by event ordinal; in streaming mode the saved stream comes first and arena
+ * events it already holds are skipped).
  *
  * Opening maps the file, verifies the ArchiveHeader FlatBuffer, then walks the record stream
  * once, checking every record's kind, size and references against the file bounds and the

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "nanotrace_reader.h"
+#include "nt_record.h"
 
 typedef struct reader_string {
 	const char *str; /* NUL-terminated copy in the pool; NULL = index not defined */

@@ -33,35 +33,20 @@ static void set_err(nt_reader_error *err, const char *name, uint64_t off, const 
 
 uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why)
 {
-	uint64_t left = r->size - off;
-	if (left < 8) {
-		*why = "truncated record at the end of the file";
-		return 0;
-	}
-	const uint8_t *p = r->data + off;
-	if (p[0] == NT_KIND_INVALID) {
-		*why = "zero word where a record should start (unwritten space)";
-		return 0;
-	}
-	uint64_t size = p[1] ? (uint64_t)p[1] * 8 : rd32(p + 4);
-	if (size < 8 || size % 8 != 0) {
-		*why = "record size is not a positive multiple of 8";
-		return 0;
-	}
-	if (size > left) {
-		*why = "record runs past the end of the file (truncated?)";
-		return 0;
-	}
+	uint64_t size, room = r->size - off;
+	nt_frame f = nt_record_frame(room >= 8 ? rd64(r->data + off) : 0, room, 1, &size);
+	if (f != NT_FRAME_OK)
+		*why = nt_frame_problem(f);
 	return size;
 }
 
 uint64_t nt_resync(const nt_reader *r, uint64_t off)
 {
 	for (off += 8; off + sizeof(nt_chunk_header) <= r->size; off += 8) {
-		const uint8_t *p = r->data + off;
-		uint64_t size = rd32(p + 4);
+		uint64_t w0 = rd64(r->data + off), size;
 		const char *why;
-		if (p[0] == NT_KIND_CHUNK && p[1] == 0 && size % 8 == 0 && size <= r->size - off &&
+		if (nt_record_kind(w0) == NT_KIND_CHUNK &&
+		    nt_record_frame(w0, r->size - off, 1, &size) == NT_FRAME_OK &&
 		    nt_chunk_header_ok(r, off, size, &why))
 			return off;
 	}
@@ -386,8 +371,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 			} else {
 				r->summary.open_errors++;
 			}
-		} else if ((kind >= NT_KIND_STRING && kind <= NT_KIND_CALLSITE) ||
-			   kind == NT_KIND_PROCESS) {
+		} else if (nt_kind_is_durable(kind)) {
 			const char *bad = durable_record(r, off, size, &pn, &nstr_at, &nthr_at);
 			if (bad != NULL && strcmp(bad, "out of memory") == 0)
 				fatal = bad;

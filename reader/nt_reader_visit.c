@@ -152,40 +152,38 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 {
 	while (c->active && c->pos + 8 <= c->end) {
 		const uint8_t *p = r->data + c->pos;
-		uint64_t off = c->pos;
-		uint8_t kind = p[0];
-		uint32_t bytes = (uint32_t)p[1] * 8;
-		if (kind == NT_KIND_INVALID)
+		uint64_t off = c->pos, bytes;
+		uint64_t w0 = rd64(p);
+		unsigned kind = nt_record_kind(w0);
+		nt_frame f = nt_record_frame(w0, c->end - c->pos, 0, &bytes);
+		if (f == NT_FRAME_END)
 			break; /* unpublished space: the chunk's data ends here */
-		if (bytes == 0 || bytes > c->end - c->pos) {
+		if (f != NT_FRAME_OK) {
 			c->active = 0;
-			*why = bytes == 0 ? "record inside a chunk has size 0"
-					  : "record runs past the end of its chunk";
+			*why = nt_frame_problem(f);
 			*at = off;
 			return -1;
 		}
 		c->pos += bytes;
-		if (kind == NT_KIND_TIMESTAMP) {
-			if (bytes < 16) {
-				*why = "timestamp record is too short";
-				*at = off;
-				return -1;
-			}
-			c->ticks = rd64(p + 8);
-			continue;
+		if (kind == NT_KIND_TIMESTAMP && bytes < sizeof(nt_timestamp_record)) {
+			*why = "timestamp record is too short";
+			*at = off;
+			return -1;
 		}
-		if ((kind < NT_KIND_BEGIN || kind > NT_KIND_COUNTER) && !nt_kind_is_t2(kind))
-			continue; /* padding, or a kind this reader does not know: skipped by size */
-		c->ordinal++; /* an event, even if damaged below: it had its ordinal */
-
+		nt_chunk_clock clock = { c->ticks, c->ordinal };
+		nt_chunk_clock_step(&clock, p, bytes);
+		c->ticks = clock.ticks;
+		c->ordinal = clock.events;
+		if (!nt_kind_is_event(kind))
+			continue; /* padding, a clock escape, or a kind this reader does not know */
+		/* An event, even if damaged below: it took its ordinal and its delta. */
 		const nt_event_record *e = (const nt_event_record *)(const void *)p;
-		uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
+		uint32_t head = nt_event_head_bytes(kind);
 		if (bytes < head) {
 			*why = "complete event is missing its duration";
 			*at = off;
 			return -1;
 		}
-		c->ticks += e->delta;
 		if (c->ordinal - 1 < c->skip_below)
 			continue; /* already delivered from the saved stream */
 		if (e->callsite == 0 || e->callsite >= r->ncallsites ||

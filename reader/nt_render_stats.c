@@ -57,13 +57,12 @@ static void count_non_events(const nt_reader *r, uint64_t *by_kind)
 		}
 		by_kind[r->data[off]]++;
 		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why)) {
-			uint64_t p = off + sizeof(nt_chunk_header), end = off + size;
-			while (p + 8 <= end && r->data[p] != 0 && r->data[p + 1] != 0 &&
-			       (uint64_t)r->data[p + 1] * 8 <= end - p) {
-				uint8_t k = r->data[p];
-				if (k == NT_KIND_TIMESTAMP || k == NT_KIND_PADDING)
-					by_kind[k]++;
-				p += (uint64_t)r->data[p + 1] * 8;
+			uint64_t p = off + sizeof(nt_chunk_header), end = off + size, rec;
+			while (p + 8 <= end &&
+			       nt_record_frame(rd64(r->data + p), end - p, 0, &rec) == NT_FRAME_OK) {
+				if (!nt_kind_is_event(r->data[p]))
+					by_kind[r->data[p]]++;
+				p += rec;
 			}
 		}
 		off += size;

@@ -138,6 +138,21 @@ static uint64_t us_between(int64_t from_ns, int64_t to_ns)
 	return to_ns > from_ns ? ((uint64_t)to_ns - (uint64_t)from_ns) / 1000u : 0;
 }
 
+/* t_rel as recorded: Git's microseconds (imported logs, earlier archives), or the writer's
+ * run time in ticks, converted like the event's own ticks so that it is as exact as the
+ * archive's clock pairs, whatever rate the writer calibrated at start-up. */
+static int recorded_t_rel(nt_reader *r, t2_msg *o)
+{
+	uint64_t ticks;
+	if (arg_u64(o, "t_rel", &o->t_rel_us))
+		return 1;
+	if (!arg_u64(o, NT_T2_ARG_T_REL_TICKS, &ticks))
+		return 0;
+	uint64_t end = o->ev->ticks, start = ticks < end ? end - ticks : 0;
+	o->t_rel_us = us_between(nt_reader_ticks_to_ns(r, start), nt_reader_ticks_to_ns(r, end));
+	return 1;
+}
+
 /* Does this message type name its category and label in the call site? */
 static int has_label(nt_t2_event t)
 {
@@ -212,8 +227,7 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		int64_t d = o->time_us - pp->offset_us;
 		o->t_abs_us = d > 0 ? (uint64_t)d : 0;
 	}
-	if (arg_u64(o, "t_rel", &o->t_rel_us))
-		o->has_t_rel = 1;
+	o->has_t_rel = recorded_t_rel(r, o);
 
 	/* Nesting and indentation. */
 	t2_thread *t = e->thread->index < m->nthreads ? &m->threads[e->thread->index] : NULL;

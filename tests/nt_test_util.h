@@ -17,6 +17,7 @@ typedef struct test_event {
 	char thread_name[64];
 	int64_t time_ns;
 	uint64_t duration_ns;
+	uint64_t offset; /* of the record in the archive */
 	uint32_t nargs;
 	nt_reader_arg args[8];
 	char strs[8][2048]; /* copies of string argument values */
@@ -55,6 +56,7 @@ static int test_collect(void *ctx, const nt_reader_event *e)
 	snprintf(x->thread_name, sizeof(x->thread_name), "%s", e->thread->name);
 	x->time_ns = e->time_ns;
 	x->duration_ns = e->duration_ns;
+	x->offset = e->offset;
 	x->nargs = e->arg_count < 8 ? e->arg_count : 8;
 	for (uint32_t i = 0; i < x->nargs; i++) {
 		x->args[i] = e->args[i];

@@ -172,6 +172,14 @@ def main_run(tmp):
               'thread_exit', 'too_many_files')
     check(len(normal) == len([n for n in names if n not in hidden]),
           'normal has %d lines, want %d' % (len(normal), len([n for n in names if n not in hidden])))
+    # nanotrace's own messages (atexit, cmd_ancestry, timers, counters) name their source
+    # file, never the library build's path to it; the user's sites keep the user's __FILE__.
+    sites = [line.split()[1] for line in normal]
+    own = sorted({fl for fl in sites if 't2_program.c:' not in fl})
+    check(len(own) < len(set(sites)) and any(fl.startswith('nt_trace2.c:') for fl in own),
+          'normal: want user sites and an atexit from nt_trace2.c: %s' % sorted(set(sites)))
+    check(all(fl.startswith('nt_') and '/' not in fl for fl in own),
+          'nanotrace call sites carry a build path: %s' % own)
     depth = {line.split(' | ')[1] for line in perf if 't2prog/t2prog' in line}
     check(depth == {'d1'}, 'child depth in perf: %s' % depth)
     ev2 = dump('event', d)
@@ -193,6 +201,8 @@ def signal_run(tmp):
     parent = [e for e in evs if '/' not in e['sid']]
     check(parent and parent[-1]['event'] == 'signal' and parent[-1]['signo'] == 15,
           'trace of a killed process ends with signal: %s' % (parent[-1:] or None))
+    check(parent and '/' not in parent[-1].get('file', '/'),
+          'the signal message names nanotrace\'s file without a path: %s' % (parent[-1:] or None))
 
 
 def env_handling(tmp):

@@ -19,8 +19,13 @@
  *
  * Every message Git's Trace2 has is here, with Git's meaning (Documentation/technical/
  * api-trace2.adoc); each macro records the caller's file and line as its call site, like
- * Git's *_fl functions. The renderings of `trace-dump --format normal|perf|event` are Git's,
- * byte for byte, so tools written for Git's Trace2 output read them.
+ * Git's *_fl functions; the messages nanotrace writes itself (atexit, signal, cmd_ancestry,
+ * timer and counter reports) name its source file alone ("nt_trace2.c:107"), never the
+ * library build's path, as Git's own name "trace2.c". The renderings of
+ * `trace-dump --format normal|perf|event` are Git's, byte for byte, so tools written for
+ * Git's Trace2 output read them. Run times (t_rel of child_exit, child_ready, thread_exit)
+ * are recorded in clock ticks and converted by the reader from the clock readings taken at
+ * start and finish, so they do not depend on the TSC rate measured at start-up.
  *
  * ENABLING (read once, by NT_T2_INITIALIZE)
  *   NANOTRACE=<absolute path>   record this process. An existing directory gets one archive
@@ -140,7 +145,7 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
 /* ---- process --------------------------------------------------------------------------- */
 
 /* Start the Trace2 clock: t_abs counts from here. Call first thing in main() (optional;
- * otherwise NT_T2_INITIALIZE starts it). Cost: one clock read. */
+ * otherwise NT_T2_INITIALIZE starts it). Cost: two clock reads. */
 #define NT_T2_INITIALIZE_CLOCK() nt_t2_initialize_clock_()
 
 /* Read the environment (see ENABLING), start recording if asked, and record "version"

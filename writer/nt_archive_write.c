@@ -102,7 +102,7 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	for (uint32_t s = 0; s < nt_S.nslots; s++) {
 		const nt_chunk_header *h = nt_chunk_slot(s);
 		uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)h);
-		if ((w0 & 0xff) != NT_KIND_CHUNK)
+		if (nt_record_kind(w0) != NT_KIND_CHUNK)
 			continue;
 		chunk_ref *r = &refs[nchunks++];
 		r->slot = s;

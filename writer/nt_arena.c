@@ -278,8 +278,7 @@ void *nt_durable_reserve(uint32_t bytes)
 
 static uint64_t chunk_first_word(uint32_t size_bytes, uint64_t seq)
 {
-	return (uint64_t)NT_KIND_CHUNK | (uint64_t)nt_slot_wrap(seq) << 16 |
-	       ((uint64_t)size_bytes << 32);
+	return nt_large_record_word(NT_KIND_CHUNK, nt_slot_wrap(seq), size_bytes);
 }
 
 /* The claimer of slot header `h` for `seq` (won from `old`) makes it a fresh chunk. A reused
@@ -385,13 +384,12 @@ uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events)
 	const uint32_t cap = nt_S.chunk_size - (uint32_t)sizeof(*h);
 	uint32_t off = 0, n = 0;
 	while (off + 8 <= cap) {
-		uint64_t w = nt_load_acquire_64((const uint64_t *)(const void *)(payload + off));
-		uint32_t kind = (uint32_t)(w & 0xff), words = (uint32_t)((w >> 8) & 0xff);
-		if (kind == NT_KIND_INVALID || words == 0 || off + words * 8 > cap)
+		uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)(payload + off));
+		uint64_t size;
+		if (nt_record_frame(w0, cap - off, 0, &size) != NT_FRAME_OK)
 			break;
-		if (kind >= NT_KIND_BEGIN && kind <= NT_KIND_COUNTER)
-			n++;
-		off += words * 8;
+		n += nt_kind_is_event(nt_record_kind(w0));
+		off += (uint32_t)size;
 	}
 	*events = n;
 	return off;
@@ -401,7 +399,7 @@ void nt_arena_close_all_chunks(void)
 {
 	for (uint32_t s = 0; s < nt_S.nslots; s++) {
 		nt_chunk_header *h = nt_chunk_slot(s);
-		if ((nt_load_acquire_64((const uint64_t *)(void *)h) & 0xff) != NT_KIND_CHUNK ||
+		if (nt_record_kind(nt_load_acquire_64((const uint64_t *)(void *)h)) != NT_KIND_CHUNK ||
 		    !(nt_load_64(&h->claim) & 1u))
 			continue;
 		uint32_t events;

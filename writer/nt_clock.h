@@ -21,6 +21,11 @@
 /* 1 when the session reads the TSC; written only by nt_start(). */
 extern int nt_clock_use_tsc_;
 
+/* Test-only (tests/t2_timing.c): percent added to the start-up TSC calibration, so a test
+ * can prove that no recorded duration depends on that rate. 0 in every real program: the
+ * shared library does not export it (libnanotrace.map), and nothing else sets it. */
+extern int nt_clock_calibration_skew_pct_;
+
 static inline uint64_t nt_clock_monotonic_ns(void)
 {
 	struct timespec ts;
@@ -37,6 +42,27 @@ static inline uint64_t nt_clock_ticks(void)
 		return __rdtsc();
 #endif
 	return nt_clock_monotonic_ns();
+}
+
+/* Both clocks read before a session has chosen one: nt_clock_snapshot_ticks() then gives
+ * the reading in the session's ticks exactly, with no calibrated rate in between. */
+typedef struct nt_clock_snapshot {
+	uint64_t tsc, monotonic_ns;
+} nt_clock_snapshot;
+
+static inline void nt_clock_snapshot_now(nt_clock_snapshot *out)
+{
+#if NT_HAVE_TSC
+	out->tsc = __rdtsc();
+#else
+	out->tsc = 0;
+#endif
+	out->monotonic_ns = nt_clock_monotonic_ns();
+}
+
+static inline uint64_t nt_clock_snapshot_ticks(const nt_clock_snapshot *s)
+{
+	return NT_HAVE_TSC && nt_clock_use_tsc_ ? s->tsc : s->monotonic_ns;
 }
 
 typedef struct nt_clock_pair {

@@ -80,8 +80,7 @@ static int write_thread_record(uint32_t index, const char *name)
 	rec->process = 0;
 	rec->reserved0 = 0;
 	memcpy(rec + 1, name, len);
-	nt_publish_word(rec, (uint64_t)NT_KIND_THREAD | (uint64_t)words << 8 | (uint64_t)len << 16 |
-				     (uint64_t)index << 32);
+	nt_publish_word(rec, nt_record_word(NT_KIND_THREAD, words, (uint32_t)len, index));
 	return 1;
 }
 
@@ -153,8 +152,7 @@ int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_tick
 		rec->utc_offset = utc_offset;
 		rec->reserved0 = 0;
 		memcpy(rec + 1, sid, len);
-		nt_publish_word(rec, (uint64_t)NT_KIND_PROCESS | (uint64_t)words << 8 |
-					     (uint64_t)len << 16 | (uint64_t)0 << 32);
+		nt_publish_word(rec, nt_record_word(NT_KIND_PROCESS, words, (uint32_t)len, 0));
 	}
 	pthread_mutex_unlock(&nt_S.intern_lock);
 	return rec != NULL;
@@ -213,7 +211,7 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 	if (d > UINT32_MAX) {
 		nt_timestamp_record *ts = (nt_timestamp_record *)(void *)t->cur;
 		ts->ticks = now;
-		nt_publish_word(ts, (uint64_t)NT_KIND_TIMESTAMP | (uint64_t)2 << 8);
+		nt_publish_word(ts, nt_record_word(NT_KIND_TIMESTAMP, 2, 0, 0));
 		t->cur += sizeof(*ts);
 		d = 0;
 	}
@@ -232,8 +230,7 @@ static void commit_record(nt_thread_state *t, uint8_t *rec, uint32_t bytes, uint
 
 static uint64_t event_word(unsigned kind, uint32_t words, uint32_t site_state, uint32_t delta)
 {
-	return (uint64_t)kind | (uint64_t)words << 8 |
-	       (uint64_t)(site_state & NT_SITE_INDEX_MASK) << 16 | (uint64_t)delta << 32;
+	return nt_record_word(kind, words, site_state & NT_SITE_INDEX_MASK, delta);
 }
 
 static int fits_int32(int64_t v)
@@ -421,6 +418,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
+	if (__builtin_expect(!nt_kind_is_event(kind), 0))
+		return; /* not an event kind: recording it would break every walker's count */
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
@@ -444,6 +443,8 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)
 {
+	if (!nt_kind_is_event(kind))
+		return;
 	write_event(site, kind, 0, 0, args, nargs);
 }
 

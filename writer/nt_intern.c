@@ -102,8 +102,7 @@ uint32_t nt_intern_string(const char *s)
 	memcpy(rec + 1, s, len); /* the region is zeroed, so the tail padding already is */
 	uint32_t index = ++nt_S.next_string;
 	/* length and index live in the first word, which is stored once, to publish. */
-	nt_publish_word(rec, (uint64_t)NT_KIND_STRING | (uint64_t)words << 8 |
-				     (uint64_t)len << 16 | (uint64_t)index << 32);
+	nt_publish_word(rec, nt_record_word(NT_KIND_STRING, words, (uint32_t)len, index));
 	ck_hs_put(&nt_S.strings, hash, rec);
 	return index;
 }
@@ -166,8 +165,7 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 	rec->name = name;
 	rec->file = file;
 	rec->repo = site->repo;
-	nt_publish_word(rec, (uint64_t)NT_KIND_CALLSITE | (uint64_t)3 << 8 | (uint64_t)index << 16 |
-				     (uint64_t)site->line << 32);
+	nt_publish_word(rec, nt_record_word(NT_KIND_CALLSITE, 3, index, site->line));
 	return tag | index;
 }
 

@@ -27,6 +27,7 @@
 #include "nt_atomic.h"
 #include "nt_clock.h"
 #include "nt_format.h"
+#include "nt_record.h"
 
 #define NT_CACHELINE 64
 #define NT_TAG_GEN_SHIFT 17
@@ -180,8 +181,8 @@ static inline uint64_t nt_chunk_snapshot(const nt_chunk_header *h)
 {
 	uint64_t claim = nt_load_acquire_64(&h->claim);
 	uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)h);
-	if ((w0 & 0xff) != NT_KIND_CHUNK || claim < 2 ||
-	    (uint16_t)(w0 >> 16) != nt_slot_wrap(nt_claim_sequence(claim)))
+	if (nt_record_kind(w0) != NT_KIND_CHUNK || claim < 2 ||
+	    nt_record_bits16(w0) != nt_slot_wrap(nt_claim_sequence(claim)))
 		return 0;
 	return claim;
 }

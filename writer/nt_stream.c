@@ -57,6 +57,7 @@ static struct {
 	uint32_t nblock;
 	uint64_t durable_saved; /* bytes of the durable region in the archive */
 	uint64_t tail;          /* end of the archive file */
+	uint64_t events_saved;  /* events in the saved stream: the finished archive's written */
 	uint8_t *buf;           /* one chunk piece */
 	int write_error;
 } st;
@@ -122,21 +123,15 @@ static int grow_block(uint32_t need)
 	return 1;
 }
 
-/* Walks `from` .. `to` of a chunk's payload, advancing the running clock and event count. */
-static void advance(const uint8_t *payload, uint32_t from, uint32_t to, uint64_t *ticks,
-		    uint32_t *events)
+/* Walks `from` .. `to` of a chunk's payload (framed already by nt_chunk_walk), advancing
+ * the running clock and event count by the format's one rule. */
+static void advance(const uint8_t *payload, uint32_t from, uint32_t to, nt_chunk_clock *clock)
 {
-	while (from + 8 <= to) {
-		uint8_t kind = payload[from], words = payload[from + 1];
-		if (kind == NT_KIND_TIMESTAMP) {
-			memcpy(ticks, payload + from + 8, 8);
-		} else if (kind >= NT_KIND_BEGIN && kind <= NT_KIND_COUNTER) {
-			uint32_t delta;
-			memcpy(&delta, payload + from + 4, 4);
-			*ticks += delta;
-			(*events)++;
-		}
-		from += (uint32_t)words * 8;
+	uint64_t size;
+	while (from < to &&
+	       nt_record_frame(nt_record_word_at(payload + from), to - from, 0, &size) == NT_FRAME_OK) {
+		nt_chunk_clock_step(clock, payload + from, size);
+		from += (uint32_t)size;
 	}
 }
 
@@ -201,14 +196,11 @@ static uint64_t save_everything(void)
 			st.full[nfull++] = s; /* closed, and all of it saved before */
 	}
 	/* 2. The new durable records, up to the first one not yet published. */
-	uint64_t durable_end = st.durable_saved;
-	while (durable_end + 8 <= nt_S.durable_size) {
-		uint64_t w = nt_load_acquire_64((const uint64_t *)(const void *)(nt_S.durable + durable_end));
-		uint64_t size = (w >> 8 & 0xff) * 8;
-		if ((w & 0xff) == NT_KIND_INVALID || size == 0 || durable_end + size > nt_S.durable_size)
-			break;
+	uint64_t durable_end = st.durable_saved, size;
+	while (durable_end + 8 <= nt_S.durable_size &&
+	       nt_record_frame(nt_load_acquire_64((const uint64_t *)(const void *)(nt_S.durable + durable_end)),
+			       nt_S.durable_size - durable_end, 0, &size) == NT_FRAME_OK)
 		durable_end += size;
-	}
 	append(nt_S.durable + st.durable_saved, durable_end - st.durable_saved);
 	st.durable_saved = durable_end;
 	/* 3. The chunk pieces, in claim order. */
@@ -230,16 +222,16 @@ static uint64_t save_everything(void)
 		piece_hdr.claim = p->claim;
 		piece_hdr.base_ticks = p->ticks;
 		piece_hdr.first_event = h->first_event + p->events;
-		uint32_t events_before = p->events, events_after = p->events;
-		uint64_t ticks_after = p->ticks;
-		advance(st.buf + sizeof(piece_hdr), 0, to - from, &ticks_after, &events_after);
-		piece_hdr.event_count = events_after - events_before;
+		nt_chunk_clock after = { p->ticks, p->events };
+		advance(st.buf + sizeof(piece_hdr), 0, to - from, &after);
+		piece_hdr.event_count = (uint32_t)(after.events - p->events);
 		memcpy(st.buf, &piece_hdr, sizeof(piece_hdr));
 		if (!append(st.buf, sizeof(piece_hdr) + (to - from)))
 			break;
-		p->ticks = ticks_after;
-		p->events = events_after;
+		p->ticks = after.ticks;
+		p->events = (uint32_t)after.events;
 		p->saved = to;
+		st.events_saved += piece_hdr.event_count;
 		if (!(p->claim & 1u))
 			st.full[nfull++] = s;
 	}
@@ -343,6 +335,7 @@ static int stream_alloc(void)
 	}
 	st.write_error = 0;
 	st.durable_saved = 0;
+	st.events_saved = 0;
 	st.tail = *nt_header_u64(NT_HDR_STREAM_OFFSET);
 	nt_store_64(nt_header_u64(NT_HDR_STREAM_END), st.tail);
 	nt_S.full_gens = 0;
@@ -413,7 +406,7 @@ nt_result nt_stream_finish(void)
 	/* The saved stream is the archive: the header now points at it, and the arena's
 	 * blocks are given back (a hole). */
 	*nt_header_u64(NT_HDR_DATA_OFFSET) = *nt_header_u64(NT_HDR_STREAM_OFFSET);
-	*nt_header_u64(NT_HDR_EVENTS_WRITTEN) = 0;
+	*nt_header_u64(NT_HDR_EVENTS_WRITTEN) = st.events_saved;
 	nt_fence_full();
 	*nt_header_u8(NT_HDR_LAYOUT) = NT_LAYOUT_STREAM;
 	if (msync(nt_S.map, NT_ARENA_HEADER_BYTES, MS_SYNC) != 0 || fdatasync(nt_S.fd) != 0) {

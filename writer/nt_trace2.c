@@ -5,7 +5,8 @@
  * Trace2 messages are ordinary records of the arena (kinds 32..61) with call sites, so
  * they cost what low-level events cost; the reader derives nesting and t_rel from them.
  * What only the process knows is recorded explicitly: the SID and process start (a
- * ProcessRecord), the run time of children and threads (t_rel), and the exit code.
+ * ProcessRecord), the run time of children and threads (in ticks, converted by the reader
+ * like every other tick, never with the writer's start-up rate), and the exit code.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -81,25 +82,16 @@ const char *nt_t2_redact(const char *s, char *buf, size_t cap)
 	return buf;
 }
 
-/* The session's clock (TSC or not) is chosen by nt_start(), which may come later: keep
- * CLOCK_MONOTONIC now and turn it into ticks once the session runs. */
-static uint64_t clock_start_ns;
+/* The session's clock (TSC or not) is chosen by nt_start(), which may come later: read both
+ * clocks now, and take the session's once it runs. */
+static nt_clock_snapshot clock_start;
 
 void nt_t2_initialize_clock_(void)
 {
 	if (!nt_T2.clock_started) {
-		clock_start_ns = nt_clock_monotonic_ns();
+		nt_clock_snapshot_now(&clock_start);
 		nt_T2.clock_started = 1;
 	}
-}
-
-static uint64_t start_in_ticks(void)
-{
-	uint64_t now_ticks = nt_now(), now_ns = nt_clock_monotonic_ns();
-	uint64_t ago_ns = now_ns > clock_start_ns ? now_ns - clock_start_ns : 0;
-	uint64_t tps = nt_S.ticks_per_second ? nt_S.ticks_per_second : 1000000000u;
-	uint64_t ago = (uint64_t)((__int128)ago_ns * tps / 1000000000);
-	return now_ticks > ago ? now_ticks - ago : 0;
 }
 
 /* ---- exit and signals ------------------------------------------------------------------ */
@@ -112,8 +104,9 @@ static void atexit_message(void)
 	 * does the same when it sees atexit. */
 	nt_t2_timers_atexit();
 	static uint16_t names[2];
-	static nt_callsite site = { .line = __LINE__, .category = "", .name = "", .file = __FILE__,
-				    .arg_names = names, .arg_count = 1, .always = 1 };
+	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
+				    .file = NT_T2_SELF_FILE, .arg_names = names, .arg_count = 1,
+				    .always = 1 };
 	nt_arg a = NT_I32("code", nt_T2.exit_code);
 	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2_ATEXIT, &a, 1);
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
@@ -181,7 +174,7 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	/* Children inherit the SID chain, even through programs that know nothing of it. */
 	setenv("NANOTRACE_PARENT_SID", nt_T2.sid, 1);
 
-	nt_T2.start_ticks = start_in_ticks();
+	nt_T2.start_ticks = nt_clock_snapshot_ticks(&clock_start);
 	write_process_record();
 	nt_durable_cleared_hook = write_process_record;
 	nt_t2_thread *t = &nt_T2_tls;
@@ -202,8 +195,8 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	}
 
 	signal_site = (nt_callsite){ .line = __LINE__, .category = "", .name = "",
-				     .file = __FILE__, .arg_names = signal_names, .arg_count = 1,
-				     .always = 1 };
+				     .file = NT_T2_SELF_FILE, .arg_names = signal_names,
+				     .arg_count = 1, .always = 1 };
 	nt_arg sa = NT_I32("signo", 0);
 	nt_callsite_resolve(&signal_site, &sa);
 	nt_signal_hook = signal_message;
@@ -236,7 +229,6 @@ void nt_t2_thread_exit_(nt_callsite *site, nt_callsite *main_site)
 		return;
 	}
 	nt_t2_timers_thread_exit();
-	int64_t ns = nt_ticks_to_ns(nt_now() - t->start_ticks);
-	nt_arg a = NT_U64("t_rel", (uint64_t)(ns > 0 ? ns / 1000 : 0));
+	nt_arg a = nt_t2_t_rel_since(t->start_ticks);
 	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_THREAD_EXIT, &a, 1);
 }

@@ -76,8 +76,9 @@ void nt_t2_string_(nt_callsite *site, unsigned kind, const char *name, const cha
 static void ancestry_from_proc(void)
 {
 	static uint16_t site_names[2];
-	static nt_callsite site = { .line = __LINE__, .category = "", .name = "", .file = __FILE__,
-				    .arg_names = site_names, .arg_count = 1, .always = 1 };
+	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
+				    .file = NT_T2_SELF_FILE, .arg_names = site_names, .arg_count = 1,
+				    .always = 1 };
 	static char names[10][32];
 	const char *v[11];
 	size_t n = 0;
@@ -247,11 +248,11 @@ void nt_t2_child_start_(nt_callsite *site, nt_trace2_child *child, const char *c
 void nt_t2_child_end_(nt_callsite *site, unsigned kind, nt_trace2_child *child, int pid,
 		      int code, const char *ready)
 {
-	int64_t ns = child ? nt_ticks_to_ns(nt_now() - child->start_ticks) : 0;
 	nt_arg a[4] = { NT_I32("child_id", child ? child->id : -1), NT_I32("pid", pid),
 			kind == (unsigned)T2(CHILD_READY) ? NT_STR("ready", nz(ready))
 							   : NT_I32("code", code),
-			NT_U64("t_rel", (uint64_t)(ns > 0 ? ns / 1000 : 0)) };
+			child ? nt_t2_t_rel_since(child->start_ticks)
+			      : NT_U64(NT_T2_ARG_T_REL_TICKS, 0) };
 	nt_t2_emit_args_(site, kind, a, 4);
 }
 

@@ -7,6 +7,16 @@
 
 #define NT_T2_THREAD_NAME_MAX 24 /* Git's TR2_MAX_THREAD_NAME */
 
+/* The file of nanotrace's own call sites (atexit, signal, cmd_ancestry, timer and counter
+ * reports): its bare name, as Git's own messages name "trace2.c". __FILE__ would put this
+ * build's directory ("../writer/...") into every user's trace. GCC before 12 lacks
+ * __FILE_NAME__ but folds the fallback to a constant. */
+#ifdef __FILE_NAME__
+#define NT_T2_SELF_FILE __FILE_NAME__
+#else
+#define NT_T2_SELF_FILE (__builtin_strrchr("/" __FILE__, '/') + 1)
+#endif
+
 typedef struct nt_t2_thread {
 	int named;             /* has its Trace2 name ("main", "thNN:...") */
 	int is_main;
@@ -27,11 +37,12 @@ typedef struct nt_t2_process {
 
 extern nt_t2_process nt_T2;
 
-/* Tick differences of this session's clock in nanoseconds. */
-static inline int64_t nt_ticks_to_ns(uint64_t ticks)
+/* The run time of a child or thread, recorded as NT_T2_ARG_T_REL_TICKS: the reader converts
+ * it, from the archive's clock pairs, where the writer only knows the start-up rate. */
+static inline nt_arg nt_t2_t_rel_since(uint64_t start_ticks)
 {
-	uint64_t tps = nt_S.ticks_per_second ? nt_S.ticks_per_second : 1000000000u;
-	return (int64_t)((__int128)ticks * 1000000000 / tps);
+	uint64_t now = nt_now();
+	return NT_U64(NT_T2_ARG_T_REL_TICKS, now > start_ticks ? now - start_ticks : 0);
 }
 
 /* The calling thread's Trace2 state; names the thread "thNN:unknown" on first use. */

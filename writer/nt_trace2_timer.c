@@ -113,8 +113,8 @@ static nt_callsite *report_site(nt_callsite *s, uint16_t *names, const char *cat
 {
 	if (s->file == NULL)
 		*s = (nt_callsite){ .line = __LINE__, .category = category, .name = name,
-				    .file = __FILE__, .arg_names = names, .arg_count = nargs,
-				    .always = 1 };
+				    .file = NT_T2_SELF_FILE, .arg_names = names,
+				    .arg_count = nargs, .always = 1 };
 	return s;
 }
 

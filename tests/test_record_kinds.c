@@ -1,0 +1,171 @@
+/*
+ * test_record_kinds.c - every record kind, 0..255, is classified the same way by the writer
+ * (what it records and counts as written), the streaming saver (piece event counts and
+ * ordinals) and the reader (what it delivers, and where it sees gaps): all of them ask
+ * format/nt_record.h, and this test proves the answers agree end to end.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nanotrace.h"
+#include "nt_record.h"
+#include "nt_test_util.h"
+
+static uint16_t kind_site_names[1];
+static nt_callsite kind_site = { .category = "kinds", .name = "k", .file = __FILE__,
+				 .line = __LINE__, .arg_names = kind_site_names, .arg_count = 1 };
+static nt_callsite kind_site_no_args = { .category = "kinds", .name = "k0", .file = __FILE__,
+					 .line = __LINE__ };
+
+/* Emits every kind through the writer's entry points, with an Instant after each. */
+static uint64_t emit_every_kind(void)
+{
+	uint64_t events = 0;
+	for (unsigned k = 0; k < 256; k++) {
+		nt_arg a = NT_U32("k", k);
+		if (k % 2)
+			nt_emit_args_(&kind_site, k, &a, 1);
+		else
+			nt_emit_(&kind_site_no_args, k);
+		NT_INSTANT("kinds", "after", NT_U32("k", k));
+		events += 1 + (uint64_t)nt_kind_is_event(k);
+	}
+	return events;
+}
+
+static void writer_and_reader_agree_in_mode(int mode)
+{
+	char path[256];
+	test_tmp_path(path, sizeof(path), "kinds");
+	unlink(path);
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = mode;
+	cfg.path = path;
+	cfg.buffer_size = 256 * 1024;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	uint64_t made = emit_every_kind();
+	assert_int_equal(nt_finish(path), NT_OK);
+
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+	unlink(path);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.gaps, 0);
+	assert_int_equal(t.n, made);
+	assert_int_equal(t.info.events_written, made);
+	assert_int_equal(t.info.events_dropped + t.info.events_overwritten, 0);
+	unsigned seen[256] = { 0 };
+	for (size_t i = 0; i < t.n; i++) {
+		assert_true(nt_kind_is_event(t.ev[i].kind));
+		if (strcmp(t.ev[i].name, "k") == 0)
+			assert_int_equal(t.ev[i].args[0].value.u64, t.ev[i].kind);
+		if (t.ev[i].name[0] == 'k')
+			seen[t.ev[i].kind]++;
+	}
+	for (unsigned k = 0; k < 256; k++)
+		assert_int_equal(seen[k], nt_kind_is_event(k) ? 1 : 0);
+	test_trace_free(&t);
+}
+
+static void kinds_agree_oneshot(void **state)
+{
+	(void)state;
+	writer_and_reader_agree_in_mode(NT_MODE_ONESHOT);
+}
+
+static void kinds_agree_circular(void **state)
+{
+	(void)state;
+	writer_and_reader_agree_in_mode(NT_MODE_CIRCULAR);
+}
+
+static void kinds_agree_streaming(void **state)
+{
+	(void)state;
+	writer_and_reader_agree_in_mode(NT_MODE_STREAMING);
+}
+
+/* Offset of the second event of the archive in `data`. */
+static uint64_t offset_of_second_event(const uint8_t *data, size_t size)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "probe", &err);
+	assert_non_null(r);
+	test_trace t;
+	memset(&t, 0, sizeof(t));
+	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error };
+	nt_reader_visit(r, &cb, &t, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP);
+	nt_reader_close(r);
+	assert_int_equal(t.n, 3);
+	uint64_t at = t.ev[1].offset;
+	test_trace_free(&t);
+	return at;
+}
+
+/* The reader's half for kinds the writer never records: a record of any kind in a chunk is
+ * delivered as an event exactly when nt_kind_is_event() says so, framed by its size
+ * otherwise, and never shifts the ordinals of the events after it. */
+static void reader_classifies_every_kind(void **state)
+{
+	(void)state;
+	char path[256];
+	test_tmp_path(path, sizeof(path), "kinds-reader");
+	nt_config cfg;
+	nt_config_init(&cfg);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	for (unsigned i = 0; i < 3; i++)
+		NT_INSTANT("kinds", "probe", NT_U32("i", i));
+	assert_int_equal(nt_finish(path), NT_OK);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	uint8_t *orig = malloc((size_t)st.st_size), *copy = malloc((size_t)st.st_size);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(orig, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+	fclose(f);
+	unlink(path);
+
+	const uint64_t at = offset_of_second_event(orig, (size_t)st.st_size);
+	nt_reader_error err;
+	nt_reader *r;
+	for (unsigned k = 1; k < 256; k++) {
+		memcpy(copy, orig, (size_t)st.st_size);
+		copy[at] = (uint8_t)k;
+		r = nt_reader_open_memory(copy, (size_t)st.st_size, "patched", &err);
+		assert_non_null(r);
+		test_trace t;
+		memset(&t, 0, sizeof(t));
+		nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error,
+					   .on_gap = test_gap };
+		nt_reader_visit(r, &cb, &t, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP);
+		nt_reader_close(r);
+		if (t.errors)
+			print_error("kind %u: %s\n", k, t.first_error);
+		assert_int_equal(t.errors, 0);
+		assert_int_equal(t.gaps, 0);
+		assert_int_equal(t.n, 2 + (unsigned)nt_kind_is_event(k));
+		if (nt_kind_is_event(k))
+			assert_int_equal(t.ev[1].kind, k);
+		test_trace_free(&t);
+	}
+	free(orig);
+	free(copy);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(kinds_agree_oneshot),
+		cmocka_unit_test(kinds_agree_circular),
+		cmocka_unit_test(kinds_agree_streaming),
+		cmocka_unit_test(reader_classifies_every_kind),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
