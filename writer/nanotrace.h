@@ -41,6 +41,22 @@
  *   that races with nt_finish() on another thread is either in the archive or not, and is
  *   then not counted anywhere: stop your threads' tracing (or join them) before nt_finish()
  *   when every event must be accounted for.
+ *
+ * FORK
+ *   A session belongs to the process that started it. In the child of fork() (handlers are
+ *   registered with pthread_atfork by the first nt_start()) the inherited session is gone
+ *   before fork() returns: the child's events are neither recorded nor counted,
+ *   nt_is_recording() is 0, nt_finish() fails with NT_ERR_STATE naming the parent's pid, and
+ *   neither exit() nor a fatal signal in the child ends or touches the parent's archive; the
+ *   child never writes to the parent's file or arena, whatever it does (_exit, exit, exec,
+ *   killed). The child may nt_start() a session of its own. The parent's archive is exactly
+ *   what the parent recorded. Do not fork() while nt_start() or nt_finish() runs.
+ *
+ * FILES
+ *   Every file is first created under a fresh random name beside its final path (O_EXCL,
+ *   so a link planted there is never followed), then renamed into place. If the final path
+ *   is a symbolic link, the link itself is replaced by the archive: its target is never
+ *   written.
  */
 #ifndef NANOTRACE_H
 #define NANOTRACE_H
@@ -103,8 +119,10 @@ typedef struct nt_config {
 	                           shared: a process killed at any moment (even by SIGKILL)
 	                           leaves a readable archive here, and nt_finish(NULL) compacts
 	                           it in place. The file appears only once its header is
-	                           written, and is replaced if it exists. Copied by nt_start(). */
-	unsigned file_mode;     /* permissions of the archive files; 0 = 0644 */
+	                           written, and is replaced if it exists (a symbolic link there
+	                           is replaced, not followed). Copied by nt_start(). */
+	unsigned file_mode;     /* permissions of the archive files, set exactly (the umask
+	                           does not apply); 0 = 0644 */
 	int handle_signals;     /* with a path: on SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT and
 	                           SIGPIPE, stop recording, record the signal in the archive,
 	                           restore the previous disposition and re-raise (so a program
@@ -129,20 +147,24 @@ void nt_config_init(nt_config *cfg);
  * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL, sizes out of range (the message names
  * the field and the allowed range) or streaming without a path; NT_ERR_STATE if already
  * initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
- * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant. */
+ * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant.
+ * Fork: a child of fork() does not inherit the session (see FORK above) and may call
+ * nt_start() for one of its own. */
 nt_result nt_start(const nt_config *cfg);
 
-/* Stop recording and write the compact archive to `path` (created with mode 0644, replaced
- * if it exists); with a file-backed arena, path == NULL compacts the arena's own file in
- * place, and another path moves the archive there (the arena file is removed). Streaming:
- * the saver saves what is left, the header is rewritten to point at the saved stream, and
- * the arena's blocks in the file are released (a hole).
+/* Stop recording and write the compact archive to `path` (created with file_mode, default
+ * 0644, replaced if it exists: a symbolic link there is replaced, not followed); with a
+ * file-backed arena, path == NULL compacts the arena's own file in place, and another path
+ * moves the archive there (the arena file is removed). Streaming: the saver saves what is
+ * left, the header is rewritten to point at the saved stream, and the arena's blocks in the
+ * file are released (a hole).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
  * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
- * if nt_start() did not succeed, NT_ERR_IO if the file cannot be created or written (the
- * message names the path and the reason). Recording is stopped in every case; after
- * NT_ERR_IO the recorded data is still in the arena (and, file-backed, in its file, which
- * stays a readable archive) and nt_finish() may be called again. */
+ * if nt_start() did not succeed or in a fork() child of the session's process, NT_ERR_IO if
+ * the file cannot be created or written (the message names the path and the reason).
+ * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
+ * arena (and, file-backed, in its file, which stays a readable archive) and nt_finish() may
+ * be called again. */
 nt_result nt_finish(const char *path);
 
 /* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */

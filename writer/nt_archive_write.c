@@ -3,14 +3,13 @@
  *
  * Layout written: the ArchiveHeader FlatBuffer, the used part of the durable region, then
  * every chunk present in the rolling halves in sequence order, each cut to its published
- * records. The file is written next to `path` under a temporary name and renamed over it, so
- * `path` is never a half-written archive.
+ * records. The file is written next to `path` under a fresh random name and renamed over it,
+ * so `path` is never a half-written archive.
  *
  * The header is encoded by format/nt_archive_header_encode.h, shared with trace-import.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,9 +90,9 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	nt_archive_info info = *info_in;
 	chunk_ref *refs = malloc(sizeof(*refs) * (nt_S.nslots ? nt_S.nslots : 1));
 	out_file *o = malloc(sizeof(*o));
-	char *tmp = malloc(strlen(path) + 32);
-	if (refs == NULL || o == NULL || tmp == NULL) {
-		free(refs), free(o), free(tmp);
+	char *tmp = NULL;
+	if (refs == NULL || o == NULL) {
+		free(refs), free(o);
 		nt_set_error("nt_finish: out of memory writing '%s'", path);
 		return NT_ERR_NO_MEMORY;
 	}
@@ -121,14 +120,13 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	info.data_offset = hlen; /* a fixed-width field: the second encoding has the same size */
 	hlen = nt_header_encode(&info, header, sizeof(header), NULL);
 
-	snprintf(tmp, strlen(path) + 32, "%s.tmp.%d", path, (int)getpid());
-	o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		     nt_S.file_mode ? nt_S.file_mode : 0644);
+	o->fd = nt_create_beside(path, &tmp);
 	o->n = 0;
 	o->err = 0;
 	if (o->fd < 0) {
-		nt_set_error("nt_finish: cannot create '%s': %s", tmp, strerror(errno));
-		free(refs), free(o), free(tmp);
+		nt_set_error("nt_finish: cannot create a file beside '%s': %s", path,
+			     strerror(errno));
+		free(refs), free(o);
 		return NT_ERR_IO;
 	}
 	out_write(o, header, hlen);
@@ -155,6 +153,7 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 		err = errno;
 	if (close(o->fd) != 0 && !err)
 		err = errno;
+	/* rename() replaces a link at `path` itself, never its target. */
 	if (!err && rename(tmp, path) != 0) {
 		err = errno;
 		nt_set_error("nt_finish: cannot rename '%s' to '%s': %s", tmp, path, strerror(err));

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nt_internal.h"
@@ -33,8 +34,15 @@ static int is_power_of_two(size_t v)
 	return v != 0 && (v & (v - 1)) == 0;
 }
 
+/* The name a file-backed arena has until nt_arena_publish() renames it into place. */
+static char *pending_name;
+
 static void arena_unmap(void)
 {
+	if (pending_name != NULL)
+		unlink(pending_name); /* never published: nobody else can know the random name */
+	free(pending_name);
+	pending_name = NULL;
 	if (nt_S.fd >= 0)
 		close(nt_S.fd);
 	nt_S.fd = -1;
@@ -45,23 +53,43 @@ static void arena_unmap(void)
 	nt_S.file_backed = 0;
 }
 
-/* The temporary name a file-backed arena has until its header is written. */
-static void temp_name(char *buf, size_t cap, const char *path)
+int nt_create_beside(const char *path, char **name_out)
 {
-	snprintf(buf, cap, "%s.tmp.%d", path, (int)getpid());
+	size_t cap = strlen(path) + sizeof(".XXXXXX");
+	char *name = malloc(cap);
+	if (name == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	snprintf(name, cap, "%s.XXXXXX", path);
+	/* A random name created with O_EXCL: a link planted at any name we could have
+	 * predicted is never opened, let alone followed. */
+	int fd = mkostemp(name, O_CLOEXEC);
+	if (fd >= 0 && fchmod(fd, nt_S.file_mode ? nt_S.file_mode : 0644) != 0) {
+		int err = errno;
+		close(fd);
+		unlink(name);
+		errno = err;
+		fd = -1;
+	}
+	if (fd < 0) {
+		free(name);
+		return -1;
+	}
+	*name_out = name;
+	return fd;
 }
 
 static int map_file(const char *path, size_t size)
 {
-	char tmp[4096 + 32];
 	if (strlen(path) > 4096) {
 		nt_set_error("nt_start: path is longer than 4096 bytes");
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	temp_name(tmp, sizeof(tmp), path);
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, nt_S.file_mode ? nt_S.file_mode : 0644);
+	char *tmp;
+	int fd = nt_create_beside(path, &tmp);
 	if (fd < 0) {
-		nt_set_error("nt_start: cannot create '%s': %s", tmp, strerror(errno));
+		nt_set_error("nt_start: cannot create a file beside '%s': %s", path, strerror(errno));
 		return NT_ERR_IO;
 	}
 	/* posix_fallocate reserves the blocks now, so a full disk fails here and not as a
@@ -78,16 +106,41 @@ static int map_file(const char *path, size_t size)
 			     strerror(err));
 		close(fd);
 		unlink(tmp);
+		free(tmp);
 		return NT_ERR_IO;
 	}
+	/* A fork() child never shares the parent's file through this mapping, even one that
+	 * skips the atfork handlers (see nt_arena_forget). */
+	madvise(m, size, MADV_DONTFORK);
 	if (nt_S.mode == NT_MODE_STREAMING)
 		nt_S.fd = fd; /* the saver appends the saved stream after the arena */
 	else
 		close(fd); /* the mapping keeps the file */
+	pending_name = tmp;
 	nt_S.map = m;
 	nt_S.map_size = size;
 	nt_S.file_backed = 1;
 	return NT_OK;
+}
+
+void nt_arena_forget(void)
+{
+	if (nt_S.fd >= 0)
+		close(nt_S.fd);
+	nt_S.fd = -1;
+	free(nt_S.path);
+	nt_S.path = NULL;
+	if (!nt_S.file_backed || nt_S.map == NULL)
+		return; /* an anonymous arena is the child's own copy already */
+	/* MADV_DONTFORK left the range unmapped here. Private zero pages in its place give a
+	 * pointer the forking thread still holds (its chunk, the header counters) harmless
+	 * memory. */
+	if (mmap(nt_S.map, nt_S.map_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		nt_S.map = NULL; /* nothing to unmap; stats read as never started */
+		nt_S.map_size = 0;
+		nt_S.events_dropped = NULL;
+	}
 }
 
 int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path)
@@ -191,16 +244,15 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
 	if (nt_S.file_backed) {
-		char tmp[4096 + 32];
-		temp_name(tmp, sizeof(tmp), nt_S.path);
-		if (rename(tmp, nt_S.path) != 0) {
-			int err = errno;
-			nt_set_error("nt_start: cannot rename '%s' to '%s': %s", tmp, nt_S.path,
-				     strerror(err));
-			unlink(tmp);
+		/* rename() replaces a link at the path itself, never its target. */
+		if (rename(pending_name, nt_S.path) != 0) {
+			nt_set_error("nt_start: cannot rename '%s' to '%s': %s", pending_name,
+				     nt_S.path, strerror(errno));
 			arena_unmap();
 			return NT_ERR_IO;
 		}
+		free(pending_name);
+		pending_name = NULL;
 	}
 	return NT_OK;
 }

@@ -106,6 +106,7 @@ typedef struct nt_session {
 	nt_callsite *sites;      /* every registered site, to reset on generation wrap */
 	int ran;                 /* a run has started since initialize: the arena holds data */
 	int started;
+	int forked_from;         /* a fork() child: the pid whose session it left, else 0 */
 	uint64_t ticks_per_second;
 	nt_clock_pair start_pair;
 	char *categories; /* comma-separated patterns, or NULL for all */
@@ -144,6 +145,12 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
 int nt_arena_publish(nt_archive_info *info);
+/* Create a file beside `path` under a fresh random name, with O_EXCL and O_CLOEXEC (so a
+ * planted link is never followed) and mode nt_S.file_mode (0644 when 0), exactly. Returns
+ * its fd and the name (malloc'd) in *name_out, or -1 with errno set. */
+int nt_create_beside(const char *path, char **name_out);
+/* In a fork() child: let go of the parent's file, fd and mapping (nt_arena.c). */
+void nt_arena_forget(void);
 static inline uint64_t *nt_header_u64(int field)
 {
 	return (uint64_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
@@ -191,6 +198,7 @@ int nt_stream_start(int fresh);
 void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
+void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in the parent */
 
 /* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
 void nt_crash_handlers_install(void);

@@ -78,8 +78,47 @@ void nt_config_init(nt_config *cfg)
 	cfg->handle_signals = 1;
 }
 
+/* ---- fork() ----------------------------------------------------------------------------
+ * The child gets a copy of the session's state, not the session: the archive stays the
+ * parent's alone. Holding intern_lock across fork() means the child never inherits a
+ * half-made intern table or durable record, nor a lock whose owner was not copied. */
+static int forking_pid;
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&nt_S.intern_lock);
+	forking_pid = (int)getpid();
+}
+
+static void after_fork_in_parent(void)
+{
+	pthread_mutex_unlock(&nt_S.intern_lock);
+}
+
+/* Runs in the child's only thread before fork() returns there, so nothing of the child has
+ * touched the session yet. Tag 0 makes its events unrecorded and uncounted, and the exit
+ * and signal handlers find no session to end; the arena, fd and path are let go. */
+static void after_fork_in_child(void)
+{
+	pthread_mutex_unlock(&nt_S.intern_lock);
+	if (nt_S.started == SESSION_IDLE)
+		return;
+	nt_store_release_32(&nt_session_tag_, 0);
+	nt_stream_forget();
+	nt_arena_forget();
+	nt_S.started = SESSION_IDLE;
+	nt_S.forked_from = forking_pid;
+}
+
+static void install_fork_handlers(void)
+{
+	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
 nt_result nt_session_initialize(const nt_config *cfg)
 {
+	static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+	pthread_once(&fork_handlers_once, install_fork_handlers);
 	last_error[0] = '\0';
 	if (cfg == NULL) {
 		nt_set_error("nt_start: cfg is NULL");
@@ -145,6 +184,7 @@ nt_result nt_session_initialize(const nt_config *cfg)
 	if (nt_S.file_backed && cfg->handle_signals)
 		nt_crash_handlers_install();
 	nt_S.started = SESSION_READY;
+	nt_S.forked_from = 0;
 	return NT_OK;
 }
 
@@ -231,6 +271,12 @@ int nt_session_record_end(uint8_t reason, int sig)
 
 nt_result nt_session_finish(const char *path, uint8_t reason)
 {
+	if (nt_S.started == SESSION_IDLE && nt_S.forked_from != 0) {
+		nt_set_error("nt_finish: the session belongs to process %d, of which this process "
+			     "is a fork() child; start one of its own with nt_start()",
+			     nt_S.forked_from);
+		return NT_ERR_STATE;
+	}
 	if (nt_S.started == SESSION_IDLE) {
 		nt_set_error("nt_finish: no session was started");
 		return NT_ERR_STATE;

@@ -385,6 +385,17 @@ void nt_stream_stop(void)
 	st.running = 0;
 }
 
+void nt_stream_forget(void)
+{
+	/* The threads were not copied: only their socket ends were. A later session of the
+	 * child starts its own. */
+	if (st.running) {
+		close(st.provider_fd);
+		close(st.manager_fd);
+	}
+	st.running = 0;
+}
+
 nt_result nt_stream_finish(void)
 {
 	if (st.write_error) {

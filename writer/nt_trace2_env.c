@@ -87,10 +87,11 @@ static size_t parse_size(const char *v)
 	return (size_t)(n * mult);
 }
 
-/* Creates `path` exclusively (mode 0600) so no other process takes the name. */
+/* Creates `path` exclusively (mode 0600) so no other process takes the name, and a link
+ * planted there is never followed (EEXIST: the caller moves on to another name). */
 static int claim(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return 0;
 	close(fd);
