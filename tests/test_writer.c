@@ -323,6 +323,31 @@ static void restart_after_finish(void **state)
 	}
 }
 
+/* A call site first used after nt_finish() through the emit entry point (as Trace2's atexit
+ * message does; the macros skip it when tracing is off) records nothing and counts the event
+ * as made while stopped: it must not write into the finished session's arena. */
+static void first_use_after_finish_is_counted_not_written(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	NT_INSTANT("late", "before");
+	test_trace t;
+	finish_and_read("late", &t);
+	test_trace_free(&t);
+	nt_stats before, after;
+	nt_get_stats(&before);
+	static uint16_t names[1];
+	static nt_callsite site = { .category = "late", .name = "never-used-before",
+				    .file = __FILE__, .line = __LINE__, .arg_names = names,
+				    .arg_count = 1 };
+	nt_arg a = NT_I32("x", 1);
+	nt_emit_args_(&site, NT_KIND_INSTANT, &a, 1);
+	nt_get_stats(&after);
+	assert_int_equal(after.dropped_stopped, before.dropped_stopped + 1);
+	assert_int_equal(after.events_dropped, before.events_dropped + 1);
+}
+
 static void long_gap_uses_timestamp_escape(void **state)
 {
 	(void)state;
@@ -354,6 +379,7 @@ int main(void)
 		cmocka_unit_test(durable_full_stops_and_is_recorded),
 		cmocka_unit_test(exiting_threads_close_their_chunks),
 		cmocka_unit_test(restart_after_finish),
+		cmocka_unit_test(first_use_after_finish_is_counted_not_written),
 		cmocka_unit_test(long_gap_uses_timestamp_escape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

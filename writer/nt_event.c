@@ -381,7 +381,9 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 {
 	uint32_t st = nt_load_acquire_32(&site->state);
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	if (!nt_site_current(st, tag) || tag == NT_TAG_HALTED) {
+	/* Tag 0 (not recording) must go through resolve too: a never-registered site's state 0
+	 * would otherwise look current and write into an arena that no session owns. */
+	if (tag == 0 || tag == NT_TAG_HALTED || !nt_site_current(st, tag)) {
 		st = nt_callsite_resolve(site, args);
 		if (!(st & NT_SITE_ENABLED))
 			return; /* disabled category, or dropped and counted */
