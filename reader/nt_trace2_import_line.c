@@ -113,9 +113,15 @@ static int parse_time(const char *s, size_t n, int64_t *us)
 	struct tm tm = { 0 };
 	int y, mo, d, h, mi, sec, used = 0;
 	long frac;
-	char tail;
-	if (n != 27 || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%6ld%c%n", &y, &mo, &d, &h, &mi, &sec,
-			      &frac, &tail, &used) != 8 || used != 27 || tail != 'Z')
+	char tail, text[28];
+	if (n != 27)
+		return 0;
+	/* sscanf wants a C string: on the line itself it would take strlen of the rest of the
+	 * input for every line (quadratic) and read past a buffer with no NUL after it. */
+	memcpy(text, s, 27);
+	text[27] = '\0';
+	if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%6ld%c%n", &y, &mo, &d, &h, &mi, &sec, &frac,
+		   &tail, &used) != 8 || used != 27 || tail != 'Z')
 		return 0;
 	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || frac < 0)
 		return 0;
