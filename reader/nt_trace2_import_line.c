@@ -409,8 +409,11 @@ static int line_site_of(nt_importer *im, line_ctx *lc, int type, line_site *site
 	if (type == NT_T2_UNKNOWN)
 		return (site->callsite = nt_imp_callsite(im, "", 0, "", 0, "", 0, 0, 0)) != 0;
 	const nt_json_value *fv = member(lc, "file"), *lv = member(lc, "line");
-	const nt_json_value *cv = member(lc, "category"), *rv = member(lc, "repo");
+	const nt_json_value *rv = member(lc, "repo");
+	/* Only messages with a label have a category (others render none: a category on one
+	 * of them is a key this version does not know, and is kept). */
 	const char *lk = label_key((nt_t2_event)type);
+	const nt_json_value *cv = lk[0] ? member(lc, "category") : NULL;
 	const nt_json_value *labv = lk[0] ? member(lc, lk) : NULL;
 	char *file = NULL, *cat = NULL, *lab = NULL;
 	size_t file_len = 0, cat_len = 0, lab_len = 0;
