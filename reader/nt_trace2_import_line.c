@@ -447,6 +447,21 @@ static int line_site_of(nt_importer *im, line_ctx *lc, int type, line_site *site
 	return site->callsite != 0;
 }
 
+/* Gives the member whose value is v back to put_kept. */
+static void unuse(line_ctx *lc, const nt_json_value *v)
+{
+	for (int i = 0; i < lc->n; i++)
+		if (&lc->m[i].value == v)
+			lc->used[i] = 0;
+}
+
+/* Git leaves out an empty hierarchy, and so does the EVENT renderer (the writer records
+ * one always); an empty one in the input is kept as written instead of lost. */
+static int omitted_when_empty(int type, const char *key)
+{
+	return type == NT_T2_CMD_NAME && strcmp(key, "hierarchy") == 0;
+}
+
 /* The record: event header, then the arguments, then the kept keys. */
 static int put_record(nt_importer *im, line_ctx *lc, nt_bytes *rec, int type,
 		      const line_site *site, const char *unknown, size_t unknown_len)
@@ -466,7 +481,10 @@ static int put_record(nt_importer *im, line_ctx *lc, nt_bytes *rec, int type,
 		ok = put_arg(im, rec, "label", NT_ARG_STRING, 0, NULL, 0);
 	for (const field_spec *f = fields_of((nt_t2_event)type); ok && f->key; f++) {
 		const nt_json_value *v = member(lc, f->key);
-		if (v != NULL)
+		if (v != NULL && omitted_when_empty(type, f->key) && v->type == NT_JSON_STRING &&
+		    v->n == 2)
+			unuse(lc, v); /* kept as written, by put_kept */
+		else if (v != NULL)
 			ok = put_field(im, lc, rec, f, v);
 	}
 	if (ok)
