@@ -236,11 +236,13 @@ static int add_path(path_list *l, const char *dir, const char *name)
 		l->path = p;
 		l->cap = cap;
 	}
-	size_t len = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
+	size_t dlen = dir ? strlen(dir) : 0;
+	const char *sep = dlen > 0 && dir[dlen - 1] != '/' ? "/" : "";
+	size_t len = dlen + 1 + strlen(name) + 1;
 	char *full = malloc(len);
 	if (full == NULL)
 		return 0;
-	snprintf(full, len, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+	snprintf(full, len, "%s%s%s", dir ? dir : "", sep, name);
 	l->path[l->n++] = full;
 	return 1;
 }
