@@ -50,10 +50,12 @@ enum {
 	NT_KIND_TIMESTAMP = 21,
 	/* Git Trace2 messages: NT_KIND_T2_FIRST + nt_t2_event. */
 	NT_KIND_T2_FIRST = 32,
-	NT_KIND_T2_LAST = 61,
+	NT_KIND_T2_LAST = 62,
 };
 
-/* Trace2 message types, in RecordKind order (record kind = NT_KIND_T2_FIRST + value). */
+/* Trace2 message types, in RecordKind order (record kind = NT_KIND_T2_FIRST + value).
+ * UNKNOWN is no Git message: it keeps an event a newer Git wrote that this version does not
+ * know (trace-import); its Git name is its "event" argument, not the name here. */
 #define NT_T2_EVENTS(X)                                                                    \
 	X(VERSION, "version")                                                              \
 	X(TOO_MANY_FILES, "too_many_files")                                                \
@@ -84,7 +86,8 @@ enum {
 	X(TIMER, "timer")                                                                  \
 	X(TH_TIMER, "th_timer")                                                            \
 	X(COUNTER, "counter")                                                              \
-	X(TH_COUNTER, "th_counter")
+	X(TH_COUNTER, "th_counter")                                                        \
+	X(UNKNOWN, "unknown")
 
 typedef enum nt_t2_event {
 #define NT_T2_ENUM_(id, name) NT_T2_##id,
@@ -130,6 +133,7 @@ enum {
 	NT_ARG_STRING = 8,
 	NT_ARG_STRING_REF = 9,
 	NT_ARG_STRING_LIST = 10,
+	NT_ARG_JSON = 11,
 };
 
 /* BufferingMode */

@@ -81,6 +81,14 @@ typedef struct nt_reader_arg {
 			uint32_t count;
 			uint32_t bytes;
 		} list;           /* NT_ARG_STRING_LIST: walk it with nt_reader_list_next() */
+		struct {
+			const char *ptr;   /* the value's JSON text as written; NOT NUL-terminated,
+			                      raw bytes, not validated as JSON */
+			uint32_t len;
+			uint32_t position; /* where its key stood among the line's keys */
+		} json;           /* NT_ARG_JSON, a Trace2 key this version does not know. ptr and
+			             len are also value.str's (a common initial sequence), so code
+			             that shows strings shows it as a string */
 	} value;
 } nt_reader_arg;
 
@@ -253,12 +261,43 @@ typedef struct nt_trace2_import_error {
 /* Convert a Git Trace2 EVENT stream (JSON lines as GIT_TRACE2_EVENT writes them, raw
  * non-UTF-8 bytes included; blank lines are skipped) into an archive in memory, which
  * nt_render_trace2() renders back: EVENT byte for byte, NORMAL and PERF except for what
- * an EVENT stream does not carry (trace2-formats.md §10). On success *archive (free() it)
- * and *archive_size are set and 0 is returned. On malformed input (not JSON, an unknown
- * event or key, a value of the wrong type, a record over 2040 bytes) -1 is returned and
- * *err says where. Cost: O(input) time and memory. */
+ * an EVENT stream does not carry (trace2-formats.md §10). Every key is kept: a string that
+ * is present but empty stays present ("msg":""), and a key or an event this version does
+ * not know (a newer Git's) is kept verbatim (NT_ARG_JSON, NT_T2_UNKNOWN), rendered back in
+ * EVENT where it stood and left out of NORMAL and PERF. On success *archive (free() it)
+ * and *archive_size are set and 0 is returned. On malformed input (not JSON, no event, sid
+ * or thread, a known key with a value of the wrong type, a record over 2040 bytes) -1 is
+ * returned and *err says where. NULL archive or archive_size, or NULL data with a size,
+ * return -1 ("invalid argument"). Cost: O(input) time and memory. */
 int nt_trace2_import(const void *data, size_t size, void **archive, size_t *archive_size,
 		     nt_trace2_import_error *err);
+
+/* One EVENT stream in memory, for nt_trace2_import_many(). */
+typedef struct nt_trace2_input {
+	const char *name; /* where it comes from, for messages (NULL: none) */
+	const void *data;
+	size_t size;
+} nt_trace2_input;
+
+/* Several EVENT streams (one per process, as a GIT_TRACE2_EVENT directory target leaves
+ * them) into one archive, as if the processes had written one shared file: each stream
+ * keeps its own line order, and the streams' lines interleave by their "time" (a line
+ * without one goes with the line before it); ties go to the stream whose first event is
+ * earlier, then to the earlier in `inputs`. Everything else is as nt_trace2_import(); an
+ * error message starts with the input's name. n == 0 imports nothing (an empty archive);
+ * NULL inputs with n > 0 return -1. Cost: O(total input) memory, O(lines * log n) time. */
+int nt_trace2_import_many(const nt_trace2_input *inputs, size_t n, void **archive,
+			  size_t *archive_size, nt_trace2_import_error *err);
+
+/* nt_trace2_import_many() over files and directories: a directory stands for its
+ * non-empty regular files (names starting with '.' skipped; empty files are what git's
+ * GIT_TRACE2_MAX_FILES pre-fills and target directories hold), as git names them after
+ * the last SID component. An unreadable path, a directory entry that is not a regular
+ * file, or a directory with no non-empty file returns -1 with the path in err->message;
+ * so does a file that is not an EVENT stream, with its name, line and column. Reads every
+ * file into memory: O(total size). NULL paths with n > 0 return -1. */
+int nt_trace2_import_paths(const char *const *paths, size_t n, void **archive,
+			   size_t *archive_size, nt_trace2_import_error *err);
 
 /* Writes `len` bytes as the body of a JSON string: escapes quotes, backslashes and control
  * characters, and replaces bytes that are not valid UTF-8 with U+FFFD. */

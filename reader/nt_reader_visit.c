@@ -125,6 +125,15 @@ static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8
 			a->value.list.bytes = pos - 8;
 			break;
 		}
+		case NT_ARG_JSON: {
+			uint32_t len = bytes >= 12 ? rd32(p + 8) : 0;
+			if (bytes < 12 || len > bytes - 12)
+				return "JSON value argument runs past its record";
+			a->value.json.ptr = (const char *)p + 12;
+			a->value.json.len = len;
+			a->value.json.position = h->value32;
+			break;
+		}
 		case NT_ARG_STRING_REF: {
 			const char *s = string_at(r, h->value32);
 			if (s == NULL)

@@ -31,6 +31,7 @@ static void print_arg(FILE *out, const nt_reader_arg *a)
 	case NT_ARG_POINTER: fprintf(out, "0x%" PRIx64, a->value.u64); break;
 	case NT_ARG_STRING:
 	case NT_ARG_STRING_REF:
+	case NT_ARG_JSON: /* the JSON text as a string: it is shown, not interpreted */
 		fputc('"', out);
 		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
 		fputc('"', out);

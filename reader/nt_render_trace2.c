@@ -51,89 +51,133 @@ void t2_json_str(t2_buf *b, const char *s, size_t n)
 	t2_put(b, "\"", 1);
 }
 
-static void key(t2_buf *b, const char *k)
+/* An EVENT line being written: the keys this version renders, and between them, at the
+ * positions they had, the keys an import kept without knowing them (NT_ARG_JSON). Counting
+ * keys is what puts a kept key back where it stood, since Git's key order is fixed. */
+typedef struct ev_line {
+	t2_buf *b;
+	const t2_msg *m;
+	uint32_t keys; /* keys written */
+	uint32_t arg;  /* next argument that may be a kept key */
+} ev_line;
+
+static void key_name(ev_line *l, const char *k, size_t n)
 {
-	t2_put(b, ",", 1);
-	t2_json_str(b, k, strlen(k));
-	t2_put(b, ":", 1);
+	if (l->keys++ > 0)
+		t2_put(l->b, ",", 1);
+	t2_json_str(l->b, k, n);
+	t2_put(l->b, ":", 1);
 }
 
-static void kv_str(t2_buf *b, const char *k, const char *s, size_t n)
+/* The kept keys due at this point (all: the rest, at the end of the line). The value is
+ * untrusted archive data written as it was imported; an empty one becomes null so that the
+ * line stays JSON. */
+static void kept_keys(ev_line *l, int all)
 {
-	key(b, k);
-	t2_json_str(b, s, n);
+	const nt_reader_event *e = l->m->ev;
+	for (; l->arg < e->arg_count; l->arg++) {
+		const nt_reader_arg *a = &e->args[l->arg];
+		if (a->type != NT_ARG_JSON)
+			continue;
+		if (!all && a->value.json.position > l->keys)
+			return;
+		key_name(l, a->name, strlen(a->name));
+		if (a->value.json.len == 0)
+			t2_puts(l->b, "null");
+		else
+			t2_put(l->b, a->value.json.ptr, a->value.json.len);
+	}
 }
 
-/* The string argument `name`, under JSON key `k`, when recorded. */
-static void kv_arg_str(t2_buf *b, const t2_msg *m, const char *k, const char *name)
+static void key(ev_line *l, const char *k)
+{
+	kept_keys(l, 0);
+	key_name(l, k, strlen(k));
+}
+
+static void kv_str(ev_line *l, const char *k, const char *s, size_t n)
+{
+	key(l, k);
+	t2_json_str(l->b, s, n);
+}
+
+/* The string argument `name`, under its own name, when recorded (empty included: Git
+ * writes "msg":"" when a non-empty format expands to nothing). */
+static void kv_arg_str(ev_line *l, const char *name)
 {
 	uint32_t len;
-	const char *s = t2_arg_str(m, name, &len);
+	const char *s = t2_arg_str(l->m, name, &len);
 	if (s != NULL)
-		kv_str(b, k, s, len);
+		kv_str(l, name, s, len);
 }
 
-static void kv_arg_int(t2_buf *b, const t2_msg *m, const char *name)
+static void kv_arg_int(ev_line *l, const char *name)
 {
-	if (t2_arg(m, name) == NULL)
+	if (t2_arg(l->m, name) == NULL)
 		return;
-	key(b, name);
-	t2_printf(b, "%" PRId64, t2_arg_int(m, name, 0));
+	key(l, name);
+	t2_printf(l->b, "%" PRId64, t2_arg_int(l->m, name, 0));
 }
 
-static void kv_arg_list(t2_buf *b, const t2_msg *m, const char *name)
+static void kv_arg_list(ev_line *l, const char *name)
 {
-	const nt_reader_arg *a = t2_arg(m, name);
+	const nt_reader_arg *a = t2_arg(l->m, name);
 	if (a == NULL || a->type != NT_ARG_STRING_LIST)
 		return;
-	key(b, name);
-	t2_put(b, "[", 1);
+	key(l, name);
+	t2_put(l->b, "[", 1);
 	uint32_t pos = 0, len;
 	const char *s;
 	int first = 1;
 	while (nt_reader_list_next(a, &pos, &s, &len)) {
 		if (!first)
-			t2_put(b, ",", 1);
-		t2_json_str(b, s, len);
+			t2_put(l->b, ",", 1);
+		t2_json_str(l->b, s, len);
 		first = 0;
 	}
-	t2_put(b, "]", 1);
+	t2_put(l->b, "]", 1);
 }
 
-static void kv_secs(t2_buf *b, const char *k, double v)
+static void kv_secs(ev_line *l, const char *k, double v)
 {
-	key(b, k);
-	t2_printf(b, "%.6f", v);
+	key(l, k);
+	t2_printf(l->b, "%.6f", v);
 }
 
-static void kv_t_abs(t2_buf *b, const t2_msg *m)
+static void kv_t_abs(ev_line *l)
 {
-	if (m->has_t_abs && m->t_abs_exact)
-		kv_secs(b, "t_abs", (double)m->t_abs_us / 1000000.0);
+	if (l->m->has_t_abs && l->m->t_abs_exact)
+		kv_secs(l, "t_abs", (double)l->m->t_abs_us / 1000000.0);
 }
 
-static void kv_t_rel(t2_buf *b, const t2_msg *m)
+static void kv_t_rel(ev_line *l)
 {
-	if (m->has_t_rel)
-		kv_secs(b, "t_rel", (double)m->t_rel_us / 1000000.0);
+	if (l->m->has_t_rel)
+		kv_secs(l, "t_rel", (double)l->m->t_rel_us / 1000000.0);
 }
 
-static void kv_ns(t2_buf *b, const t2_msg *m, const char *k)
+static void kv_ns(ev_line *l, const char *k)
 {
-	if (t2_arg(m, k) != NULL)
-		kv_secs(b, k, (double)t2_arg_int(m, k, 0) / 1.0e9);
+	if (t2_arg(l->m, k) != NULL)
+		kv_secs(l, k, (double)t2_arg_int(l->m, k, 0) / 1.0e9);
 }
 
-static void kv_label(t2_buf *b, const t2_msg *m, const char *k)
+static void kv_nesting(ev_line *l)
 {
-	if (m->label != NULL)
-		kv_str(b, k, m->label, strlen(m->label));
+	key(l, "nesting");
+	t2_printf(l->b, "%u", l->m->nesting);
 }
 
-static void kv_category(t2_buf *b, const t2_msg *m)
+static void kv_label(ev_line *l, const char *k)
 {
-	if (m->category != NULL)
-		kv_str(b, "category", m->category, strlen(m->category));
+	if (l->m->label != NULL)
+		kv_str(l, k, l->m->label, strlen(l->m->label));
+}
+
+static void kv_category(ev_line *l)
+{
+	if (l->m->category != NULL)
+		kv_str(l, "category", l->m->category, strlen(l->m->category));
 }
 
 static void utc_time(t2_buf *b, int64_t us)
@@ -142,6 +186,193 @@ static void utc_time(t2_buf *b, int64_t us)
 	long frac = t2_split_time(us, 0, 0, &tm);
 	t2_printf(b, "\"%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
 		  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+/* event, sid, thread, time, file, line, repo (trace2-formats.md §4). An unknown event has
+ * only the first three: its other keys, time included, were kept as written. */
+static void event_common(ev_line *l, int brief)
+{
+	const t2_msg *m = l->m;
+	uint32_t len = 0;
+	const char *ev = m->type == NT_T2_UNKNOWN ? t2_arg_str(m, "event", &len) : NULL;
+	if (ev == NULL) {
+		ev = nt_t2_event_names[m->type];
+		len = (uint32_t)strlen(ev);
+	}
+	kv_str(l, "event", ev, len);
+	kv_str(l, "sid", m->sid, strlen(m->sid));
+	kv_str(l, "thread", m->thread, strlen(m->thread));
+	if (m->type == NT_T2_UNKNOWN)
+		return;
+	if ((!brief || m->type == NT_T2_VERSION || m->type == NT_T2_ATEXIT) && m->has_time) {
+		key(l, "time");
+		utc_time(l->b, m->time_us);
+	}
+	if (!brief && m->file != NULL && m->file[0] != '\0') {
+		kv_str(l, "file", m->file, strlen(m->file));
+		key(l, "line");
+		t2_printf(l->b, "%u", m->line);
+	}
+	if (m->has_repo) {
+		key(l, "repo");
+		t2_printf(l->b, "%" PRId64, m->repo);
+	}
+}
+
+/* The keys of the process-level messages, in Git's order; 0 for other types. */
+static int event_process_keys(ev_line *l)
+{
+	const t2_msg *m = l->m;
+	uint32_t len;
+	switch (m->type) {
+	case NT_T2_VERSION:
+		kv_arg_str(l, "evt");
+		kv_arg_str(l, "exe");
+		return 1;
+	case NT_T2_START:
+		kv_t_abs(l);
+		kv_arg_list(l, "argv");
+		return 1;
+	case NT_T2_EXIT:
+	case NT_T2_ATEXIT:
+	case NT_T2_SIGNAL:
+		kv_t_abs(l);
+		kv_arg_int(l, m->type == NT_T2_SIGNAL ? "signo" : "code");
+		return 1;
+	case NT_T2_ERROR:
+		kv_arg_str(l, "msg");
+		kv_arg_str(l, "fmt");
+		return 1;
+	case NT_T2_CMD_PATH:
+		kv_arg_str(l, "path");
+		return 1;
+	case NT_T2_CMD_ANCESTRY:
+		kv_arg_list(l, "ancestry");
+		return 1;
+	case NT_T2_CMD_NAME:
+		kv_arg_str(l, "name");
+		/* Git leaves out an empty hierarchy (and the writer records one always). */
+		if (t2_arg_str(m, "hierarchy", &len) != NULL && len > 0)
+			kv_arg_str(l, "hierarchy");
+		return 1;
+	case NT_T2_CMD_MODE:
+		kv_arg_str(l, "name");
+		return 1;
+	case NT_T2_ALIAS:
+		kv_arg_str(l, "alias");
+		kv_arg_list(l, "argv");
+		return 1;
+	case NT_T2_DEF_PARAM:
+		kv_arg_str(l, "scope");
+		kv_arg_str(l, "param");
+		kv_arg_str(l, "value");
+		return 1;
+	case NT_T2_DEF_REPO:
+		kv_arg_str(l, "worktree");
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The keys of child, thread and exec messages, in Git's order; 0 for other types. */
+static int event_child_keys(ev_line *l)
+{
+	const t2_msg *m = l->m;
+	switch (m->type) {
+	case NT_T2_CHILD_START:
+		kv_arg_int(l, "child_id");
+		kv_arg_str(l, "child_class");
+		kv_arg_str(l, "hook_name");
+		kv_arg_str(l, "cd");
+		if (t2_arg(m, "use_shell") != NULL) {
+			key(l, "use_shell");
+			t2_puts(l->b, t2_arg_int(m, "use_shell", 0) ? "true" : "false");
+		}
+		kv_arg_list(l, "argv");
+		return 1;
+	case NT_T2_CHILD_EXIT:
+	case NT_T2_CHILD_READY:
+		kv_arg_int(l, "child_id");
+		kv_arg_int(l, "pid");
+		if (m->type == NT_T2_CHILD_EXIT)
+			kv_arg_int(l, "code");
+		else
+			kv_arg_str(l, "ready");
+		kv_t_rel(l);
+		return 1;
+	case NT_T2_THREAD_EXIT:
+		kv_t_rel(l);
+		return 1;
+	case NT_T2_EXEC:
+		kv_arg_int(l, "exec_id");
+		kv_arg_str(l, "exe");
+		kv_arg_list(l, "argv");
+		return 1;
+	case NT_T2_EXEC_RESULT:
+		kv_arg_int(l, "exec_id");
+		kv_arg_int(l, "code");
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The keys of regions, data, printf, timers and counters, in Git's order. */
+static void event_region_keys(ev_line *l)
+{
+	const t2_msg *m = l->m;
+	switch (m->type) {
+	case NT_T2_REGION_ENTER:
+	case NT_T2_REGION_LEAVE:
+		if (m->type == NT_T2_REGION_LEAVE)
+			kv_t_rel(l);
+		kv_nesting(l);
+		kv_category(l);
+		kv_label(l, "label");
+		kv_arg_str(l, "msg");
+		break;
+	case NT_T2_DATA:
+	case NT_T2_DATA_JSON: {
+		kv_t_abs(l);
+		kv_t_rel(l);
+		kv_nesting(l);
+		kv_category(l);
+		kv_label(l, "key");
+		uint32_t len;
+		char num[24];
+		const char *v = m->type == NT_T2_DATA ? t2_value_text(m, num, &len)
+						      : t2_arg_str(m, "value", &len);
+		if (v != NULL && m->type == NT_T2_DATA) {
+			kv_str(l, "value", v, len);
+		} else if (v != NULL) {
+			key(l, "value"); /* raw JSON, inserted verbatim (jw_object_sub_jw) */
+			t2_put(l->b, v, len);
+		}
+		break;
+	}
+	case NT_T2_PRINTF:
+		kv_t_abs(l);
+		kv_arg_str(l, "msg");
+		break;
+	case NT_T2_TIMER:
+	case NT_T2_TH_TIMER:
+		kv_category(l);
+		kv_label(l, "name");
+		kv_arg_int(l, "intervals");
+		kv_ns(l, "t_total");
+		kv_ns(l, "t_min");
+		kv_ns(l, "t_max");
+		break;
+	case NT_T2_COUNTER:
+	case NT_T2_TH_COUNTER:
+		kv_category(l);
+		kv_label(l, "name");
+		kv_arg_int(l, "count");
+		break;
+	default:
+		break;
+	}
 }
 
 int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
@@ -157,168 +388,12 @@ int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 	default:
 		break;
 	}
-	const char *ev = nt_t2_event_names[m->type];
-	t2_puts(b, "{\"event\":");
-	t2_json_str(b, ev, strlen(ev));
-	kv_str(b, "sid", m->sid, strlen(m->sid));
-	kv_str(b, "thread", m->thread, strlen(m->thread));
-	if ((!brief || m->type == NT_T2_VERSION || m->type == NT_T2_ATEXIT) && m->has_time) {
-		key(b, "time");
-		utc_time(b, m->time_us);
-	}
-	if (!brief && m->file != NULL && m->file[0] != '\0') {
-		kv_str(b, "file", m->file, strlen(m->file));
-		key(b, "line");
-		t2_printf(b, "%u", m->line);
-	}
-	if (m->has_repo) {
-		key(b, "repo");
-		t2_printf(b, "%" PRId64, m->repo);
-	}
-	switch (m->type) {
-	case NT_T2_VERSION:
-		kv_arg_str(b, m, "evt", "evt");
-		kv_arg_str(b, m, "exe", "exe");
-		break;
-	case NT_T2_START:
-		kv_t_abs(b, m);
-		kv_arg_list(b, m, "argv");
-		break;
-	case NT_T2_EXIT:
-	case NT_T2_ATEXIT:
-		kv_t_abs(b, m);
-		kv_arg_int(b, m, "code");
-		break;
-	case NT_T2_SIGNAL:
-		kv_t_abs(b, m);
-		kv_arg_int(b, m, "signo");
-		break;
-	case NT_T2_ERROR:
-		kv_arg_str(b, m, "msg", "msg");
-		kv_arg_str(b, m, "fmt", "fmt");
-		break;
-	case NT_T2_CMD_PATH:
-		kv_arg_str(b, m, "path", "path");
-		break;
-	case NT_T2_CMD_ANCESTRY:
-		kv_arg_list(b, m, "ancestry");
-		break;
-	case NT_T2_CMD_NAME: {
-		uint32_t len;
-		kv_arg_str(b, m, "name", "name");
-		if (t2_arg_str(m, "hierarchy", &len) != NULL && len > 0)
-			kv_arg_str(b, m, "hierarchy", "hierarchy");
-		break;
-	}
-	case NT_T2_CMD_MODE:
-		kv_arg_str(b, m, "name", "name");
-		break;
-	case NT_T2_ALIAS:
-		kv_arg_str(b, m, "alias", "alias");
-		kv_arg_list(b, m, "argv");
-		break;
-	case NT_T2_CHILD_START:
-		kv_arg_int(b, m, "child_id");
-		kv_arg_str(b, m, "child_class", "child_class");
-		kv_arg_str(b, m, "hook_name", "hook_name");
-		kv_arg_str(b, m, "cd", "cd");
-		if (t2_arg(m, "use_shell") != NULL) {
-			key(b, "use_shell");
-			t2_puts(b, t2_arg_int(m, "use_shell", 0) ? "true" : "false");
-		}
-		kv_arg_list(b, m, "argv");
-		break;
-	case NT_T2_CHILD_EXIT:
-		kv_arg_int(b, m, "child_id");
-		kv_arg_int(b, m, "pid");
-		kv_arg_int(b, m, "code");
-		kv_t_rel(b, m);
-		break;
-	case NT_T2_CHILD_READY:
-		kv_arg_int(b, m, "child_id");
-		kv_arg_int(b, m, "pid");
-		kv_arg_str(b, m, "ready", "ready");
-		kv_t_rel(b, m);
-		break;
-	case NT_T2_THREAD_EXIT:
-		kv_t_rel(b, m);
-		break;
-	case NT_T2_EXEC:
-		kv_arg_int(b, m, "exec_id");
-		kv_arg_str(b, m, "exe", "exe");
-		kv_arg_list(b, m, "argv");
-		break;
-	case NT_T2_EXEC_RESULT:
-		kv_arg_int(b, m, "exec_id");
-		kv_arg_int(b, m, "code");
-		break;
-	case NT_T2_DEF_PARAM:
-		kv_arg_str(b, m, "scope", "scope");
-		kv_arg_str(b, m, "param", "param");
-		kv_arg_str(b, m, "value", "value");
-		break;
-	case NT_T2_DEF_REPO:
-		kv_arg_str(b, m, "worktree", "worktree");
-		break;
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE: {
-		uint32_t len;
-		if (m->type == NT_T2_REGION_LEAVE)
-			kv_t_rel(b, m);
-		key(b, "nesting");
-		t2_printf(b, "%u", m->nesting);
-		kv_category(b, m);
-		kv_label(b, m, "label");
-		if (t2_arg_str(m, "msg", &len) != NULL && len > 0)
-			kv_arg_str(b, m, "msg", "msg");
-		break;
-	}
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON: {
-		kv_t_abs(b, m);
-		kv_t_rel(b, m);
-		key(b, "nesting");
-		t2_printf(b, "%u", m->nesting);
-		kv_category(b, m);
-		kv_label(b, m, "key");
-		uint32_t len;
-		char num[24];
-		const char *v = m->type == NT_T2_DATA ? t2_value_text(m, num, &len)
-						      : t2_arg_str(m, "value", &len);
-		if (m->type == NT_T2_DATA) {
-			if (v != NULL)
-				kv_str(b, "value", v, len);
-		} else if (v != NULL) {
-			key(b, "value"); /* raw JSON, inserted verbatim (jw_object_sub_jw) */
-			t2_put(b, v, len);
-		}
-		break;
-	}
-	case NT_T2_PRINTF: {
-		uint32_t len;
-		kv_t_abs(b, m);
-		if (t2_arg_str(m, "msg", &len) != NULL && len > 0)
-			kv_arg_str(b, m, "msg", "msg");
-		break;
-	}
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
-		kv_category(b, m);
-		kv_label(b, m, "name");
-		kv_arg_int(b, m, "intervals");
-		kv_ns(b, m, "t_total");
-		kv_ns(b, m, "t_min");
-		kv_ns(b, m, "t_max");
-		break;
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER:
-		kv_category(b, m);
-		kv_label(b, m, "name");
-		kv_arg_int(b, m, "count");
-		break;
-	default:
-		break;
-	}
+	ev_line l = { .b = b, .m = m };
+	t2_puts(b, "{");
+	event_common(&l, brief);
+	if (!event_process_keys(&l) && !event_child_keys(&l))
+		event_region_keys(&l);
+	kept_keys(&l, 1);
 	t2_puts(b, "}");
 	return 1;
 }
@@ -359,7 +434,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		t2_format_normal(&rd->line, &m, brief);
 		break;
 	case NT_TRACE2_PERF:
-		if (m.type == NT_T2_TOO_MANY_FILES)
+		if (!t2_perf_writes(m.type))
 			return 0;
 		t2_format_perf(&rd->line, &m, brief);
 		break;

@@ -359,9 +359,15 @@ int t2_normal_writes(nt_t2_event t)
 	case NT_T2_REGION_LEAVE:
 	case NT_T2_DATA:
 	case NT_T2_DATA_JSON:
-	case NT_T2_TOO_MANY_FILES: return 0;
+	case NT_T2_TOO_MANY_FILES:
+	case NT_T2_UNKNOWN: return 0;
 	default: return 1;
 	}
+}
+
+int t2_perf_writes(nt_t2_event t)
+{
+	return t != NT_T2_TOO_MANY_FILES && t != NT_T2_UNKNOWN;
 }
 
 /* ---- PERF ------------------------------------------------------------------------------- */
@@ -416,7 +422,9 @@ static void perf_region_payload(t2_buf *b, const t2_msg *m)
 	const char *s;
 	if (m->label != NULL)
 		t2_printf(b, "label:%s", m->label);
-	if ((s = t2_arg_str(m, "msg", &len)) != NULL && len > 0) {
+	/* Git adds the space for any non-empty format, so a message that expanded to ""
+	 * (recorded, empty) still has it. */
+	if ((s = t2_arg_str(m, "msg", &len)) != NULL) {
 		t2_put(b, " ", 1);
 		t2_put(b, s, len);
 	}

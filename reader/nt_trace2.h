@@ -48,7 +48,8 @@ void t2_model_free(t2_model *m);
 /* Fills *out from a Trace2 event; returns 0 for events that are not Trace2 messages. */
 int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *out);
 
-/* The argument `name` of the message, or NULL. */
+/* The argument `name` of the message, or NULL. A key kept without being understood
+ * (NT_ARG_JSON) is never a field: it is only written back in EVENT. */
 const nt_reader_arg *t2_arg(const t2_msg *m, const char *name);
 /* String argument (or NULL) and its length. */
 const char *t2_arg_str(const t2_msg *m, const char *name, uint32_t *len);
@@ -81,8 +82,10 @@ void t2_sq_argv(t2_buf *b, const nt_reader_arg *list);
 /* Git's json-writer string escaping: raw bytes >= 0x80 pass through. */
 void t2_json_str(t2_buf *b, const char *s, size_t n);
 
-/* NORMAL writes no regions, data, thread events or too_many_files. */
+/* NORMAL writes no regions, data, thread events or too_many_files; PERF no too_many_files;
+ * neither writes an event only a newer Git knows (Git's own text targets would not). */
 int t2_normal_writes(nt_t2_event t);
+int t2_perf_writes(nt_t2_event t);
 void t2_format_normal(t2_buf *b, const t2_msg *m, int brief);
 void t2_format_perf(t2_buf *b, const t2_msg *m, int brief);
 /* Returns 0 when the EVENT target does not write this message (nesting filter). */

@@ -66,7 +66,7 @@ void t2_model_free(t2_model *m)
 const nt_reader_arg *t2_arg(const t2_msg *m, const char *name)
 {
 	for (uint32_t i = 0; i < m->ev->arg_count; i++)
-		if (strcmp(m->ev->args[i].name, name) == 0)
+		if (m->ev->args[i].type != NT_ARG_JSON && strcmp(m->ev->args[i].name, name) == 0)
 			return &m->ev->args[i];
 	return NULL;
 }

@@ -1,6 +1,6 @@
-/* trace-import - convert a Git Trace2 EVENT stream into a nanotrace archive. A thin layer
- * over nt_trace2_import(). Exit status: 0 success, 1 usage error, 2 unreadable or malformed
- * input, or an output that could not be written. */
+/* trace-import - convert Git Trace2 EVENT streams into a nanotrace archive. A thin layer
+ * over nt_trace2_import() and nt_trace2_import_paths(). Exit status: 0 success, 1 usage
+ * error, 2 unreadable or malformed input, or an output that could not be written. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,11 +11,15 @@
 #include "nanotrace_reader.h"
 
 static const char usage[] =
-	"usage: trace-import [-o ARCHIVE] [EVENT_FILE]\n"
+	"usage: trace-import [-o ARCHIVE] [FILE|DIRECTORY ...]\n"
 	"\n"
-	"Reads Git Trace2 EVENT lines (what GIT_TRACE2_EVENT writes) from EVENT_FILE, or from\n"
-	"standard input, and writes a nanotrace archive to ARCHIVE (default: EVENT_FILE.ntrace,\n"
-	"or trace2.ntrace for standard input). Render it with\n"
+	"Reads Git Trace2 EVENT lines (what GIT_TRACE2_EVENT writes) from each FILE, from the\n"
+	"files of each DIRECTORY (a GIT_TRACE2_EVENT directory target: one file per process;\n"
+	"empty files are skipped), or from standard input (no FILE, or -), and writes one\n"
+	"nanotrace archive to ARCHIVE (default: the first FILE or DIRECTORY + .ntrace, or\n"
+	"trace2.ntrace for standard input). Several streams are interleaved by time, as if\n"
+	"the processes had written one file. Keys and events this version does not know are\n"
+	"kept. Render it with\n"
 	"  trace-dump --format normal|perf|event ARCHIVE\n"
 	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or malformed input or output.\n";
@@ -91,66 +95,87 @@ static int write_archive(const char *path, const void *data, size_t len)
 	return 1;
 }
 
+/* The standard input, imported. */
+static int import_stdin(void **archive, size_t *asize)
+{
+	char *data = NULL;
+	size_t len = 0;
+	if (!read_all(stdin, &data, &len)) {
+		fprintf(stderr, "trace-import: (standard input): %s\n", strerror(errno));
+		return 0;
+	}
+	nt_trace2_import_error err;
+	int rc = nt_trace2_import(data, len, archive, asize, &err);
+	if (rc != 0)
+		fprintf(stderr, "trace-import: (standard input): %s\n", err.message);
+	free(data);
+	return rc == 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *out = NULL, *in = NULL;
+	const char *out = NULL;
+	const char **in = calloc((size_t)argc, sizeof(*in));
+	size_t n = 0;
+	int use_stdin = 0;
+	if (in == NULL) {
+		fprintf(stderr, "trace-import: out of memory\n");
+		return 2;
+	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			fputs(usage, stdout);
+			free(in);
 			return 0;
 		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "trace-import: option %s needs a file name\n%s", a, usage);
+				free(in);
 				return 1;
 			}
 			out = argv[++i];
 		} else if (a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "trace-import: unknown option '%s'\n%s", a, usage);
+			free(in);
 			return 1;
-		} else if (in != NULL) {
-			fprintf(stderr, "trace-import: only one input may be given (also got '%s')\n%s",
-				a, usage);
-			return 1;
+		} else if (strcmp(a, "-") == 0) {
+			use_stdin = 1;
 		} else {
-			in = a;
+			in[n++] = a;
 		}
 	}
-	const char *name = in && strcmp(in, "-") != 0 ? in : "(standard input)";
-	FILE *f = in && strcmp(in, "-") != 0 ? fopen(in, "rb") : stdin;
-	if (f == NULL) {
-		fprintf(stderr, "trace-import: %s: %s\n", name, strerror(errno));
-		return 2;
-	}
-	char *data = NULL;
-	size_t len = 0;
-	int ok = read_all(f, &data, &len);
-	int e = errno;
-	if (f != stdin)
-		fclose(f);
-	if (!ok) {
-		fprintf(stderr, "trace-import: %s: %s\n", name, strerror(e));
-		return 2;
+	if (use_stdin && n > 0) {
+		fprintf(stderr, "trace-import: standard input (-) does not combine with files\n%s",
+			usage);
+		free(in);
+		return 1;
 	}
 	void *archive = NULL;
 	size_t asize = 0;
-	nt_trace2_import_error err;
-	if (nt_trace2_import(data, len, &archive, &asize, &err) != 0) {
-		fprintf(stderr, "trace-import: %s: %s\n", name, err.message);
-		free(data);
-		return 2;
+	int ok;
+	if (n == 0) {
+		ok = import_stdin(&archive, &asize);
+	} else {
+		nt_trace2_import_error err;
+		ok = nt_trace2_import_paths(in, n, &archive, &asize, &err) == 0;
+		if (!ok)
+			fprintf(stderr, "trace-import: %s\n", err.message);
 	}
-	free(data);
 	char def[4096];
-	if (out == NULL) {
-		snprintf(def, sizeof(def), "%s.ntrace", f != stdin ? in : "trace2");
+	if (ok && out == NULL) {
+		/* "dir/" names the archive "dir.ntrace", beside the directory. */
+		size_t len = n ? strlen(in[0]) : 0;
+		while (len > 1 && in[0][len - 1] == '/')
+			len--;
+		snprintf(def, sizeof(def), "%.*s.ntrace", n ? (int)len : 6, n ? in[0] : "trace2");
 		out = def;
 	}
-	if (!write_archive(out, archive, asize)) {
+	free(in);
+	if (ok && !write_archive(out, archive, asize)) {
 		fprintf(stderr, "trace-import: %s: %s\n", out, strerror(errno));
-		free(archive);
-		return 2;
+		ok = 0;
 	}
 	free(archive);
-	return 0;
+	return ok ? 0 : 2;
 }

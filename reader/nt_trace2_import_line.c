@@ -1,0 +1,546 @@
+/*
+ * nt_trace2_import_line.c - one Trace2 EVENT line (a JSON object) becomes one Trace2 record.
+ *
+ * The keys Git writes for each message (trace2-formats.md §4) are mapped to the record's
+ * call site (category, label / key / name, file, line, repo) and typed arguments, in Git's
+ * units. Every other key is kept as it was written (a JsonValue argument holding the raw
+ * value and the key's position in the line), and an event this version does not know is
+ * kept whole as a Trace2Unknown record: newer Git versions add keys and events, and an
+ * import must not lose what it cannot interpret. Empty and absent stay different: an empty
+ * string is an empty argument, an absent key no argument.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nt_json.h"
+#include "nt_trace2_import.h"
+
+enum field_kind { F_STR, F_INT, F_BOOL, F_LIST, F_RAW, F_USEC, F_NSEC };
+typedef struct field_spec {
+	const char *key;
+	enum field_kind kind;
+} field_spec;
+
+/* The keys each message carries after the common ones (trace2-formats.md §4). category and
+ * label / key / name go to the call site and are handled before these. */
+static const field_spec *fields_of(nt_t2_event t)
+{
+	static const field_spec version[] = { { "evt", F_STR }, { "exe", F_STR }, { 0 } };
+	static const field_spec start[] = { { "t_abs", F_USEC }, { "argv", F_LIST }, { 0 } };
+	static const field_spec exit_[] = { { "t_abs", F_USEC }, { "code", F_INT }, { 0 } };
+	static const field_spec signal_[] = { { "t_abs", F_USEC }, { "signo", F_INT }, { 0 } };
+	static const field_spec error[] = { { "msg", F_STR }, { "fmt", F_STR }, { 0 } };
+	static const field_spec path[] = { { "path", F_STR }, { 0 } };
+	static const field_spec ancestry[] = { { "ancestry", F_LIST }, { 0 } };
+	static const field_spec name[] = { { "name", F_STR }, { "hierarchy", F_STR }, { 0 } };
+	static const field_spec alias[] = { { "alias", F_STR }, { "argv", F_LIST }, { 0 } };
+	static const field_spec child_start[] = { { "child_id", F_INT }, { "child_class", F_STR },
+		{ "hook_name", F_STR }, { "cd", F_STR }, { "use_shell", F_BOOL }, { "argv", F_LIST },
+		{ 0 } };
+	static const field_spec child_exit[] = { { "child_id", F_INT }, { "pid", F_INT },
+		{ "code", F_INT }, { "ready", F_STR }, { "t_rel", F_USEC }, { 0 } };
+	static const field_spec thread_exit[] = { { "t_rel", F_USEC }, { 0 } };
+	static const field_spec exec[] = { { "exec_id", F_INT }, { "exe", F_STR }, { "argv", F_LIST },
+		{ "code", F_INT }, { 0 } };
+	static const field_spec param[] = { { "scope", F_STR }, { "param", F_STR },
+		{ "value", F_STR }, { 0 } };
+	static const field_spec repo[] = { { "worktree", F_STR }, { 0 } };
+	static const field_spec region[] = { { "t_rel", F_USEC }, { "nesting", F_INT },
+		{ "msg", F_STR }, { 0 } };
+	static const field_spec data[] = { { "t_abs", F_USEC }, { "t_rel", F_USEC },
+		{ "nesting", F_INT }, { "value", F_STR }, { 0 } };
+	static const field_spec data_json[] = { { "t_abs", F_USEC }, { "t_rel", F_USEC },
+		{ "nesting", F_INT }, { "value", F_RAW }, { 0 } };
+	static const field_spec printf_[] = { { "t_abs", F_USEC }, { "msg", F_STR }, { 0 } };
+	static const field_spec timer[] = { { "intervals", F_INT }, { "t_total", F_NSEC },
+		{ "t_min", F_NSEC }, { "t_max", F_NSEC }, { 0 } };
+	static const field_spec counter[] = { { "count", F_INT }, { 0 } };
+	static const field_spec none[] = { { 0 } };
+	switch (t) {
+	case NT_T2_VERSION: return version;
+	case NT_T2_START: return start;
+	case NT_T2_EXIT:
+	case NT_T2_ATEXIT: return exit_;
+	case NT_T2_SIGNAL: return signal_;
+	case NT_T2_ERROR: return error;
+	case NT_T2_CMD_PATH: return path;
+	case NT_T2_CMD_ANCESTRY: return ancestry;
+	case NT_T2_CMD_NAME:
+	case NT_T2_CMD_MODE: return name;
+	case NT_T2_ALIAS: return alias;
+	case NT_T2_CHILD_START: return child_start;
+	case NT_T2_CHILD_EXIT:
+	case NT_T2_CHILD_READY: return child_exit;
+	case NT_T2_THREAD_EXIT: return thread_exit;
+	case NT_T2_EXEC:
+	case NT_T2_EXEC_RESULT: return exec;
+	case NT_T2_DEF_PARAM: return param;
+	case NT_T2_DEF_REPO: return repo;
+	case NT_T2_REGION_ENTER:
+	case NT_T2_REGION_LEAVE: return region;
+	case NT_T2_DATA: return data;
+	case NT_T2_DATA_JSON: return data_json;
+	case NT_T2_PRINTF: return printf_;
+	case NT_T2_TIMER:
+	case NT_T2_TH_TIMER: return timer;
+	case NT_T2_COUNTER:
+	case NT_T2_TH_COUNTER: return counter;
+	default: return none;
+	}
+}
+
+/* Which key names the label of the call site ("" = none). */
+static const char *label_key(nt_t2_event t)
+{
+	switch (t) {
+	case NT_T2_REGION_ENTER:
+	case NT_T2_REGION_LEAVE: return "label";
+	case NT_T2_DATA:
+	case NT_T2_DATA_JSON: return "key";
+	case NT_T2_TIMER:
+	case NT_T2_TH_TIMER:
+	case NT_T2_COUNTER:
+	case NT_T2_TH_COUNTER: return "name";
+	default: return "";
+	}
+}
+
+/* "2026-11-21T23:02:46.881067Z" to microseconds since the epoch. */
+static int parse_time(const char *s, size_t n, int64_t *us)
+{
+	struct tm tm = { 0 };
+	int y, mo, d, h, mi, sec, used = 0;
+	long frac;
+	char tail, text[28];
+	if (n != 27)
+		return 0;
+	/* sscanf wants a C string: on the line itself it would take strlen of the rest of the
+	 * input for every line (quadratic) and read past a buffer with no NUL after it. */
+	memcpy(text, s, 27);
+	text[27] = '\0';
+	if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%6ld%c%n", &y, &mo, &d, &h, &mi, &sec, &frac,
+		   &tail, &used) != 8 || used != 27 || tail != 'Z')
+		return 0;
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || frac < 0)
+		return 0;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	time_t t = timegm(&tm);
+	*us = (int64_t)t * 1000000 + frac;
+	return 1;
+}
+
+#define MAX_MEMBERS 64
+
+typedef struct line_ctx {
+	nt_json_member m[MAX_MEMBERS];
+	int n;
+	uint8_t used[MAX_MEMBERS];
+	const char *text;
+} line_ctx;
+
+static const nt_json_value *member(line_ctx *lc, const char *key)
+{
+	for (int i = 0; i < lc->n; i++)
+		if (nt_json_string_is(&lc->m[i].key, key)) {
+			lc->used[i] = 1;
+			return &lc->m[i].value;
+		}
+	return NULL;
+}
+
+static size_t col(const line_ctx *lc, const nt_json_value *v)
+{
+	return (size_t)(v->p - lc->text) + 1;
+}
+
+/* Decodes a string value into a fresh buffer (caller frees). */
+static char *decode(nt_importer *im, const line_ctx *lc, const nt_json_value *v, const char *key,
+		    size_t *len)
+{
+	if (v->type != NT_JSON_STRING) {
+		nt_imp_fail(im, col(lc, v), "\"%s\" must be a string", key);
+		return NULL;
+	}
+	char *buf = malloc(v->n + 1);
+	if (buf == NULL) {
+		nt_imp_oom(im);
+		return NULL;
+	}
+	long n = nt_json_string_decode(v, buf);
+	if (n < 0) {
+		free(buf);
+		nt_imp_fail(im, col(lc, v), "\"%s\" holds a lone UTF-16 surrogate escape", key);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Appends an argument header with room for `plen` payload bytes; returns the payload's
+ * place, or NULL after a failure. */
+static uint8_t *grow_arg(nt_importer *im, nt_bytes *rec, const char *name, size_t name_len,
+			 uint8_t type, uint32_t value32, size_t plen)
+{
+	if (plen > NT_MAX_RECORD_BYTES) {
+		nt_imp_fail(im, 1, "a value of %zu bytes does not fit one record, which holds at "
+				   "most %u bytes", plen, NT_MAX_RECORD_BYTES);
+		return NULL;
+	}
+	uint32_t name_idx = nt_imp_intern(im, name, name_len);
+	if (name_idx == 0)
+		return NULL;
+	uint32_t words = 1 + nt_words_for_bytes((uint32_t)plen);
+	nt_arg_header *h = nt_bytes_grow(rec, words * 8u);
+	if (h == NULL) {
+		nt_imp_oom(im);
+		return NULL;
+	}
+	*h = (nt_arg_header){ .type = type, .size_words = (uint8_t)(words > 255 ? 0 : words),
+			      .name = (uint16_t)name_idx, .value32 = value32 };
+	return (uint8_t *)(h + 1);
+}
+
+/* Appends one argument to the record being built. */
+static int put_arg(nt_importer *im, nt_bytes *rec, const char *name, uint8_t type, uint32_t value32,
+		   const void *payload, size_t plen)
+{
+	uint8_t *at = grow_arg(im, rec, name, strlen(name), type, value32, plen);
+	if (at != NULL && plen)
+		memcpy(at, payload, plen);
+	return at != NULL;
+}
+
+static int put_int(nt_importer *im, nt_bytes *rec, const char *name, int64_t v)
+{
+	if (v >= INT32_MIN && v <= INT32_MAX)
+		return put_arg(im, rec, name, NT_ARG_INT32, (uint32_t)(int32_t)v, NULL, 0);
+	return put_arg(im, rec, name, NT_ARG_INT64, 0, &v, 8);
+}
+
+static int put_u64(nt_importer *im, nt_bytes *rec, const char *name, uint64_t v)
+{
+	if (v <= UINT32_MAX)
+		return put_arg(im, rec, name, NT_ARG_UINT32, (uint32_t)v, NULL, 0);
+	return put_arg(im, rec, name, NT_ARG_UINT64, 0, &v, 8);
+}
+
+static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const field_spec *f,
+		     const nt_json_value *v)
+{
+	int64_t i;
+	uint64_t u;
+	size_t len;
+	switch (f->kind) {
+	case F_INT:
+		if (!nt_json_int64(v, &i))
+			return nt_imp_fail(im, col(lc, v), "\"%s\" must be an integer", f->key);
+		return put_int(im, rec, f->key, i);
+	case F_BOOL:
+		if (v->type != NT_JSON_TRUE && v->type != NT_JSON_FALSE)
+			return nt_imp_fail(im, col(lc, v), "\"%s\" must be true or false", f->key);
+		return put_arg(im, rec, f->key, NT_ARG_BOOL, v->type == NT_JSON_TRUE, NULL, 0);
+	case F_USEC:
+	case F_NSEC:
+		if (!nt_json_fixed(v, 6, &u))
+			return nt_imp_fail(im, col(lc, v),
+				    "\"%s\" must be seconds with at most 6 decimals, not negative",
+				    f->key);
+		if (f->kind == F_NSEC) {
+			if (u > UINT64_MAX / 1000)
+				return nt_imp_fail(im, col(lc, v), "\"%s\" is too large", f->key);
+			u *= 1000;
+		}
+		return put_u64(im, rec, f->key, u);
+	case F_RAW:
+		/* data_json: the JSON text is kept verbatim (Git writes it with jw_object_sub_jw). */
+		return put_arg(im, rec, f->key, NT_ARG_STRING, (uint32_t)v->n, v->p, v->n);
+	case F_STR: {
+		char *s = decode(im, lc, v, f->key, &len);
+		if (s == NULL)
+			return 0;
+		int ok = put_arg(im, rec, f->key, NT_ARG_STRING, (uint32_t)len, s, len);
+		free(s);
+		return ok;
+	}
+	case F_LIST: {
+		if (v->type != NT_JSON_ARRAY)
+			return nt_imp_fail(im, col(lc, v), "\"%s\" must be an array of strings", f->key);
+		nt_bytes list = { 0 };
+		size_t pos = 0;
+		uint32_t count = 0;
+		nt_json_value e;
+		int ok = 1;
+		while (ok && nt_json_array_next(v, &pos, &e)) {
+			char *s = decode(im, lc, &e, f->key, &len);
+			uint8_t *at = s ? nt_bytes_grow(&list, 4 + len) : NULL;
+			if (s != NULL && at == NULL)
+				nt_imp_oom(im);
+			if (at != NULL) {
+				uint32_t l32 = (uint32_t)len;
+				memcpy(at, &l32, 4);
+				memcpy(at + 4, s, len);
+				count++;
+			}
+			ok = at != NULL;
+			free(s);
+		}
+		if (ok)
+			ok = put_arg(im, rec, f->key, NT_ARG_STRING_LIST, count, list.p, list.len);
+		free(list.p);
+		return ok;
+	}
+	}
+	return 0;
+}
+
+/* Like member(), but leaves the key to be kept: an unknown event's time orders it, and
+ * is written back as it stood. */
+static const nt_json_value *peek(const line_ctx *lc, const char *key)
+{
+	for (int i = 0; i < lc->n; i++)
+		if (nt_json_string_is(&lc->m[i].key, key))
+			return &lc->m[i].value;
+	return NULL;
+}
+
+/* Every key not used so far, as a JsonValue argument at its position in the line. */
+static int put_kept(nt_importer *im, line_ctx *lc, nt_bytes *rec)
+{
+	for (int i = 0; i < lc->n; i++) {
+		if (lc->used[i])
+			continue;
+		const nt_json_value *k = &lc->m[i].key, *v = &lc->m[i].value;
+		size_t klen;
+		char *name = decode(im, lc, k, "key", &klen);
+		if (name == NULL)
+			return 0;
+		int ok = 1;
+		if (memchr(name, 0, klen) != NULL)
+			ok = nt_imp_fail(im, col(lc, k), "a NUL character in a key is not supported");
+		else if (klen > NT_MAX_STRING_LENGTH)
+			ok = nt_imp_fail(im, col(lc, k), "a key longer than %u bytes",
+					 NT_MAX_STRING_LENGTH);
+		uint8_t *at = ok ? grow_arg(im, rec, name, klen, NT_ARG_JSON, (uint32_t)i,
+					    4 + v->n) : NULL;
+		free(name);
+		if (at == NULL)
+			return 0;
+		uint32_t n32 = (uint32_t)v->n;
+		memcpy(at, &n32, 4);
+		memcpy(at + 4, v->p, v->n);
+	}
+	return 1;
+}
+
+/* The message type: a known Git event, or NT_T2_UNKNOWN (the name then goes into *unknown,
+ * a fresh string of *unknown_len bytes). */
+static int line_type(nt_importer *im, line_ctx *lc, const nt_json_value *ev, char **unknown,
+		     size_t *unknown_len)
+{
+	for (int t = 0; t < NT_T2_EVENT_COUNT; t++)
+		if (t != NT_T2_UNKNOWN && nt_json_string_is(ev, nt_t2_event_names[t]))
+			return t;
+	*unknown = decode(im, lc, ev, "event", unknown_len);
+	return *unknown != NULL ? NT_T2_UNKNOWN : -1;
+}
+
+/* The line's ticks: its own time, else its process's last (a brief stream has almost
+ * none). A known event other than version and atexit without time marks the process
+ * brief; an unknown event's time, kept as written, only orders it when it can. */
+static int line_ticks(nt_importer *im, line_ctx *lc, int type, uint32_t proc, uint64_t *ticks)
+{
+	*ticks = im->process_ticks[proc];
+	const nt_json_value *tv = type == NT_T2_UNKNOWN ? peek(lc, "time") : member(lc, "time");
+	int64_t us = -1;
+	int ok = tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, &us) &&
+		 us >= 0;
+	if (tv != NULL && !ok && type != NT_T2_UNKNOWN)
+		return nt_imp_fail(im, col(lc, tv), "\"time\" must be UTC like "
+						    "\"2026-11-21T23:02:46.881067Z\"");
+	if (ok) {
+		*ticks = (uint64_t)us * 1000u;
+		im->process_ticks[proc] = *ticks;
+	} else if (tv == NULL && type != NT_T2_VERSION && type != NT_T2_ATEXIT &&
+		   type != NT_T2_UNKNOWN) {
+		im->process_brief[proc] = 1;
+	}
+	if (!im->have_ticks || *ticks < im->first_ticks)
+		im->first_ticks = *ticks;
+	if (!im->have_ticks || *ticks > im->last_ticks)
+		im->last_ticks = *ticks;
+	im->have_ticks = 1;
+	return 1;
+}
+
+/* The thread index of the line's (sid, thread); *proc its process. 0 after a failure. */
+static uint32_t line_thread(nt_importer *im, line_ctx *lc, const nt_json_value *sid,
+			    const nt_json_value *thread, uint32_t *proc)
+{
+	size_t sid_len, th_len;
+	char *sid_s = decode(im, lc, sid, "sid", &sid_len);
+	char *th_s = sid_s ? decode(im, lc, thread, "thread", &th_len) : NULL;
+	uint32_t p = th_s ? nt_imp_process(im, sid_s, sid_len) : 0;
+	uint32_t tidx = p ? nt_imp_thread(im, p - 1, th_s, th_len) : 0;
+	free(sid_s);
+	free(th_s);
+	*proc = p ? p - 1 : 0;
+	return tidx;
+}
+
+typedef struct line_site {
+	uint32_t callsite;
+	int empty_category, empty_label; /* present but "": explicit arguments */
+} line_site;
+
+/* The call site: file:line, the category and label / key / name, and the repository
+ * (CallSiteRecord.repo: id + 1). An unknown event gets an empty one and keeps all its keys
+ * as written: this version cannot tell what they mean. */
+static int line_site_of(nt_importer *im, line_ctx *lc, int type, line_site *site)
+{
+	memset(site, 0, sizeof(*site));
+	if (type == NT_T2_UNKNOWN)
+		return (site->callsite = nt_imp_callsite(im, "", 0, "", 0, "", 0, 0, 0)) != 0;
+	const nt_json_value *fv = member(lc, "file"), *lv = member(lc, "line");
+	const nt_json_value *rv = member(lc, "repo");
+	/* Only messages with a label have a category (others render none: a category on one
+	 * of them is a key this version does not know, and is kept). */
+	const char *lk = label_key((nt_t2_event)type);
+	const nt_json_value *cv = lk[0] ? member(lc, "category") : NULL;
+	const nt_json_value *labv = lk[0] ? member(lc, lk) : NULL;
+	char *file = NULL, *cat = NULL, *lab = NULL;
+	size_t file_len = 0, cat_len = 0, lab_len = 0;
+	int64_t line = 0, repo = -1;
+	int ok = 1;
+	if (fv != NULL && (file = decode(im, lc, fv, "file", &file_len)) == NULL)
+		ok = 0;
+	if (ok && lv != NULL && (!nt_json_int64(lv, &line) || line < 0 || line > UINT32_MAX))
+		ok = nt_imp_fail(im, col(lc, lv), "\"line\" must be a line number");
+	if (ok && cv != NULL && (cat = decode(im, lc, cv, "category", &cat_len)) == NULL)
+		ok = 0;
+	if (ok && labv != NULL && (lab = decode(im, lc, labv, lk, &lab_len)) == NULL)
+		ok = 0;
+	if (ok && ((file && memchr(file, 0, file_len)) || (cat && memchr(cat, 0, cat_len)) ||
+		   (lab && memchr(lab, 0, lab_len))))
+		ok = nt_imp_fail(im, 1, "a NUL character in file, category or %s is not supported",
+				 lk);
+	if (ok && rv != NULL && (!nt_json_int64(rv, &repo) || repo < 0 || repo >= UINT32_MAX))
+		ok = nt_imp_fail(im, col(lc, rv), "\"repo\" must be a repository id");
+	if (ok)
+		site->callsite = nt_imp_callsite(im, cat ? cat : "", cat_len, lab ? lab : "",
+						 lab_len, file ? file : "", file_len,
+						 (uint32_t)line, (uint32_t)(repo + 1));
+	/* A category or label that is present but empty cannot live in the call site, where
+	 * "" means none. */
+	site->empty_category = cat != NULL && cat_len == 0;
+	site->empty_label = lab != NULL && lab_len == 0;
+	free(file);
+	free(cat);
+	free(lab);
+	return site->callsite != 0;
+}
+
+/* Gives the member whose value is v back to put_kept. */
+static void unuse(line_ctx *lc, const nt_json_value *v)
+{
+	for (int i = 0; i < lc->n; i++)
+		if (&lc->m[i].value == v)
+			lc->used[i] = 0;
+}
+
+/* Git leaves out an empty hierarchy, and so does the EVENT renderer (the writer records
+ * one always); an empty one in the input is kept as written instead of lost. */
+static int omitted_when_empty(int type, const char *key)
+{
+	return type == NT_T2_CMD_NAME && strcmp(key, "hierarchy") == 0;
+}
+
+/* The record: event header, then the arguments, then the kept keys. */
+static int put_record(nt_importer *im, line_ctx *lc, nt_bytes *rec, int type,
+		      const line_site *site, const char *unknown, size_t unknown_len)
+{
+	nt_event_record *head = nt_bytes_grow(rec, sizeof(*head));
+	if (head == NULL)
+		return nt_imp_oom(im);
+	*head = (nt_event_record){ .kind = (uint8_t)(NT_KIND_T2_FIRST + type),
+				   .callsite = (uint16_t)site->callsite };
+	int ok = 1;
+	if (unknown != NULL)
+		ok = put_arg(im, rec, "event", NT_ARG_STRING, (uint32_t)unknown_len, unknown,
+			     unknown_len);
+	if (ok && site->empty_category)
+		ok = put_arg(im, rec, "category", NT_ARG_STRING, 0, NULL, 0);
+	if (ok && site->empty_label)
+		ok = put_arg(im, rec, "label", NT_ARG_STRING, 0, NULL, 0);
+	for (const field_spec *f = fields_of((nt_t2_event)type); ok && f->key; f++) {
+		const nt_json_value *v = member(lc, f->key);
+		if (v != NULL && omitted_when_empty(type, f->key) && v->type == NT_JSON_STRING &&
+		    v->n == 2)
+			unuse(lc, v); /* kept as written, by put_kept */
+		else if (v != NULL)
+			ok = put_field(im, lc, rec, f, v);
+	}
+	if (ok)
+		ok = put_kept(im, lc, rec);
+	if (ok && rec->len > NT_MAX_RECORD_BYTES)
+		ok = nt_imp_fail(im, 1, "the %s event takes %zu bytes; one record holds at most %u",
+				 unknown != NULL ? unknown : nt_t2_event_names[type], rec->len,
+				 NT_MAX_RECORD_BYTES);
+	if (ok)
+		((nt_event_record *)(void *)rec->p)->size_words = (uint8_t)(rec->len / 8);
+	return ok;
+}
+
+int nt_imp_line(nt_importer *im, const char *text, size_t n)
+{
+	line_ctx lc = { .text = text };
+	const char *jerr = NULL;
+	size_t at = 0;
+	lc.n = nt_json_object(text, n, lc.m, MAX_MEMBERS, &jerr, &at);
+	if (lc.n < 0)
+		return nt_imp_fail(im, at + 1, "%s", jerr);
+	const nt_json_value *ev = member(&lc, "event"), *sid = member(&lc, "sid"),
+			    *thread = member(&lc, "thread");
+	if (ev == NULL || sid == NULL || thread == NULL)
+		return nt_imp_fail(im, 1, "missing \"%s\" (every Trace2 event has event, sid and "
+					  "thread)", ev == NULL ? "event" : sid == NULL ? "sid" : "thread");
+	char *unknown = NULL;
+	size_t unknown_len = 0;
+	int type = line_type(im, &lc, ev, &unknown, &unknown_len);
+	uint32_t proc = 0, tidx = type >= 0 ? line_thread(im, &lc, sid, thread, &proc) : 0;
+	uint64_t ticks = 0;
+	line_site site;
+	nt_bytes rec = { 0 };
+	int ok = tidx != 0 && line_ticks(im, &lc, type, proc, &ticks) &&
+		 line_site_of(im, &lc, type, &site) &&
+		 put_record(im, &lc, &rec, type, &site, unknown, unknown_len) &&
+		 nt_imp_emit(im, tidx, ticks, &rec);
+	free(rec.p);
+	free(unknown);
+	return ok;
+}
+
+int nt_imp_line_time(const char *text, size_t n, int64_t *us)
+{
+	line_ctx lc = { .text = text };
+	const char *jerr;
+	size_t at;
+	lc.n = nt_json_object(text, n, lc.m, MAX_MEMBERS, &jerr, &at);
+	const nt_json_value *tv = lc.n > 0 ? peek(&lc, "time") : NULL;
+	return tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, us);
+}
+
+int nt_imp_blank(const char *text, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (text[i] != ' ' && text[i] != '\t')
+			return 0;
+	return 1;
+}
