@@ -1,6 +1,7 @@
 /* trace-import - convert Git Trace2 EVENT streams into a nanotrace archive. A thin layer
  * over nt_trace2_import() and nt_trace2_import_paths(). Exit status: 0 success, 1 usage
  * error, 2 unreadable or malformed input, or an output that could not be written. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -54,15 +55,17 @@ static int read_all(FILE *in, char **data, size_t *len)
 	return 1;
 }
 
-/* Written next to the target and renamed over it: never a half-written archive. */
+/* Written next to the target under a random name (mkostemp: O_EXCL, mode 0600, so a link
+ * planted there is never followed) and renamed over it: never a half-written archive, and a
+ * symlink at `path` itself is replaced, not written through. */
 static int write_archive(const char *path, const void *data, size_t len)
 {
 	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 32);
+	char *tmp = malloc(plen + 8);
 	if (tmp == NULL)
 		return 0;
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	snprintf(tmp, plen + 8, "%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		free(tmp);
 		return 0;

@@ -286,6 +286,20 @@ def cli(tmp):
         f.write(line)
     p = run([IMPORT, '-o', os.path.join(tmp, 'nodir', 'x.ntrace'), good])
     check(p.returncode == 2 and b'nodir' in p.stderr, 'unwritable output: %r' % p.stderr)
+    # Links planted at the output and at the old predictable temporary name are never
+    # written through: the output link is replaced by the archive, the victims stay.
+    victim = os.path.join(tmp, 'victim')
+    with open(victim, 'wb') as f:
+        f.write(b'precious')
+    out = os.path.join(tmp, 'linked.ntrace')
+    os.symlink(victim, out)
+    for pid in range(os.getpid(), os.getpid() + 64):
+        os.symlink(victim, '%s.tmp.%d' % (out, pid))
+    p = run([IMPORT, '-o', out, good])
+    with open(victim, 'rb') as f:
+        check(p.returncode == 0 and f.read() == b'precious' and not os.path.islink(out) and
+              stat.S_IMODE(os.stat(out).st_mode) == 0o600,
+              'trace-import with planted links: exit %d, victim or output wrong' % p.returncode)
     for args in (['--nesting', '0'], ['--format', 'perf', '--stats'], ['--format', 'xml']):
         p = run([DUMP] + args + [os.path.join(tmp, 'trace2.ntrace')])
         check(p.returncode == 1, 'trace-dump %s: exit %d' % (args, p.returncode))
