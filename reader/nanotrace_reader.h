@@ -220,9 +220,10 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
  * a line "events: N". */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
-/* Git Trace2's three renderings, byte for byte as git 2.39.5 writes them (see
- * shared/reference/trace2-formats.md): NORMAL and PERF text, and EVENT JSON lines. Only
- * Trace2 messages are rendered; low-level events are skipped. */
+/* Git Trace2's three renderings, byte for byte as git 2.39.5 writes them (the formats of
+ * Git's Documentation/technical/api-trace2.adoc and trace2/tr2_tgt_*.c): NORMAL and PERF
+ * text, and EVENT JSON lines. Only Trace2 messages are rendered; low-level events are
+ * skipped. */
 typedef enum nt_trace2_format {
 	NT_TRACE2_NORMAL = 0,
 	NT_TRACE2_PERF = 1,
@@ -261,7 +262,9 @@ typedef struct nt_trace2_import_error {
 /* Convert a Git Trace2 EVENT stream (JSON lines as GIT_TRACE2_EVENT writes them, raw
  * non-UTF-8 bytes included; blank lines are skipped) into an archive in memory, which
  * nt_render_trace2() renders back: EVENT byte for byte, NORMAL and PERF except for what
- * an EVENT stream does not carry (trace2-formats.md §10). Every key is kept: a string that
+ * an EVENT stream does not carry (the clock's digits beyond microseconds, PERF's t_abs of
+ * messages that have none in EVENT, and the self file:line of atexit, signal, timer and
+ * counter messages). Every key is kept: a string that
  * is present but empty stays present ("msg":""), and a key or an event this version does
  * not know (a newer Git's) is kept verbatim (NT_ARG_JSON, NT_T2_UNKNOWN), rendered back in
  * EVENT where it stood and left out of NORMAL and PERF. On success *archive (free() it)
