@@ -32,10 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
-#include "nanotrace_trace2.h"
-#include "nanotrace_reader.h"
-#include "nt_clock.h"
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_trace2.h>
+#include <nanotrace/nanotrace_reader.h>
+#include "../writer/core/nt_clock.h"
 
 #define SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 
 static int on_event(void *ctx, const nt_reader_event *e)
 {

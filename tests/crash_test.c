@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_reader.h>
 #include "seq_check.h"
 
 #define THREADS 3
@@ -119,7 +119,7 @@ static uint64_t verify_killed(const char *path, int ready, int iteration, const 
 	/* The iteration in flight at the kill (up to 4 events per thread) may be in the archive
 	 * or counted as lost without being in `made` yet. Circular mode has one more window: a
 	 * claimer killed between winning a slot and invalidating it has counted the old chunk
-	 * as overwritten while it still decodes (writer/nt_arena.c), at most a chunk per thread. */
+	 * as overwritten while it still decodes (writer/core/nt_arena.c), at most a chunk per thread. */
 	uint64_t slack = 4 * THREADS;
 	if (strcmp(mode, "circular") == 0)
 		slack += THREADS * (CHUNK_SIZE - sizeof(nt_chunk_header)) / 8;

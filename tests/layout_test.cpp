@@ -20,7 +20,7 @@
 #include "nanotrace_bfbs_generated.h"
 #include "nanotrace_generated_public.h"
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 #include "nt_archive_header.h"
 #include "nt_archive_header_encode.h"
 #include "nt_fifo.h"

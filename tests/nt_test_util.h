@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 
 typedef struct test_event {
 	uint8_t kind;

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 
 static int start(int mode, size_t buffer, size_t chunk)
 {

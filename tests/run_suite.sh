@@ -2,7 +2,7 @@
 # The whole test suite: builds nanotrace three ways and runs every test in each.
 #   plain        -O2 with assertions
 #   asan-ubsan   AddressSanitizer + UndefinedBehaviorSanitizer (every error is fatal)
-#   tsan         ThreadSanitizer (atomics mapped to __atomic builtins; see writer/nt_atomic.h)
+#   tsan         ThreadSanitizer (atomics mapped to __atomic builtins; see writer/core/nt_atomic.h)
 # Ends with one line "N passed, N failed"; exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."

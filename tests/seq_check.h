@@ -23,9 +23,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nanotrace.h"
-#include "nanotrace_reader.h"
-#include "nanotrace_trace2.h"
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_reader.h>
+#include <nanotrace/nanotrace_trace2.h>
 
 #define SEQ_MAX_THREADS 256
 

@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_reader.h>
 #include "seq_check.h"
 
 static uint64_t failures;

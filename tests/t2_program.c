@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nanotrace_trace2.h"
+#include <nanotrace/nanotrace_trace2.h>
 
 static NT_T2_TIMER_DEFINE(work_timer, "test", "work", 1);
 static NT_T2_TIMER_DEFINE(total_timer, "test", "total", 0);

@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nanotrace_trace2.h"
-#include "nt_clock.h"
+#include <nanotrace/nanotrace_trace2.h>
+#include "../writer/core/nt_clock.h"
 
 static long sleep_ms = 200;
 

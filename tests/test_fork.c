@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 #include "nt_test_util.h"
 
 #define BEFORE 600

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 #include "nt_test_util.h"
 
 static int evaluated;

@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
-#include "nanotrace_trace2.h"
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_trace2.h>
 #include "nt_test_util.h"
 
 #define EVENTS 500

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 #include "nt_test_util.h"
 
 static void init(int mode, const char *categories)

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
-#include "nanotrace_trace2.h"
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_trace2.h>
 #include "nt_test_util.h"
 
 static uint8_t *archive;

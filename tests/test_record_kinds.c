@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 #include "nt_record.h"
 #include "nt_test_util.h"
 

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 
 static int failures;
 #define CHECK(cond, ...)                                                                   \

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 #include "nt_test_util.h"
 
 static nt_config small_config(int mode)

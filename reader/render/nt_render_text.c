@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_reader_internal.h"
+#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 #define MAX_COL 32

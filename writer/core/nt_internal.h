@@ -21,7 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
+#include "nt_core.h"
 #include "nt_archive_header.h"
 #include "nt_archive_header_encode.h"
 #include "nt_atomic.h"
@@ -202,25 +203,14 @@ void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in
 
 /* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
 void nt_crash_handlers_install(void);
-/* Called first by the fatal-signal handler (Trace2 records its "signal" message). */
-extern void (*nt_signal_hook)(int sig);
-
-/* Called by a start that cleared the durable region (nt_trace2.c sets it). */
-extern void (*nt_durable_cleared_hook)(void);
-
-/* nt_event.c: write a ProcessRecord (Trace2) into the durable region; 0 when not recording
- * or full. */
-int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_ticks,
-			    int32_t utc_offset);
+/* The hooks layers registered (nt_core.h); every member may be NULL. */
+extern nt_core_hooks nt_hooks;
 
 /* nt_intern.c */
 int nt_intern_init(void);
 /* Index of `s` (at most NT_MAX_STRING_LENGTH bytes kept), interning it if new; 0 when the
  * durable region or the index space is full. Caller holds intern_lock. */
 uint32_t nt_intern_string(const char *s);
-/* Registers `site` (and the names of `args`, its first call's arguments) for the current
- * session; returns its state, or 0 when the event is dropped (and counted). */
-uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args);
 int nt_category_matches(const char *category);
 
 /* nt_arena.c: close every chunk a writer still holds (between runs, no writer active), so

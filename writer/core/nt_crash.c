@@ -22,7 +22,12 @@
 #include "nt_internal.h"
 
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGPIPE };
-void (*nt_signal_hook)(int sig);
+nt_core_hooks nt_hooks;
+
+void nt_core_set_hooks(const nt_core_hooks *hooks)
+{
+	nt_hooks = hooks ? *hooks : (nt_core_hooks){ 0 };
+}
 #define NSIG_HANDLED (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 static struct sigaction previous[NSIG_HANDLED];
 static int installed;
@@ -30,8 +35,8 @@ static int installed;
 static void on_fatal_signal(int sig)
 {
 	int saved_errno = errno;
-	if (nt_signal_hook != NULL)
-		nt_signal_hook(sig);
+	if (nt_hooks.on_fatal_signal != NULL)
+		nt_hooks.on_fatal_signal(sig);
 	nt_session_record_end(NT_END_SIGNAL, sig);
 	for (size_t i = 0; i < NSIG_HANDLED; i++)
 		if (fatal_signals[i] == sig)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "nt_import_tables.h"
-#include "nt_reader_internal.h"
+#include "../decode/nt_reader_internal.h"
 
 typedef struct nt_importer {
 	nt_bytes durable, chunks;

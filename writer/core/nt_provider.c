@@ -145,9 +145,9 @@ nt_result nt_provider_start(nt_buffer_disposition disposition, const char *addit
 	nt_S.started = SESSION_RECORDING;
 	nt_store_release_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED |
 						     nt_S.epoch);
-	/* A cleared durable region lost the Trace2 ProcessRecord: Trace2 writes it again. */
-	if (disposition == NT_BUFFER_CLEAR_ENTIRE && nt_durable_cleared_hook != NULL)
-		nt_durable_cleared_hook();
+	/* A cleared durable region lost the records layers wrote there: they write them again. */
+	if (disposition == NT_BUFFER_CLEAR_ENTIRE && nt_hooks.on_durable_cleared != NULL)
+		nt_hooks.on_durable_cleared();
 	return NT_OK;
 }
 

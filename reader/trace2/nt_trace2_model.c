@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_reader_internal.h"
+#include "../decode/nt_reader_internal.h"
 #include "nt_trace2.h"
 
 #define T2_STACK_MAX 128

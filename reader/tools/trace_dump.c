@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"

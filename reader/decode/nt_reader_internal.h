@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 #include "nt_record.h"
 
 typedef struct reader_string {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 
 /* "567ns", "1.234us", "12.345ms", "1.234s". */
 void nt_format_duration(char *buf, size_t cap, uint64_t ns);

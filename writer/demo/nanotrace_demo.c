@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nanotrace.h"
+#include <nanotrace/nanotrace.h>
 
 static const char usage[] =
 	"usage: nanotrace-demo OUTPUT [options]\n"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nt_reader_internal.h"
+#include "../decode/nt_reader_internal.h"
 #include "nt_trace2.h"
 
 /* ---- EVENT ------------------------------------------------------------------------------ */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_reader_internal.h"
+#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 /* Length of the valid UTF-8 sequence at s (of n bytes), or 0 if it is not valid. */

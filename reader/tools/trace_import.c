@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nanotrace_reader.h"
+#include <nanotrace/nanotrace_reader.h>
 
 static const char usage[] =
 	"usage: trace-import [-o ARCHIVE] [FILE|DIRECTORY ...]\n"

@@ -2,8 +2,8 @@
 #ifndef NT_TRACE2_INTERNAL_H
 #define NT_TRACE2_INTERNAL_H
 
-#include "nanotrace_trace2.h"
-#include "nt_internal.h"
+#include <nanotrace/nanotrace_trace2.h>
+#include "../core/nt_core.h"
 
 #define NT_T2_THREAD_NAME_MAX 24 /* Git's TR2_MAX_THREAD_NAME */
 

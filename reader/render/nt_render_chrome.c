@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "nt_reader_internal.h"
+#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 typedef struct chrome_ctx {

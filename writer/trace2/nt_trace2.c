@@ -149,8 +149,6 @@ static void write_process_record(void)
 				(int32_t)tm.tm_gmtoff);
 }
 
-void (*nt_durable_cleared_hook)(void);
-
 int nt_t2_initialize_(nt_callsite *site, const char *version)
 {
 	pthread_mutex_lock(&t2_lock);
@@ -176,7 +174,6 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 
 	nt_T2.start_ticks = nt_clock_snapshot_ticks(&clock_start);
 	write_process_record();
-	nt_durable_cleared_hook = write_process_record;
 	nt_t2_thread *t = &nt_T2_tls;
 	t->named = 1;
 	t->is_main = 1;
@@ -199,7 +196,8 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 				     .arg_count = 1, .always = 1 };
 	nt_arg sa = NT_I32("signo", 0);
 	nt_callsite_resolve(&signal_site, &sa);
-	nt_signal_hook = signal_message;
+	nt_core_set_hooks(&(nt_core_hooks){ .on_fatal_signal = signal_message,
+					    .on_durable_cleared = write_process_record });
 	atexit(atexit_message);
 	pthread_mutex_unlock(&t2_lock);
 	return 1;

@@ -1,0 +1,39 @@
+/*
+ * nt_core.h - what the writer's core offers the layers built on it (writer/trace2/), beside
+ * the public API of <nanotrace/nanotrace.h>. Not installed.
+ *
+ * The core never names a layer: a layer that must act at a core event (a fatal signal, a
+ * start that cleared the durable region) registers a hook here. Layers include this header,
+ * never nt_internal.h, so the core's session state stays the core's.
+ */
+#ifndef NT_CORE_H
+#define NT_CORE_H
+
+#include <stdint.h>
+
+#include <nanotrace/nanotrace.h>
+#include "nt_clock.h" /* the session clock, for layers that time things */
+
+/* Hooks a layer registers (NULL to remove). Each is called from the core's slow path:
+ *   on_fatal_signal   first thing in the fatal-signal handler of a file-backed arena, with
+ *                     recording still on: it may record one last event; async-signal-safe
+ *                     code only.
+ *   on_durable_cleared  after a start that cleared the durable region (CLEAR_ENTIRE):
+ *                     durable records the layer wrote before must be written again. */
+typedef struct nt_core_hooks {
+	void (*on_fatal_signal)(int sig);
+	void (*on_durable_cleared)(void);
+} nt_core_hooks;
+void nt_core_set_hooks(const nt_core_hooks *hooks);
+
+/* Registers `site` (and the names of `args`, its first call's arguments) for the current
+ * session ahead of its first event, so that a later emit (from a signal handler, say) takes
+ * no lock; returns its state, or 0 when the event would be dropped (and counted). */
+uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args);
+
+/* Writes a ProcessRecord (a SID, the process start and its UTC offset) into the durable region;
+ * 0 when not recording or the region is full. */
+int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_ticks,
+			    int32_t utc_offset);
+
+#endif /* NT_CORE_H */
