@@ -27,23 +27,26 @@ struct nt_reader {
 	nt_archive_info info;
 	uint64_t records_start; /* first record, after the header */
 
-	reader_string *strings; /* by index; [0] unused */
-	uint32_t nstrings;      /* highest index + 1 allocated */
+	/* Tables by index, grown with nt_grow (reader/common/nt_grow.h): n* is the number of
+	 * entries allocated, so an index below it may be looked up. */
+	reader_string *strings; /* [0] unused */
+	size_t nstrings;
 	char *pool;             /* NUL-terminated copies of all strings */
 	size_t pool_len, pool_cap;
 
-	nt_reader_thread *threads; /* by index; [0] unused; name == NULL = not defined */
-	char **thread_names;
-	uint32_t nthreads;
+	nt_reader_thread *threads; /* [0] unused; name == NULL = not defined */
+	size_t nthreads;
+	uint32_t thread_limit;     /* highest defined thread index + 1 (0: none) */
+	uint32_t *thread_order;    /* the defined indices, ascending: nt_reader_thread_at() */
 
-	nt_reader_process *processes; /* by index; defined == 0: no record */
-	uint32_t nprocesses;
+	nt_reader_process *processes; /* defined == 0: no record */
+	size_t nprocesses;
 #define MAX_PROCESS_INDEX 65536u
 
-	reader_callsite *callsites; /* by index */
-	uint32_t ncallsites;
+	reader_callsite *callsites;
+	size_t ncallsites;
 
-	uint32_t max_category_len, max_name_len;
+	uint32_t max_category_len, max_name_len, max_event_name_len;
 
 	/* Arena layout: the valid chunk slots (at most nslots), in time order. */
 	int arena;
@@ -75,15 +78,6 @@ struct nt_reader {
 uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out, char *why,
 			  size_t whylen, uint64_t *where);
 
-/* a - b, saturated: times come from untrusted archives. */
-static inline int64_t nt_sat_sub(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_sub_overflow(a, b, &r))
-		return b < 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 static inline uint64_t rd64(const uint8_t *p)
 {
 	uint64_t v;
@@ -112,13 +106,5 @@ uint64_t nt_resync(const nt_reader *r, uint64_t off);
 
 /* Is the chunk header at `off` (of `size` bytes) one the archive can decode? */
 int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why);
-
-/* Renderers: forward damage to the caller's nt_render_options.on_error. */
-static inline void nt_render_forward_error(const nt_render_options *opt, uint64_t off,
-					   const char *msg)
-{
-	if (opt->on_error)
-		opt->on_error(opt->error_ctx, off, msg);
-}
 
 #endif /* NT_READER_INTERNAL_H */

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/nt_grow.h"
 #include "nt_reader_internal.h"
 
 #define MAX_THREAD_INDEX (1u << 20) /* bounds the thread table a corrupt index could demand */
@@ -68,35 +69,25 @@ int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const ch
 	return 1;
 }
 
-static int grow(void **arr, uint32_t *n, uint32_t need, size_t elem)
+/* What reading a durable record came to. Damage is reported and the walk goes on; running
+ * out of memory ends the open. */
+typedef enum durable_result {
+	DURABLE_OK = 0,
+	DURABLE_DAMAGED,   /* *why says what is wrong */
+	DURABLE_NO_MEMORY,
+} durable_result;
+
+static durable_result damaged(const char **why, const char *what)
 {
-	if (need <= *n)
-		return 1;
-	uint32_t cap = *n ? *n : 16;
-	while (cap < need)
-		cap *= 2;
-	void *p = realloc(*arr, (size_t)cap * elem);
-	if (p == NULL)
-		return 0;
-	memset((char *)p + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
-	*arr = p;
-	*n = cap;
-	return 1;
+	*why = what;
+	return DURABLE_DAMAGED;
 }
 
 /* Copy bytes into the NUL-terminated pool; returns the pool offset or -1. */
 static long pool_add(nt_reader *r, const uint8_t *s, uint32_t len)
 {
-	if (r->pool_len + len + 1 > r->pool_cap) {
-		size_t cap = r->pool_cap ? r->pool_cap : 4096;
-		while (cap < r->pool_len + len + 1)
-			cap *= 2;
-		char *p = realloc(r->pool, cap);
-		if (p == NULL)
-			return -1;
-		r->pool = p;
-		r->pool_cap = cap;
-	}
+	if (!nt_grow(&r->pool, &r->pool_cap, r->pool_len + len + 1, 1))
+		return -1;
 	long at = (long)r->pool_len;
 	memcpy(r->pool + at, s, len);
 	r->pool[at + len] = '\0';
@@ -106,98 +97,117 @@ static long pool_add(nt_reader *r, const uint8_t *s, uint32_t len)
 
 /* Pool offsets are turned into pointers once the pool stops moving. */
 typedef struct pending_names {
-	long *string_at; /* by string index */
+	long *string_at; /* by string index; pool offset + 1, 0 = undefined */
+	size_t nstring;
 	long *thread_at; /* by thread index */
+	size_t nthread;
 } pending_names;
 
-static const char *durable_record(nt_reader *r, uint64_t off, uint64_t size, pending_names *pn,
-				  uint32_t *nstr_at, uint32_t *nthr_at)
+static durable_result durable_string(nt_reader *r, const uint8_t *p, uint64_t size,
+				     pending_names *pn, const char **why)
+{
+	const nt_string_record *s = (const void *)p;
+	if (s->length > size - 8)
+		return damaged(why, "string record is shorter than its length");
+	if (s->index == 0 || s->index > NT_MAX_STRING_INDEX)
+		return damaged(why, "string record index is out of range");
+	if (!nt_grow(&r->strings, &r->nstrings, (size_t)s->index + 1, sizeof(*r->strings)) ||
+	    !nt_grow(&pn->string_at, &pn->nstring, (size_t)s->index + 1, sizeof(long)))
+		return DURABLE_NO_MEMORY;
+	long at = pool_add(r, p + 8, s->length);
+	if (at < 0)
+		return DURABLE_NO_MEMORY;
+	pn->string_at[s->index] = at + 1;
+	r->strings[s->index].len = s->length;
+	r->strings[s->index].str = ""; /* defined; pointer fixed after the walk */
+	r->summary.strings++;
+	return DURABLE_OK;
+}
+
+static durable_result durable_thread(nt_reader *r, const uint8_t *p, uint64_t size,
+				     pending_names *pn, const char **why)
+{
+	const nt_thread_record *t = (const void *)p;
+	if (size < sizeof(*t) || t->name_length > size - sizeof(*t))
+		return damaged(why, "thread record is shorter than its name");
+	if (t->index == 0 || t->index >= MAX_THREAD_INDEX)
+		return damaged(why, "thread record index is out of range");
+	if (!nt_grow(&r->threads, &r->nthreads, (size_t)t->index + 1, sizeof(*r->threads)) ||
+	    !nt_grow(&pn->thread_at, &pn->nthread, (size_t)t->index + 1, sizeof(long)))
+		return DURABLE_NO_MEMORY;
+	long at = pool_add(r, p + sizeof(*t), t->name_length);
+	if (at < 0)
+		return DURABLE_NO_MEMORY;
+	if (r->threads[t->index].name == NULL)
+		r->summary.threads++;
+	if (t->index >= r->thread_limit)
+		r->thread_limit = t->index + 1;
+	pn->thread_at[t->index] = at + 1;
+	r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "", t->process };
+	if (t->name_length > r->max_name_len)
+		r->max_name_len = t->name_length;
+	return DURABLE_OK;
+}
+
+static durable_result durable_process(nt_reader *r, const uint8_t *p, uint64_t size,
+				      const char **why)
+{
+	const nt_process_record *pr = (const void *)p;
+	if (size < sizeof(*pr) || pr->sid_length > size - sizeof(*pr))
+		return damaged(why, "process record is shorter than its SID");
+	if (pr->index >= MAX_PROCESS_INDEX)
+		return damaged(why, "process record index is out of range");
+	if (!nt_grow(&r->processes, &r->nprocesses, (size_t)pr->index + 1, sizeof(*r->processes)))
+		return DURABLE_NO_MEMORY;
+	nt_reader_process *dst = &r->processes[pr->index];
+	char *sid = malloc((size_t)pr->sid_length + 1);
+	if (sid == NULL)
+		return DURABLE_NO_MEMORY;
+	memcpy(sid, p + sizeof(*pr), pr->sid_length);
+	sid[pr->sid_length] = '\0';
+	free((char *)(uintptr_t)dst->sid);
+	*dst = (nt_reader_process){ .index = pr->index, .pid = pr->pid, .flags = pr->flags,
+				    .start_ticks = pr->start_ticks, .utc_offset = pr->utc_offset,
+				    .sid = sid, .sid_len = pr->sid_length, .defined = 1 };
+	return DURABLE_OK;
+}
+
+static durable_result durable_callsite(nt_reader *r, const uint8_t *p, uint64_t size,
+				       const char **why)
+{
+	const nt_callsite_record *c = (const void *)p;
+	if (size < sizeof(*c))
+		return damaged(why, "call-site record is too short");
+	if (c->index == 0)
+		return damaged(why, "call-site record index is 0");
+	uint32_t refs[3] = { c->category, c->name, c->file };
+	for (int i = 0; i < 3; i++)
+		if (refs[i] == 0 || refs[i] >= r->nstrings || r->strings[refs[i]].str == NULL)
+			return damaged(why, "call site references a string the archive never "
+					    "defined");
+	if (!nt_grow(&r->callsites, &r->ncallsites, (size_t)c->index + 1, sizeof(*r->callsites)))
+		return DURABLE_NO_MEMORY;
+	if (!r->callsites[c->index].defined)
+		r->summary.callsites++;
+	r->callsites[c->index] =
+		(reader_callsite){ c->category, c->name, c->file, c->line, c->repo, 1 };
+	if (r->strings[c->category].len > r->max_category_len)
+		r->max_category_len = r->strings[c->category].len;
+	return DURABLE_OK;
+}
+
+/* A durable record (string, thread, process, call site) into the tables; other kinds are
+ * not durable tables and are left alone. */
+static durable_result durable_record(nt_reader *r, uint64_t off, uint64_t size,
+				     pending_names *pn, const char **why)
 {
 	const uint8_t *p = r->data + off;
 	switch (p[0]) {
-	case NT_KIND_STRING: {
-		const nt_string_record *s = (const void *)p;
-		if (s->length > size - 8)
-			return "string record is shorter than its length";
-		if (s->index == 0 || s->index > NT_MAX_STRING_INDEX)
-			return "string record index is out of range";
-		if (!grow((void **)&r->strings, &r->nstrings, s->index + 1, sizeof(*r->strings)) ||
-		    !grow((void **)&pn->string_at, nstr_at, s->index + 1, sizeof(long)))
-			return "out of memory";
-		long at = pool_add(r, p + 8, s->length);
-		if (at < 0)
-			return "out of memory";
-		pn->string_at[s->index] = at + 1; /* 0 = undefined */
-		r->strings[s->index].len = s->length;
-		r->strings[s->index].str = "";  /* defined; pointer fixed after the walk */
-		r->summary.strings++;
-		return NULL;
-	}
-	case NT_KIND_THREAD: {
-		const nt_thread_record *t = (const void *)p;
-		if (size < sizeof(*t) || t->name_length > size - sizeof(*t))
-			return "thread record is shorter than its name";
-		if (t->index == 0 || t->index >= MAX_THREAD_INDEX)
-			return "thread record index is out of range";
-		if (!grow((void **)&r->threads, &r->nthreads, t->index + 1, sizeof(*r->threads)) ||
-		    !grow((void **)&pn->thread_at, nthr_at, t->index + 1, sizeof(long)))
-			return "out of memory";
-		long at = pool_add(r, p + sizeof(*t), t->name_length);
-		if (at < 0)
-			return "out of memory";
-		if (r->threads[t->index].name == NULL)
-			r->summary.threads++;
-		pn->thread_at[t->index] = at + 1;
-		r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "", t->process };
-		if (t->name_length > r->max_name_len)
-			r->max_name_len = t->name_length;
-		return NULL;
-	}
-	case NT_KIND_PROCESS: {
-		const nt_process_record *pr = (const void *)p;
-		if (size < sizeof(*pr) || pr->sid_length > size - sizeof(*pr))
-			return "process record is shorter than its SID";
-		if (pr->index >= MAX_PROCESS_INDEX)
-			return "process record index is out of range";
-		if (!grow((void **)&r->processes, &r->nprocesses, pr->index + 1,
-			  sizeof(*r->processes)))
-			return "out of memory";
-		nt_reader_process *dst = &r->processes[pr->index];
-		char *sid = malloc((size_t)pr->sid_length + 1);
-		if (sid == NULL)
-			return "out of memory";
-		memcpy(sid, p + sizeof(*pr), pr->sid_length);
-		sid[pr->sid_length] = '\0';
-		free((char *)(uintptr_t)dst->sid);
-		*dst = (nt_reader_process){ .index = pr->index, .pid = pr->pid, .flags = pr->flags,
-					    .start_ticks = pr->start_ticks,
-					    .utc_offset = pr->utc_offset, .sid = sid,
-					    .sid_len = pr->sid_length, .defined = 1 };
-		return NULL;
-	}
-	case NT_KIND_CALLSITE: {
-		const nt_callsite_record *c = (const void *)p;
-		if (size < sizeof(*c))
-			return "call-site record is too short";
-		if (c->index == 0)
-			return "call-site record index is 0";
-		uint32_t refs[3] = { c->category, c->name, c->file };
-		for (int i = 0; i < 3; i++)
-			if (refs[i] == 0 || refs[i] >= r->nstrings || r->strings[refs[i]].str == NULL)
-				return "call site references a string the archive never defined";
-		if (!grow((void **)&r->callsites, &r->ncallsites, (uint32_t)c->index + 1,
-			  sizeof(*r->callsites)))
-			return "out of memory";
-		if (!r->callsites[c->index].defined)
-			r->summary.callsites++;
-		r->callsites[c->index] =
-			(reader_callsite){ c->category, c->name, c->file, c->line, c->repo, 1 };
-		if (r->strings[c->category].len > r->max_category_len)
-			r->max_category_len = r->strings[c->category].len;
-		return NULL;
-	}
-	default:
-		return NULL;
+	case NT_KIND_STRING: return durable_string(r, p, size, pn, why);
+	case NT_KIND_THREAD: return durable_thread(r, p, size, pn, why);
+	case NT_KIND_PROCESS: return durable_process(r, p, size, why);
+	case NT_KIND_CALLSITE: return durable_callsite(r, p, size, why);
+	default: return DURABLE_OK;
 	}
 }
 
@@ -224,11 +234,25 @@ static int by_start(const void *a, const void *b)
 	return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
 }
 
+/* A durable record the walk framed: into the tables, or reported as damage. Returns 0 when
+ * memory runs out. */
+static int take_durable(nt_reader *r, uint64_t off, uint64_t size, pending_names *pn)
+{
+	const char *why = NULL;
+	durable_result res = durable_record(r, off, size, pn, &why);
+	if (res == DURABLE_NO_MEMORY)
+		return 0;
+	if (res == DURABLE_DAMAGED)
+		add_damage(r, off, why);
+	else
+		r->summary.durable_bytes += size;
+	return 1;
+}
+
 /* Arena layout: a live arena image. The durable region holds records up to its first zero
- * word; each chunk slot holds a chunk or zeros. Returns 0 and sets *fatal when memory runs
- * out; geometry that does not fit the file is an open error (*bad). */
-static int arena_init(nt_reader *r, pending_names *pn, uint32_t *nstr_at, uint32_t *nthr_at,
-		      const char **bad)
+ * word; each chunk slot holds a chunk or zeros. Returns 0 when memory runs out; geometry
+ * that does not fit the file is an open error (*bad). */
+static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 {
 	const nt_archive_info *in = &r->info;
 	uint64_t d = in->data_offset, ds = in->durable_size, cs = in->chunk_size;
@@ -254,13 +278,8 @@ static int arena_init(nt_reader *r, pending_names *pn, uint32_t *nstr_at, uint32
 			add_damage(r, off, why ? why : "durable record runs past the durable region");
 			break;
 		}
-		const char *bad2 = durable_record(r, off, size, pn, nstr_at, nthr_at);
-		if (bad2 != NULL && strcmp(bad2, "out of memory") == 0)
+		if (!take_durable(r, off, size, pn))
 			return 0;
-		if (bad2 != NULL)
-			add_damage(r, off, bad2);
-		else
-			r->summary.durable_bytes += size;
 		off += size;
 	}
 	r->chunks = calloc(nslots ? nslots : 1, sizeof(*r->chunks));
@@ -292,106 +311,159 @@ static int arena_init(nt_reader *r, pending_names *pn, uint32_t *nstr_at, uint32
 	return 1;
 }
 
-static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
+/* How far opening got: on, out of memory, or failed with *err filled. */
+typedef enum open_step {
+	STEP_OK = 0,
+	STEP_NO_MEMORY,
+	STEP_FAILED,
+} open_step;
+
+static int decode_header(nt_reader *r, nt_reader_error *err)
 {
 	char why[200];
 	uint64_t where = 0;
 	r->records_start = nt_header_decode(r->data, r->size, &r->info, why, sizeof(why), &where);
 	if (r->records_start == 0) {
 		set_err(err, r->name, where, "%s", why);
-		nt_reader_close(r);
-		return NULL;
+		return 0;
 	}
 	if (r->records_start > r->size)
 		r->records_start = r->size;
 	r->summary.file_bytes = r->size;
 	r->summary.header_bytes = r->records_start;
+	return 1;
+}
 
-	pending_names pn = { 0 };
-	uint32_t nstr_at = 0, nthr_at = 0;
-	const char *fatal = NULL;
-	uint64_t off = r->records_start;
-	if (r->info.layout == NT_LAYOUT_ARENA) {
-		const char *bad = NULL;
-		if (!arena_init(r, &pn, &nstr_at, &nthr_at, &bad))
-			fatal = "out of memory";
-		if (bad != NULL) {
-			free(pn.string_at);
-			free(pn.thread_at);
-			set_err(err, r->name, 0, "%s", bad);
-			nt_reader_close(r);
-			return NULL;
+/* Arena layout: the arena itself, then the stream a streaming process saved after it, if
+ * the header places one in the file. *off is where the record walk starts (the file's end
+ * when there is no saved stream). */
+static open_step start_arena(nt_reader *r, pending_names *pn, uint64_t *off,
+			     nt_reader_error *err)
+{
+	const char *bad = NULL;
+	*off = r->size;
+	if (!arena_init(r, pn, &bad))
+		return STEP_NO_MEMORY;
+	if (bad != NULL) {
+		set_err(err, r->name, 0, "%s", bad);
+		return STEP_FAILED;
+	}
+	uint64_t so = r->info.stream_offset, se = r->info.stream_end;
+	if (so == 0)
+		return STEP_OK;
+	uint64_t slots_end = r->info.data_offset + r->info.durable_size +
+			     2 * (uint64_t)r->info.chunks_per_half * r->chunk_size;
+	if (so < slots_end || so % 8 || se < so || so > r->size) {
+		add_damage(r, 0, "arena header: the saved stream lies outside the file");
+		return STEP_OK;
+	}
+	/* Bytes past stream_end are a save the process did not finish. */
+	if (se < r->size)
+		r->size = se;
+	r->tail = 1;
+	*off = r->records_start = so;
+	r->covered = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+	return r->covered ? STEP_OK : STEP_NO_MEMORY;
+}
+
+/* A chunk of the top-level stream: counted, and in a saved stream's tail the events it
+ * holds are noted as covered (the arena's copies of them are skipped). */
+static void walk_chunk(nt_reader *r, uint64_t off, uint64_t size)
+{
+	const char *why;
+	if (!nt_chunk_header_ok(r, off, size, &why)) {
+		r->summary.open_errors++; /* the visit reports it */
+		return;
+	}
+	r->summary.chunks++;
+	r->summary.chunk_bytes += size;
+	if (r->tail) {
+		const nt_chunk_header *h = (const void *)(r->data + off);
+		uint64_t end = h->first_event + h->event_count;
+		if (h->thread < r->nthreads && end > r->covered[h->thread])
+			r->covered[h->thread] = end;
+	}
+}
+
+/* The top-level records from *off to the end. Returns 0 when memory runs out (*off is then
+ * past the record that needed it). */
+static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
+{
+	while (*off < r->size) {
+		const char *why = NULL;
+		uint64_t size = nt_record_size(r, *off, &why);
+		if (size == 0) {
+			/* The visit reports it; resynchronise on the next chunk header. */
+			r->summary.open_errors++;
+			*off = nt_resync(r, *off);
+			continue;
 		}
-		off = r->size; /* no top-level stream to walk, unless a saved stream follows */
-		uint64_t so = r->info.stream_offset, se = r->info.stream_end;
-		if (fatal == NULL && so != 0) {
-			uint64_t slots_end = r->info.data_offset + r->info.durable_size +
-					     2 * (uint64_t)r->info.chunks_per_half * r->chunk_size;
-			if (so < slots_end || so % 8 || se < so || so > r->size) {
-				add_damage(r, 0, "arena header: the saved stream lies outside the file");
-			} else {
-				/* Bytes past stream_end are a save the process did not finish. */
-				if (se < r->size)
-					r->size = se;
-				r->tail = 1;
-				off = r->records_start = so;
-				r->covered = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
-				if (r->covered == NULL)
-					fatal = "out of memory";
-			}
-		}
-	} else if (r->info.layout != NT_LAYOUT_STREAM) {
-		set_err(err, r->name, 0, "%s", "unknown archive layout in the header");
+		uint8_t kind = r->data[*off];
+		int ok = 1;
+		if (kind == NT_KIND_CHUNK)
+			walk_chunk(r, *off, size);
+		else if (nt_kind_is_durable(kind))
+			ok = take_durable(r, *off, size, pn);
+		*off += size;
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* Once the pool stops moving: names become pointers, and the lookups that need the whole
+ * walk are built. Returns 0 when memory runs out. */
+static int finish_tables(nt_reader *r, const pending_names *pn)
+{
+	for (size_t i = 0; i < r->nstrings && i < pn->nstring; i++)
+		if (pn->string_at[i])
+			r->strings[i].str = r->pool + pn->string_at[i] - 1;
+	for (size_t i = 0; i < r->nthreads && i < pn->nthread; i++)
+		if (pn->thread_at[i])
+			r->threads[i].name = r->pool + pn->thread_at[i] - 1;
+	for (size_t i = 1; i < r->ncallsites; i++) {
+		const reader_callsite *c = &r->callsites[i];
+		if (c->defined && r->strings[c->name].len > r->max_event_name_len)
+			r->max_event_name_len = r->strings[c->name].len;
+	}
+	/* nt_reader_thread_at() is O(1): the defined indices, in order. */
+	r->thread_order = malloc((r->summary.threads ? r->summary.threads : 1) * sizeof(uint32_t));
+	if (r->thread_order == NULL)
+		return 0;
+	uint32_t k = 0;
+	for (uint32_t t = 1; t < r->thread_limit && k < r->summary.threads; t++)
+		if (r->threads[t].name != NULL)
+			r->thread_order[k++] = t;
+	return 1;
+}
+
+static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
+{
+	if (!decode_header(r, err)) {
 		nt_reader_close(r);
 		return NULL;
+	}
+	pending_names pn = { 0 };
+	uint64_t off = r->records_start;
+	open_step step = STEP_OK;
+	if (r->info.layout == NT_LAYOUT_ARENA) {
+		step = start_arena(r, &pn, &off, err);
+	} else if (r->info.layout != NT_LAYOUT_STREAM) {
+		set_err(err, r->name, 0, "%s", "unknown archive layout in the header");
+		step = STEP_FAILED;
 	} else if (r->info.data_offset >= r->records_start && r->info.data_offset <= r->size &&
 		   r->info.data_offset % 8 == 0) {
 		off = r->records_start = r->info.data_offset;
 	}
-	while (off < r->size && fatal == NULL) {
-		const char *why2 = NULL;
-		uint64_t size = nt_record_size(r, off, &why2);
-		if (size == 0) {
-			/* The visit reports it; resynchronise on the next chunk header. */
-			r->summary.open_errors++;
-			off = nt_resync(r, off);
-			continue;
-		}
-		uint8_t kind = r->data[off];
-		if (kind == NT_KIND_CHUNK) {
-			if (nt_chunk_header_ok(r, off, size, &why2)) {
-				r->summary.chunks++;
-				r->summary.chunk_bytes += size;
-				if (r->tail) {
-					const nt_chunk_header *h = (const void *)(r->data + off);
-					uint64_t end = h->first_event + h->event_count;
-					if (h->thread < r->nthreads && end > r->covered[h->thread])
-						r->covered[h->thread] = end;
-				}
-			} else {
-				r->summary.open_errors++;
-			}
-		} else if (nt_kind_is_durable(kind)) {
-			const char *bad = durable_record(r, off, size, &pn, &nstr_at, &nthr_at);
-			if (bad != NULL && strcmp(bad, "out of memory") == 0)
-				fatal = bad;
-			else if (bad != NULL)
-				add_damage(r, off, bad);
-			else
-				r->summary.durable_bytes += size;
-		}
-		off += size;
-	}
-	for (uint32_t i = 0; i < r->nstrings && i < nstr_at; i++)
-		if (pn.string_at[i])
-			r->strings[i].str = r->pool + pn.string_at[i] - 1;
-	for (uint32_t i = 0; i < r->nthreads && i < nthr_at; i++)
-		if (pn.thread_at[i])
-			r->threads[i].name = r->pool + pn.thread_at[i] - 1;
+	if (step == STEP_OK && !walk_records(r, &off, &pn))
+		step = STEP_NO_MEMORY;
+	if (step == STEP_OK && !finish_tables(r, &pn))
+		step = STEP_NO_MEMORY;
 	free(pn.string_at);
 	free(pn.thread_at);
-	if (fatal) {
+	if (step == STEP_NO_MEMORY)
 		set_err(err, r->name, off, "%s", "out of memory while reading the durable tables");
+	if (step != STEP_OK) {
 		nt_reader_close(r);
 		return NULL;
 	}
@@ -470,6 +542,7 @@ void nt_reader_close(nt_reader *r)
 	free(r->strings);
 	free(r->pool);
 	free(r->threads);
+	free(r->thread_order);
 	for (uint32_t i = 0; i < r->nprocesses; i++)
 		free((char *)(uintptr_t)r->processes[i].sid);
 	free(r->processes);
@@ -485,7 +558,7 @@ const nt_archive_info *nt_reader_info(const nt_reader *r)
 
 uint32_t nt_reader_process_count(const nt_reader *r)
 {
-	return r->nprocesses;
+	return (uint32_t)r->nprocesses;
 }
 
 const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index)
@@ -502,15 +575,26 @@ const char *nt_reader_name(const nt_reader *r)
 
 uint32_t nt_reader_thread_count(const nt_reader *r)
 {
-	return r->summary.threads;
+	return r ? r->summary.threads : 0;
 }
 
 const nt_reader_thread *nt_reader_thread_at(const nt_reader *r, uint32_t i)
 {
-	for (uint32_t idx = 1; idx < r->nthreads; idx++)
-		if (r->threads[idx].name != NULL && i-- == 0)
-			return &r->threads[idx];
-	return NULL;
+	if (r == NULL || i >= r->summary.threads)
+		return NULL;
+	return &r->threads[r->thread_order[i]];
+}
+
+const nt_reader_thread *nt_reader_thread_by_index(const nt_reader *r, uint32_t index)
+{
+	if (r == NULL || index >= r->thread_limit || r->threads[index].name == NULL)
+		return NULL;
+	return &r->threads[index];
+}
+
+uint32_t nt_reader_thread_index_limit(const nt_reader *r)
+{
+	return r ? r->thread_limit : 0;
 }
 
 uint32_t nt_reader_max_category_len(const nt_reader *r)
@@ -521,6 +605,11 @@ uint32_t nt_reader_max_category_len(const nt_reader *r)
 uint32_t nt_reader_max_name_len(const nt_reader *r)
 {
 	return r->max_name_len;
+}
+
+uint32_t nt_reader_max_event_name_len(const nt_reader *r)
+{
+	return r ? r->max_event_name_len : 0;
 }
 
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)

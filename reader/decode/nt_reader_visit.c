@@ -453,9 +453,7 @@ static int visit_time(visit *v)
 	if (stopped)
 		return -1;
 
-	uint32_t n = 0;
-	for (uint32_t t = 1; t < r->nthreads; t++)
-		n += r->threads[t].name != NULL;
+	uint32_t n = r->summary.threads;
 	thread_stream *streams = calloc(n ? n : 1, sizeof(*streams));
 	thread_stream **heap = calloc(n ? n : 1, sizeof(*heap));
 	nt_reader_arg *argmem = malloc(sizeof(*argmem) * MAX_ARGS * (n ? n : 1));
@@ -464,15 +462,12 @@ static int visit_time(visit *v)
 		result = -1;
 		goto out;
 	}
-	uint32_t k = 0, hn = 0;
-	for (uint32_t t = 1; t < r->nthreads; t++) {
-		if (r->threads[t].name == NULL)
-			continue;
+	uint32_t hn = 0;
+	for (uint32_t k = 0; k < n; k++) {
 		thread_stream *s = &streams[k];
-		s->thread = t;
+		s->thread = r->thread_order[k];
 		s->scan = r->arena && !r->tail ? r->size : r->records_start;
 		s->args = argmem + (size_t)k * MAX_ARGS;
-		k++;
 		if (stream_advance(v, s) < 0) {
 			result = -1;
 			goto out;
@@ -531,4 +526,63 @@ int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, u
 	*len = n;
 	*pos += 4 + n;
 	return 1;
+}
+
+/* ---- records that are not events --------------------------------------------------------- */
+
+/* Inside a chunk: the records that carry no event (timestamps, padding), by the framing. */
+static void count_in_chunk(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *counts)
+{
+	uint64_t p = off + sizeof(nt_chunk_header), rec;
+	counts[NT_KIND_CHUNK]++;
+	while (p + 8 <= end &&
+	       nt_record_frame(rd64(r->data + p), end - p, 0, &rec) == NT_FRAME_OK) {
+		if (!nt_kind_is_event(r->data[p]))
+			counts[r->data[p]]++;
+		p += rec;
+	}
+}
+
+/* The top-level records of [off, end): a finished archive, or the stream an arena saved. */
+static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *counts)
+{
+	while (off < end) {
+		const char *why;
+		uint64_t size = nt_record_size(r, off, &why);
+		if (size == 0) {
+			off = nt_resync(r, off);
+			continue;
+		}
+		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why))
+			count_in_chunk(r, off, off + size, counts);
+		else
+			counts[r->data[off]]++;
+		off += size;
+	}
+}
+
+/* Wherever the layout keeps records. An arena image holds its durable records in the
+ * durable region (up to the first zero word) and its chunks in slots, which is where the
+ * open found them: the bytes between are no record stream. */
+void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
+{
+	if (r == NULL || counts == NULL)
+		return;
+	memset(counts, 0, 256 * sizeof(*counts));
+	if (r->arena) {
+		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
+		while (off + 8 <= end && r->data[off] != NT_KIND_INVALID) {
+			const char *why;
+			uint64_t size = nt_record_size(r, off, &why);
+			if (size == 0 || size > end - off)
+				break;
+			counts[r->data[off]]++;
+			off += size;
+		}
+		for (uint32_t i = 0; i < r->nchunks; i++)
+			count_in_chunk(r, r->chunks[i].offset, r->chunks[i].offset + r->chunk_size,
+				       counts);
+	}
+	if (!r->arena || r->tail)
+		count_stream(r, r->records_start, r->size, counts);
 }

@@ -13,12 +13,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 typedef struct chrome_ctx {
 	FILE *out;
 	const nt_reader *r;
+	int64_t start_ns; /* the session start: "ts" counts from it */
 	const nt_render_options *opt;
 	nt_balance balance;
 	int first;
@@ -68,7 +68,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	char ts[40];
 	if (!nt_balance_admit(&c->balance, e))
 		return 0;
-	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(e->time_ns, (int64_t)c->r->info.start_monotonic_ns));
+	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(e->time_ns, c->start_ns));
 	begin_event(c);
 	fprintf(out, "{\"ph\":\"%s\",\"cat\":", nt_kind_phase(e->kind));
 	json_str(out, nt_event_display_category(e));
@@ -111,7 +111,7 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	chrome_ctx *c = ctx;
 	char ts[40];
-	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(g->time_ns, (int64_t)c->r->info.start_monotonic_ns));
+	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(g->time_ns, c->start_ns));
 	begin_event(c);
 	fprintf(c->out, "{\"ph\":\"i\",\"cat\":\"nanotrace\",\"name\":\"events lost\",\"s\":\"t\","
 			"\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"lost\":%" PRIu64 "}}",
@@ -142,8 +142,9 @@ static void write_other_data(chrome_ctx *c)
 
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
 {
-	chrome_ctx c = { .out = out, .r = r, .opt = opt, .first = 1 };
 	const nt_archive_info *info = nt_reader_info(r);
+	chrome_ctx c = { .out = out, .r = r, .start_ns = (int64_t)info->start_monotonic_ns,
+			 .opt = opt, .first = 1 };
 	if (!nt_balance_init(&c.balance, r))
 		return -1;
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out);
@@ -152,10 +153,8 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
 		info->pid);
 	json_str(out, info->process_name);
 	fputs("}}", out);
-	for (uint32_t i = 1; i < r->nthreads; i++) {
-		const nt_reader_thread *t = &r->threads[i];
-		if (t->name == NULL)
-			continue;
+	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
 		begin_event(&c);
 		fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
 			     ",\"args\":{\"name\":",

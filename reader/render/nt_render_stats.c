@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 typedef struct stats_ctx {
@@ -50,60 +49,6 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	nt_render_forward_error(s->opt, off, msg);
 }
 
-/* Timestamp escapes and padding are not events; count them by walking the chunk's framing. */
-static void count_in_chunk(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *by_kind)
-{
-	uint64_t p = off + sizeof(nt_chunk_header), rec;
-	by_kind[NT_KIND_CHUNK]++;
-	while (p + 8 <= end &&
-	       nt_record_frame(rd64(r->data + p), end - p, 0, &rec) == NT_FRAME_OK) {
-		if (!nt_kind_is_event(r->data[p]))
-			by_kind[r->data[p]]++;
-		p += rec;
-	}
-}
-
-/* The top-level records of [off, end): a finished archive, or the stream an arena saved. */
-static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *by_kind)
-{
-	while (off < end) {
-		const char *why;
-		uint64_t size = nt_record_size(r, off, &why);
-		if (size == 0) {
-			off = nt_resync(r, off);
-			continue;
-		}
-		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why))
-			count_in_chunk(r, off, off + size, by_kind);
-		else
-			by_kind[r->data[off]]++;
-		off += size;
-	}
-}
-
-/* Records that are not events, wherever the layout keeps them. An arena image holds its
- * durable records in the durable region (up to the first zero word) and its chunks in
- * slots, which is where the reader found them: the bytes between are no record stream. */
-static void count_non_events(const nt_reader *r, uint64_t *by_kind)
-{
-	if (r->arena) {
-		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
-		while (off + 8 <= end && r->data[off] != NT_KIND_INVALID) {
-			const char *why;
-			uint64_t size = nt_record_size(r, off, &why);
-			if (size == 0 || size > end - off)
-				break;
-			by_kind[r->data[off]]++;
-			off += size;
-		}
-		for (uint32_t i = 0; i < r->nchunks; i++)
-			count_in_chunk(r, r->chunks[i].offset, r->chunks[i].offset + r->chunk_size,
-				       by_kind);
-	}
-	if (!r->arena || r->tail)
-		count_stream(r, r->records_start, r->size, by_kind);
-}
-
 /* The Trace2 processes the archive holds: the reader's process table is indexed by process
  * number and has room for more than it holds. */
 static uint32_t processes_present(const nt_reader *r)
@@ -145,8 +90,8 @@ static const char *final_name(uint8_t f)
 /* What the header says about the archive: where it came from and how it was recorded. */
 static void print_archive(const nt_reader *r, FILE *out)
 {
-	const nt_archive_info *in = &r->info;
-	fprintf(out, "archive: %s\n", r->name);
+	const nt_archive_info *in = nt_reader_info(r);
+	fprintf(out, "archive: %s\n", nt_reader_name(r));
 	fprintf(out, "producer: %s (format %u.%u)\n", in->producer, in->format_major, in->format_minor);
 	fprintf(out, "process: %s (pid %" PRIu32 ")\n", in->process_name, in->pid);
 	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_TSC ? "tsc" : "monotonic",
@@ -197,17 +142,19 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 	stats_ctx s;
 	memset(&s, 0, sizeof(s));
 	s.opt = opt;
-	s.by_thread = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+	uint32_t nthreads = nt_reader_thread_index_limit(r);
+	s.by_thread = calloc(nthreads ? nthreads : 1, sizeof(uint64_t));
 	if (s.by_thread == NULL || !nt_balance_init(&s.balance, r)) {
 		free(s.by_thread);
 		return -1;
 	}
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &s, NT_ORDER_STREAM, opt->policy);
-	uint64_t other[256] = { 0 };
-	count_non_events(r, other);
+	/* Timestamp escapes, padding and the durable records are not events. */
+	uint64_t other[256];
+	nt_reader_count_records(r, other);
 
-	const nt_archive_info *in = &r->info;
+	const nt_archive_info *in = nt_reader_info(r);
 	nt_reader_summary sum;
 	nt_reader_get_summary(r, &sum);
 	print_archive(r, out);
@@ -224,11 +171,10 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
 		fprintf(out, "trace2 unknown: %" PRIu64 " events, %" PRIu64 " keys (kept as a newer "
 			     "Git wrote them)\n", unknown, s.kept_keys);
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
-	for (uint32_t t = 1; t < r->nthreads; t++) {
-		if (r->threads[t].name == NULL)
-			continue;
+	for (uint32_t i = 0; i < sum.threads; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
 		fprintf(out, "  thread %" PRIu32 " %s (pid %" PRIu32 ", tid %" PRIu32 "): %" PRIu64 " events\n",
-			t, r->threads[t].name, r->threads[t].pid, r->threads[t].tid, s.by_thread[t]);
+			t->index, t->name, t->pid, t->tid, s.by_thread[t->index]);
 	}
 	fprintf(out, "written: %" PRIu64 " events (header count)\n", in->events_written);
 	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64

@@ -3,14 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 #define MAX_COL 32
 
 typedef struct text_ctx {
 	FILE *out;
-	const nt_reader *r;
+	int64_t start_ns; /* the session start: times are shown from it */
 	const nt_render_options *opt;
 	int wthread, wcat, wname;
 	nt_duration_stack **stacks; /* by thread index, allocated on first use */
@@ -56,7 +55,7 @@ static nt_duration_stack *stack_of(text_ctx *t, uint32_t thread)
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	text_ctx *t = ctx;
-	int64_t rel = nt_sat_sub(e->time_ns, (int64_t)t->r->info.start_monotonic_ns);
+	int64_t rel = nt_sat_sub(e->time_ns, t->start_ns);
 	uint64_t a = rel < 0 ? (uint64_t)(-(rel + 1)) + 1 : (uint64_t)rel;
 	char thread[64], dur[32] = "", when[32];
 	snprintf(when, sizeof(when), "%s%" PRIu64 ".%09" PRIu64, rel < 0 ? "-" : "", a / 1000000000u,
@@ -83,7 +82,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	text_ctx *t = ctx;
-	int64_t rel = nt_sat_sub(g->time_ns, (int64_t)t->r->info.start_monotonic_ns);
+	int64_t rel = nt_sat_sub(g->time_ns, t->start_ns);
 	fprintf(t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
 			" lost (dropped or overwritten) before %s%.9f s\n",
 		g->events, g->thread->name, g->thread->tid, rel < 0 ? "-" : "",
@@ -108,15 +107,12 @@ static int clamp_col(uint32_t n, int min)
 
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt)
 {
-	text_ctx t = { .out = out, .r = r, .opt = opt };
-	uint32_t name_len = 4;
-	for (uint32_t i = 1; i < r->ncallsites; i++)
-		if (r->callsites[i].defined && r->strings[r->callsites[i].name].len > name_len)
-			name_len = r->strings[r->callsites[i].name].len;
+	text_ctx t = { .out = out, .opt = opt,
+		       .start_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns };
 	t.wthread = clamp_col(nt_reader_max_name_len(r) + 8, 6);
 	t.wcat = clamp_col(nt_reader_max_category_len(r), 8);
-	t.wname = clamp_col(name_len, 4);
-	t.nstacks = r->nthreads;
+	t.wname = clamp_col(nt_reader_max_event_name_len(r), 4);
+	t.nstacks = nt_reader_thread_index_limit(r);
 	t.stacks = calloc(t.nstacks ? t.nstacks : 1, sizeof(*t.stacks));
 	if (t.stacks == NULL)
 		return -1;

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../decode/nt_reader_internal.h"
 #include "nt_render_util.h"
 
 /* Length of the valid UTF-8 sequence at s (of n bytes), or 0 if it is not valid. */
@@ -146,8 +145,8 @@ int nt_event_closes(const nt_reader_event *e)
 
 int nt_balance_init(nt_balance *b, const nt_reader *r)
 {
-	*b = (nt_balance){ .nthreads = r->nthreads };
-	b->open = calloc(r->nthreads ? r->nthreads : 1, sizeof(*b->open));
+	*b = (nt_balance){ .nthreads = nt_reader_thread_index_limit(r) };
+	b->open = calloc(b->nthreads ? b->nthreads : 1, sizeof(*b->open));
 	return b->open != NULL;
 }
 

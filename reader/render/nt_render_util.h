@@ -8,6 +8,23 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
+/* a - b, saturated: times come from untrusted archives. */
+static inline int64_t nt_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* Forward damage to the caller's nt_render_options.on_error, if set. */
+static inline void nt_render_forward_error(const nt_render_options *opt, uint64_t off,
+					   const char *msg)
+{
+	if (opt->on_error)
+		opt->on_error(opt->error_ctx, off, msg);
+}
+
 /* "567ns", "1.234us", "12.345ms", "1.234s". */
 void nt_format_duration(char *buf, size_t cap, uint64_t ns);
 /* Nanoseconds as microseconds with three decimals, exactly ("12.345", "-0.001"). */
@@ -32,7 +49,7 @@ typedef struct nt_balance {
 	uint32_t nthreads;
 	uint64_t unmatched_ends;
 } nt_balance;
-/* 0 when memory runs out. */
+/* Sized by nt_reader_thread_index_limit(); 0 when memory runs out. */
 int nt_balance_init(nt_balance *b, const nt_reader *r);
 /* Feed every event in its thread's order; 0 for an unmatched End (counted), else 1. */
 int nt_balance_admit(nt_balance *b, const nt_reader_event *e);

@@ -159,9 +159,20 @@ const nt_archive_info *nt_reader_info(const nt_reader *r);
 /* Name of the archive, as given to open. */
 const char *nt_reader_name(const nt_reader *r);
 
-/* Threads known to the archive, in index order. */
+/* Threads the archive defines (thread records), and the i-th of them in index order
+ * (0 <= i < count), or NULL for i >= count. O(1) each (the order is built at open).
+ * r == NULL: 0 and NULL. */
 uint32_t nt_reader_thread_count(const nt_reader *r);
 const nt_reader_thread *nt_reader_thread_at(const nt_reader *r, uint32_t i);
+
+/* The thread whose nt_reader_thread.index is `index` (what an event's thread has), or NULL
+ * when the archive defines none there or r == NULL. O(1). */
+const nt_reader_thread *nt_reader_thread_by_index(const nt_reader *r, uint32_t index);
+
+/* One past the highest thread index the archive defines (0 when none, or r == NULL): a
+ * table indexed by nt_reader_thread.index needs this many entries, and every event's and
+ * gap's thread has an index below it. O(1). */
+uint32_t nt_reader_thread_index_limit(const nt_reader *r);
 
 /* Trace2 processes: indices 0 .. count - 1; NULL for an index with no record. */
 uint32_t nt_reader_process_count(const nt_reader *r);
@@ -170,6 +181,9 @@ const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index
 /* Longest category name and thread name over the archive (for column alignment). */
 uint32_t nt_reader_max_category_len(const nt_reader *r);
 uint32_t nt_reader_max_name_len(const nt_reader *r);
+/* Longest event name (a call site's name) over the archive's call sites; 0 when there are
+ * none, or r == NULL. O(1): computed at open. */
+uint32_t nt_reader_max_event_name_len(const nt_reader *r);
 
 /* Counts from the open-time walk. */
 typedef struct nt_reader_summary {
@@ -182,6 +196,16 @@ typedef struct nt_reader_summary {
 	uint64_t open_errors;  /* damaged records skipped while opening (skip policy) */
 } nt_reader_summary;
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out);
+
+/* Records that carry no event, by kind: sets counts[k] (256 entries, one per record kind
+ * byte, NT_KIND_*) to how many records of kind k the archive holds where its layout keeps
+ * records: every top-level record that frames (durable records, chunks, kinds this reader
+ * does not know) and, inside each chunk the reader can decode, the records that are not
+ * events (timestamp escapes, padding). Events are what nt_reader_visit() delivers; they
+ * are not counted here. Damage is skipped the way the visit skips it, and not reported.
+ * Cost: one pass over the records, O(file size) time, no allocation. r == NULL or
+ * counts == NULL: does nothing. */
+void nt_reader_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* Deliver every event to cb->on_event in `order`. Returns 0 when the whole archive was
  * read, 1 when on_event asked to stop, -1 when damage stopped it (NT_ON_CORRUPT_STOP) or
