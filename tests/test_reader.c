@@ -309,6 +309,62 @@ static void damaged_references_are_reported_with_offsets(void **state)
 	free(copy);
 }
 
+/* Each event's thread is the one its index looks up, and its name fits the widest. */
+static int check_event_lookups(void *ctx, const nt_reader_event *e)
+{
+	const nt_reader *r = ctx;
+	assert_true(e->thread->index < nt_reader_thread_index_limit(r));
+	assert_ptr_equal(nt_reader_thread_by_index(r, e->thread->index), e->thread);
+	if (!nt_kind_is_t2(e->kind))
+		assert_true(strlen(e->name) <= nt_reader_max_event_name_len(r));
+	return 0;
+}
+
+/* The lookups renderers build on: the i-th thread and the thread of an index are O(1) and
+ * agree, and the record counts agree with the open-time summary. */
+static void thread_lookups_and_record_counts(void **state)
+{
+	(void)state;
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(archive, archive_size, "mem", &err);
+	assert_non_null(r);
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	uint32_t n = nt_reader_thread_count(r), limit = nt_reader_thread_index_limit(r);
+	assert_int_equal(n, sum.threads);
+	assert_true(n >= 2);
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		assert_non_null(t);
+		assert_true(t->index > last && t->index < limit);
+		assert_ptr_equal(nt_reader_thread_by_index(r, t->index), t);
+		last = t->index;
+	}
+	assert_int_equal(last + 1, limit);
+	assert_null(nt_reader_thread_at(r, n));
+	assert_null(nt_reader_thread_by_index(r, 0));
+	assert_null(nt_reader_thread_by_index(r, limit));
+	assert_null(nt_reader_thread_by_index(NULL, 1));
+	assert_null(nt_reader_thread_at(NULL, 0));
+	assert_int_equal(nt_reader_thread_count(NULL), 0);
+	assert_int_equal(nt_reader_thread_index_limit(NULL), 0);
+	nt_reader_callbacks cb = { .on_event = check_event_lookups };
+	assert_int_equal(nt_reader_visit(r, &cb, r, NT_ORDER_TIME, NT_ON_CORRUPT_STOP), 0);
+
+	uint64_t counts[256];
+	memset(counts, 0xff, sizeof(counts));
+	nt_reader_count_records(r, counts);
+	assert_int_equal(counts[NT_KIND_CHUNK], sum.chunks);
+	/* A record may define an index again (a thread that names itself later). */
+	assert_true(counts[NT_KIND_STRING] >= sum.strings);
+	assert_true(counts[NT_KIND_THREAD] >= sum.threads);
+	assert_true(counts[NT_KIND_CALLSITE] >= sum.callsites);
+	assert_int_equal(counts[NT_KIND_BEGIN] + counts[NT_KIND_INSTANT], 0);
+	nt_reader_count_records(NULL, counts); /* ignored */
+	nt_reader_close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +373,7 @@ int main(void)
 		cmocka_unit_test(bit_flips_everywhere),
 		cmocka_unit_test(garbage_and_empty_fail_to_open),
 		cmocka_unit_test(damaged_references_are_reported_with_offsets),
+		cmocka_unit_test(thread_lookups_and_record_counts),
 	};
 	return cmocka_run_group_tests(tests, make_archive, free_archive);
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "../common/nt_grow.h"
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"
@@ -98,13 +99,9 @@ static size_t open_inputs(const char *path, nt_reader ***out, int *bad)
 				free(full); /* empty files are what other tools leave; not archives */
 				continue;
 			}
-			if (n == cap) {
-				char **nn = realloc(names, (cap = cap ? cap * 2 : 16) * sizeof(*nn));
-				if (nn == NULL) {
-					free(full);
-					break;
-				}
-				names = nn;
+			if (!nt_grow(&names, &cap, n + 1, sizeof(*names))) {
+				free(full);
+				break;
 			}
 			names[n++] = full;
 		}
@@ -135,12 +132,37 @@ static size_t open_inputs(const char *path, nt_reader ***out, int *bad)
 	return k;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct dump_args {
+	const char *format, *path;
+	int stats;
+	nt_trace2_options t2;
+	nt_render_options opt;
+} dump_args;
+
+/* An option that takes a value: --format, --order or --on-corrupt. Returns -1, or the exit
+ * status of a usage error. */
+static int parse_value(dump_args *d, const char *a, const char *v)
 {
-	const char *format = "text", *path = NULL;
-	int stats = 0;
-	nt_trace2_options t2 = { .brief = -1, .nesting = 2, .policy = NT_ON_CORRUPT_SKIP };
-	nt_render_options opt = { .order = NT_ORDER_TIME, .policy = NT_ON_CORRUPT_SKIP };
+	if (strcmp(a, "--format") == 0) {
+		if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0 && !is_trace2_format(v))
+			return bad_usage("unknown format '%s' (text, chrome, normal, perf or event)", v);
+		d->format = v;
+	} else if (strcmp(a, "--order") == 0) {
+		if (strcmp(v, "time") != 0 && strcmp(v, "stream") != 0)
+			return bad_usage("unknown order '%s' (time or stream)", v);
+		d->opt.order = strcmp(v, "time") == 0 ? NT_ORDER_TIME : NT_ORDER_STREAM;
+	} else {
+		if (strcmp(v, "skip") != 0 && strcmp(v, "stop") != 0)
+			return bad_usage("unknown --on-corrupt policy '%s' (skip or stop)", v);
+		d->opt.policy = strcmp(v, "skip") == 0 ? NT_ON_CORRUPT_SKIP : NT_ON_CORRUPT_STOP;
+	}
+	return -1;
+}
+
+/* Returns -1 to go on, or the exit status (help, version, usage error). */
+static int parse_args(int argc, char **argv, dump_args *d)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -150,9 +172,9 @@ int main(int argc, char **argv)
 			printf("trace-dump (nanotrace) 0.1.0\n");
 			return 0;
 		} else if (strcmp(a, "--stats") == 0) {
-			stats = 1;
+			d->stats = 1;
 		} else if (strcmp(a, "--brief") == 0) {
-			t2.brief = 1;
+			d->t2.brief = 1;
 		} else if (strcmp(a, "--nesting") == 0) {
 			if (i + 1 >= argc)
 				return bad_usage("option %s needs a value", a);
@@ -160,88 +182,95 @@ int main(int argc, char **argv)
 			long v = strtol(argv[++i], &end, 10);
 			if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > 1000000)
 				return bad_usage("--nesting needs a positive number, not '%s'", argv[i]);
-			t2.nesting = (int)v;
+			d->t2.nesting = (int)v;
 		} else if (strcmp(a, "--format") == 0 || strcmp(a, "--order") == 0 ||
 			   strcmp(a, "--on-corrupt") == 0) {
 			if (i + 1 >= argc)
 				return bad_usage("option %s needs a value", a);
-			const char *v = argv[++i];
-			if (strcmp(a, "--format") == 0) {
-				if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0 &&
-				    !is_trace2_format(v))
-					return bad_usage("unknown format '%s' (text, chrome, normal, perf "
-							 "or event)", v);
-				format = v;
-			} else if (strcmp(a, "--order") == 0) {
-				if (strcmp(v, "time") != 0 && strcmp(v, "stream") != 0)
-					return bad_usage("unknown order '%s' (time or stream)", v);
-				opt.order = strcmp(v, "time") == 0 ? NT_ORDER_TIME : NT_ORDER_STREAM;
-			} else {
-				if (strcmp(v, "skip") != 0 && strcmp(v, "stop") != 0)
-					return bad_usage("unknown --on-corrupt policy '%s' (skip or stop)", v);
-				opt.policy = strcmp(v, "skip") == 0 ? NT_ON_CORRUPT_SKIP : NT_ON_CORRUPT_STOP;
-			}
+			int rc = parse_value(d, a, argv[++i]);
+			if (rc >= 0)
+				return rc;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			return bad_usage("unknown option '%s'", a);
-		} else if (path != NULL) {
+		} else if (d->path != NULL) {
 			return bad_usage("only one archive may be given (also got '%s')", a);
 		} else {
-			path = a;
+			d->path = a;
 		}
 	}
-	if (path == NULL)
+	if (d->path == NULL)
 		return bad_usage("%s", "no archive given");
-	if (is_trace2_format(format) && stats)
+	if (is_trace2_format(d->format) && d->stats)
 		return bad_usage("%s", "--stats does not combine with a Trace2 format");
+	return -1;
+}
 
-	if (is_trace2_format(format)) {
-		t2.format = strcmp(format, "normal") == 0 ? NT_TRACE2_NORMAL
-			    : strcmp(format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
-		t2.policy = opt.policy;
-		int bad = 0;
-		nt_reader **readers = NULL;
-		size_t n = open_inputs(path, &readers, &bad);
-		if (n == 0 && bad == 0)
-			fprintf(stderr, "trace-dump: %s: no archives in this directory\n", path);
-		err_ctx ec = { path, 0 };
-		t2.on_error = print_damage;
-		t2.error_ctx = &ec;
-		int rc = n ? nt_render_trace2(readers, n, stdout, &t2) : -1;
-		int status = rc < 0 || bad || ec.count ? 2 : 0;
-		if (fflush(stdout) != 0 || ferror(stdout)) {
-			fprintf(stderr, "trace-dump: writing output: %s\n", strerror(errno));
-			status = 2;
-		}
-		for (size_t i = 0; i < n; i++)
-			nt_reader_close(readers[i]);
-		free(readers);
-		return status;
-	}
-
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open(path, &err);
-	if (r == NULL) {
-		print_open_error(&err);
-		return 2;
-	}
-	err_ctx ec = { path, 0 };
-	opt.on_error = print_damage;
-	opt.error_ctx = &ec;
-	int rc;
-	if (stats)
-		rc = nt_render_stats(r, stdout, &opt);
-	else if (strcmp(format, "chrome") == 0)
-		rc = nt_render_chrome(r, stdout, &opt);
-	else
-		rc = nt_render_text(r, stdout, &opt);
-
-	int status = rc < 0 || ec.count > 0 ? 2 : 0;
-	if (rc < 0 && ec.count == 0)
-		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", path);
+/* The exit status, once everything is written: an output that could not be is status 2. */
+static int flush_output(int status)
+{
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "trace-dump: writing output: %s\n", strerror(errno));
 		status = 2;
 	}
+	return status;
+}
+
+/* Git's Trace2 renderings of an archive, or of every archive of a directory. */
+static int dump_trace2(dump_args *d)
+{
+	nt_trace2_options *t2 = &d->t2;
+	t2->format = strcmp(d->format, "normal") == 0 ? NT_TRACE2_NORMAL
+		     : strcmp(d->format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
+	t2->policy = d->opt.policy;
+	int bad = 0;
+	nt_reader **readers = NULL;
+	size_t n = open_inputs(d->path, &readers, &bad);
+	if (n == 0 && bad == 0)
+		fprintf(stderr, "trace-dump: %s: no archives in this directory\n", d->path);
+	err_ctx ec = { d->path, 0 };
+	t2->on_error = print_damage;
+	t2->error_ctx = &ec;
+	int rc = n ? nt_render_trace2(readers, n, stdout, t2) : -1;
+	int status = flush_output(rc < 0 || bad || ec.count ? 2 : 0);
+	for (size_t i = 0; i < n; i++)
+		nt_reader_close(readers[i]);
+	free(readers);
+	return status;
+}
+
+/* Text, Chrome JSON or statistics of one archive. */
+static int dump_one(dump_args *d)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(d->path, &err);
+	if (r == NULL) {
+		print_open_error(&err);
+		return 2;
+	}
+	err_ctx ec = { d->path, 0 };
+	d->opt.on_error = print_damage;
+	d->opt.error_ctx = &ec;
+	int rc;
+	if (d->stats)
+		rc = nt_render_stats(r, stdout, &d->opt);
+	else if (strcmp(d->format, "chrome") == 0)
+		rc = nt_render_chrome(r, stdout, &d->opt);
+	else
+		rc = nt_render_text(r, stdout, &d->opt);
+	if (rc < 0 && ec.count == 0)
+		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", d->path);
+	int status = flush_output(rc < 0 || ec.count > 0 ? 2 : 0);
 	nt_reader_close(r);
 	return status;
+}
+
+int main(int argc, char **argv)
+{
+	dump_args d = { .format = "text",
+			.t2 = { .brief = -1, .nesting = 2, .policy = NT_ON_CORRUPT_SKIP },
+			.opt = { .order = NT_ORDER_TIME, .policy = NT_ON_CORRUPT_SKIP } };
+	int rc = parse_args(argc, argv, &d);
+	if (rc >= 0)
+		return rc;
+	return is_trace2_format(d.format) ? dump_trace2(&d) : dump_one(&d);
 }

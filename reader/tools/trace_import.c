@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "../common/nt_grow.h"
 
 static const char usage[] =
 	"usage: trace-import [-o ARCHIVE] [FILE|DIRECTORY ...]\n"
@@ -27,19 +28,14 @@ static const char usage[] =
 
 static int read_all(FILE *in, char **data, size_t *len)
 {
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	if (buf == NULL)
-		return 0;
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
 	for (;;) {
-		if (n == cap) {
-			char *b = realloc(buf, cap *= 2);
-			if (b == NULL) {
-				free(buf);
-				errno = ENOMEM;
-				return 0;
-			}
-			buf = b;
+		/* At least 64 KiB of room for each read. */
+		if (!nt_grow(&buf, &cap, n + (1 << 16), 1)) {
+			free(buf);
+			errno = ENOMEM;
+			return 0;
 		}
 		size_t got = fread(buf + n, 1, cap - n, in);
 		n += got;
