@@ -39,50 +39,27 @@ typedef struct out_file {
 	int err;
 } out_file;
 
-static void out_write(out_file *o, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	while (len > 0 && !o->err) {
-		if (o->n == sizeof(o->buf) || len >= sizeof(o->buf)) {
-			const uint8_t *src = o->n ? o->buf : p;
-			size_t cnt = o->n ? o->n : len;
-			ssize_t w = write(o->fd, src, cnt);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				o->err = w < 0 ? errno : EIO;
-				return;
-			}
-			if (o->n) {
-				memmove(o->buf, o->buf + w, o->n - (size_t)w);
-				o->n -= (size_t)w;
-			} else {
-				p += w;
-				len -= (size_t)w;
-			}
-			continue;
-		}
-		size_t take = sizeof(o->buf) - o->n < len ? sizeof(o->buf) - o->n : len;
-		memcpy(o->buf + o->n, p, take);
-		o->n += take;
-		p += take;
-		len -= take;
-	}
-}
-
 static void out_flush(out_file *o)
 {
-	size_t off = 0;
-	while (off < o->n && !o->err) {
-		ssize_t w = write(o->fd, o->buf + off, o->n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			o->err = w < 0 ? errno : EIO;
-		else
-			off += (size_t)w;
-	}
+	if (!o->err && o->n)
+		o->err = nt_write_all(o->fd, o->buf, o->n, NULL);
 	o->n = 0;
+}
+
+/* Small pieces (chunk headers) are gathered; a piece as large as the buffer goes out as it
+ * is. */
+static void out_write(out_file *o, const void *data, size_t len)
+{
+	if (o->n + len > sizeof(o->buf))
+		out_flush(o);
+	if (o->err)
+		return;
+	if (len >= sizeof(o->buf)) {
+		o->err = nt_write_all(o->fd, data, len, NULL);
+		return;
+	}
+	memcpy(o->buf + o->n, data, len);
+	o->n += len;
 }
 
 int nt_archive_write(const char *path, const nt_archive_info *info_in)

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nt_internal.h"
@@ -51,33 +50,6 @@ static void arena_unmap(void)
 	nt_S.map = NULL;
 	nt_S.map_size = 0;
 	nt_S.file_backed = 0;
-}
-
-int nt_create_beside(const char *path, char **name_out)
-{
-	size_t cap = strlen(path) + sizeof(".XXXXXX");
-	char *name = malloc(cap);
-	if (name == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
-	snprintf(name, cap, "%s.XXXXXX", path);
-	/* A random name created with O_EXCL: a link planted at any name we could have
-	 * predicted is never opened, let alone followed. */
-	int fd = mkostemp(name, O_CLOEXEC);
-	if (fd >= 0 && fchmod(fd, nt_S.file_mode ? nt_S.file_mode : 0644) != 0) {
-		int err = errno;
-		close(fd);
-		unlink(name);
-		errno = err;
-		fd = -1;
-	}
-	if (fd < 0) {
-		free(name);
-		return -1;
-	}
-	*name_out = name;
-	return fd;
 }
 
 static int map_file(const char *path, size_t size)

@@ -146,10 +146,6 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
 int nt_arena_publish(nt_archive_info *info);
-/* Create a file beside `path` under a fresh random name, with O_EXCL and O_CLOEXEC (so a
- * planted link is never followed) and mode nt_S.file_mode (0644 when 0), exactly. Returns
- * its fd and the name (malloc'd) in *name_out, or -1 with errno set. */
-int nt_create_beside(const char *path, char **name_out);
 /* In a fork() child: let go of the parent's file, fd and mapping (nt_arena.c). */
 void nt_arena_forget(void);
 static inline uint64_t *nt_header_u64(int field)
@@ -222,6 +218,16 @@ void nt_arena_clear(int durable);
 /* nt_event.c */
 /* Closes the calling thread's chunk (thread exit, and nt_finish() on its own thread). */
 void nt_thread_release(void);
+
+/* nt_file.c */
+/* Create a file beside `path` under a fresh random name, with O_EXCL and O_CLOEXEC (so a
+ * planted link is never followed) and mode nt_S.file_mode (0644 when 0), exactly. Returns
+ * its fd and the name (malloc'd) in *name_out, or -1 with errno set. */
+int nt_create_beside(const char *path, char **name_out);
+/* Write all `len` bytes of `data` to `fd`: at *offset with pwrite() (and *offset advanced
+ * by what was written) when offset is not NULL, else at the file position. Interrupted and
+ * short writes go on. Returns 0, or the errno of the failure (EIO for a write of nothing). */
+int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 
 /* nt_archive_write.c */
 /* Write the archive of the current session (recording already stopped) to `path`. */

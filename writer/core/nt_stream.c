@@ -59,7 +59,10 @@ static struct {
 	uint64_t tail;          /* end of the archive file */
 	uint64_t events_saved;  /* events in the saved stream: the finished archive's written */
 	uint8_t *buf;           /* one chunk piece */
-	int write_error;
+	/* The first failure, which stops the saving: NT_ERR_IO (a write; failure_errno says
+	 * why) or NT_ERR_NO_MEMORY. nt_finish() reports it. */
+	nt_result failure;
+	int failure_errno;
 } st;
 
 static void futex_wake(uint32_t *word)
@@ -82,22 +85,23 @@ void nt_stream_notify_full(uint64_t generations)
 	futex_wake(&nt_S.full_signal);
 }
 
+static void fail(nt_result code, int err)
+{
+	if (st.failure == NT_OK) {
+		st.failure = code;
+		st.failure_errno = err;
+	}
+}
+
+/* Appends to the archive file; once a save has failed, nothing more is written. */
 static int append(const void *data, size_t len)
 {
-	const uint8_t *p = data;
-	while (len > 0 && !st.write_error) {
-		ssize_t w = pwrite(nt_S.fd, p, len, (off_t)st.tail);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			st.write_error = w < 0 ? errno : EIO;
-			return 0;
-		}
-		p += w;
-		len -= (size_t)w;
-		st.tail += (uint64_t)w;
-	}
-	return !st.write_error;
+	if (st.failure != NT_OK)
+		return 0;
+	int err = nt_write_all(nt_S.fd, data, len, &st.tail);
+	if (err != 0)
+		fail(NT_ERR_IO, err);
+	return err == 0;
 }
 
 static int by_sequence(const void *a, const void *b)
@@ -113,7 +117,7 @@ static int grow_block(uint32_t need)
 		cap *= 2;
 	uint64_t *b = realloc(st.block, cap * sizeof(*b));
 	if (b == NULL) {
-		st.write_error = ENOMEM;
+		fail(NT_ERR_NO_MEMORY, ENOMEM);
 		return 0;
 	}
 	for (uint32_t t = st.nblock; t < cap; t++)
@@ -135,18 +139,16 @@ static void advance(const uint8_t *payload, uint32_t from, uint32_t to, nt_chunk
 	}
 }
 
-/* Everything published since the last save; returns the durable end it covered. */
-static uint64_t save_everything(void)
+/* Step 1 of a save: which chunks this save may take. Each thread's pieces must reach the
+ * file in order, and a thread publishes a chunk completely (and closes it) before it claims
+ * the next. So: (a) a first pass notes every slot's chunk; (b) a second pass finds the
+ * chunks that appeared since and are not saved in full: a thread with such a chunk keeps its
+ * newer chunks for the next save (st.block holds, per thread, the oldest such sequence);
+ * (c) the measuring pass (measure_slots) walks the rest, and anything older than a chunk
+ * seen in (a) is complete by then. A slot whose chunk changed after (a) waits for the next
+ * save. Returns 0 when memory runs out. */
+static int find_slots(void)
 {
-	uint32_t n = 0, nfull = 0;
-	uint32_t *used_all = st.used;
-	/* 1. Find the chunks, then measure them. Each thread's pieces must reach the file in
-	 *    order, and a thread publishes a chunk completely (and closes it) before it claims
-	 *    the next. So: (a) a first pass notes every slot's chunk; (b) a second pass finds
-	 *    the chunks that appeared since and are not saved in full: a thread with such a
-	 *    chunk keeps its newer chunks for the next save; (c) the measuring pass walks the
-	 *    rest, and anything older than a chunk seen in (a) is complete by then. A slot
-	 *    whose chunk changed after (a) waits for the next save. */
 	for (uint32_t s = 0; s < nt_S.nslots; s++)
 		st.seen[s] = nt_chunk_snapshot(nt_chunk_slot(s));
 	for (uint32_t t = 0; t < st.nblock; t++)
@@ -159,15 +161,22 @@ static uint64_t save_everything(void)
 			continue;
 		uint32_t t = h->thread;
 		if (t >= st.nblock && !grow_block(t + 1))
-			return st.durable_saved;
+			return 0;
 		if (nt_claim_sequence(claim) < st.block[t])
 			st.block[t] = nt_claim_sequence(claim);
 	}
-	/*    Every durable record the measured records use was published before them, so the
-	 *    durable copy below covers it. */
+	return 1;
+}
+
+/* Step 1 (c): measures the chunks this save takes. Sets st.used[s] (published payload
+ * bytes), lists the slots with new records in st.order (*n) and the slots whose chunk is
+ * closed and already saved in full in st.full (*nfull). Every durable record the measured
+ * records use was published before them, so the durable copy that follows covers it. */
+static void measure_slots(uint32_t *n, uint32_t *nfull)
+{
 	for (uint32_t s = 0; s < nt_S.nslots; s++) {
 		const nt_chunk_header *h = nt_chunk_slot(s);
-		used_all[s] = 0;
+		st.used[s] = 0;
 		if (st.seen[s] == 0)
 			continue;
 		uint64_t claim = nt_chunk_snapshot(h);
@@ -189,13 +198,18 @@ static uint64_t save_everything(void)
 			p->ticks = h->base_ticks;
 		}
 		p->claim = claim; /* the active bit may have cleared since */
-		used_all[s] = bytes;
+		st.used[s] = bytes;
 		if (bytes > p->saved)
-			st.order[n++] = (piece){ s, nt_claim_sequence(claim) };
+			st.order[(*n)++] = (piece){ s, nt_claim_sequence(claim) };
 		else if (!(claim & 1u))
-			st.full[nfull++] = s; /* closed, and all of it saved before */
+			st.full[(*nfull)++] = s; /* closed, and all of it saved before */
 	}
-	/* 2. The new durable records, up to the first one not yet published. */
+}
+
+/* Step 2: the new durable records, up to the first one not yet published. Returns the
+ * durable end it covered. */
+static uint64_t save_durable(void)
+{
 	uint64_t durable_end = st.durable_saved, size;
 	while (durable_end + 8 <= nt_S.durable_size &&
 	       nt_record_frame(nt_load_acquire_64((const uint64_t *)(const void *)(nt_S.durable + durable_end)),
@@ -203,41 +217,61 @@ static uint64_t save_everything(void)
 		durable_end += size;
 	append(nt_S.durable + st.durable_saved, durable_end - st.durable_saved);
 	st.durable_saved = durable_end;
+	return durable_end;
+}
+
+/* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
+ * piece of its own (time base and event ordinal recomputed at the cut). The slot keeps this
+ * chunk until the commit marks it saved. Returns 0 when the write failed. */
+static int save_piece(uint32_t s, uint32_t *nfull)
+{
+	const nt_chunk_header *h = nt_chunk_slot(s);
+	const uint8_t *payload = (const uint8_t *)(h + 1);
+	slot_progress *p = &st.progress[s];
+	uint32_t from = p->saved, to = st.used[s];
+	nt_chunk_header piece_hdr;
+	memset(&piece_hdr, 0, sizeof(piece_hdr));
+	memcpy(st.buf + sizeof(piece_hdr), payload + from, to - from);
+	piece_hdr.kind = NT_KIND_CHUNK;
+	piece_hdr.slot_wrap = nt_slot_wrap(nt_claim_sequence(p->claim));
+	piece_hdr.size_bytes = (uint32_t)sizeof(piece_hdr) + (to - from);
+	piece_hdr.thread = h->thread;
+	piece_hdr.claim = p->claim;
+	piece_hdr.base_ticks = p->ticks;
+	piece_hdr.first_event = h->first_event + p->events;
+	nt_chunk_clock after = { p->ticks, p->events };
+	advance(st.buf + sizeof(piece_hdr), 0, to - from, &after);
+	piece_hdr.event_count = (uint32_t)(after.events - p->events);
+	memcpy(st.buf, &piece_hdr, sizeof(piece_hdr));
+	if (!append(st.buf, sizeof(piece_hdr) + (to - from)))
+		return 0;
+	p->ticks = after.ticks;
+	p->events = (uint32_t)after.events;
+	p->saved = to;
+	st.events_saved += piece_hdr.event_count;
+	if (!(p->claim & 1u))
+		st.full[(*nfull)++] = s;
+	return 1;
+}
+
+/* Everything published since the last save; returns the durable end it covered. */
+static uint64_t save_everything(void)
+{
+	uint32_t n = 0, nfull = 0;
+	/* 1. Find the chunks, then measure them. */
+	if (!find_slots())
+		return st.durable_saved;
+	measure_slots(&n, &nfull);
+	/* 2. The durable records the measured ones use. */
+	uint64_t durable_end = save_durable();
 	/* 3. The chunk pieces, in claim order. */
 	qsort(st.order, n, sizeof(*st.order), by_sequence);
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = st.order[i].slot;
-		const nt_chunk_header *h = nt_chunk_slot(s);
-		const uint8_t *payload = (const uint8_t *)(h + 1);
-		slot_progress *p = &st.progress[s];
-		uint32_t from = p->saved, to = used_all[s];
-		/* The slot keeps this chunk until the commit below marks it saved. */
-		nt_chunk_header piece_hdr;
-		memset(&piece_hdr, 0, sizeof(piece_hdr));
-		memcpy(st.buf + sizeof(piece_hdr), payload + from, to - from);
-		piece_hdr.kind = NT_KIND_CHUNK;
-		piece_hdr.slot_wrap = nt_slot_wrap(nt_claim_sequence(p->claim));
-		piece_hdr.size_bytes = (uint32_t)sizeof(piece_hdr) + (to - from);
-		piece_hdr.thread = h->thread;
-		piece_hdr.claim = p->claim;
-		piece_hdr.base_ticks = p->ticks;
-		piece_hdr.first_event = h->first_event + p->events;
-		nt_chunk_clock after = { p->ticks, p->events };
-		advance(st.buf + sizeof(piece_hdr), 0, to - from, &after);
-		piece_hdr.event_count = (uint32_t)(after.events - p->events);
-		memcpy(st.buf, &piece_hdr, sizeof(piece_hdr));
-		if (!append(st.buf, sizeof(piece_hdr) + (to - from)))
+	for (uint32_t i = 0; i < n; i++)
+		if (!save_piece(st.order[i].slot, &nfull))
 			break;
-		p->ticks = after.ticks;
-		p->events = (uint32_t)after.events;
-		p->saved = to;
-		st.events_saved += piece_hdr.event_count;
-		if (!(p->claim & 1u))
-			st.full[nfull++] = s;
-	}
 	/* 4. Commit: the saved stream ends here (a crash after this point loses nothing that
 	 *    this save wrote), and only now may writers reuse the slots it emptied. */
-	if (!st.write_error) {
+	if (st.failure == NT_OK) {
 		nt_store_release_64(nt_header_u64(NT_HDR_STREAM_END), st.tail);
 		for (uint32_t i = 0; i < nfull; i++)
 			nt_store_release_64(&nt_S.saved_claim[st.full[i]], st.progress[st.full[i]].claim);
@@ -333,7 +367,8 @@ static int stream_alloc(void)
 		nt_set_error("nt_start: out of memory for streaming");
 		return NT_ERR_NO_MEMORY;
 	}
-	st.write_error = 0;
+	st.failure = NT_OK;
+	st.failure_errno = 0;
 	st.durable_saved = 0;
 	st.events_saved = 0;
 	st.tail = *nt_header_u64(NT_HDR_STREAM_OFFSET);
@@ -398,10 +433,10 @@ void nt_stream_forget(void)
 
 nt_result nt_stream_finish(void)
 {
-	if (st.write_error) {
+	if (st.failure != NT_OK) {
 		nt_set_error("nt_finish: writing the stream to '%s': %s", nt_S.path,
-			     strerror(st.write_error));
-		return NT_ERR_IO;
+			     strerror(st.failure_errno));
+		return st.failure;
 	}
 	/* The saved stream is the archive: the header now points at it, and the arena's
 	 * blocks are given back (a hole). */

@@ -80,7 +80,7 @@ typedef enum nt_result {
 	NT_OK = 0,
 	NT_ERR_INVALID_ARGUMENT = -1, /* a NULL or out-of-range argument, or a bad config */
 	NT_ERR_STATE = -2,            /* nt_start() while recording, nt_finish() without start */
-	NT_ERR_NO_MEMORY = -3,        /* the arena could not be mapped */
+	NT_ERR_NO_MEMORY = -3,        /* the arena could not be mapped, or memory ran out */
 	NT_ERR_IO = -4,               /* the archive could not be opened or written */
 	NT_ERR_UNSUPPORTED = -5,      /* a mode or clock this build or machine cannot provide */
 } nt_result;
@@ -161,7 +161,8 @@ nt_result nt_start(const nt_config *cfg);
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
  * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
  * if nt_start() did not succeed or in a fork() child of the session's process, NT_ERR_IO if
- * the file cannot be created or written (the message names the path and the reason).
+ * the file cannot be created or written (the message names the path and the reason),
+ * NT_ERR_NO_MEMORY if memory ran out (compacting, or while the saver streamed).
  * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
  * arena (and, file-backed, in its file, which stays a readable archive) and nt_finish() may
  * be called again. */
