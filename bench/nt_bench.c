@@ -105,13 +105,19 @@ static double t2_pairs_loop(uint64_t pairs)
 
 static int start_session(int mode, size_t buffer);
 
+/* A scratch file of this run: $TMPDIR (or /tmp)/nt-bench-<tag>-<pid><ext>. */
+static void tmp_path(char *buf, size_t cap, const char *tag, const char *ext)
+{
+	snprintf(buf, cap, "%s/nt-bench-%s-%d%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 tag, (int)getpid(), ext);
+}
+
 /* Finish the session into a temporary archive and open it (the file is removed at once:
  * the reader keeps its mapping). NULL after printing why. */
 static nt_reader *finish_and_open(const char *tag)
 {
 	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-bench-%s-%d.ntrace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	tmp_path(path, sizeof(path), tag, ".ntrace");
 	if (nt_finish(path) != NT_OK) {
 		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
 		return NULL;
@@ -338,8 +344,7 @@ static double streaming_run(const char *path, double rate, int ms, uint64_t *dro
 static double streaming_mb_s(double *unpaced_mb_s)
 {
 	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-bench-s-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
+	tmp_path(path, sizeof(path), "s", ".ntrace");
 	uint64_t dropped;
 	*unpaced_mb_s = streaming_run(path, 0, 300, &dropped);
 	if (*unpaced_mb_s <= 0)
@@ -380,132 +385,178 @@ static int measure_bytes(double *record_bpe, double *chunk_bpe, double *file_bpe
 	return 1;
 }
 
-int main(int argc, char **argv)
-{
-	int json = 0, reps = 7;
-	uint64_t pairs = 2000000;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
-			pairs = strtoull(argv[++i], NULL, 10);
-		else {
-			fprintf(stderr, "usage: nt_bench [--json] [--reps N] [--pairs N]\n");
-			return 1;
-		}
-	}
-	if (reps < 1 || reps > 101 || pairs < 1000) {
-		fprintf(stderr, "nt_bench: --reps must be 1-101 and --pairs at least 1000\n");
-		return 1;
-	}
-	/* Tracing off: no session at all. */
-	off_loop(pairs / 10);
-	double *d0 = calloc((size_t)reps, sizeof(double)), *dc = calloc((size_t)reps, sizeof(double));
-	for (int r = 0; r < reps; r++)
-		d0[r] = off_loop(4 * pairs);
-	double ns_disabled = median(d0, reps);
+/* Everything the benchmark measures (medians over the reps). */
+typedef struct bench_results {
+	int reps;
+	uint64_t pairs;
+	double ns_disabled, ns_category_off, ns_t2, ns_t2_base;
+	double floor1, floor2, ns1, ns2;
+	nt_stats st; /* of the circular session */
+	double record_bpe, chunk_bpe, file_bpe;
+	double stream_mb, unpaced;
+	double t2_ratio;
+	uint64_t t2_json, t2_archive;
+	double json_ns, write_ns;
+} bench_results;
 
-	/* One circular session for the timing cases: it never fills, so every event is a
-	 * real write, with chunk claims and wraps included. Only "bench" is enabled. */
-	{
-		nt_config cfg;
-		nt_config_init(&cfg);
-		cfg.mode = NT_MODE_CIRCULAR;
-		cfg.categories = "bench";
-		if (nt_start(&cfg) != NT_OK) {
-			fprintf(stderr, "nt_bench: %s\n", nt_last_error());
-			return 1;
-		}
+/* The median of `reps` runs of one case, each over `n`. */
+static double median_of(double (*run)(uint64_t), int reps, uint64_t n)
+{
+	double *v = calloc((size_t)reps, sizeof(double));
+	if (v == NULL)
+		return -1;
+	for (int r = 0; r < reps; r++)
+		v[r] = run(n);
+	double m = median(v, reps);
+	free(v);
+	return m;
+}
+
+/* The event costs: tracing off, a disabled category, begin/end and Trace2 regions against
+ * the floor, in one circular session that never fills (every event is a real write, with
+ * chunk claims and wraps included; only "bench" is enabled). Returns 0 on failure. */
+static int measure_events(bench_results *b)
+{
+	int reps = b->reps;
+	uint64_t pairs = b->pairs;
+	off_loop(pairs / 10); /* tracing off: no session at all */
+	b->ns_disabled = median_of(off_loop, reps, 4 * pairs);
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = NT_MODE_CIRCULAR;
+	cfg.categories = "bench";
+	if (nt_start(&cfg) != NT_OK) {
+		fprintf(stderr, "nt_bench: %s\n", nt_last_error());
+		return 0;
 	}
 	off_loop(pairs / 10);
-	for (int r = 0; r < reps; r++)
-		dc[r] = off_loop(4 * pairs);
-	double ns_category_off = median(dc, reps);
+	b->ns_category_off = median_of(off_loop, reps, 4 * pairs);
 	/* Trace2 joins the running session (no NANOTRACE needed). */
 	NT_T2_INITIALIZE("bench");
-	double *t2 = calloc((size_t)reps, sizeof(double)), *b1 = calloc((size_t)reps, sizeof(double));
+	double *v = calloc(6 * (size_t)reps, sizeof(double));
+	if (v == NULL)
+		return 0;
+	double *t2 = v, *b1 = v + reps, *f1 = v + 2 * reps, *f2 = v + 3 * reps;
+	double *e1 = v + 4 * reps, *e2 = v + 5 * reps;
 	t2_pairs_loop(pairs / 10);
 	for (int r = 0; r < reps; r++) {
 		b1[r] = pairs_loop(pairs);
 		t2[r] = t2_pairs_loop(pairs);
 	}
-	double ns_t2 = median(t2, reps), ns_t2_base = median(b1, reps);
-	double *f1 = calloc((size_t)reps, sizeof(double)), *f2 = calloc((size_t)reps, sizeof(double));
-	double *e1 = calloc((size_t)reps, sizeof(double)), *e2 = calloc((size_t)reps, sizeof(double));
 	for (int r = 0; r < reps; r++) {
 		f1[r] = run_threads(CASE_FLOOR, 1, 2 * pairs);
 		e1[r] = run_threads(CASE_PAIRS, 1, pairs);
 		f2[r] = run_threads(CASE_FLOOR, 2, 2 * pairs);
 		e2[r] = run_threads(CASE_PAIRS, 2, pairs);
 	}
-	nt_stats st;
-	nt_get_stats(&st);
+	b->ns_t2 = median(t2, reps), b->ns_t2_base = median(b1, reps);
+	b->floor1 = median(f1, reps), b->floor2 = median(f2, reps);
+	b->ns1 = median(e1, reps), b->ns2 = median(e2, reps);
+	free(v);
+	nt_get_stats(&b->st);
 	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-bench-c-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
+	tmp_path(path, sizeof(path), "c", ".ntrace");
 	nt_finish(path);
 	unlink(path);
+	return 1;
+}
 
-	double floor1 = median(f1, reps), floor2 = median(f2, reps);
-	double ns1 = median(e1, reps), ns2 = median(e2, reps);
-	double record_bpe = 0, chunk_bpe = 0, file_bpe = 0;
-	if (!measure_bytes(&record_bpe, &chunk_bpe, &file_bpe))
-		return 1;
-	double unpaced = 0, stream_mb = streaming_mb_s(&unpaced);
-	double t2_ratio = 0;
-	uint64_t t2_json = 0, t2_archive = 0;
-	if (!trace2_compression(&t2_ratio, &t2_json, &t2_archive))
-		return 1;
+/* Bytes per event, streaming throughput, Trace2 compression and the peers' costs. Returns
+ * 0 on failure. */
+static int measure_rest(bench_results *b)
+{
+	if (!measure_bytes(&b->record_bpe, &b->chunk_bpe, &b->file_bpe))
+		return 0;
+	b->stream_mb = streaming_mb_s(&b->unpaced);
+	if (!trace2_compression(&b->t2_ratio, &b->t2_json, &b->t2_archive))
+		return 0;
 	char peer_path[256];
-	snprintf(peer_path, sizeof(peer_path), "%s/nt-bench-peer-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
-	double *pj = calloc((size_t)reps, sizeof(double)), *pw = calloc((size_t)reps, sizeof(double));
-	for (int r = 0; r < reps; r++) {
-		pj[r] = peer_json_fwrite(peer_path, pairs / 4);
-		pw[r] = peer_write_per_event(peer_path, pairs / 40);
+	tmp_path(peer_path, sizeof(peer_path), "peer", "");
+	double *pj = calloc((size_t)b->reps, sizeof(double)), *pw = calloc((size_t)b->reps, sizeof(double));
+	if (pj == NULL || pw == NULL) {
+		free(pj), free(pw);
+		return 0;
 	}
-	double json_ns = median(pj, reps), write_ns = median(pw, reps);
+	for (int r = 0; r < b->reps; r++) {
+		pj[r] = peer_json_fwrite(peer_path, b->pairs / 4);
+		pw[r] = peer_write_per_event(peer_path, b->pairs / 40);
+	}
+	b->json_ns = median(pj, b->reps), b->write_ns = median(pw, b->reps);
+	free(pj), free(pw);
+	return 1;
+}
 
+static void print_text(const bench_results *b)
+{
 	printf("nanotrace %s, clock %s, %d reps x %" PRIu64 " begin/end pairs, medians\n",
-	       NT_VERSION_STRING, nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
-	printf("  floor (clock + 16 B TLS store), 1 thread   %7.2f ns\n", floor1);
-	printf("  floor, 2 threads (per thread)              %7.2f ns\n", floor2);
-	printf("  begin/end event, 1 thread                  %7.2f ns   ratio %.3f\n", ns1, ns1 / floor1);
+	       NT_VERSION_STRING, nt_clock_use_tsc_ ? "tsc" : "monotonic", b->reps, b->pairs);
+	printf("  floor (clock + 16 B TLS store), 1 thread   %7.2f ns\n", b->floor1);
+	printf("  floor, 2 threads (per thread)              %7.2f ns\n", b->floor2);
+	printf("  begin/end event, 1 thread                  %7.2f ns   ratio %.3f\n", b->ns1,
+	       b->ns1 / b->floor1);
 	printf("  begin/end event, 2 threads (per thread)    %7.2f ns   ratio %.3f (to the 2-thread floor), %.3f (to the 1-thread floor)\n",
-	       ns2, ns2 / floor2, ns2 / floor1);
+	       b->ns2, b->ns2 / b->floor2, b->ns2 / b->floor1);
 	printf("  bytes per event: %.3f event records, %.3f with chunk headers, %.3f whole file\n",
-	       record_bpe, chunk_bpe, file_bpe);
-	printf("  session: %" PRIu64 " chunks, %" PRIu64 " wraps, %" PRIu64 " dropped\n", st.chunks_claimed,
-	       st.wraps, st.events_dropped);
-	printf("  event while tracing is off                 %7.2f ns\n", ns_disabled);
-	printf("  event in a disabled category               %7.2f ns\n", ns_category_off);
+	       b->record_bpe, b->chunk_bpe, b->file_bpe);
+	printf("  session: %" PRIu64 " chunks, %" PRIu64 " wraps, %" PRIu64 " dropped\n",
+	       b->st.chunks_claimed, b->st.wraps, b->st.events_dropped);
+	printf("  event while tracing is off                 %7.2f ns\n", b->ns_disabled);
+	printf("  event in a disabled category               %7.2f ns\n", b->ns_category_off);
 	printf("  streaming to the archive, 0 drops          %7.1f MB/s (unpaced writer: %.1f MB/s saved)\n",
-	       stream_mb, unpaced);
+	       b->stream_mb, b->unpaced);
 	printf("  Trace2 region enter/leave                  %7.2f ns   (begin/end in the same reps: %.2f ns, ratio %.3f)\n",
-	       ns_t2, ns_t2_base, ns_t2 / ns_t2_base);
+	       b->ns_t2, b->ns_t2_base, b->ns_t2 / b->ns_t2_base);
 	printf("  Trace2 EVENT JSON / archive bytes          %7.1f   (%" PRIu64 " / %" PRIu64 " bytes)\n",
-	       t2_ratio, t2_json, t2_archive);
+	       b->t2_ratio, b->t2_json, b->t2_archive);
 	printf("  peer: JSON line + buffered fwrite          %7.1f ns   nanotrace is %.1fx faster\n",
-	       json_ns, json_ns / ns1);
+	       b->json_ns, b->json_ns / b->ns1);
 	printf("  peer: Trace2-style write(2) per event      %7.1f ns   nanotrace is %.1fx faster\n",
-	       write_ns, write_ns / ns1);
+	       b->write_ns, b->write_ns / b->ns1);
+}
+
+static void print_json(const bench_results *b)
+{
+	printf("{\"ns_per_event_1t\":%.3f,\"ns_per_event_2t\":%.3f,\"floor_ns\":%.3f,"
+	       "\"floor_2t_ns\":%.3f,\"ratio_1t\":%.4f,\"ratio_2t\":%.4f,"
+	       "\"ratio_2t_vs_1t_floor\":%.4f,\"bytes_per_event\":%.4f,"
+	       "\"chunk_bytes_per_event\":%.4f,\"file_bytes_per_event\":%.4f,"
+	       "\"ns_disabled\":%.3f,\"ns_category_off\":%.3f,\"streaming_mb_s\":%.1f,"
+	       "\"streaming_unpaced_mb_s\":%.1f,\"peer_json_fwrite_ns\":%.1f,"
+	       "\"peer_write_per_event_ns\":%.1f,\"speedup_vs_json_fwrite\":%.1f,"
+	       "\"speedup_vs_write_per_event\":%.1f,\"ns_trace2_region\":%.3f,"
+	       "\"trace2_region_ratio\":%.4f,\"trace2_compression_ratio\":%.2f,"
+	       "\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
+	       b->ns1, b->ns2, b->floor1, b->floor2, b->ns1 / b->floor1, b->ns2 / b->floor2,
+	       b->ns2 / b->floor1, b->record_bpe, b->chunk_bpe, b->file_bpe, b->ns_disabled,
+	       b->ns_category_off, b->stream_mb, b->unpaced, b->json_ns, b->write_ns,
+	       b->json_ns / b->ns1, b->write_ns / b->ns1, b->ns_t2, b->ns_t2 / b->ns_t2_base,
+	       b->t2_ratio, nt_clock_use_tsc_ ? "tsc" : "monotonic", b->reps, b->pairs);
+}
+
+int main(int argc, char **argv)
+{
+	int json = 0;
+	bench_results b = { .reps = 7, .pairs = 2000000 };
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+			b.reps = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
+			b.pairs = strtoull(argv[++i], NULL, 10);
+		else {
+			fprintf(stderr, "usage: nt_bench [--json] [--reps N] [--pairs N]\n");
+			return 1;
+		}
+	}
+	if (b.reps < 1 || b.reps > 101 || b.pairs < 1000) {
+		fprintf(stderr, "nt_bench: --reps must be 1-101 and --pairs at least 1000\n");
+		return 1;
+	}
+	if (!measure_events(&b) || !measure_rest(&b))
+		return 1;
+	print_text(&b);
 	if (json)
-		printf("{\"ns_per_event_1t\":%.3f,\"ns_per_event_2t\":%.3f,\"floor_ns\":%.3f,"
-		       "\"floor_2t_ns\":%.3f,\"ratio_1t\":%.4f,\"ratio_2t\":%.4f,"
-		       "\"ratio_2t_vs_1t_floor\":%.4f,\"bytes_per_event\":%.4f,"
-		       "\"chunk_bytes_per_event\":%.4f,\"file_bytes_per_event\":%.4f,"
-		       "\"ns_disabled\":%.3f,\"ns_category_off\":%.3f,\"streaming_mb_s\":%.1f,"
-		       "\"streaming_unpaced_mb_s\":%.1f,\"peer_json_fwrite_ns\":%.1f,"
-		       "\"peer_write_per_event_ns\":%.1f,\"speedup_vs_json_fwrite\":%.1f,"
-		       "\"speedup_vs_write_per_event\":%.1f,\"ns_trace2_region\":%.3f,"
-		       "\"trace2_region_ratio\":%.4f,\"trace2_compression_ratio\":%.2f,"
-		       "\"clock\":\"%s\",\"reps\":%d,\"pairs\":%" PRIu64 "}\n",
-		       ns1, ns2, floor1, floor2, ns1 / floor1, ns2 / floor2, ns2 / floor1, record_bpe,
-		       chunk_bpe, file_bpe, ns_disabled, ns_category_off, stream_mb, unpaced, json_ns,
-		       write_ns, json_ns / ns1, write_ns / ns1, ns_t2, ns_t2 / ns_t2_base, t2_ratio,
-		       nt_clock_use_tsc_ ? "tsc" : "monotonic", reps, pairs);
-	free(f1), free(f2), free(e1), free(e2), free(d0), free(dc), free(pj), free(pw), free(t2), free(b1);
+		print_json(&b);
 	return 0;
 }

@@ -128,84 +128,104 @@ static int option_value(int argc, char **argv, int *i, const char *name, unsigne
 	return 1;
 }
 
-int main(int argc, char **argv)
+typedef struct demo_args {
+	const char *output;
+	unsigned long long threads, requests, duration_ms, buffer;
+} demo_args;
+
+/* Returns -1 to go on, or the exit status (help, usage error). */
+static int parse_args(int argc, char **argv, demo_args *a, nt_config *cfg)
 {
-	const char *output = NULL;
-	unsigned long long threads = 4, requests = 200, duration_ms = 0, buffer = 4u << 20;
-	nt_config cfg;
-	nt_config_init(&cfg);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			return 0;
 		} else if (strcmp(argv[i], "--mode") == 0) {
 			const char *m = i + 1 < argc ? argv[++i] : "";
-			cfg.mode = nt_mode_from_name(m);
-			if (cfg.mode < 0) {
+			cfg->mode = nt_mode_from_name(m);
+			if (cfg->mode < 0) {
 				fprintf(stderr, "nanotrace-demo: unknown mode '%s'\n%s", m, usage);
 				return 1;
 			}
 		} else if (strcmp(argv[i], "--threads") == 0) {
-			if (!option_value(argc, argv, &i, "--threads", 1, 64, &threads))
+			if (!option_value(argc, argv, &i, "--threads", 1, 64, &a->threads))
 				return 1;
 		} else if (strcmp(argv[i], "--requests") == 0) {
-			if (!option_value(argc, argv, &i, "--requests", 1, 1000000, &requests))
+			if (!option_value(argc, argv, &i, "--requests", 1, 1000000, &a->requests))
 				return 1;
 		} else if (strcmp(argv[i], "--duration-ms") == 0) {
-			if (!option_value(argc, argv, &i, "--duration-ms", 1, 86400000, &duration_ms))
+			if (!option_value(argc, argv, &i, "--duration-ms", 1, 86400000, &a->duration_ms))
 				return 1;
 		} else if (strcmp(argv[i], "--buffer-size") == 0) {
-			if (!option_value(argc, argv, &i, "--buffer-size", 65536, 4ull << 30, &buffer))
+			if (!option_value(argc, argv, &i, "--buffer-size", 65536, 4ull << 30, &a->buffer))
 				return 1;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "nanotrace-demo: unknown option '%s'\n%s", argv[i], usage);
 			return 1;
-		} else if (output == NULL) {
-			output = argv[i];
+		} else if (a->output == NULL) {
+			a->output = argv[i];
 		} else {
 			fprintf(stderr, "nanotrace-demo: only one OUTPUT may be given\n%s", usage);
 			return 1;
 		}
 	}
-	if (output == NULL) {
+	if (a->output == NULL) {
 		fprintf(stderr, "nanotrace-demo: no OUTPUT given\n%s", usage);
 		return 1;
 	}
-	cfg.path = output;
-	cfg.buffer_size = (size_t)buffer;
+	return -1;
+}
+
+/* The "serve" span: the workers, and the main thread's counter ticks until they are done.
+ * Returns 0 when a worker cannot be started. */
+static int serve(worker *ws, const demo_args *a)
+{
+	NT_SCOPE("app", "serve");
+	for (int i = 0; i < (int)a->threads; i++) {
+		ws[i].id = i;
+		ws[i].requests = (int)a->requests;
+		ws[i].duration_ms = (long)a->duration_ms;
+		if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0) {
+			fprintf(stderr, "nanotrace-demo: cannot start thread %d\n", i);
+			return 0;
+		}
+	}
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (int tick = 0; tick < 5 || elapsed_ms(&start) < (long)a->duration_ms; tick++) {
+		spin_ns(200000);
+		NT_COUNTER("cache", "entries", NT_U32("hits", __atomic_load_n(&cache_hits, __ATOMIC_RELAXED)),
+			   NT_U32("misses", __atomic_load_n(&cache_misses, __ATOMIC_RELAXED)));
+	}
+	for (int i = 0; i < (int)a->threads; i++)
+		pthread_join(ws[i].thread, NULL);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	demo_args a = { .threads = 4, .requests = 200, .buffer = 4u << 20 };
+	nt_config cfg;
+	nt_config_init(&cfg);
+	int rc = parse_args(argc, argv, &a, &cfg);
+	if (rc >= 0)
+		return rc;
+	cfg.path = a.output;
+	cfg.buffer_size = (size_t)a.buffer;
 	if (nt_start(&cfg) != NT_OK) {
 		fprintf(stderr, "nanotrace-demo: %s\n", nt_last_error());
 		return 1;
 	}
 	nt_thread_set_name("main");
-	NT_INSTANT("app", "startup", NT_I32("workers", threads), NT_I32("requests", requests),
-		   NT_I64("duration_ms", duration_ms));
-	worker *ws = calloc((size_t)threads, sizeof(*ws));
+	NT_INSTANT("app", "startup", NT_I32("workers", a.threads), NT_I32("requests", a.requests),
+		   NT_I64("duration_ms", a.duration_ms));
+	worker *ws = calloc((size_t)a.threads, sizeof(*ws));
 	if (ws == NULL) {
 		fprintf(stderr, "nanotrace-demo: out of memory\n");
 		return 1;
 	}
-	{
-		NT_SCOPE("app", "serve");
-		for (int i = 0; i < (int)threads; i++) {
-			ws[i].id = i;
-			ws[i].requests = (int)requests;
-			ws[i].duration_ms = (long)duration_ms;
-			if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0) {
-				fprintf(stderr, "nanotrace-demo: cannot start thread %d\n", i);
-				return 1;
-			}
-		}
-		struct timespec start;
-		clock_gettime(CLOCK_MONOTONIC, &start);
-		for (int tick = 0; tick < 5 || elapsed_ms(&start) < (long)duration_ms; tick++) {
-			spin_ns(200000);
-			NT_COUNTER("cache", "entries", NT_U32("hits", __atomic_load_n(&cache_hits, __ATOMIC_RELAXED)),
-				   NT_U32("misses", __atomic_load_n(&cache_misses, __ATOMIC_RELAXED)));
-		}
-		for (int i = 0; i < (int)threads; i++)
-			pthread_join(ws[i].thread, NULL);
-	}
+	if (!serve(ws, &a))
+		return 1;
 	NT_INSTANT("app", "shutdown");
 	free(ws);
 	if (nt_finish(NULL) != NT_OK) { /* compacts the arena file in place */
@@ -215,7 +235,7 @@ int main(int argc, char **argv)
 	nt_stats st;
 	nt_get_stats(&st);
 	fprintf(stderr, "nanotrace-demo: wrote %s (%u threads, %llu events dropped, %llu overwritten)\n",
-		output, st.threads, (unsigned long long)st.events_dropped,
+		a.output, st.threads, (unsigned long long)st.events_dropped,
 		(unsigned long long)st.events_overwritten);
 	return 0;
 }
