@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_version.h"
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		} else if (strcmp(a, "--version") == 0) {
-			printf("trace-dump (nanotrace) 0.1.0\n");
+			printf("trace-dump (nanotrace) %s\n", NT_VERSION_STRING);
 			return 0;
 		} else if (strcmp(a, "--stats") == 0) {
 			stats = 1;
