@@ -61,7 +61,8 @@
 	X(BUFFERS_SAVED, buffers_saved, 8)                                                 \
 	X(STREAM_END, stream_end, 8)                                                       \
 	X(STREAM_ORDERED, stream_ordered, 1)                                               \
-	X(VALUES_TRUNCATED, values_truncated, 8)
+	X(VALUES_TRUNCATED, values_truncated, 8)                                           \
+	X(SLOT_OVERWRITTEN_OFFSET, slot_overwritten_offset, 8)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -111,6 +112,7 @@ typedef struct nt_archive_info {
 	uint64_t stream_end;
 	uint8_t stream_ordered;
 	uint64_t values_truncated;
+	uint64_t slot_overwritten_offset; /* Arena layout: the per-slot overwrite counters */
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

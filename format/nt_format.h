@@ -164,6 +164,9 @@ enum {
 #define NT_MAX_SID_LENGTH (NT_MAX_RECORD_BYTES - 32u)
 #define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
 #define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
+/* A slot's overwrite counter (ArchiveHeader.slot_overwritten_offset): the events of the
+ * chunk now in the slot are already counted in it (bit 63). */
+#define NT_SLOT_CHUNK_COUNTED (1ull << 63)
 /* ChunkHeader.claim: ((sequence + 1) << 1) | writer-active. */
 #define NT_CLAIM_WRITER_ACTIVE 1u
 static inline uint64_t nt_claim_sequence(uint64_t claim)

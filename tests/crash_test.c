@@ -117,13 +117,8 @@ static uint64_t verify_killed(const char *path, int ready, int iteration, const 
 		FAIL("%s #%d: rc %d, %" PRIu64 " failures, first: %s", mode, iteration, rc, c.failures,
 		     c.first_failure);
 	/* The iteration in flight at the kill (up to 4 events per thread) may be in the archive
-	 * or counted as lost without being in `made` yet. Circular mode has one more window: a
-	 * claimer killed between winning a slot and invalidating it has counted the old chunk
-	 * as overwritten while it still decodes (writer/core/nt_arena.c), at most a chunk per thread. */
-	uint64_t slack = 4 * THREADS;
-	if (strcmp(mode, "circular") == 0)
-		slack += THREADS * (CHUNK_SIZE - sizeof(nt_chunk_header)) / 8;
-	if (accounted < made || accounted > made + slack)
+	 * or counted as lost without being in `made` yet. */
+	if (accounted < made || accounted > made + 4 * THREADS)
 		FAIL("%s #%d: decoded %" PRIu64 " + dropped %" PRIu64 " + overwritten %" PRIu64
 		     " = %" PRIu64 ", but the threads made %" PRIu64, mode, iteration,
 		     c.decoded - c.foreign, in->events_dropped, in->events_overwritten, accounted, made);

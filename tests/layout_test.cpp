@@ -199,7 +199,8 @@ SAME_VT(NT_HDR_BUFFERS_SAVED, VT_BUFFERS_SAVED)
 SAME_VT(NT_HDR_STREAM_END, VT_STREAM_END)
 SAME_VT(NT_HDR_STREAM_ORDERED, VT_STREAM_ORDERED)
 SAME_VT(NT_HDR_VALUES_TRUNCATED, VT_VALUES_TRUNCATED)
-static_assert(NT_HDR_FIELD_COUNT == 37, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_SLOT_OVERWRITTEN_OFFSET, VT_SLOT_OVERWRITTEN_OFFSET)
+static_assert(NT_HDR_FIELD_COUNT == 38, "a header field was added: add its SAME_VT check");
 
 static int failures;
 #define CHECK(cond, ...)                                                                   \

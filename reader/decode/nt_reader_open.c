@@ -249,6 +249,27 @@ static int take_durable(nt_reader *r, uint64_t off, uint64_t size, pending_names
 	return 1;
 }
 
+/* The per-slot overwrite counters of an arena (ArchiveHeader.slot_overwritten_offset), or
+ * NULL when the archive has none or they do not lie inside the file after the slots. With
+ * them, events_overwritten is their sum, exact whatever instant the process was killed at
+ * (the header's counter can be a claim behind); a chunk whose slot says it is counted was
+ * being overwritten and is not decoded. */
+static const uint8_t *slot_counters(nt_reader *r, uint64_t slots_end, uint64_t nslots)
+{
+	uint64_t off = r->info.slot_overwritten_offset;
+	if (off == 0)
+		return NULL;
+	if (off % 8 || off < slots_end || off > r->size || nslots > (r->size - off) / 8) {
+		add_damage(r, 0, "arena header: the slot overwrite counters lie outside the file");
+		return NULL;
+	}
+	uint64_t sum = 0;
+	for (uint64_t i = 0; i < nslots; i++)
+		sum += rd64(r->data + off + 8 * i) & ~NT_SLOT_CHUNK_COUNTED;
+	r->info.events_overwritten = sum;
+	return r->data + off;
+}
+
 /* Arena layout: a live arena image. The durable region holds records up to its first zero
  * word; each chunk slot holds a chunk or zeros. Returns 0 when memory runs out; geometry
  * that does not fit the file is an open error (*bad). */
@@ -266,6 +287,8 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 		return 1;
 	}
 	uint64_t rolling = d + ds, room = (r->size - rolling) / cs;
+	const uint8_t *counted = room >= nslots ? slot_counters(r, rolling + nslots * cs, nslots)
+						: NULL;
 	if (room < nslots) {
 		add_damage(r, r->size, "arena truncated: some chunk slots are missing from the file");
 		nslots = room;
@@ -290,6 +313,8 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + at);
 		if (h->kind == NT_KIND_INVALID)
 			continue; /* never used, or being reused when the process stopped */
+		if (counted != NULL && (rd64(counted + 8 * i) & NT_SLOT_CHUNK_COUNTED))
+			continue; /* being overwritten: its events are counted as overwritten */
 		const char *why;
 		if (h->kind != NT_KIND_CHUNK || h->size_bytes > cs || h->claim < 2) {
 			add_damage(r, at, "chunk slot holds no valid chunk header");

@@ -22,6 +22,7 @@
 
 #include "nt_archive_header_encode.h"
 #include "nt_trace2_import.h"
+#include "nt_version.h"
 
 /* ---- durable records ------------------------------------------------------------------*/
 
@@ -245,7 +246,7 @@ int nt_imp_finish(nt_importer *im, void **out, size_t *out_size)
 	memset(&info, 0, sizeof(info));
 	info.format_major = NT_FORMAT_MAJOR;
 	info.format_minor = NT_FORMAT_MINOR;
-	snprintf(info.producer, sizeof(info.producer), "trace-import (nanotrace %s)", "0.1.0");
+	snprintf(info.producer, sizeof(info.producer), "trace-import (nanotrace %s)", NT_VERSION_STRING);
 	snprintf(info.process_name, sizeof(info.process_name), "%s", "git trace2 event stream");
 	info.clock_source = NT_CLOCK_MONOTONIC; /* ticks are ns since the epoch */
 	info.ticks_per_second = 1000000000u;

@@ -11,6 +11,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 #include "../common/nt_grow.h"
+#include "nt_version.h"
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"
@@ -169,7 +170,7 @@ static int parse_args(int argc, char **argv, dump_args *d)
 			fputs(usage, stdout);
 			return 0;
 		} else if (strcmp(a, "--version") == 0) {
-			printf("trace-dump (nanotrace) 0.1.0\n");
+			printf("trace-dump (nanotrace) %s\n", NT_VERSION_STRING);
 			return 0;
 		} else if (strcmp(a, "--stats") == 0) {
 			d->stats = 1;

@@ -92,6 +92,7 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 
 	uint8_t header[1024];
 	info.layout = NT_LAYOUT_STREAM;
+	info.slot_overwritten_offset = 0; /* a finished archive: events_overwritten is exact */
 	info.data_offset = 0;
 	size_t hlen = nt_header_encode(&info, header, sizeof(header), NULL);
 	info.data_offset = hlen; /* a fixed-width field: the second encoding has the same size */

@@ -11,6 +11,18 @@
  *   close   the owner stores event_count, then the claim word with the low bit cleared
  *           (release). Only then can a later claim reuse the slot.
  * In oneshot mode slots are never reused, so the fetch-and-add alone claims a slot.
+ *
+ * Overwrite accounting (circular mode) must be exact in a file a SIGKILL can cut at any
+ * instruction, so it is kept per slot, in one word the claimer changes in single stores
+ * (format/: bits 0..62 the slot's overwritten events, bit 63 "the chunk now here is counted"):
+ *   1. CAS the claim word (above): the old chunk still decodes and is not counted;
+ *   2. store count + old chunk's events | COUNTED: still intact, but counted, so a reader
+ *      skips it;
+ *   3. invalidate the header's first word: nothing of the old chunk decodes;
+ *   4. store the count without COUNTED, then publish the new chunk.
+ * At every point between two stores a reader of the file sees each event once: decoded, or
+ * in the sum of the slot words. The header's events_overwritten is kept too (added at 2),
+ * for nt_get_stats and finished archives; a reader of a live arena uses the slot words.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -146,7 +158,8 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 			     buffer_size, chunk_size);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	size_t size = (size_t)(NT_ARENA_HEADER_BYTES + durable + 2 * cph * chunk_size);
+	size_t size = (size_t)(NT_ARENA_HEADER_BYTES + durable + 2 * cph * chunk_size +
+			       2 * cph * sizeof(uint64_t));
 
 	if (path != NULL) {
 		arena_unmap();
@@ -182,6 +195,7 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 	nt_S.chunk_size = (uint32_t)chunk_size;
 	nt_S.chunks_per_half = (uint32_t)cph;
 	nt_S.nslots = (uint32_t)(2 * cph);
+	nt_S.slot_overwritten = (uint64_t *)(void *)(nt_S.rolling + 2 * cph * chunk_size);
 	nt_S.mode = mode;
 	nt_S.next_seq = 0;
 	nt_S.rolling_full = 0;
@@ -199,6 +213,7 @@ int nt_arena_publish(nt_archive_info *info)
 	info->chunks_per_half = nt_S.chunks_per_half;
 	info->buffering_mode = (uint8_t)nt_S.mode;
 	info->stream_offset = nt_S.mode == NT_MODE_STREAMING ? nt_S.map_size : 0;
+	info->slot_overwritten_offset = (uint64_t)((uint8_t *)nt_S.slot_overwritten - nt_S.map);
 	info->stream_end = info->stream_offset;
 	if (nt_header_encode(info, nt_S.map, NT_ARENA_HEADER_BYTES, nt_S.hdr_field) == 0) {
 		nt_set_error("nt_start: the archive header does not fit %u bytes",
@@ -253,6 +268,11 @@ static uint64_t chunk_first_word(uint32_t size_bytes, uint64_t seq)
 	return nt_large_record_word(NT_KIND_CHUNK, nt_slot_wrap(seq), size_bytes);
 }
 
+static uint32_t slot_of(const nt_chunk_header *h)
+{
+	return (uint32_t)(((const uint8_t *)h - nt_S.rolling) / nt_S.chunk_size);
+}
+
 /* The claimer of slot header `h` for `seq` (won from `old`) makes it a fresh chunk. A reused
  * slot is invalidated before its body is touched, so a reader of the live arena (or of a
  * crash) never takes the old records for the new owner's. */
@@ -262,6 +282,8 @@ static nt_chunk_header *chunk_init(nt_chunk_header *h, uint64_t seq, uint64_t ol
 	if (old != 0) {
 		nt_store_64((uint64_t *)(void *)h, 0);
 		nt_fence_store();
+		uint64_t *counter = &nt_S.slot_overwritten[slot_of(h)];
+		nt_store_release_64(counter, nt_load_64(counter) & ~NT_SLOT_CHUNK_COUNTED);
 		memset((uint8_t *)h + sizeof(*h), 0, nt_S.chunk_size - sizeof(*h));
 	}
 	h->thread = thread;
@@ -300,6 +322,15 @@ static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, ui
 	return NULL;
 }
 
+/* Step 2 of the overwrite accounting above: the slot's old chunk of `events` is counted. */
+static void count_overwrite(uint32_t slot, uint32_t events)
+{
+	uint64_t *counter = &nt_S.slot_overwritten[slot];
+	nt_store_release_64(counter, ((nt_load_64(counter) & ~NT_SLOT_CHUNK_COUNTED) + events) |
+					     NT_SLOT_CHUNK_COUNTED);
+	nt_add_64(nt_S.events_overwritten, events);
+}
+
 nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t first_event)
 {
 	const uint32_t nslots = nt_S.nslots;
@@ -332,10 +363,8 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t f
 				continue; /* active writer, or a newer claim already took it */
 			if (!nt_cas_64(&h->claim, old, mine))
 				continue;
-			/* Count the loss before the slot is invalidated: a crash in between shows
-			 * the old records and counts them too, but never misses a loss. */
 			if (old != 0)
-				nt_add_64(nt_S.events_overwritten, nt_load_32(&h->event_count));
+				count_overwrite(slot, nt_load_32(&h->event_count));
 		}
 		return chunk_init(h, seq, old, thread, base_ticks, first_event);
 	}
@@ -383,6 +412,7 @@ void nt_arena_close_all_chunks(void)
 void nt_arena_clear(int durable)
 {
 	memset(nt_S.rolling, 0, (size_t)nt_S.nslots * nt_S.chunk_size);
+	memset(nt_S.slot_overwritten, 0, (size_t)nt_S.nslots * sizeof(uint64_t));
 	nt_S.next_seq = 0;
 	nt_S.rolling_full = 0;
 	if (durable) {

@@ -5,6 +5,7 @@
  * nt_config.path) of the output file itself, laid out exactly as an Arena-layout archive:
  *
  *   [4 KiB header: the ArchiveHeader FlatBuffer][durable region][rolling half 0][half 1]
+ *   [one overwrite counter per chunk slot]
  *
  * The loss counters are fields of that header, updated atomically in place, so a process
  * killed at any moment leaves a file whose header is current.
@@ -53,6 +54,8 @@ typedef struct nt_session {
 	/* Read on every event: kept together and never written while recording. */
 	uint8_t *durable;
 	uint8_t *rolling;
+	uint64_t *slot_overwritten; /* per slot, in the mapping after the rolling halves: the
+				       events circular mode overwrote there (see nt_arena.c) */
 	uint32_t chunk_size;
 	uint32_t chunks_per_half;
 	uint32_t nslots;

@@ -65,12 +65,11 @@
 #include <stdint.h>
 
 #include "nt_format.h" /* record kinds, argument types and buffering modes */
+#include "nt_version.h" /* NT_VERSION_STRING */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define NT_VERSION_STRING "0.1.0"
 
 /* ---- Results -------------------------------------------------------------------------- */
 
