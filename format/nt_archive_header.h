@@ -4,7 +4,7 @@
  * The header is a real size-prefixed FlatBuffer (schema/nanotrace.fbs, root ArchiveHeader,
  * file identifier "NTRC"). The writer encodes it and the reader verifies and decodes it by
  * hand, because neither library may depend on C++ and flatcc is not packaged in Debian;
- * tests/layout_test.cpp checks the field ids below against flatc's generated VT_ constants
+ * tests/format/layout_test.cpp checks the field ids below against flatc's generated VT_ constants
  * and verifies a writer-made header with flatc's own Verifier.
  *
  * NT_HDR_FIELDS is the one list of the table's fields, in field-id order (schema order):

@@ -5,7 +5,7 @@
  * libraries are C, flatcc is not in Debian, and the table is one fixed set of scalars and
  * two strings. Fields are laid out widest first so every scalar is naturally aligned, and
  * every field is written (defaults too), so a later in-place update of a counter never
- * needs a new layout. tests/layout_test.cpp runs flatc's Verifier over its output.
+ * needs a new layout. tests/format/layout_test.cpp runs flatc's Verifier over its output.
  */
 #ifndef NT_ARCHIVE_HEADER_ENCODE_H
 #define NT_ARCHIVE_HEADER_ENCODE_H

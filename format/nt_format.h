@@ -1,7 +1,7 @@
 /*
  * nt_format.h - the record layout of a nanotrace archive, in C.
  *
- * This header mirrors schema/nanotrace.fbs, which is normative; tests/layout_test.cpp proves
+ * This header mirrors schema/nanotrace.fbs, which is normative; tests/format/layout_test.cpp proves
  * at compile time, against the code flatc generates from the schema, that every struct here
  * has the same size, alignment and field offsets. The writer and the reader share nothing
  * but format/.

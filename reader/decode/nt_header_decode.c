@@ -4,7 +4,7 @@
  * Written by hand instead of with flatc's C++ Verifier because the reader is a C library;
  * it performs the Verifier's checks on every access: the table, its vtable and each field or
  * string lie inside the size-prefixed buffer, are aligned, and strings are NUL-terminated.
- * tests/layout_test.cpp runs flatc's own Verifier on writer-made headers for comparison.
+ * tests/format/layout_test.cpp runs flatc's own Verifier on writer-made headers for comparison.
  */
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * (json-c, jansson, cJSON) reject or rewrite such strings; trace-import must keep the bytes
  * exactly. So this reader accepts any byte >= 0x80 inside strings and is otherwise RFC 8259:
  * it validates the whole value, limits nesting depth, and never reads past the given span,
- * which makes it easy to fuzz (tests/test_trace_import.c drives it with damaged input).
+ * which makes it easy to fuzz (tests/trace2/test_trace_import.c drives it with damaged input).
  *
  * Values are not copied: a nt_json_value is the raw text span of one value, decoded on
  * demand.

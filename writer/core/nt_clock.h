@@ -21,7 +21,7 @@
 /* 1 when the session reads the TSC; written only by nt_start(). */
 extern int nt_clock_use_tsc_;
 
-/* Test-only (tests/t2_timing.c): percent added to the start-up TSC calibration, so a test
+/* Test-only (tests/support/t2_timing.c): percent added to the start-up TSC calibration, so a test
  * can prove that no recorded duration depends on that rate. 0 in every real program: the
  * shared library does not export it (libnanotrace.map), and nothing else sets it. */
 extern int nt_clock_calibration_skew_pct_;

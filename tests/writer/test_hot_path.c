@@ -9,6 +9,8 @@
  *
  * Each call site and the thread are used once before measuring: their first use registers
  * them (a lock, a few system calls), which the public header documents.
+ *
+ * cmocka runs one test per mode; its own allocations happen outside the counted loop.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
+#include "nt_cmocka.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define NT_SANITIZED 1 /* the sanitizers own malloc: no interposition */
@@ -79,21 +82,16 @@ static void emit_all(uint64_t i)
 	NT_END("hot", "span");
 }
 
-static int start(int mode)
+static void start(int mode)
 {
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.mode = mode;
 	cfg.buffer_size = 256 * 1024; /* small: the loop switches chunks, wraps or fills */
 	cfg.chunk_size = 4096;
-	if (nt_start(&cfg) != NT_OK) {
-		fprintf(stderr, "nt_start: %s\n", nt_last_error());
-		return 0;
-	}
+	assert_msg(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
 	emit_all(0); /* registers the thread and every call site */
-	return 1;
 }
-
 static void install_seccomp(void)
 {
 	struct sock_filter f[] = {
@@ -114,12 +112,12 @@ static void install_seccomp(void)
 	}
 }
 
-static int check_mode(int mode, const char *name)
+static void check_mode(int mode, const char *name)
 {
 	const uint64_t loops = 200000; /* ~1.2 M events, dozens of chunk claims */
-	int ok = 1;
-	if (!start(mode))
-		return 0;
+	start(mode);
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/nt-hot-%d.ntrace", (int)getpid());
 #if !NT_SANITIZED
 	allocations = 0;
 	counting = 1;
@@ -129,11 +127,11 @@ static int check_mode(int mode, const char *name)
 #if !NT_SANITIZED
 	counting = 0;
 	if (allocations != 0) {
-		fprintf(stderr, "FAIL %s: %lu allocations on the event path\n", name, allocations);
-		ok = 0;
-	} else {
-		printf("ok %s: no allocation in %llu events\n", name, (unsigned long long)loops * 6);
+		nt_finish(path);
+		unlink(path);
+		fail_msg("%s: %lu allocations on the event path", name, allocations);
 	}
+	printf("ok %s: no allocation in %llu events\n", name, (unsigned long long)loops * 6);
 #endif
 	fflush(stdout);
 	pid_t pid = fork();
@@ -145,35 +143,37 @@ static int check_mode(int mode, const char *name)
 	}
 	int status = 0;
 	waitpid(pid, &status, 0);
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
-		fprintf(stderr, "FAIL %s: the event path made a system call\n", name);
-		ok = 0;
-	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "FAIL %s: child ended with status 0x%x\n", name, status);
-		ok = 0;
-	} else {
-		printf("ok %s: no system call in %llu events\n", name, (unsigned long long)loops * 6);
-	}
 	nt_stats st;
 	nt_get_stats(&st);
-	if (mode == NT_MODE_ONESHOT && st.events_dropped == 0) {
-		fprintf(stderr, "FAIL %s: the loop never reached the drop path\n", name);
-		ok = 0;
-	}
-	if (mode == NT_MODE_CIRCULAR && st.wraps == 0) {
-		fprintf(stderr, "FAIL %s: the loop never wrapped\n", name);
-		ok = 0;
-	}
-	char path[128];
-	snprintf(path, sizeof(path), "/tmp/nt-hot-%d.ntrace", (int)getpid());
 	nt_finish(path);
 	unlink(path);
-	return ok;
+	assert_msg(!(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS),
+		   "%s: the event path made a system call", name);
+	assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "%s: child ended with status 0x%x", name, status);
+	printf("ok %s: no system call in %llu events\n", name, (unsigned long long)loops * 6);
+	assert_msg(mode != NT_MODE_ONESHOT || st.events_dropped != 0,
+		   "%s: the loop never reached the drop path", name);
+	assert_msg(mode != NT_MODE_CIRCULAR || st.wraps != 0, "%s: the loop never wrapped", name);
+}
+
+static void oneshot_event_path(void **state)
+{
+	(void)state;
+	check_mode(NT_MODE_ONESHOT, "oneshot");
+}
+
+static void circular_event_path(void **state)
+{
+	(void)state;
+	check_mode(NT_MODE_CIRCULAR, "circular");
 }
 
 int main(void)
 {
-	int ok = check_mode(NT_MODE_ONESHOT, "oneshot");
-	ok &= check_mode(NT_MODE_CIRCULAR, "circular");
-	return ok ? 0 : 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(oneshot_event_path),
+		cmocka_unit_test(circular_event_path),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,18 +1,21 @@
-#!/usr/bin/python3
 """Decode a nanotrace archive with the Python code Debian's flatc generates from
 schema/nanotrace.fbs, independently of the C reader, and check that both agree on every
 event.
 
-usage: conformance.py --flatc FLATC --schema SCHEMA --demo DEMO --dump CANONICAL_DUMP --workdir DIR
+Run by meson (suite format) with NT_FLATC, NT_SCHEMA, NT_DEMO, NT_CANONICAL_DUMP and NT_WORKDIR.
+Skipped (exit 77) without flatc (flatbuffers-compiler) or python3-flatbuffers.
 
 It records an archive with DEMO, prints it with CANONICAL_DUMP (libnanotrace-reader) and
 with this decoder in the same text form, and compares the two line by line.
 """
-import argparse
 import os
 import struct
 import subprocess
 import sys
+
+import pytest
+
+from conftest import program
 
 
 def decode(path, ntfmt):
@@ -109,35 +112,25 @@ def decode(path, ntfmt):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for opt in ('--flatc', '--schema', '--demo', '--dump', '--workdir'):
-        ap.add_argument(opt, required=True)
-    o = ap.parse_args()
-    os.makedirs(o.workdir, exist_ok=True)
-    gen = os.path.join(o.workdir, 'py')
-    subprocess.run([o.flatc, '--python', '-o', gen, o.schema], check=True)
+def test_python_decoder_agrees(workdir):
+    if not os.environ.get('NT_FLATC'):
+        pytest.skip('flatc not found (Debian package flatbuffers-compiler)')
+    pytest.importorskip('flatbuffers', reason='Python module flatbuffers not found '
+                        '(Debian package python3-flatbuffers)')
+    flatc, schema = program('NT_FLATC'), program('NT_SCHEMA')
+    demo, dump = program('NT_DEMO'), program('NT_CANONICAL_DUMP')
+    gen = os.path.join(workdir, 'py')
+    subprocess.run([flatc, '--python', '-o', gen, schema], check=True)
     sys.path.insert(0, gen)
-    archive = os.path.join(o.workdir, 'conformance.ntrace')
-    subprocess.run([o.demo, archive, '--threads', '3', '--requests', '300'], check=True)
-    c_lines = subprocess.run([o.dump, archive], check=True, capture_output=True,
+    archive = os.path.join(workdir, 'conformance.ntrace')
+    subprocess.run([demo, archive, '--threads', '3', '--requests', '300'], check=True)
+    c_lines = subprocess.run([dump, archive], check=True, capture_output=True,
                              text=True).stdout.splitlines()
     py_lines = decode(archive, None)
     events = sum(1 for l in py_lines if l.startswith('event '))
-    if events < 1000:
-        print('FAIL: the demo archive has only %d events' % events)
-        return 1
+    assert events >= 1000, 'the demo archive has only %d events' % events
     for i, (c, p) in enumerate(zip(c_lines, py_lines)):
-        if c != p:
-            print('FAIL: line %d differs\n  C:      %s\n  Python: %s' % (i + 1, c, p))
-            return 1
-    if len(c_lines) != len(py_lines):
-        print('FAIL: C printed %d lines, Python %d' % (len(c_lines), len(py_lines)))
-        return 1
+        assert c == p, 'line %d differs\n  C:      %s\n  Python: %s' % (i + 1, c, p)
+    assert len(c_lines) == len(py_lines), 'C printed %d lines, Python %d' % (
+        len(c_lines), len(py_lines))
     os.remove(archive)
-    print('ok: C reader and flatc-generated Python agree on the header and %d events' % events)
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -3,7 +3,7 @@
  * still leave a readable archive.
  *
  *   kills     N children per mode record low-level events and Git Trace2 messages mixed
- *             (tests/seq_check.h) from 3 threads and are SIGKILLed at a random moment, some
+ *             (tests/support/seq_check.h) from 3 threads and are SIGKILLed at a random moment, some
  *             before nt_start() even returns. Each archive must open without damage; every
  *             recovered event must be whole, on its own thread, in order and there once;
  *             every gap the reader reports must be exactly the events missing there; and
@@ -15,6 +15,10 @@
  *             handler still runs) and the archive records how it ended.
  *
  *   crash_test [--kills N] [--dir DIR]
+ *
+ * main() parses the options; each mode's kills and each ending is a cmocka test. Children
+ * put back the default action of the signals cmocka traps (SIGSEGV, SIGBUS, ...): they must
+ * die as a program without a test harness does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,18 +36,26 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_cmocka.h"
 #include "seq_check.h"
 
 #define THREADS 3
 #define CHUNK_SIZE 4096
 
-static int failures;
-#define FAIL(...)                                                                          \
-	do {                                                                               \
-		fprintf(stderr, "FAIL: " __VA_ARGS__);                                     \
-		fputc('\n', stderr);                                                       \
-		failures++;                                                                \
-	} while (0)
+#define FAIL(...) fail_msg(__VA_ARGS__)
+
+/* The options (main). */
+static int kills = 100;
+static const char *dir;
+static unsigned seed;
+
+/* A forked child dies of its signals as a program without cmocka would. */
+static void default_signal_actions(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGABRT };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+}
 
 /* Per worker: events made, published after each iteration (shared with the parent). */
 static uint64_t *made_by;
@@ -61,6 +73,7 @@ static void *emit_forever(void *arg)
 
 static void child_record(const char *path, int mode, int ready_fd)
 {
+	default_signal_actions();
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.path = path;
@@ -192,6 +205,7 @@ static void user_handler(int sig)
 
 static void child_ending(const char *path, int how)
 {
+	default_signal_actions();
 	if (how == -SIGTERM) /* a handler installed before nanotrace must still run */
 		signal(SIGTERM, user_handler);
 	nt_config cfg;
@@ -274,10 +288,41 @@ static void check_ending(const char *dir, int how, const char *name)
 	unlink(path);
 }
 
+static void kills_oneshot(void **state)
+{
+	(void)state;
+	kill_runs(dir, NT_MODE_ONESHOT, "oneshot", kills, &seed);
+}
+
+static void kills_circular(void **state)
+{
+	(void)state;
+	kill_runs(dir, NT_MODE_CIRCULAR, "circular", kills, &seed);
+}
+
+static void kills_streaming(void **state)
+{
+	(void)state;
+	kill_runs(dir, NT_MODE_STREAMING, "streaming", kills, &seed);
+}
+
+struct ending {
+	int how; /* 0: exit(), a signal, or minus SIGTERM with the program's own handler */
+	const char *name;
+};
+
+static void ending(void **state)
+{
+	const struct ending *e = *state;
+	check_ending(dir, e->how, e->name);
+}
+
+#define ENDING_TEST(how, name)                                                             \
+	{ "ending_" name, ending, NULL, NULL, &(struct ending){ (how), (name) } }
+
 int main(int argc, char **argv)
 {
-	int kills = 100;
-	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--kills") == 0 && i + 1 < argc)
 			kills = atoi(argv[++i]);
@@ -295,22 +340,19 @@ int main(int argc, char **argv)
 		perror("mmap");
 		return 1;
 	}
-	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-	const unsigned first_seed = seed;
+	seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	printf("seed %u\n", seed);
-	kill_runs(dir, NT_MODE_ONESHOT, "oneshot", kills, &seed);
-	kill_runs(dir, NT_MODE_CIRCULAR, "circular", kills, &seed);
-	kill_runs(dir, NT_MODE_STREAMING, "streaming", kills, &seed);
-	check_ending(dir, 0, "exit");
-	check_ending(dir, SIGTERM, "SIGTERM");
-	check_ending(dir, SIGINT, "SIGINT");
-	check_ending(dir, SIGSEGV, "SIGSEGV");
-	check_ending(dir, SIGBUS, "SIGBUS");
-	check_ending(dir, SIGABRT, "SIGABRT");
-	check_ending(dir, -SIGTERM, "SIGTERM-with-user-handler");
-	if (failures) {
-		fprintf(stderr, "%d failures (seed %u)\n", failures, first_seed);
-		return 1;
-	}
-	return 0;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(kills_oneshot),
+		cmocka_unit_test(kills_circular),
+		cmocka_unit_test(kills_streaming),
+		ENDING_TEST(0, "exit"),
+		ENDING_TEST(SIGTERM, "SIGTERM"),
+		ENDING_TEST(SIGINT, "SIGINT"),
+		ENDING_TEST(SIGSEGV, "SIGSEGV"),
+		ENDING_TEST(SIGBUS, "SIGBUS"),
+		ENDING_TEST(SIGABRT, "SIGABRT"),
+		ENDING_TEST(-SIGTERM, "SIGTERM-with-user-handler"),
+	};
+	return cmocka_run_group_tests_name("crash_test", tests, NULL, NULL);
 }

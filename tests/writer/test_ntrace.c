@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
+#include "nt_cmocka.h"
 #include "nt_test_util.h"
 
 static int evaluated;
@@ -14,14 +15,12 @@ static int side_effect(void)
 	return ++evaluated;
 }
 
-int main(void)
+static void ntrace_removes_events_and_evaluates_no_argument(void **state)
 {
+	(void)state;
 	nt_config cfg;
 	nt_config_init(&cfg);
-	if (nt_start(&cfg) != NT_OK) {
-		fprintf(stderr, "FAIL: nt_start: %s\n", nt_last_error());
-		return 1;
-	}
+	assert_msg(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
 	NT_INSTANT("c", "n", NT_I32("x", side_effect()));
 	NT_BEGIN("c", "n", NT_I32("x", side_effect()));
 	NT_END("c", "n");
@@ -32,18 +31,19 @@ int main(void)
 	}
 	char path[256];
 	test_tmp_path(path, sizeof(path), "ntrace");
-	if (nt_finish(path) != NT_OK) {
-		fprintf(stderr, "FAIL: nt_finish: %s\n", nt_last_error());
-		return 1;
-	}
+	assert_msg(nt_finish(path) == NT_OK, "nt_finish: %s", nt_last_error());
 	test_trace t;
 	int rc = test_read(path, NT_ORDER_STREAM, &t);
 	unlink(path);
-	if (rc != 0 || t.n != 0 || evaluated != 0) {
-		fprintf(stderr, "FAIL: rc %d, %zu events, %d arguments evaluated\n", rc, t.n, evaluated);
-		return 1;
-	}
-	printf("ok: NTRACE removes every event and evaluates no argument\n");
+	assert_msg(rc == 0 && t.n == 0 && evaluated == 0,
+		   "rc %d, %zu events, %d arguments evaluated", rc, t.n, evaluated);
 	test_trace_free(&t);
-	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ntrace_removes_events_and_evaluates_no_argument),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
  *  5. Kept keys and events are counted by --stats and shown by text and chrome.
  *  6. Several streams interleave by time, each in its own order; errors name the input.
  *  7. Directories: empty and dot files skipped, other entries named when refused.
+ * Each numbered part is a cmocka test.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -23,17 +24,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
+#include "nt_cmocka.h"
 
 static const char sample[] =
 	"{\"event\":\"version\",\"sid\":\"20261121T230246.920813Z-H0a7c9cdf-P00006430\",\"thread\":\"main\",\"time\":\"2026-11-21T23:02:46.920892Z\",\"file\":\"common-main.c\",\"line\":50,\"evt\":\"3\",\"exe\":\"2.39.5\"}\n"
@@ -74,7 +65,7 @@ static char *render(const void *data, size_t size, nt_trace2_format format, int 
 	nt_reader_close(r);
 	/* Damage must not blow up the output: it stays proportional to the archive (a forged
 	 * nesting of 2^32 once asked for four billion dots). */
-	CHECK(len <= 64 * size + 4096, "%zu bytes of output from a %zu-byte archive", len, size);
+	assert_msg(len <= 64 * size + 4096, "%zu bytes of output from a %zu-byte archive", len, size);
 	return buf;
 }
 
@@ -128,19 +119,19 @@ static void check_kept(const void *a, size_t n)
 {
 	int d = 0;
 	char *stats = render_view(a, n, 5, &d);
-	CHECK(stats != NULL && strstr(stats, "trace2 unknown: 1 events, 1 keys") != NULL,
+	assert_msg(stats != NULL && strstr(stats, "trace2 unknown: 1 events, 1 keys") != NULL,
 	      "stats must count the kept event and key:\n%s", stats ? stats : "");
 	free(stats);
 	char *text = render_view(a, n, 3, &d);
-	CHECK(text != NULL && strstr(text, "x_new=\"[1,{\\\"k\\\":\\\"\\\\u00e9\\\"}]\"") != NULL &&
+	assert_msg(text != NULL && strstr(text, "x_new=\"[1,{\\\"k\\\":\\\"\\\\u00e9\\\"}]\"") != NULL &&
 	      strstr(text, "event=\"x_future\"") != NULL, "text shows kept keys:\n%s",
 	      text ? text : "");
 	free(text);
 	char *chrome = render_view(a, n, 4, &d);
-	CHECK(chrome != NULL && strstr(chrome, "\"obj\":\"{\\\"a\\\":[true,null,{}]}\"") != NULL,
+	assert_msg(chrome != NULL && strstr(chrome, "\"obj\":\"{\\\"a\\\":[true,null,{}]}\"") != NULL,
 	      "chrome shows kept keys as strings:\n%s", chrome ? chrome : "");
 	free(chrome);
-	CHECK(d == 0, "kept keys read as damage");
+	assert_msg(d == 0, "kept keys read as damage");
 }
 
 #define LINE(ev, sid, time) \
@@ -158,7 +149,7 @@ static void check_many(void)
 	void *a = NULL;
 	size_t n = 0;
 	nt_trace2_import_error err;
-	CHECK(nt_trace2_import_many(in, 2, &a, &n, &err) == 0, "many: %s", err.message);
+	assert_msg(nt_trace2_import_many(in, 2, &a, &n, &err) == 0, "many: %s", err.message);
 	int d = 0;
 	char *ev = a ? render(a, n, NT_TRACE2_EVENT, &d) : NULL;
 	/* a3 is dated before a2 (a shared file's times go backwards) but stays after it. */
@@ -166,14 +157,14 @@ static void check_many(void)
 	const char *at = ev;
 	for (int i = 0; at != NULL && i < 5; i++)
 		at = strstr(at, order[i]);
-	CHECK(at != NULL, "merged order b1 a1 b2 a2 a3:\n%s", ev ? ev : "");
+	assert_msg(at != NULL, "merged order b1 a1 b2 a2 a3:\n%s", ev ? ev : "");
 	free(ev);
 	free(a);
 	in[1].size = 20;
-	CHECK(nt_trace2_import_many(in, 2, &a, &n, &err) == -1 &&
+	assert_msg(nt_trace2_import_many(in, 2, &a, &n, &err) == -1 &&
 	      strncmp(err.message, "q: line 1, column", 17) == 0, "error names its input: %s",
 	      err.message);
-	CHECK(nt_trace2_import_many(NULL, 1, &a, &n, &err) == -1, "NULL inputs refused");
+	assert_msg(nt_trace2_import_many(NULL, 1, &a, &n, &err) == -1, "NULL inputs refused");
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -181,7 +172,7 @@ static void write_file(const char *dir, const char *name, const char *text)
 	char path[512];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	FILE *f = fopen(path, "wb");
-	CHECK(f != NULL, "cannot create %s", path);
+	assert_msg(f != NULL, "cannot create %s", path);
 	if (f != NULL) {
 		fputs(text, f);
 		fclose(f);
@@ -194,9 +185,9 @@ static void expect_paths(const char *path, int rc, const char *needle)
 	size_t n = 0;
 	nt_trace2_import_error err;
 	const char *paths[1] = { path };
-	CHECK(nt_trace2_import_paths(paths, 1, &a, &n, &err) == rc, "%s: rc (%s)", path,
+	assert_msg(nt_trace2_import_paths(paths, 1, &a, &n, &err) == rc, "%s: rc (%s)", path,
 	      err.message);
-	CHECK(strstr(err.message, needle) != NULL, "%s: message '%s' lacks '%s'", path,
+	assert_msg(strstr(err.message, needle) != NULL, "%s: message '%s' lacks '%s'", path,
 	      err.message, needle);
 	free(a);
 }
@@ -206,7 +197,7 @@ static void check_paths(void)
 {
 	char dir[] = "/tmp/nt-import-XXXXXX", path[512];
 	if (mkdtemp(dir) == NULL) {
-		CHECK(0, "mkdtemp");
+		assert_msg(0, "mkdtemp");
 		return;
 	}
 	expect_paths(dir, -1, "no Trace2 EVENT file");
@@ -219,7 +210,7 @@ static void check_paths(void)
 	expect_paths(dir, -1, "notes.txt: line 1, column 1: a line must be one JSON object");
 	remove(path);
 	snprintf(path, sizeof(path), "%s/sub", dir);
-	CHECK(mkdir(path, 0700) == 0, "mkdir");
+	assert_msg(mkdir(path, 0700) == 0, "mkdir");
 	expect_paths(dir, -1, "sub: not a regular file");
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/missing", dir);
@@ -238,9 +229,9 @@ static void expect_error(const char *input, unsigned long line, const char *need
 	size_t n = 0;
 	nt_trace2_import_error err;
 	int rc = nt_trace2_import(input, strlen(input), &a, &n, &err);
-	CHECK(rc == -1, "accepted bad input: %s", input);
-	CHECK(err.line == line, "error on line %lu, want %lu (%s)", err.line, line, err.message);
-	CHECK(strstr(err.message, needle) != NULL, "message '%s' lacks '%s'", err.message, needle);
+	assert_msg(rc == -1, "accepted bad input: %s", input);
+	assert_msg(err.line == line, "error on line %lu, want %lu (%s)", err.line, line, err.message);
+	assert_msg(strstr(err.message, needle) != NULL, "message '%s' lacks '%s'", err.message, needle);
 	free(a);
 }
 
@@ -250,52 +241,70 @@ static void import_and_render(const char *data, size_t size)
 	size_t n = 0;
 	nt_trace2_import_error err;
 	if (nt_trace2_import(data, size, &a, &n, &err) != 0) {
-		CHECK(err.message[0] != '\0', "refused without a message");
+		assert_msg(err.message[0] != '\0', "refused without a message");
 		return;
 	}
 	for (int f = 0; f < 3; f++) {
 		int damage = 0;
 		char *out = render(a, n, (nt_trace2_format)f, &damage);
-		CHECK(out != NULL && damage == 0, "an imported archive must open and render cleanly");
+		assert_msg(out != NULL && damage == 0, "an imported archive must open and render cleanly");
 		free(out);
 	}
 	free(a);
 }
 
-int main(void)
+static const size_t slen = sizeof(sample) - 1;
+
+/* 1, 5 and 4: the sample round trip, what was kept, and the imported archive damaged. */
+static void sample_round_trip(void **state)
 {
-	size_t slen = sizeof(sample) - 1;
-	/* 1. Round trip. */
+	(void)state;
 	void *a = NULL;
 	size_t n = 0;
 	nt_trace2_import_error err;
-	CHECK(nt_trace2_import(sample, slen, &a, &n, &err) == 0, "sample: %s", err.message);
+	assert_msg(nt_trace2_import(sample, slen, &a, &n, &err) == 0, "sample: %s", err.message);
 	int damage = 0;
-	char *ev = a ? render(a, n, NT_TRACE2_EVENT, &damage) : NULL;
-	CHECK(ev != NULL && strcmp(ev, sample) == 0, "EVENT round trip differs:\n%s", ev ? ev : "");
+	char *ev = render(a, n, NT_TRACE2_EVENT, &damage);
+	assert_msg(ev != NULL && strcmp(ev, sample) == 0, "EVENT round trip differs:\n%s", ev ? ev : "");
 	free(ev);
-	char *perf = a ? render(a, n, NT_TRACE2_PERF, &damage) : NULL;
-	CHECK(perf != NULL && strstr(perf, "| d1 | th01:preload ") != NULL,
+	char *perf = render(a, n, NT_TRACE2_PERF, &damage);
+	assert_msg(perf != NULL && strstr(perf, "| d1 | th01:preload ") != NULL,
 	      "perf depth and thread column");
-	CHECK(perf != NULL && strstr(perf, "[ch0] class:hook hook:post-commit cd:'sub dir' "
+	assert_msg(perf != NULL && strstr(perf, "[ch0] class:hook hook:post-commit cd:'sub dir' "
 					   "argv:[git status]") != NULL, "perf child_start");
 	free(perf);
-	char *normal = a ? render(a, n, NT_TRACE2_NORMAL, &damage) : NULL;
-	CHECK(normal != NULL && strstr(normal, "start /usr/bin/git 'a\x01" "b\x7f" "c\xff" "d\\e'\\!'f' '' '") != NULL,
+	char *normal = render(a, n, NT_TRACE2_NORMAL, &damage);
+	assert_msg(normal != NULL && strstr(normal, "start /usr/bin/git 'a\x01" "b\x7f" "c\xff" "d\\e'\\!'f' '' '") != NULL,
 	      "normal shell quoting");
-	CHECK(normal != NULL && strstr(normal, "timer test/t1 intervals:5 total:0.123456 "
+	assert_msg(normal != NULL && strstr(normal, "timer test/t1 intervals:5 total:0.123456 "
 					     "min:0.000001 max:0.100000") != NULL, "normal timer");
 	free(normal);
-
-	if (a != NULL) {
-		check_kept(a, n);
-		damage_archive(a, n);
-	}
+	check_kept(a, n);
+	damage_archive(a, n);
 	free(a);
-	check_many();
-	check_paths();
+}
 
-	/* 2. Malformed input. */
+/* 6. */
+static void several_streams(void **state)
+{
+	(void)state;
+	check_many();
+}
+
+/* 7. */
+static void directories(void **state)
+{
+	(void)state;
+	check_paths();
+}
+
+/* 2. Malformed input. */
+static void malformed_input_is_refused(void **state)
+{
+	(void)state;
+	void *a = NULL;
+	size_t n = 0;
+	nt_trace2_import_error err;
 	expect_error("{\"event\":\"version\"", 1, "");
 	expect_error("\n\nnot json\n", 3, "one JSON object");
 	expect_error("{\"event\":1,\"sid\":\"s\",\"thread\":\"main\"}\n", 1, "\"event\" must be a string");
@@ -311,8 +320,10 @@ int main(void)
 		/* Nesting far deeper than the limit: refused, not a stack overflow. */
 		size_t depth = 100000;
 		char *deep = malloc(2 * depth + 200);
-		if (deep == NULL)
-			return 1;
+		if (deep == NULL) {
+			fail_msg("out of memory");
+			return;
+		}
 		int k = sprintf(deep, "{\"event\":\"data_json\",\"sid\":\"s\",\"thread\":\"t\",\"value\":");
 		memset(deep + k, '[', depth);
 		memset(deep + k + depth, ']', depth);
@@ -323,8 +334,10 @@ int main(void)
 	{
 		/* A record over the size limit. */
 		char *big = malloc(4000);
-		if (big == NULL)
-			return 1;
+		if (big == NULL) {
+			fail_msg("out of memory");
+			return;
+		}
 		int k = sprintf(big, "{\"event\":\"cmd_path\",\"sid\":\"s\",\"thread\":\"t\",\"path\":\"");
 		memset(big + k, 'x', 3000);
 		strcpy(big + k + 3000, "\"}\n");
@@ -334,16 +347,22 @@ int main(void)
 	/* Blank lines and CRLF are accepted. */
 	{
 		const char *ok = "\n{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":1.5,\"code\":0}\r\n\n";
-		CHECK(nt_trace2_import(ok, strlen(ok), &a, &n, &err) == 0, "blank/CRLF: %s", err.message);
+		assert_msg(nt_trace2_import(ok, strlen(ok), &a, &n, &err) == 0, "blank/CRLF: %s", err.message);
 		free(a);
 	}
+}
 
-	/* 3. Truncations and bit flips of the input. */
+/* 3. Every truncation and three bit flips per byte of the sample. */
+static void truncations_and_bit_flips(void **state)
+{
+	(void)state;
 	for (size_t cut = 0; cut <= slen; cut++)
 		import_and_render(sample, cut);
 	char *mut = malloc(slen);
-	if (mut == NULL)
-		return 1;
+	if (mut == NULL) {
+		fail_msg("out of memory");
+		return;
+	}
 	for (size_t i = 0; i < slen; i++) {
 		for (int b = 0; b < 3; b++) {
 			memcpy(mut, sample, slen);
@@ -352,7 +371,17 @@ int main(void)
 		}
 	}
 	free(mut);
-	printf("trace-import: %zu truncations, %zu bit flips, %d failures\n", slen + 1, 3 * slen,
-	       failures);
-	return failures ? 1 : 0;
+	printf("trace-import: %zu truncations, %zu bit flips\n", slen + 1, 3 * slen);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sample_round_trip),
+		cmocka_unit_test(several_streams),
+		cmocka_unit_test(directories),
+		cmocka_unit_test(malformed_input_is_refused),
+		cmocka_unit_test(truncations_and_bit_flips),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 //     added to the schema but missing in C (or the reverse) fails even if sizes still match.
 //  3. Run time: flatc's Verifier accepts the header the C writer encodes, and the generated
 //     accessors read back every value.
+// Each numbered part is a cmocka test (argv[1]: a folder for the archive of part 3).
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "nt_archive_header_encode.h"
 #include "nt_fifo.h"
 #include "nt_format.h"
+#include "nt_cmocka.h"
 
 
 namespace fb = ntfmt;
@@ -202,15 +204,6 @@ SAME_VT(NT_HDR_VALUES_TRUNCATED, VT_VALUES_TRUNCATED)
 SAME_VT(NT_HDR_SLOT_OVERWRITTEN_OFFSET, VT_SLOT_OVERWRITTEN_OFFSET)
 static_assert(NT_HDR_FIELD_COUNT == 38, "a header field was added: add its SAME_VT check");
 
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			std::fprintf(stderr, "FAIL: " __VA_ARGS__);                        \
-			std::fprintf(stderr, "\n");                                        \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
 
 struct c_field {
 	size_t offset, size;
@@ -229,7 +222,7 @@ static std::map<std::string, c_struct> c_mirror()
 	return { NT_FORMAT_STRUCTS(MIRROR_STRUCT) };
 }
 
-static void check_reflection()
+static void check_reflection(void **)
 {
 	const auto *schema = reflection::GetSchema(fb::ArchiveHeaderBinarySchema::data());
 	auto mirror = c_mirror();
@@ -241,22 +234,22 @@ static void check_reflection()
 		std::string name = obj->name()->str();
 		auto it = mirror.find(name);
 		if (it == mirror.end()) {
-			CHECK(false, "%s is in the schema but not in format/nt_format.h", name.c_str());
+			assert_msg(false, "%s is in the schema but not in format/nt_format.h", name.c_str());
 			continue;
 		}
 		const c_struct &c = it->second;
-		CHECK((size_t)obj->bytesize() == c.size, "%s: schema %d bytes, C %zu", name.c_str(),
+		assert_msg((size_t)obj->bytesize() == c.size, "%s: schema %d bytes, C %zu", name.c_str(),
 		      obj->bytesize(), c.size);
-		CHECK(obj->fields()->size() == c.fields.size(), "%s: schema %u fields, C %zu",
+		assert_msg(obj->fields()->size() == c.fields.size(), "%s: schema %u fields, C %zu",
 		      name.c_str(), obj->fields()->size(), c.fields.size());
 		for (const auto *f : *obj->fields()) {
 			auto cf = c.fields.find(f->name()->str());
 			if (cf == c.fields.end()) {
-				CHECK(false, "%s.%s missing in C", name.c_str(), f->name()->c_str());
+				assert_msg(false, "%s.%s missing in C", name.c_str(), f->name()->c_str());
 				continue;
 			}
 			size_t sz = flatbuffers::GetTypeSize(f->type()->base_type());
-			CHECK(cf->second.offset == f->offset() && cf->second.size == sz,
+			assert_msg(cf->second.offset == f->offset() && cf->second.size == sz,
 			      "%s.%s: schema @%u/%zu, C @%zu/%zu", name.c_str(), f->name()->c_str(),
 			      f->offset(), sz, cf->second.offset, cf->second.size);
 		}
@@ -265,14 +258,14 @@ static void check_reflection()
 			for (const auto *kv : *obj->attributes())
 				if (kv->key()->str() == "record_kind")
 					kind = std::stoi(kv->value()->str());
-		CHECK(kind == c.record_kind,
+		assert_msg(kind == c.record_kind,
 		      "%s: record_kind %d, C %d", name.c_str(), kind, c.record_kind);
 	}
-	CHECK(structs == mirror.size(), "schema has %zu structs, C mirror %zu", structs, mirror.size());
+	assert_msg(structs == mirror.size(), "schema has %zu structs, C mirror %zu", structs, mirror.size());
 	std::printf("reflection: %zu structs match field by field\n", structs);
 }
 
-static void check_header_encoding()
+static void check_header_encoding(void **)
 {
 	nt_archive_info in;
 	std::memset(&in, 0, sizeof(in));
@@ -310,28 +303,28 @@ static void check_header_encoding()
 	in.dropped_durable_full = 92;
 	in.dropped_stopped = 91;
 	size_t n = nt_header_encode(&in, buf.data(), buf.size(), nullptr);
-	CHECK(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
+	assert_msg(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
 	flatbuffers::Verifier v(buf.data(), n);
-	CHECK(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "flatc's Verifier rejects the header");
-	CHECK(fb::SizePrefixedArchiveHeaderBufferHasIdentifier(buf.data()), "identifier");
+	assert_msg(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "flatc's Verifier rejects the header");
+	assert_msg(fb::SizePrefixedArchiveHeaderBufferHasIdentifier(buf.data()), "identifier");
 	const fb::ArchiveHeader *h = fb::GetSizePrefixedArchiveHeader(buf.data());
-	CHECK(h->producer()->str() == in.producer, "producer");
-	CHECK(h->process_name()->str() == in.process_name, "process_name");
-	CHECK(h->clock_source() == fb::ClockSource_Tsc, "clock_source");
-	CHECK(h->ticks_per_second() == in.ticks_per_second, "ticks_per_second");
-	CHECK(h->start_ticks() == in.start_ticks, "start_ticks");
-	CHECK(h->start_realtime_ns() == in.start_realtime_ns, "start_realtime_ns");
-	CHECK(h->finish_ticks() == in.finish_ticks, "finish_ticks");
-	CHECK(h->pid() == in.pid, "pid");
-	CHECK(h->buffering_mode() == fb::BufferingMode_Circular, "buffering_mode");
-	CHECK(h->chunk_size() == in.chunk_size, "chunk_size");
-	CHECK(h->chunks_per_half() == in.chunks_per_half, "chunks_per_half");
-	CHECK(h->final_state() == fb::FinalState_DurableFull, "final_state");
-	CHECK(h->events_written() == 99 && h->events_dropped() == 98 &&
+	assert_msg(h->producer()->str() == in.producer, "producer");
+	assert_msg(h->process_name()->str() == in.process_name, "process_name");
+	assert_msg(h->clock_source() == fb::ClockSource_Tsc, "clock_source");
+	assert_msg(h->ticks_per_second() == in.ticks_per_second, "ticks_per_second");
+	assert_msg(h->start_ticks() == in.start_ticks, "start_ticks");
+	assert_msg(h->start_realtime_ns() == in.start_realtime_ns, "start_realtime_ns");
+	assert_msg(h->finish_ticks() == in.finish_ticks, "finish_ticks");
+	assert_msg(h->pid() == in.pid, "pid");
+	assert_msg(h->buffering_mode() == fb::BufferingMode_Circular, "buffering_mode");
+	assert_msg(h->chunk_size() == in.chunk_size, "chunk_size");
+	assert_msg(h->chunks_per_half() == in.chunks_per_half, "chunks_per_half");
+	assert_msg(h->final_state() == fb::FinalState_DurableFull, "final_state");
+	assert_msg(h->events_written() == 99 && h->events_dropped() == 98 &&
 		      h->events_overwritten() == 97 && h->wraps() == 96 &&
 		      h->durable_dropped() == 95 && h->chunks_claimed() == 94,
 	      "counters");
-	CHECK(h->layout() == fb::ArchiveLayout_Arena && h->data_offset() == NT_ARENA_HEADER_BYTES &&
+	assert_msg(h->layout() == fb::ArchiveLayout_Arena && h->data_offset() == NT_ARENA_HEADER_BYTES &&
 		      h->ended_by() == fb::EndReason_Signal && h->end_signal() == 15 &&
 		      h->dropped_rolling_full() == 93 && h->dropped_durable_full() == 92 &&
 		      h->dropped_stopped() == 91,
@@ -339,18 +332,21 @@ static void check_header_encoding()
 	// Every byte of a shorter buffer must be rejected, never read past.
 	for (size_t cut = 0; cut < n; cut += 4) {
 		flatbuffers::Verifier vc(buf.data(), cut);
-		CHECK(!fb::VerifySizePrefixedArchiveHeaderBuffer(vc), "verifier accepted %zu bytes", cut);
+		assert_msg(!fb::VerifySizePrefixedArchiveHeaderBuffer(vc), "verifier accepted %zu bytes", cut);
 	}
 	std::printf("header: flatc's Verifier accepts the C-encoded header (%zu bytes)\n", n);
 }
 
-static void check_real_archive(const char *dir)
+static const char *archive_dir = "/tmp";
+
+static void check_real_archive(void **)
 {
+	const char *dir = archive_dir;
 	nt_config cfg;
 	nt_config_init(&cfg);
-	CHECK(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
+	assert_msg(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
 	std::string path = std::string(dir) + "/layout-test.ntrace";
-	CHECK(nt_finish(path.c_str()) == NT_OK, "nt_finish: %s", nt_last_error());
+	assert_msg(nt_finish(path.c_str()) == NT_OK, "nt_finish: %s", nt_last_error());
 	FILE *f = std::fopen(path.c_str(), "rb");
 	std::vector<uint8_t> data(1 << 16);
 	size_t n = f ? std::fread(data.data(), 1, data.size(), f) : 0;
@@ -359,23 +355,22 @@ static void check_real_archive(const char *dir)
 	std::remove(path.c_str());
 	uint32_t prefix;
 	std::memcpy(&prefix, data.data(), 4);
-	CHECK(n >= 4 + prefix, "archive shorter than its header");
+	assert_msg(n >= 4 + prefix, "archive shorter than its header");
 	flatbuffers::Verifier v(data.data(), 4 + prefix);
-	CHECK(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "Verifier rejects a real archive header");
+	assert_msg(fb::VerifySizePrefixedArchiveHeaderBuffer(v), "Verifier rejects a real archive header");
 	const fb::ArchiveHeader *h = fb::GetSizePrefixedArchiveHeader(data.data());
-	CHECK(h->final_state() == fb::FinalState_Finished, "real archive final state");
-	CHECK(h->ticks_per_second() > 0, "real archive ticks_per_second");
+	assert_msg(h->final_state() == fb::FinalState_Finished, "real archive final state");
+	assert_msg(h->ticks_per_second() > 0, "real archive ticks_per_second");
 }
 
 int main(int argc, char **argv)
 {
-	check_reflection();
-	check_header_encoding();
-	check_real_archive(argc > 1 ? argv[1] : "/tmp");
-	if (failures) {
-		std::fprintf(stderr, "%d layout failures\n", failures);
-		return 1;
-	}
-	std::printf("ok: format/ equals schema/nanotrace.fbs\n");
-	return 0;
+	if (argc > 1)
+		archive_dir = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(check_reflection),
+		cmocka_unit_test(check_header_encoding),
+		cmocka_unit_test(check_real_archive),
+	};
+	return cmocka_run_group_tests_name("layout_test", tests, NULL, NULL);
 }

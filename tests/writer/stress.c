@@ -2,7 +2,7 @@
  * stress - N threads x M iterations into one arena, then proves from the archive that
  *   decoded events + counted drops + counted overwrites == emitted events,
  * with no duplicate, no out-of-order and no torn record, every event on the thread that
- * wrote it, every gap exactly what is missing there (tests/seq_check.h), and the header's
+ * wrote it, every gap exactly what is missing there (tests/support/seq_check.h), and the header's
  * written count == emitted - dropped.
  *
  *   stress --mode oneshot|circular|streaming --threads N --events M [--buffer BYTES]
@@ -17,6 +17,8 @@
  *
  * --slow makes thread 0 stall (sleep) in the middle of its chunks, so in circular mode the
  * other threads wrap the arena many times while it still owns a chunk of a half being reused.
+ *
+ * main() parses the options; the run and its checks are one cmocka test.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -30,14 +32,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_cmocka.h"
 #include "seq_check.h"
-
-static uint64_t failures;
-static void fail(const char *what)
-{
-	fprintf(stderr, "FAIL: %s\n", what);
-	failures++;
-}
 
 typedef struct worker {
 	pthread_t th;
@@ -49,6 +45,13 @@ typedef struct worker {
 } worker;
 
 static volatile int go, stop;
+
+/* The options (main). */
+static nt_config cfg;
+static uint32_t nthreads = 2;
+static uint64_t events = 1000000;
+static int slow, trace2;
+static uint64_t min_mb;
 
 static void *work(void *arg)
 {
@@ -66,14 +69,95 @@ static void *work(void *arg)
 	return NULL;
 }
 
+static void every_event_is_accounted_for(void **state)
+{
+	(void)state;
+	char path[256];
+	snprintf(path, sizeof(path), "%s/nt-stress-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	if (cfg.mode == NT_MODE_STREAMING)
+		cfg.path = path;
+	assert_msg(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
+	assert_msg(!trace2 || NT_T2_INITIALIZE("stress"), "Trace2 did not join the session");
+	worker *ws = calloc(nthreads, sizeof(*ws));
+	for (uint32_t i = 0; i < nthreads; i++) {
+		ws[i].id = i;
+		ws[i].events = events;
+		ws[i].slow = slow && i == 0;
+		ws[i].until_stop = min_mb > 0;
+		ws[i].trace2 = trace2;
+		pthread_create(&ws[i].th, NULL, work, &ws[i]);
+	}
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	if (min_mb > 0) { /* go on until the archive has grown by min_mb */
+		struct stat st;
+		for (int ms = 0; ms < 120000; ms += 10) {
+			if (stat(path, &st) == 0 && (double)st.st_size > (double)min_mb * 1.05e6 + 1e6)
+				break;
+			usleep(10000);
+		}
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	}
+	uint64_t emitted = 0;
+	for (uint32_t i = 0; i < nthreads; i++) {
+		pthread_join(ws[i].th, NULL);
+		emitted += ws[i].events;
+	}
+
+	free(ws);
+	assert_msg(nt_finish(path) == NT_OK, "nt_finish: %s", nt_last_error());
+
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	if (r == NULL)
+		unlink(path);
+	assert_msg(r != NULL, "%s", err.message);
+	const nt_archive_info *info = nt_reader_info(r);
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	static seq_check c;
+	int rc = seq_read(r, &c, trace2);
+	uint64_t lost = info->events_dropped + info->events_overwritten;
+	uint64_t accounted = c.decoded + lost, made = emitted + c.foreign;
+	uint64_t info_written = info->events_written, info_dropped = info->events_dropped,
+		 info_overwritten = info->events_overwritten, info_wraps = info->wraps;
+	const char *mode = cfg.mode == NT_MODE_ONESHOT ? "oneshot"
+			   : cfg.mode == NT_MODE_CIRCULAR ? "circular" : "streaming";
+	printf("%s %u threads x %" PRIu64 " iterations%s%s: decoded %" PRIu64 " + dropped %" PRIu64
+	       " + overwritten %" PRIu64 " = %" PRIu64 " of %" PRIu64 " made; written %" PRIu64
+	       ", gaps %" PRIu64 " events; wraps %" PRIu64 ", chunks %" PRIu64 ", halves saved %" PRIu64
+	       ", %.1f MB of chunks in the archive\n",
+	       mode, nthreads, events, trace2 ? " with Trace2" : "", slow ? " (slow thread)" : "",
+	       c.decoded, info->events_dropped, info->events_overwritten, accounted, made,
+	       info->events_written, c.gap_events, info->wraps, info->chunks_claimed,
+	       info->buffers_saved, (double)sum.chunk_bytes / 1e6);
+	nt_reader_close(r);
+	unlink(path);
+	assert_msg(c.failures == 0, "%" PRIu64 " failures, the first: %s", c.failures,
+		   c.first_failure);
+	assert_msg((double)sum.chunk_bytes >= (double)min_mb * 1e6,
+		   "the archive holds less event data (%.1f MB) than --min-mb %" PRIu64 " asks",
+		   (double)sum.chunk_bytes / 1e6, min_mb);
+	assert_msg(rc == 0 && c.errors == 0,
+		   "visit did not complete without damage (rc %d, %" PRIu64 " damaged places)", rc,
+		   c.errors);
+	assert_msg(accounted == made,
+		   "decoded + dropped + overwritten = %" PRIu64 " != made %" PRIu64, accounted, made);
+	assert_msg(info_written + info_dropped == made,
+		   "header events_written %" PRIu64 " != made %" PRIu64 " - dropped %" PRIu64,
+		   info_written, made, info_dropped);
+	assert_msg(c.gap_events <= lost,
+		   "gaps report %" PRIu64 " lost events, more than the %" PRIu64
+		   " dropped or overwritten", c.gap_events, lost);
+	assert_msg(cfg.mode != NT_MODE_ONESHOT || c.gap_events == 0,
+		   "oneshot kept something other than a gap-free prefix of each thread");
+	assert_msg(cfg.mode == NT_MODE_ONESHOT || info_wraps != 0 || info_overwritten == 0,
+		   "events were overwritten without a counted wrap");
+}
+
 int main(int argc, char **argv)
 {
-	nt_config cfg;
 	nt_config_init(&cfg);
-	uint32_t nthreads = 2;
-	uint64_t events = 1000000;
-	int slow = 0, trace2 = 0;
-	uint64_t min_mb = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
 			i++, cfg.mode = strcmp(argv[i], "circular") == 0    ? NT_MODE_CIRCULAR
@@ -103,95 +187,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stress: --threads must be 1-64\n");
 		return 1;
 	}
-	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-stress-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 (int)getpid());
-	if (cfg.mode == NT_MODE_STREAMING)
-		cfg.path = path;
-	if (nt_start(&cfg) != NT_OK) {
-		fprintf(stderr, "stress: %s\n", nt_last_error());
-		return 1;
-	}
-	if (trace2 && !NT_T2_INITIALIZE("stress")) {
-		fprintf(stderr, "stress: Trace2 did not join the session\n");
-		return 1;
-	}
-	worker *ws = calloc(nthreads, sizeof(*ws));
-	for (uint32_t i = 0; i < nthreads; i++) {
-		ws[i].id = i;
-		ws[i].events = events;
-		ws[i].slow = slow && i == 0;
-		ws[i].until_stop = min_mb > 0;
-		ws[i].trace2 = trace2;
-		pthread_create(&ws[i].th, NULL, work, &ws[i]);
-	}
-	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
-	if (min_mb > 0) { /* go on until the archive has grown by min_mb */
-		struct stat st;
-		for (int ms = 0; ms < 120000; ms += 10) {
-			if (stat(path, &st) == 0 && (double)st.st_size > (double)min_mb * 1.05e6 + 1e6)
-				break;
-			usleep(10000);
-		}
-		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	}
-	uint64_t emitted = 0;
-	for (uint32_t i = 0; i < nthreads; i++) {
-		pthread_join(ws[i].th, NULL);
-		emitted += ws[i].events;
-	}
-
-	if (nt_finish(path) != NT_OK) {
-		fprintf(stderr, "stress: %s\n", nt_last_error());
-		return 1;
-	}
-
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open(path, &err);
-	if (r == NULL) {
-		fprintf(stderr, "FAIL: %s\n", err.message);
-		return 1;
-	}
-	const nt_archive_info *info = nt_reader_info(r);
-	nt_reader_summary sum;
-	nt_reader_get_summary(r, &sum);
-	static seq_check c;
-	int rc = seq_read(r, &c, trace2);
-	uint64_t lost = info->events_dropped + info->events_overwritten;
-	uint64_t accounted = c.decoded + lost, made = emitted + c.foreign;
-	const char *mode = cfg.mode == NT_MODE_ONESHOT ? "oneshot"
-			   : cfg.mode == NT_MODE_CIRCULAR ? "circular" : "streaming";
-	printf("%s %u threads x %" PRIu64 " iterations%s%s: decoded %" PRIu64 " + dropped %" PRIu64
-	       " + overwritten %" PRIu64 " = %" PRIu64 " of %" PRIu64 " made; written %" PRIu64
-	       ", gaps %" PRIu64 " events; wraps %" PRIu64 ", chunks %" PRIu64 ", halves saved %" PRIu64
-	       ", %.1f MB of chunks in the archive\n",
-	       mode, nthreads, events, trace2 ? " with Trace2" : "", slow ? " (slow thread)" : "",
-	       c.decoded, info->events_dropped, info->events_overwritten, accounted, made,
-	       info->events_written, c.gap_events, info->wraps, info->chunks_claimed,
-	       info->buffers_saved, (double)sum.chunk_bytes / 1e6);
-	if (c.failures)
-		fprintf(stderr, "FAIL: %s\n", c.first_failure);
-	if ((double)sum.chunk_bytes < (double)min_mb * 1e6)
-		fail("the archive holds less event data than --min-mb asks");
-	if (rc != 0 || c.errors)
-		fail("visit did not complete without damage");
-	if (accounted != made)
-		fail("decoded + dropped + overwritten != made");
-	if (info->events_written + info->events_dropped != made)
-		fail("header events_written != made - dropped");
-	if (c.gap_events > lost)
-		fail("gaps report more lost events than were dropped or overwritten");
-	if (cfg.mode == NT_MODE_ONESHOT && c.gap_events != 0)
-		fail("oneshot kept something other than a gap-free prefix of each thread");
-	if (cfg.mode != NT_MODE_ONESHOT && info->wraps == 0 && info->events_overwritten > 0)
-		fail("events were overwritten without a counted wrap");
-	failures += c.failures;
-	nt_reader_close(r);
-	unlink(path);
-	free(ws);
-	if (failures) {
-		fprintf(stderr, "%" PRIu64 " failures\n", failures);
-		return 1;
-	}
-	return 0;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_event_is_accounted_for),
+	};
+	return cmocka_run_group_tests_name("stress", tests, NULL, NULL);
 }

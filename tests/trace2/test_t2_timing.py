@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Trace2 run times do not depend on the writer's start-up TSC calibration.
 
 t2_timing records a thread and a child that each live ~200 ms, with the start-up calibration
@@ -10,10 +9,12 @@ t_abs). A writer that converts run times with the start-up rate is ~30% off.
 import json
 import os
 import subprocess
-import sys
-import tempfile
 
-PROG, DUMP = (os.path.abspath(a) for a in sys.argv[1:3])
+import pytest
+
+from conftest import program
+
+PROG, DUMP = program('NT_T2_TIMING'), program('NT_TRACE_DUMP')
 failures = []
 
 
@@ -58,8 +59,7 @@ def run(tmp, skew):
                  (skew, p.returncode, p.stderr.decode())):
         return
     if 'clock monotonic' in out:
-        print('SKIP: the session does not read the TSC: no calibration to get wrong')
-        sys.exit(77)
+        pytest.skip('the session does not read the TSC: no calibration to get wrong')
     spans = {}
     for line in out.splitlines():
         what, inner, outer = line.split()
@@ -82,11 +82,8 @@ def run(tmp, skew):
           (tag, th[0]['t_rel'], ex[0]['t_abs']))
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    for skew in (30, -30, 0):
-        run(tmp, skew)
-
-for f in failures:
-    print('FAIL: ' + f)
-print('trace2 timing: %d failures' % len(failures))
-sys.exit(1 if failures else 0)
+@pytest.mark.parametrize('skew', (30, -30, 0))
+def test_run_times_ignore_calibration(skew, tmp_path):
+    failures.clear()
+    run(str(tmp_path), skew)
+    assert not failures, '\n'.join(failures)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The Trace2 writer end to end: t2_program (every message, threads, a child process)
 recorded through NANOTRACE, rendered by trace-dump in all three formats.
 
@@ -16,10 +15,12 @@ import os
 import re
 import stat
 import subprocess
-import sys
-import tempfile
 
-PROG, DUMP, IMPORT = (os.path.abspath(a) for a in sys.argv[1:4])
+import pytest
+
+from conftest import program
+
+PROG, DUMP, IMPORT = program('NT_T2_PROGRAM'), program('NT_TRACE_DUMP'), program('NT_TRACE_IMPORT')
 failures = []
 
 
@@ -317,13 +318,10 @@ def cli(tmp):
           'a junk file is reported and the archives still render: %r %r' % (p.stderr, p.stdout))
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    main_run(tmp)
-    cli(tmp)
-    signal_run(tmp)
-    env_handling(tmp)
 
-for f in failures:
-    print('FAIL: ' + f)
-print('trace2 writer: %d failures' % len(failures))
-sys.exit(1 if failures else 0)
+@pytest.mark.parametrize('part', (main_run, cli, signal_run, env_handling),
+                         ids=('main_run', 'cli', 'signal_run', 'env_handling'))
+def test_trace2_writer(part, tmp_path):
+    failures.clear()
+    part(str(tmp_path))
+    assert not failures, '\n'.join(failures)

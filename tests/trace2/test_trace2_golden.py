@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Golden tests against real git 2.39.5 output (shared/corpus/trace2-git-2.39.5).
 
 For every case, each EVENT file is converted with trace-import and rendered back with
@@ -16,18 +15,22 @@ each process's lines in its own order, interleaved by time; the same must come o
 importing the directory itself, and of importing its files named one by one (in reverse
 order: the import orders them, not the command line).
 
-A hand-made EVENT file (tests/data/t2_unknown_keys.event: "msg":"" on regions, empty data
+A hand-made EVENT file (tests/trace2/data/t2_unknown_keys.event: "msg":"" on regions, empty data
 values, keys and events a newer Git could write, with nested values) must come back byte
 for byte too; NORMAL and PERF of it must render, and --stats must count what was kept.
 
-Prints the per-format pass counts; any other difference is a failure.
+One pytest case per corpus case (named after it) and one for t2_unknown_keys; any
+difference is a failure. The corpus lives beside the clone (../shared/corpus, NT_CORPUS):
+without it every case is skipped (exit 77).
 """
-import argparse
 import os
 import re
 import subprocess
-import sys
-import tempfile
+import types
+
+import pytest
+
+from conftest import program
 
 CLOCK = re.compile(rb'^\d\d:\d\d:\d\d\.\d{6} ')
 SELF_EVENTS = (b'atexit', b'signal', b'timer', b'counter', b'th_timer', b'th_counter')
@@ -199,45 +202,47 @@ def check_kept_keys(args, tmp, failures, counts):
                         stats.decode('latin-1'))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--corpus', required=True)
-    ap.add_argument('--trace-import', required=True)
-    ap.add_argument('--trace-dump', required=True)
-    args = ap.parse_args()
-    if not os.path.isdir(args.corpus):
-        print('corpus not found: %s' % args.corpus)
-        return 1
-    with open(os.path.join(args.corpus, 'CASES.txt')) as f:
-        cases = [c.strip() for c in f if c.strip()]
+ARGS = types.SimpleNamespace(trace_import=program('NT_TRACE_IMPORT'),
+                             trace_dump=program('NT_TRACE_DUMP'))
+CORPUS = os.environ.get('NT_CORPUS', '')
+
+
+def corpus_cases():
+    if not os.path.isdir(CORPUS):
+        return [pytest.param(None, marks=pytest.mark.skip(
+            reason='golden corpus not found: %s (clone ../shared beside the repository)'
+            % (CORPUS or 'NT_CORPUS unset')), id='no-corpus')]
+    with open(os.path.join(CORPUS, 'CASES.txt')) as f:
+        return [c.strip() for c in f if c.strip()]
+
+
+def new_counts():
+    return {'event': [0, 0], 'normal': [0, 0], 'perf': [0, 0], 'directory': [0, 0]}
+
+
+@pytest.mark.parametrize('case', corpus_cases())
+def test_git_case(case, tmp_path):
+    """One case of git 2.39.5's output: EVENT byte-exact, NORMAL/PERF masked per §10.4."""
+    failures, counts = [], new_counts()
+    d = os.path.join(CORPUS, case)
+    env = case_env(d)
+    try:
+        if os.path.isdir(os.path.join(d, 'event')):
+            check_directory(ARGS, str(tmp_path), case, d, env, failures, counts)
+        else:
+            check_file(ARGS, str(tmp_path), case, os.path.join(d, 'event'),
+                       os.path.join(d, 'normal'), os.path.join(d, 'perf'), env,
+                       failures, counts)
+    except RuntimeError as e:
+        failures.append('%s: %s' % (case, e))
+    assert not failures, '\n'.join(failures)
+    assert counts['event'][1] > 0, '%s: no EVENT file was compared' % case
+
+
+def test_kept_keys(tmp_path):
     failures = []
-    counts = {'event': [0, 0], 'normal': [0, 0], 'perf': [0, 0], 'directory': [0, 0]}
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in cases:
-            d = os.path.join(args.corpus, case)
-            env = case_env(d)
-            try:
-                if os.path.isdir(os.path.join(d, 'event')):
-                    check_directory(args, tmp, case, d, env, failures, counts)
-                else:
-                    check_file(args, tmp, case, os.path.join(d, 'event'),
-                               os.path.join(d, 'normal'), os.path.join(d, 'perf'), env,
-                               failures, counts)
-            except RuntimeError as e:
-                failures.append('%s: %s' % (case, e))
-        try:
-            check_kept_keys(args, tmp, failures, counts)
-        except RuntimeError as e:
-            failures.append('t2_unknown_keys: %s' % e)
-    for f in failures:
-        print('FAIL ' + f)
-    print('golden: %d cases and t2_unknown_keys; event %d/%d byte-exact, normal %d/%d, perf %d/%d (masked per '
-          '§10.4), directories %d/%d' % (len(cases), counts['event'][0], counts['event'][1],
-                                         counts['normal'][0], counts['normal'][1],
-                                         counts['perf'][0], counts['perf'][1],
-                                         counts['directory'][0], counts['directory'][1]))
-    return 1 if failures else 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
+    try:
+        check_kept_keys(ARGS, str(tmp_path), failures, new_counts())
+    except RuntimeError as e:
+        failures.append('t2_unknown_keys: %s' % e)
+    assert not failures, '\n'.join(failures)

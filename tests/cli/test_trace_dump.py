@@ -1,0 +1,346 @@
+"""trace-dump as a user meets it: exit codes (0 ok, 1 usage, 2 bad input), error messages
+that name the file and the problem, and outputs that other tools accept.
+
+Run by meson (suite cli) with NT_TRACE_DUMP, NT_DEMO, NT_WORKDIR, NT_RENDER_CASES,
+NT_TRACE_IMPORT and NT_CORPUS (the processes test is skipped without the corpus).
+Each test lists every check it failed.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import program
+
+TRACE_DUMP, DEMO, RENDER_CASES, TRACE_IMPORT = (
+    program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_RENDER_CASES', 'NT_TRACE_IMPORT'))
+CORPUS = os.environ.get('NT_CORPUS', '')
+WORK = None  # set by the demo fixture
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([TRACE_DUMP, *args], capture_output=True)
+    return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def check(name, cond, detail=''):
+    print(('ok   ' if cond else 'FAIL ') + name + ('' if cond else ': ' + detail))
+    if not cond:
+        failures.append(name + (': ' + detail if detail else ''))
+
+
+def path(name):
+    return os.path.join(WORK, name)
+
+
+def remove_stale(p):
+    """A waiting loop must see the file the demo makes, not one a previous run left."""
+    if os.path.exists(p):
+        os.unlink(p)
+
+
+@pytest.fixture(scope='module')
+def demo(workdir):
+    global WORK
+    WORK = workdir
+    archive = path('demo.ntrace')
+    subprocess.run([DEMO, archive, '--threads', '3', '--requests', '50'], check=True,
+                   capture_output=True)
+    return archive
+
+
+@pytest.fixture(autouse=True)
+def every_check(demo):
+    """Runs each test with an empty failure list; fails it naming every failed check."""
+    failures.clear()
+    yield
+
+
+def verify():
+    assert not failures, '%d failed checks: %s' % (len(failures), '; '.join(failures))
+
+
+def test_usage_errors(demo):
+    archive = demo
+    # usage errors: exit 1, message on stderr, nothing on stdout
+    for args in ([], ['--format'], ['--format', 'xml', archive], ['--bogus', archive],
+                 [archive, archive], ['--order', 'sideways', archive]):
+        rc, out, err = run(*args)
+        check('usage %r exits 1' % (args,), rc == 1 and 'usage:' in err and out == '',
+              'rc=%d err=%r' % (rc, err[:200]))
+    rc, out, _ = run('--help')
+    check('--help exits 0', rc == 0 and 'usage:' in out)
+    verify()
+
+
+def test_unreadable_inputs(demo):
+    # unreadable inputs: exit 2 and a message naming the file and the problem
+    empty = path('empty.ntrace')
+    open(empty, 'wb').close()
+    garbage = path('garbage.ntrace')
+    open(garbage, 'wb').write(bytes((i * 131 + 7) & 0xff for i in range(5000)))
+    missing = path('missing.ntrace')
+    for name, p, want in (('missing', missing, 'No such file'), ('empty', empty, 'empty'),
+                          ('garbage', garbage, 'not a nanotrace archive'),
+                          ('directory', WORK, 'directory')):
+        rc, out, err = run(p)
+        check('%s file exits 2 naming it' % name, rc == 2 and p in err and want in err,
+              'rc=%d err=%r' % (rc, err))
+    verify()
+
+
+def test_truncated_archive(demo):
+    archive = demo
+    data = open(archive, 'rb').read()
+    # truncated archive: what is readable is shown, the damage is named with its byte offset
+    cut = len(data) - 13
+    trunc = path('truncated.ntrace')
+    open(trunc, 'wb').write(data[:cut])
+    for fmt in ('text', 'chrome'):
+        rc, out, err = run('--format', fmt, trunc)
+        check('truncated (%s) exits 2 with an offset' % fmt,
+              rc == 2 and trunc in err and 'at byte' in err and 'truncated' in err,
+              'rc=%d err=%r' % (rc, err))
+    rc, out, err = run('--on-corrupt', 'stop', trunc)
+    check('truncated with --on-corrupt stop exits 2', rc == 2 and 'at byte' in err, err)
+    rc, out, err = run('--stats', trunc)
+    check('truncated --stats exits 2', rc == 2 and 'events:' in out, err)
+    verify()
+
+
+def test_text_stats_chrome_agree(demo):
+    archive = demo
+    # text: header plus one aligned line per event
+    rc, out, err = run(archive)
+    lines = out.splitlines()
+    check('text exits 0 silently', rc == 0 and err == '', err)
+    check('text has a header line', lines and lines[0].split()[:3] == ['TIME(s)', 'THREAD', 'PH'])
+    events_text = len(lines) - 1
+    name_col = lines[0].index('NAME')
+    check('text columns are aligned',
+          all(len(l) > name_col and l[name_col - 2:name_col] == '  ' for l in lines[1:]))
+
+    # stats: "events: N" agrees with the text dump
+    rc, out, err = run('--stats', archive)
+    stats = dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
+    check('stats exits 0', rc == 0, err)
+    check('stats events equals text lines', stats.get('events') == str(events_text),
+          '%r vs %d' % (stats.get('events'), events_text))
+    check('stats reports drops and wraps', 'dropped' in stats and 'wraps' in stats)
+
+    # chrome: valid JSON a trace viewer accepts
+    rc, out, err = run('--format', 'chrome', archive)
+    check('chrome exits 0', rc == 0, err)
+    try:
+        doc = json.loads(out)
+        evs = doc['traceEvents']
+        phases = {e['ph'] for e in evs}
+        real = [e for e in evs if e['ph'] != 'M']
+        check('chrome has every event', len(real) == events_text, '%d vs %d' % (len(real), events_text))
+        check('chrome phases are Chrome phases', phases <= {'M', 'B', 'E', 'X', 'i', 'C'}, str(phases))
+        check('chrome names threads', any(e['ph'] == 'M' and e['name'] == 'thread_name' for e in evs))
+        check('chrome events carry pid, tid, ts in us',
+              all(isinstance(e['ts'], (int, float)) and 'pid' in e and 'tid' in e for e in real))
+        ts = [e['ts'] for e in real]
+        check('chrome events are in timestamp order', ts == sorted(ts))
+        check('chrome complete events have dur', all('dur' in e for e in real if e['ph'] == 'X'))
+        be = {}
+        for e in real:
+            if e['ph'] in 'BE':
+                be[e['tid']] = be.get(e['tid'], 0) + (1 if e['ph'] == 'B' else -1)
+        check('chrome begin/end balance per thread', all(v == 0 for v in be.values()), str(be))
+    except (ValueError, KeyError) as exc:
+        check('chrome output is valid JSON', False, str(exc))
+
+    # stream order gives the same events
+    rc, out, err = run('--order', 'stream', archive)
+    check('stream order shows the same number of events', len(out.splitlines()) - 1 == events_text)
+    verify()
+
+
+def test_sigkilled_demo_reads(demo):
+    # a demo killed with SIGKILL mid-run leaves an archive trace-dump reads without complaint
+    for mode in ('oneshot', 'circular', 'streaming'):
+        killed = path('killed-%s.ntrace' % mode)
+        remove_stale(killed)
+        proc = subprocess.Popen([DEMO, killed, '--mode', mode, '--buffer-size', '262144',
+                                 '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
+        for _ in range(200):  # until the arena file exists
+            if os.path.exists(killed):
+                break
+            time.sleep(0.01)
+        time.sleep(0.15)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        rc, out, err = run('--stats', killed)
+        stats = dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
+        check('SIGKILLed %s demo: archive reads cleanly' % mode, rc == 0 and err == '', err)
+        if mode == 'streaming':
+            check('streaming stats count saved halves', int(stats.get('halves saved', '0')) > 0,
+                  str(stats.get('halves saved')))
+        check('SIGKILLed %s demo: stats say it never finished' % mode,
+              stats.get('layout', '').startswith('arena') and stats.get('ended by', '').startswith('unknown')
+              and int(stats.get('events', '0')) > 0, str(stats.get('layout')))
+        # an arena keeps its durable records apart from its chunks: both are counted
+        recs = {k: int(v) for k, v in (kv.split(' ') for kv in stats.get('records', '').split(', '))}
+        check('SIGKILLed %s demo: stats count its thread, string and chunk records' % mode,
+              recs.get('thread', 0) >= int(stats.get('threads', '1')) > 0 and
+              recs.get('string', 0) > 0 and recs.get('chunk', 0) > 0, stats.get('records', ''))
+        rc, out, err = run('--format', 'chrome', killed)
+        try:
+            json.loads(out)
+            check('SIGKILLed %s demo: chrome JSON is valid' % mode, rc == 0)
+        except ValueError as exc:
+            check('SIGKILLed %s demo: chrome JSON is valid' % mode, False, str(exc))
+    verify()
+
+
+def test_sigterm_recorded(demo):
+    # SIGTERM: the process dies of SIGTERM and the archive says so
+    term = path('term.ntrace')
+    remove_stale(term)
+    proc = subprocess.Popen([DEMO, term, '--duration-ms', '5000'], stderr=subprocess.DEVNULL)
+    # Signal it once it records (events in the live archive), however loaded the machine is.
+    for _ in range(500):
+        if os.path.exists(term) and re.search(r'^events: [1-9]', run('--stats', term)[1], re.M):
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait()
+    rc, out, err = run('--stats', term)
+    check('SIGTERM demo dies of SIGTERM and the archive records it',
+          code == -signal.SIGTERM and 'ended by: signal 15' in out, 'code %d, %r' % (code, out[-300:]))
+    verify()
+
+
+def test_losses_shown(demo):
+    # losses show where they happened
+    small = path('gaps.ntrace')
+    subprocess.run([DEMO, small, '--mode', 'circular', '--buffer-size', '65536', '--duration-ms', '200'],
+                   check=True, capture_output=True)
+    rc, out, err = run(small)
+    check('circular losses are marked in text', rc == 0 and '-- gap: ' in out and 'lost' in out, err)
+    rc, out, err = run('--format', 'chrome', small)
+    check('circular losses are instant events in chrome',
+          rc == 0 and any(e.get('name') == 'events lost' and e['ph'] == 'i' and e['args']['lost'] > 0
+                          for e in json.loads(out)['traceEvents']))
+    rc, out, err = run('--stats', small)
+    check('stats count gaps and drop reasons', 'gaps: ' in out and 'rolling full' in out, out)
+    verify()
+
+
+# Chrome JSON and --stats say only what the archive proves.
+def stats_of(p):
+    out = run('--stats', p)[1]
+    return dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
+
+
+def unmatched(st):
+    m = re.match(r'(\d+) ends without a begin .*, (\d+) begins without an end$',
+                 st.get('unmatched', ''))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def chrome_doc(p):
+    rc, out, err = run('--format', 'chrome', p)
+    check('chrome of %s exits 0' % os.path.basename(p), rc == 0, err)
+    return json.loads(out)
+
+
+def ends_before_begins(evs):
+    """Ends a viewer would meet with nothing open on their (pid, tid)."""
+    depth, orphans = {}, 0
+    for e in evs:
+        key = (e['pid'], e['tid'])
+        if e['ph'] == 'B':
+            depth[key] = depth.get(key, 0) + 1
+        elif e['ph'] == 'E':
+            if depth.get(key, 0) == 0:
+                orphans += 1
+            else:
+                depth[key] -= 1
+    return orphans
+
+
+def test_circular_orphan_ends(demo):
+    # circular: the wrap overwrote the Begins of "outer" and of the request the oldest chunk
+    # starts in; their Ends survive
+    circ = path('circular-orphans.ntrace')
+    subprocess.run([RENDER_CASES, 'circular', circ], check=True)
+    text_ends = sum(1 for l in run(circ)[1].splitlines()[1:] if l.split()[2:3] == ['E'])
+    doc = chrome_doc(circ)
+    evs = doc['traceEvents']
+    chrome_ends = sum(1 for e in evs if e['ph'] == 'E')
+    st_unmatched = unmatched(stats_of(circ))
+    check('circular chrome: no E without a B on its thread', ends_before_begins(evs) == 0,
+          '%d orphan ends' % ends_before_begins(evs))
+    check('circular stats count the orphan ends chrome leaves out',
+          st_unmatched is not None and st_unmatched[0] >= 1 and
+          st_unmatched[0] == text_ends - chrome_ends, '%r, text %d, chrome %d' %
+          (st_unmatched, text_ends, chrome_ends))
+    check('circular chrome otherData carries the same count',
+          st_unmatched is not None and doc['otherData'].get('unmatched_ends') == st_unmatched[0],
+          str(doc['otherData']))
+    verify()
+
+
+def test_stray_end_and_counter_series(demo):
+    # a user's stray NT_END and unended NT_BEGIN; two threads' counters of one name
+    thr = path('threads.ntrace')
+    subprocess.run([RENDER_CASES, 'threads', thr], check=True)
+    check('stats count a stray end and an unended begin', unmatched(stats_of(thr)) == (1, 1),
+          str(stats_of(thr).get('unmatched')))
+    doc = chrome_doc(thr)
+    evs = doc['traceEvents']
+    check('chrome leaves out the stray end, keeps the unended begin',
+          not any(e.get('name') == 'stray' for e in evs) and
+          any(e.get('name') == 'unfinished' and e['ph'] == 'B' for e in evs) and
+          doc['otherData'].get('unmatched_ends') == 1 and doc['otherData'].get('unended_begins') == 1,
+          str(doc['otherData']))
+    series = {}
+    for e in evs:
+        if e['ph'] == 'C' and e['name'] == 'heap':
+            # Trace Event Format: a counter series is (pid, name, id)
+            series.setdefault((e['pid'], e['name'], e.get('id')), set()).add(e['tid'])
+    check('two threads\' same-named counters are two series, one thread each',
+          len(series) == 2 and all(len(t) == 1 for t in series.values()), str(series))
+    verify()
+
+
+def test_processes_counted(demo):
+    if not os.path.isdir(CORPUS):
+        pytest.skip('golden corpus not found: %s' % (CORPUS or 'NT_CORPUS unset'))
+    # processes: what the archive holds, not the reader's table size
+    for case in ('version', 'fetch_local'):
+        events_file = os.path.join(CORPUS, case, 'event')
+        sids = {json.loads(l)['sid'] for l in open(events_file, 'rb') if l.strip()}
+        imported = path('%s.ntrace' % case)
+        subprocess.run([TRACE_IMPORT, '-o', imported, events_file], check=True)
+        st = stats_of(imported)
+        m = re.search(r', processes (\d+)$', st.get('trace2', ''))
+        check('stats of %s count its %d processes' % (case, len(sids)),
+              m is not None and int(m.group(1)) == len(sids), str(m and m.group(0)))
+        check('stats of imported %s claim no arena' % case, st.get('mode', '').startswith('none'),
+              st.get('mode', ''))
+    verify()
+
+
+def test_demo_options(demo):
+    # the demo documents and checks its options
+    p = subprocess.run([DEMO, '--help'], capture_output=True, text=True)
+    check('demo --help documents its options', p.returncode == 0 and all(
+        o in p.stdout for o in ('--mode', '--buffer-size', '--duration-ms', 'streaming')))
+    for bad in (['x.ntrace', '--mode', 'weird'], ['x.ntrace', '--buffer-size', '12'],
+                ['x.ntrace', '--duration-ms', '-5'], []):
+        p = subprocess.run([DEMO, *bad], capture_output=True, text=True, cwd=WORK)
+        check('demo rejects %r' % (bad,), p.returncode == 1 and 'nanotrace-demo:' in p.stderr)
+    p = subprocess.run([DEMO, '/nonexistent-dir/x.ntrace'], capture_output=True, text=True)
+    check('demo names an unwritable output', p.returncode == 1 and '/nonexistent-dir/x.ntrace' in p.stderr,
+          p.stderr)
+
+    verify()

@@ -1,0 +1,52 @@
+"""Shared pytest fixtures for nanotrace's Python tests.
+
+meson passes the programs under test as environment variables (tests/*/meson.build):
+NT_TRACE_DUMP, NT_TRACE_IMPORT, NT_DEMO, NT_CANONICAL_DUMP, NT_RENDER_CASES, NT_T2_PROGRAM,
+NT_T2_TIMING, NT_FLATC, NT_SCHEMA, NT_CORPUS and NT_WORKDIR. Run one file by hand with
+`meson test -C build NAME -v`, which sets them.
+
+A run in which a test was skipped and none failed exits 77, which meson counts as SKIP;
+pytest's summary (-ra) names each skipped test and why.
+"""
+import os
+
+import pytest
+
+
+def program(var):
+    """The path in environment variable `var`; a test error (not a skip) when unset."""
+    value = os.environ.get(var)
+    if not value:
+        pytest.fail('%s is not set: run this test through `meson test -C build`' % var,
+                    pytrace=False)
+    return os.path.abspath(value)
+
+
+@pytest.fixture(scope='session')
+def workdir(tmp_path_factory):
+    """NT_WORKDIR (a folder in the build tree) or a fresh temporary folder."""
+    value = os.environ.get('NT_WORKDIR')
+    if value:
+        os.makedirs(value, exist_ok=True)
+        return os.path.abspath(value)
+    return str(tmp_path_factory.mktemp('work'))
+
+
+_outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == 'call' or report.outcome != 'passed':
+        _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        _outcomes['skipped'] += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # A skipped test (a missing tool or corpus) and no failure: exit 77, meson's SKIP, even
+    # if other tests passed: the file did not prove everything it claims, and CI must notice.
+    if exitstatus in (0, 5) and _outcomes['skipped'] and not _outcomes['failed']:
+        session.exitstatus = 77
