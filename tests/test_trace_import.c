@@ -232,6 +232,35 @@ static void check_paths(void)
 	rmdir(dir);
 }
 
+/* 7. A key only another message has is kept as written, not taken and lost (the importer
+ * once read exec's "code", cmd_mode's "hierarchy" and region_enter's "t_rel" as fields,
+ * which those messages' renderings never write). */
+static void check_other_keys(void)
+{
+#define SID_ "\"sid\":\"20261121T230246.920813Z-H0a7c9cdf-P00006430\",\"thread\":\"main\""
+	static const char odd[] =
+		"{\"event\":\"cmd_mode\"," SID_ ",\"time\":\"2026-11-21T23:02:46.920892Z\","
+		"\"file\":\"a.c\",\"line\":1,\"name\":\"branch\",\"hierarchy\":\"h\"}\n"
+		"{\"event\":\"exec\"," SID_ ",\"time\":\"2026-11-21T23:02:46.920900Z\","
+		"\"file\":\"a.c\",\"line\":2,\"exec_id\":0,\"exe\":\"git\",\"argv\":[\"a\"],"
+		"\"code\":7}\n"
+		"{\"event\":\"region_enter\"," SID_ ",\"time\":\"2026-11-21T23:02:46.920910Z\","
+		"\"file\":\"a.c\",\"line\":3,\"t_rel\":0.5,\"nesting\":1,\"category\":\"c\","
+		"\"label\":\"l\"}\n";
+#undef SID_
+	void *a = NULL;
+	size_t n = 0;
+	nt_trace2_import_error err;
+	CHECK(nt_trace2_import(odd, sizeof(odd) - 1, &a, &n, &err) == 0, "odd keys: %s",
+	      err.message);
+	int damage = 0;
+	char *ev = a ? render(a, n, NT_TRACE2_EVENT, &damage) : NULL;
+	CHECK(ev != NULL && strcmp(ev, odd) == 0, "keys of other messages lost:\n%s",
+	      ev ? ev : "");
+	free(ev);
+	free(a);
+}
+
 static void expect_error(const char *input, unsigned long line, const char *needle)
 {
 	void *a = NULL;
@@ -294,6 +323,7 @@ int main(void)
 	free(a);
 	check_many();
 	check_paths();
+	check_other_keys();
 
 	/* 2. Malformed input. */
 	expect_error("{\"event\":\"version\"", 1, "");

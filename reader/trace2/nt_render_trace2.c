@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/nt_grow.h"
 #include "../decode/nt_reader_internal.h"
 #include "nt_trace2.h"
 
@@ -310,15 +311,9 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	}
 	if (m.has_time)
 		rd->last_us = m.time_us;
-	if (rd->nlines == rd->cap) {
-		size_t cap = rd->cap ? rd->cap * 2 : 256;
-		t2_line *l = realloc(rd->lines, cap * sizeof(*l));
-		if (l == NULL) {
-			rd->oom = 1;
-			return 1;
-		}
-		rd->lines = l;
-		rd->cap = cap;
+	if (!nt_grow(&rd->lines, &rd->cap, rd->nlines + 1, sizeof(*rd->lines))) {
+		rd->oom = 1;
+		return 1;
 	}
 	rd->lines[rd->nlines++] = (t2_line){ rd->last_us, rd->text.len, rd->line.len };
 	t2_put(&rd->text, rd->line.p, rd->line.len);
