@@ -167,10 +167,10 @@ NT_T2_EVENTS(NT_T2_AT_MSG_)
 /* For code that names a field: each fails to compile when the message has no such key. */
 #define NT_T2_NARGS(msg) NT_T2_NARGS_##msg
 #define NT_T2_AT(msg, key) NT_T2_AT_##msg##_##key
-#define NT_T2_NAME(msg, key) (#key + 0 * NT_T2_F_##msg##_##key)
+#define NT_T2_NAME(msg, key) (&(#key)[0 * (int)NT_T2_F_##msg##_##key])
 #define NT_T2_COMMON_KEY_(key) NT_T2_COMMON_##key,
 enum { NT_T2_COMMON_KEYS(NT_T2_COMMON_KEY_) NT_T2_NCOMMON };
 #undef NT_T2_COMMON_KEY_
-#define NT_T2_COMMON_NAME(key) (#key + 0 * NT_T2_COMMON_##key)
+#define NT_T2_COMMON_NAME(key) (&(#key)[0 * (int)NT_T2_COMMON_##key])
 
 #endif /* NT_T2_FIELDS_H */
