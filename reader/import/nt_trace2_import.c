@@ -271,6 +271,7 @@ void nt_imp_free(nt_importer *im)
 {
 	free(im->durable.p);
 	free(im->chunks.p);
+	free(im->record.p);
 	nt_table_free(&im->strings);
 	nt_table_free(&im->callsites);
 	nt_table_free(&im->processes);

@@ -22,6 +22,7 @@ typedef struct nt_imp_proc {
 
 typedef struct nt_importer {
 	nt_bytes durable, chunks;
+	nt_bytes record;         /* the record of the line being imported (reused) */
 	nt_name_table strings, callsites, processes, thread_names;
 	uint32_t nstrings, ncallsites, nprocesses, nthreads;
 	nt_imp_proc *procs;      /* by process index */

@@ -446,12 +446,12 @@ int nt_imp_line(nt_importer *im, const char *text, size_t n)
 	uint32_t proc = 0, tidx = type >= 0 ? line_thread(im, &lc, sid, thread, &proc) : 0;
 	uint64_t ticks = 0;
 	line_site site;
-	nt_bytes rec = { 0 };
+	nt_bytes *rec = &im->record;
+	rec->len = 0;
 	int ok = tidx != 0 && line_ticks(im, &lc, type, proc, &ticks) &&
 		 line_site_of(im, &lc, type, &site) &&
-		 put_record(im, &lc, &rec, type, &site, unknown, unknown_len) &&
-		 nt_imp_emit(im, tidx, ticks, &rec);
-	free(rec.p);
+		 put_record(im, &lc, rec, type, &site, unknown, unknown_len) &&
+		 nt_imp_emit(im, tidx, ticks, rec);
 	free(unknown);
 	return ok;
 }

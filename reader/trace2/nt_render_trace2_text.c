@@ -15,8 +15,7 @@
 
 /* ---- line buffer ------------------------------------------------------------------------ */
 
-/* Room for n more bytes and the NUL. */
-static int reserve(t2_buf *b, size_t n)
+static int grow(t2_buf *b, size_t n)
 {
 	if (b->oom)
 		return 0;
@@ -25,6 +24,15 @@ static int reserve(t2_buf *b, size_t n)
 		return 0;
 	}
 	return 1;
+}
+
+/* Room for n more bytes and the NUL. Every byte of output passes here: the common case
+ * (room left) is one comparison. */
+static inline int reserve(t2_buf *b, size_t n)
+{
+	if (!b->oom && n < b->cap - b->len)
+		return 1;
+	return grow(b, n);
 }
 
 void t2_put(t2_buf *b, const char *s, size_t n)
