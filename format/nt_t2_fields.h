@@ -1,13 +1,15 @@
 /*
  * nt_t2_fields.h - the one table of Git Trace2 message fields: which keys each message of
- * NT_T2_EVENTS has after the common ones, in Git's EVENT order, with each key's type, where
- * an archive keeps it and when Git writes it (shared/reference/trace2-formats.md §4).
+ * NT_T2_EVENTS has after the common ones, in Git's EVENT order (git/git
+ * trace2/tr2_tgt_event.c), with each key's type, where an archive keeps it and when Git
+ * writes it.
  *
  * Everything else derives from it: the writer's argument names, positions and counts
  * (NT_T2_NAME, NT_T2_AT, NT_T2_NARGS), the reader's model (one argument slot per field), the
  * EVENT renderer (a loop over the rows), the names the NORMAL and PERF renderers may ask
  * for (NT_T2_F_<MSG>_<key>: a key a message lacks does not compile), and the importer's
- * key lists. Adding a key to a message is one row here, plus its test.
+ * key lists. Adding a key to a message is one row here, plus its test (and, for a key the
+ * writer records, the value its API call gives).
  *
  * A row is F(msg, key, type, store, when):
  *   key    Git's key, as an identifier; its text is the key and the argument name.
@@ -37,10 +39,14 @@
  *
  * The common keys come first in every message, in the order of NT_T2_COMMON_KEYS; "repo"
  * among them is the call site's (CallSiteRecord.repo), or an argument NT_T2_ARG_REPO. The
- * writer's arguments are the ARG and RUNTIME rows in table order, after a repo argument
- * where the message records one first (def_repo, region printf). A message that has no
- * keys of its own still has its (empty) list: every message of NT_T2_EVENTS must, or this
- * header does not compile (NT_T2_FIELDS_<MSG> is expanded for each).
+ * writer's arguments are the ARG and RUNTIME rows in table order; a repository argument
+ * goes before them (def_repo, region printf) or after them (data). Region enter and leave
+ * without a message record no argument: they stay 8-byte records.
+ *
+ * Every message of NT_T2_EVENTS has a list, empty when it has no keys of its own: one
+ * without NT_T2_FIELDS_<MSG> does not compile (the lists are expanded for each message
+ * below). Messages Git gives identical keys share one list (atexit = exit, th_timer =
+ * timer, th_counter = counter).
  */
 #ifndef NT_T2_FIELDS_H
 #define NT_T2_FIELDS_H
