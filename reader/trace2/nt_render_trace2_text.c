@@ -264,9 +264,9 @@ static int normal_process(t2_buf *b, const t2_msg *m)
 	case NT_T2_EXIT:
 	case NT_T2_ATEXIT:
 	case NT_T2_SIGNAL:
-		t2_printf(b, "%s elapsed:%.6f code:%d", nt_t2_event_names[m->type], secs(m->t_abs_us),
-			  (int)(m->type == NT_T2_SIGNAL ? T2_INT(m, SIGNAL, signo)
-							: T2_INT(m, EXIT, code)));
+		t2_printf(b, "%s elapsed:%.6f code:%d", nt_t2_event_names[m->type],
+			  secs(m->t_abs_us), (int)(m->type == NT_T2_SIGNAL ? T2_INT(m, SIGNAL, signo)
+									   : T2_INT(m, EXIT, code)));
 		return 1;
 	case NT_T2_ERROR:
 		t2_puts(b, "error");
@@ -628,4 +628,5 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
 }
 
 /* data and data_json share their PERF text: the table gives both the value at one place. */
-NT_STATIC_ASSERT((int)NT_T2_F_DATA_value == (int)NT_T2_F_DATA_JSON_value, "data and data_json differ");
+NT_STATIC_ASSERT((int)NT_T2_F_DATA_value == (int)NT_T2_F_DATA_JSON_value,
+		 "data and data_json differ");

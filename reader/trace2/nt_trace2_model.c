@@ -68,7 +68,8 @@ void t2_model_free(t2_model *m)
 #define ROW_(m, key, type, store, when)                                                         \
 	{ #key, NT_T2_TYPE_##type, NT_T2_STORE_##store, NT_T2_WHEN_##when },
 /* One array per message; the sentinel keeps a message without keys a valid array. */
-#define MSG_ROWS_(id, name) static const t2_field rows_##id[] = { NT_T2_FIELDS_##id(ROW_, id){ 0 } };
+#define MSG_ROWS_(id, name)                                                                     \
+	static const t2_field rows_##id[] = { NT_T2_FIELDS_##id(ROW_, id){ 0 } };
 NT_T2_EVENTS(MSG_ROWS_)
 #define MSG_LIST_(id, name) [NT_T2_##id] = { rows_##id, NT_T2_NFIELDS_##id },
 const t2_field_list t2_fields[NT_T2_EVENT_COUNT] = { NT_T2_EVENTS(MSG_LIST_) };
@@ -104,7 +105,8 @@ static void collect_args(t2_msg *o)
 			continue;
 		const nt_reader_arg **slot = NULL;
 		for (uint32_t k = 0; k < fl->n && slot == NULL; k++)
-			if (fl->row[k].store == NT_T2_STORE_ARG && strcmp(fl->row[k].key, a->name) == 0)
+			if (fl->row[k].store == NT_T2_STORE_ARG &&
+			    strcmp(fl->row[k].key, a->name) == 0)
 				slot = &o->arg[k];
 		for (uint32_t k = 0; k < T2_NX && slot == NULL; k++)
 			if (strcmp(x_names[k], a->name) == 0)

@@ -225,8 +225,9 @@ void nt_t2_list_env_vars_(nt_callsite *site)
 
 void nt_t2_def_repo_(nt_callsite *site, int repo, const char *worktree)
 {
-	nt_arg a[1 + NT_T2_NARGS(DEF_REPO)] = { NT_U32(NT_T2_ARG_REPO, (uint32_t)(repo < 0 ? 0 : repo)),
-						T2_A1(DEF_REPO, worktree, NT_STR, nz(worktree)) };
+	nt_arg a[1 + NT_T2_NARGS(DEF_REPO)] = {
+		NT_U32(NT_T2_ARG_REPO, (uint32_t)(repo < 0 ? 0 : repo)),
+		T2_A1(DEF_REPO, worktree, NT_STR, nz(worktree)) };
 	nt_t2_emit_args_(site, T2(DEF_REPO), a, 1 + NT_T2_NARGS(DEF_REPO));
 }
 
@@ -253,7 +254,8 @@ void nt_t2_child_end_(nt_callsite *site, unsigned kind, nt_trace2_child *child, 
 		      int code, const char *ready)
 {
 	int id = child ? child->id : -1;
-	nt_arg run = child ? nt_t2_t_rel_since(child->start_ticks) : NT_U64(NT_T2_ARG_T_REL_TICKS, 0);
+	nt_arg run = child ? nt_t2_t_rel_since(child->start_ticks)
+			   : NT_U64(NT_T2_ARG_T_REL_TICKS, 0);
 	if (kind == (unsigned)T2(CHILD_READY)) {
 		nt_arg a[NT_T2_NARGS(CHILD_READY)] = {
 			T2_A(CHILD_READY, child_id, NT_I32, id), T2_A(CHILD_READY, pid, NT_I32, pid),
