@@ -2,20 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/nt_grow.h"
 #include "nt_import_tables.h"
 
 void *nt_bytes_grow(nt_bytes *b, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		uint8_t *p = realloc(b->p, cap);
-		if (p == NULL)
-			return NULL;
-		b->p = p;
-		b->cap = cap;
-	}
+	if (n > SIZE_MAX - b->len || !nt_grow(&b->p, &b->cap, b->len + n, 1))
+		return NULL;
 	void *at = b->p + b->len;
 	memset(at, 0, n);
 	b->len += n;

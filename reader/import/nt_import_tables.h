@@ -1,6 +1,6 @@
-/* nt_import_tables.h - a growable byte buffer and a byte-string -> index table, for
- * trace-import (not installed). Hand-written: the reader library has no dependencies, and
- * these are twenty lines each. */
+/* nt_import_tables.h - a growable byte buffer (on nt_grow) and a byte-string -> index table
+ * (the reader library's one hash, FNV-1a), for trace-import (not installed). Hand-written:
+ * the reader library has no dependencies, and these are twenty lines each. */
 #ifndef NT_IMPORT_TABLES_H
 #define NT_IMPORT_TABLES_H
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "nt_archive_header_encode.h"
+#include "../common/nt_grow.h"
 #include "nt_trace2_import.h"
 #include "nt_version.h"
 
@@ -126,21 +127,10 @@ uint32_t nt_imp_process(nt_importer *im, const char *sid, size_t len)
 	uint32_t index = im->nprocesses;
 	if (index + 1 >= MAX_PROCESS_INDEX)
 		return nt_imp_fail(im, 0, "more than %u processes", MAX_PROCESS_INDEX - 1);
-	size_t *pr = realloc(im->process_rec, (index + 1) * sizeof(*pr));
-	if (pr != NULL)
-		im->process_rec = pr;
-	uint32_t *pb = realloc(im->process_brief, (index + 1) * sizeof(*pb));
-	if (pb != NULL)
-		im->process_brief = pb;
-	uint64_t *pt = realloc(im->process_ticks, (index + 1) * sizeof(*pt));
-	if (pt != NULL)
-		im->process_ticks = pt;
-	if (pr == NULL || pb == NULL || pt == NULL)
+	if (!nt_grow(&im->procs, &im->procs_cap, index + 1, sizeof(*im->procs)))
 		return nt_imp_oom(im);
 	uint32_t words = 4 + nt_words_for_bytes((uint32_t)len);
-	im->process_rec[index] = im->durable.len;
-	im->process_brief[index] = 0;
-	im->process_ticks[index] = 0;
+	im->procs[index] = (nt_imp_proc){ .rec = im->durable.len };
 	nt_process_record *rec = nt_bytes_grow(&im->durable, words * 8u);
 	if (rec == NULL)
 		return nt_imp_oom(im);
@@ -168,16 +158,15 @@ uint32_t nt_imp_thread(nt_importer *im, uint32_t process, const char *name, size
 	if (sl->value)
 		return sl->value;
 	uint32_t index = im->nthreads + 1;
-	uint64_t *t = realloc(im->thread_events, (index + 1) * sizeof(*t));
-	if (t == NULL)
+	if (!nt_grow(&im->thread_events, &im->thread_events_cap, index + 1,
+		     sizeof(*im->thread_events)))
 		return nt_imp_oom(im);
-	im->thread_events = t;
 	im->thread_events[index] = 0;
 	uint32_t words = 3 + nt_words_for_bytes((uint32_t)len);
 	nt_thread_record *rec = nt_bytes_grow(&im->durable, words * 8u);
 	if (rec == NULL)
 		return nt_imp_oom(im);
-	const nt_process_record *pr = (const void *)(im->durable.p + im->process_rec[process]);
+	const nt_process_record *pr = (const void *)(im->durable.p + im->procs[process].rec);
 	*rec = (nt_thread_record){ .kind = NT_KIND_THREAD, .size_words = (uint8_t)words,
 				   .name_length = (uint16_t)len, .index = index, .pid = pr->pid,
 				   .process = process };
@@ -238,8 +227,8 @@ int nt_imp_finish(nt_importer *im, void **out, size_t *out_size)
 		h->event_count = im->chunk_events;
 	}
 	for (uint32_t i = 0; i < im->nprocesses; i++) {
-		nt_process_record *pr = (void *)(im->durable.p + im->process_rec[i]);
-		if (im->process_brief[i])
+		nt_process_record *pr = (void *)(im->durable.p + im->procs[i].rec);
+		if (im->procs[i].brief)
 			pr->flags |= NT_PROCESS_BRIEF;
 	}
 	nt_archive_info info;
@@ -283,12 +272,11 @@ void nt_imp_free(nt_importer *im)
 {
 	free(im->durable.p);
 	free(im->chunks.p);
+	free(im->record.p);
 	nt_table_free(&im->strings);
 	nt_table_free(&im->callsites);
 	nt_table_free(&im->processes);
 	nt_table_free(&im->thread_names);
-	free(im->process_rec);
-	free(im->process_brief);
-	free(im->process_ticks);
+	free(im->procs);
 	free(im->thread_events);
 }

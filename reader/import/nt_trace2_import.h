@@ -13,14 +13,21 @@
 #include "nt_import_tables.h"
 #include "../decode/nt_reader_internal.h"
 
+/* What the importer tracks per process. */
+typedef struct nt_imp_proc {
+	size_t rec;     /* durable offset of its ProcessRecord (flags patched at end) */
+	int brief;      /* saw an event that lacks its time */
+	uint64_t ticks; /* last time seen */
+} nt_imp_proc;
+
 typedef struct nt_importer {
 	nt_bytes durable, chunks;
+	nt_bytes record;         /* the record of the line being imported (reused) */
 	nt_name_table strings, callsites, processes, thread_names;
 	uint32_t nstrings, ncallsites, nprocesses, nthreads;
-	size_t *process_rec;     /* durable offset of each ProcessRecord (flags patched at end) */
-	uint32_t *process_brief; /* by process: saw an event that lacks its time */
-	uint64_t *process_ticks; /* by process: last time seen */
+	nt_imp_proc *procs;      /* by process index */
 	uint64_t *thread_events; /* by thread index: ordinal of its next event */
+	size_t procs_cap, thread_events_cap;
 	uint32_t cur_thread;     /* thread of the open chunk, 0 = none */
 	size_t chunk_at;         /* offset of the open chunk header in `chunks` */
 	uint32_t chunk_events;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/nt_grow.h"
 #include "nt_trace2_import.h"
 
 /* The next line of [*p, end) without its "\n" or "\r\n"; returns 0 at the end. */
@@ -66,13 +67,8 @@ static int split_stream(stream *s, unsigned long *lines)
 		no++;
 		if (nt_imp_blank(text, n))
 			continue;
-		if (s->nlines == cap) {
-			cap = cap ? cap * 2 : 256;
-			stream_line *l = realloc(s->lines, cap * sizeof(*l));
-			if (l == NULL)
-				return 0;
-			s->lines = l;
-		}
+		if (!nt_grow(&s->lines, &cap, s->nlines + 1, sizeof(*s->lines)))
+			return 0;
 		int64_t us;
 		if (nt_imp_line_time(text, n, &us)) {
 			last = us;
@@ -228,14 +224,8 @@ static int path_error(nt_trace2_import_error *err, const char *path, const char 
 
 static int add_path(path_list *l, const char *dir, const char *name)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		char **p = realloc(l->path, cap * sizeof(*p));
-		if (p == NULL)
-			return 0;
-		l->path = p;
-		l->cap = cap;
-	}
+	if (!nt_grow(&l->path, &l->cap, l->n + 1, sizeof(*l->path)))
+		return 0;
 	size_t dlen = dir ? strlen(dir) : 0;
 	const char *sep = dlen > 0 && dir[dlen - 1] != '/' ? "/" : "";
 	size_t len = dlen + 1 + strlen(name) + 1;
@@ -295,25 +285,21 @@ static int read_file(const char *path, nt_trace2_input *in, nt_trace2_import_err
 	FILE *f = fopen(path, "rb");
 	if (f == NULL)
 		return path_error(err, path, strerror(errno));
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	while (buf != NULL) {
-		if (n == cap) {
-			char *b = realloc(buf, cap *= 2);
-			if (b == NULL) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = b;
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
+	int oom = 0;
+	for (;;) {
+		if (!nt_grow(&buf, &cap, n + (1 << 16), 1)) {
+			oom = 1;
+			break;
 		}
 		size_t got = fread(buf + n, 1, cap - n, f);
 		n += got;
 		if (got == 0)
 			break;
 	}
-	int failed = buf == NULL || ferror(f);
-	int e = buf == NULL ? ENOMEM : errno;
+	int failed = oom || ferror(f);
+	int e = oom ? ENOMEM : errno;
 	fclose(f);
 	if (failed) {
 		free(buf);

@@ -1,9 +1,10 @@
 /*
  * nt_trace2_import_line.c - one Trace2 EVENT line (a JSON object) becomes one Trace2 record.
  *
- * The keys Git writes for each message (trace2-formats.md §4) are mapped to the record's
- * call site (category, label / key / name, file, line, repo) and typed arguments, in Git's
- * units. Every other key is kept as it was written (a JsonValue argument holding the raw
+ * The keys Git writes for each message (the table of format/nt_t2_fields.h) are mapped to
+ * the record's call site (category, label / key / name, file, line, repo) and typed
+ * arguments, in Git's units. Every other key, one that only another message has included,
+ * is kept as it was written (a JsonValue argument holding the raw
  * value and the key's position in the line), and an event this version does not know is
  * kept whole as a Trace2Unknown record: newer Git versions add keys and events, and an
  * import must not lose what it cannot interpret. Empty and absent stay different: an empty
@@ -16,95 +17,21 @@
 
 #include "nt_json.h"
 #include "nt_trace2_import.h"
+#include "../trace2/nt_trace2.h"
 
-enum field_kind { F_STR, F_INT, F_BOOL, F_LIST, F_RAW, F_USEC, F_NSEC };
-typedef struct field_spec {
-	const char *key;
-	enum field_kind kind;
-} field_spec;
-
-/* The keys each message carries after the common ones (trace2-formats.md §4). category and
- * label / key / name go to the call site and are handled before these. */
-static const field_spec *fields_of(nt_t2_event t)
+/* The rows of a message an import records as arguments: its own keys and Git's values of
+ * what the reader would otherwise derive (t_abs, t_rel, nesting). The call site's rows
+ * (category, label / key / name) are handled before these. */
+static int recorded_row(const t2_field *f)
 {
-	static const field_spec version[] = { { "evt", F_STR }, { "exe", F_STR }, { 0 } };
-	static const field_spec start[] = { { "t_abs", F_USEC }, { "argv", F_LIST }, { 0 } };
-	static const field_spec exit_[] = { { "t_abs", F_USEC }, { "code", F_INT }, { 0 } };
-	static const field_spec signal_[] = { { "t_abs", F_USEC }, { "signo", F_INT }, { 0 } };
-	static const field_spec error[] = { { "msg", F_STR }, { "fmt", F_STR }, { 0 } };
-	static const field_spec path[] = { { "path", F_STR }, { 0 } };
-	static const field_spec ancestry[] = { { "ancestry", F_LIST }, { 0 } };
-	static const field_spec name[] = { { "name", F_STR }, { "hierarchy", F_STR }, { 0 } };
-	static const field_spec alias[] = { { "alias", F_STR }, { "argv", F_LIST }, { 0 } };
-	static const field_spec child_start[] = { { "child_id", F_INT }, { "child_class", F_STR },
-		{ "hook_name", F_STR }, { "cd", F_STR }, { "use_shell", F_BOOL }, { "argv", F_LIST },
-		{ 0 } };
-	static const field_spec child_exit[] = { { "child_id", F_INT }, { "pid", F_INT },
-		{ "code", F_INT }, { "ready", F_STR }, { "t_rel", F_USEC }, { 0 } };
-	static const field_spec thread_exit[] = { { "t_rel", F_USEC }, { 0 } };
-	static const field_spec exec[] = { { "exec_id", F_INT }, { "exe", F_STR }, { "argv", F_LIST },
-		{ "code", F_INT }, { 0 } };
-	static const field_spec param[] = { { "scope", F_STR }, { "param", F_STR },
-		{ "value", F_STR }, { 0 } };
-	static const field_spec repo[] = { { "worktree", F_STR }, { 0 } };
-	static const field_spec region[] = { { "t_rel", F_USEC }, { "nesting", F_INT },
-		{ "msg", F_STR }, { 0 } };
-	static const field_spec data[] = { { "t_abs", F_USEC }, { "t_rel", F_USEC },
-		{ "nesting", F_INT }, { "value", F_STR }, { 0 } };
-	static const field_spec data_json[] = { { "t_abs", F_USEC }, { "t_rel", F_USEC },
-		{ "nesting", F_INT }, { "value", F_RAW }, { 0 } };
-	static const field_spec printf_[] = { { "t_abs", F_USEC }, { "msg", F_STR }, { 0 } };
-	static const field_spec timer[] = { { "intervals", F_INT }, { "t_total", F_NSEC },
-		{ "t_min", F_NSEC }, { "t_max", F_NSEC }, { 0 } };
-	static const field_spec counter[] = { { "count", F_INT }, { 0 } };
-	static const field_spec none[] = { { 0 } };
-	switch (t) {
-	case NT_T2_VERSION: return version;
-	case NT_T2_START: return start;
-	case NT_T2_EXIT:
-	case NT_T2_ATEXIT: return exit_;
-	case NT_T2_SIGNAL: return signal_;
-	case NT_T2_ERROR: return error;
-	case NT_T2_CMD_PATH: return path;
-	case NT_T2_CMD_ANCESTRY: return ancestry;
-	case NT_T2_CMD_NAME:
-	case NT_T2_CMD_MODE: return name;
-	case NT_T2_ALIAS: return alias;
-	case NT_T2_CHILD_START: return child_start;
-	case NT_T2_CHILD_EXIT:
-	case NT_T2_CHILD_READY: return child_exit;
-	case NT_T2_THREAD_EXIT: return thread_exit;
-	case NT_T2_EXEC:
-	case NT_T2_EXEC_RESULT: return exec;
-	case NT_T2_DEF_PARAM: return param;
-	case NT_T2_DEF_REPO: return repo;
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE: return region;
-	case NT_T2_DATA: return data;
-	case NT_T2_DATA_JSON: return data_json;
-	case NT_T2_PRINTF: return printf_;
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER: return timer;
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER: return counter;
-	default: return none;
-	}
+	return f->store != NT_T2_STORE_CATEGORY && f->store != NT_T2_STORE_LABEL;
 }
 
 /* Which key names the label of the call site ("" = none). */
 static const char *label_key(nt_t2_event t)
 {
-	switch (t) {
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE: return "label";
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON: return "key";
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER: return "name";
-	default: return "";
-	}
+	const t2_field *f = t2_field_stored(t, NT_T2_STORE_LABEL);
+	return f != NULL ? f->key : "";
 }
 
 /* "2026-11-21T23:02:46.881067Z" to microseconds since the epoch. */
@@ -232,37 +159,39 @@ static int put_u64(nt_importer *im, nt_bytes *rec, const char *name, uint64_t v)
 	return put_arg(im, rec, name, NT_ARG_UINT64, 0, &v, 8);
 }
 
-static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const field_spec *f,
+static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_field *f,
 		     const nt_json_value *v)
 {
 	int64_t i;
 	uint64_t u;
 	size_t len;
-	switch (f->kind) {
-	case F_INT:
+	switch (f->type) {
+	case NT_T2_TYPE_INT:
+	case NT_T2_TYPE_NEST:
 		if (!nt_json_int64(v, &i))
 			return nt_imp_fail(im, col(lc, v), "\"%s\" must be an integer", f->key);
 		return put_int(im, rec, f->key, i);
-	case F_BOOL:
+	case NT_T2_TYPE_BOOL:
 		if (v->type != NT_JSON_TRUE && v->type != NT_JSON_FALSE)
 			return nt_imp_fail(im, col(lc, v), "\"%s\" must be true or false", f->key);
 		return put_arg(im, rec, f->key, NT_ARG_BOOL, v->type == NT_JSON_TRUE, NULL, 0);
-	case F_USEC:
-	case F_NSEC:
+	case NT_T2_TYPE_SECS:
+	case NT_T2_TYPE_NSECS:
 		if (!nt_json_fixed(v, 6, &u))
 			return nt_imp_fail(im, col(lc, v),
 				    "\"%s\" must be seconds with at most 6 decimals, not negative",
 				    f->key);
-		if (f->kind == F_NSEC) {
+		if (f->type == NT_T2_TYPE_NSECS) {
 			if (u > UINT64_MAX / 1000)
 				return nt_imp_fail(im, col(lc, v), "\"%s\" is too large", f->key);
 			u *= 1000;
 		}
 		return put_u64(im, rec, f->key, u);
-	case F_RAW:
+	case NT_T2_TYPE_JSON:
 		/* data_json: the JSON text is kept verbatim (Git writes it with jw_object_sub_jw). */
 		return put_arg(im, rec, f->key, NT_ARG_STRING, (uint32_t)v->n, v->p, v->n);
-	case F_STR: {
+	case NT_T2_TYPE_STR:
+	case NT_T2_TYPE_TEXT: {
 		char *s = decode(im, lc, v, f->key, &len);
 		if (s == NULL)
 			return 0;
@@ -270,7 +199,7 @@ static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const field_s
 		free(s);
 		return ok;
 	}
-	case F_LIST: {
+	case NT_T2_TYPE_LIST: {
 		if (v->type != NT_JSON_ARRAY)
 			return nt_imp_fail(im, col(lc, v), "\"%s\" must be an array of strings", f->key);
 		nt_bytes list = { 0 };
@@ -348,7 +277,7 @@ static int line_type(nt_importer *im, line_ctx *lc, const nt_json_value *ev, cha
 	for (int t = 0; t < NT_T2_EVENT_COUNT; t++)
 		if (t != NT_T2_UNKNOWN && nt_json_string_is(ev, nt_t2_event_names[t]))
 			return t;
-	*unknown = decode(im, lc, ev, "event", unknown_len);
+	*unknown = decode(im, lc, ev, NT_T2_COMMON_NAME(event), unknown_len);
 	return *unknown != NULL ? NT_T2_UNKNOWN : -1;
 }
 
@@ -357,8 +286,9 @@ static int line_type(nt_importer *im, line_ctx *lc, const nt_json_value *ev, cha
  * brief; an unknown event's time, kept as written, only orders it when it can. */
 static int line_ticks(nt_importer *im, line_ctx *lc, int type, uint32_t proc, uint64_t *ticks)
 {
-	*ticks = im->process_ticks[proc];
-	const nt_json_value *tv = type == NT_T2_UNKNOWN ? peek(lc, "time") : member(lc, "time");
+	*ticks = im->procs[proc].ticks;
+	const char *time_key = NT_T2_COMMON_NAME(time);
+	const nt_json_value *tv = type == NT_T2_UNKNOWN ? peek(lc, time_key) : member(lc, time_key);
 	int64_t us = -1;
 	int ok = tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, &us) &&
 		 us >= 0;
@@ -367,10 +297,9 @@ static int line_ticks(nt_importer *im, line_ctx *lc, int type, uint32_t proc, ui
 						    "\"2026-11-21T23:02:46.881067Z\"");
 	if (ok) {
 		*ticks = (uint64_t)us * 1000u;
-		im->process_ticks[proc] = *ticks;
-	} else if (tv == NULL && type != NT_T2_VERSION && type != NT_T2_ATEXIT &&
-		   type != NT_T2_UNKNOWN) {
-		im->process_brief[proc] = 1;
+		im->procs[proc].ticks = *ticks;
+	} else if (tv == NULL && !NT_T2_TIMED_WHEN_BRIEF(type) && type != NT_T2_UNKNOWN) {
+		im->procs[proc].brief = 1;
 	}
 	if (!im->have_ticks || *ticks < im->first_ticks)
 		im->first_ticks = *ticks;
@@ -385,8 +314,8 @@ static uint32_t line_thread(nt_importer *im, line_ctx *lc, const nt_json_value *
 			    const nt_json_value *thread, uint32_t *proc)
 {
 	size_t sid_len, th_len;
-	char *sid_s = decode(im, lc, sid, "sid", &sid_len);
-	char *th_s = sid_s ? decode(im, lc, thread, "thread", &th_len) : NULL;
+	char *sid_s = decode(im, lc, sid, NT_T2_COMMON_NAME(sid), &sid_len);
+	char *th_s = sid_s ? decode(im, lc, thread, NT_T2_COMMON_NAME(thread), &th_len) : NULL;
 	uint32_t p = th_s ? nt_imp_process(im, sid_s, sid_len) : 0;
 	uint32_t tidx = p ? nt_imp_thread(im, p - 1, th_s, th_len) : 0;
 	free(sid_s);
@@ -408,22 +337,24 @@ static int line_site_of(nt_importer *im, line_ctx *lc, int type, line_site *site
 	memset(site, 0, sizeof(*site));
 	if (type == NT_T2_UNKNOWN)
 		return (site->callsite = nt_imp_callsite(im, "", 0, "", 0, "", 0, 0, 0)) != 0;
-	const nt_json_value *fv = member(lc, "file"), *lv = member(lc, "line");
-	const nt_json_value *rv = member(lc, "repo");
+	const nt_json_value *fv = member(lc, NT_T2_COMMON_NAME(file));
+	const nt_json_value *lv = member(lc, NT_T2_COMMON_NAME(line));
+	const nt_json_value *rv = member(lc, NT_T2_COMMON_NAME(repo));
 	/* Only messages with a label have a category (others render none: a category on one
 	 * of them is a key this version does not know, and is kept). */
 	const char *lk = label_key((nt_t2_event)type);
-	const nt_json_value *cv = lk[0] ? member(lc, "category") : NULL;
+	const t2_field *cf = t2_field_stored((nt_t2_event)type, NT_T2_STORE_CATEGORY);
+	const nt_json_value *cv = cf != NULL ? member(lc, cf->key) : NULL;
 	const nt_json_value *labv = lk[0] ? member(lc, lk) : NULL;
 	char *file = NULL, *cat = NULL, *lab = NULL;
 	size_t file_len = 0, cat_len = 0, lab_len = 0;
 	int64_t line = 0, repo = -1;
 	int ok = 1;
-	if (fv != NULL && (file = decode(im, lc, fv, "file", &file_len)) == NULL)
+	if (fv != NULL && (file = decode(im, lc, fv, NT_T2_COMMON_NAME(file), &file_len)) == NULL)
 		ok = 0;
 	if (ok && lv != NULL && (!nt_json_int64(lv, &line) || line < 0 || line > UINT32_MAX))
 		ok = nt_imp_fail(im, col(lc, lv), "\"line\" must be a line number");
-	if (ok && cv != NULL && (cat = decode(im, lc, cv, "category", &cat_len)) == NULL)
+	if (ok && cv != NULL && (cat = decode(im, lc, cv, cf->key, &cat_len)) == NULL)
 		ok = 0;
 	if (ok && labv != NULL && (lab = decode(im, lc, labv, lk, &lab_len)) == NULL)
 		ok = 0;
@@ -455,13 +386,6 @@ static void unuse(line_ctx *lc, const nt_json_value *v)
 			lc->used[i] = 0;
 }
 
-/* Git leaves out an empty hierarchy, and so does the EVENT renderer (the writer records
- * one always); an empty one in the input is kept as written instead of lost. */
-static int omitted_when_empty(int type, const char *key)
-{
-	return type == NT_T2_CMD_NAME && strcmp(key, "hierarchy") == 0;
-}
-
 /* The record: event header, then the arguments, then the kept keys. */
 static int put_record(nt_importer *im, line_ctx *lc, nt_bytes *rec, int type,
 		      const line_site *site, const char *unknown, size_t unknown_len)
@@ -473,15 +397,19 @@ static int put_record(nt_importer *im, line_ctx *lc, nt_bytes *rec, int type,
 				   .callsite = (uint16_t)site->callsite };
 	int ok = 1;
 	if (unknown != NULL)
-		ok = put_arg(im, rec, "event", NT_ARG_STRING, (uint32_t)unknown_len, unknown,
+		ok = put_arg(im, rec, NT_T2_ARG_EVENT, NT_ARG_STRING, (uint32_t)unknown_len, unknown,
 			     unknown_len);
 	if (ok && site->empty_category)
-		ok = put_arg(im, rec, "category", NT_ARG_STRING, 0, NULL, 0);
+		ok = put_arg(im, rec, NT_T2_ARG_CATEGORY, NT_ARG_STRING, 0, NULL, 0);
 	if (ok && site->empty_label)
-		ok = put_arg(im, rec, "label", NT_ARG_STRING, 0, NULL, 0);
-	for (const field_spec *f = fields_of((nt_t2_event)type); ok && f->key; f++) {
-		const nt_json_value *v = member(lc, f->key);
-		if (v != NULL && omitted_when_empty(type, f->key) && v->type == NT_JSON_STRING &&
+		ok = put_arg(im, rec, NT_T2_ARG_LABEL, NT_ARG_STRING, 0, NULL, 0);
+	const t2_field_list *fl = &t2_fields[type];
+	for (const t2_field *f = fl->row; ok && f < fl->row + fl->n; f++) {
+		const nt_json_value *v = recorded_row(f) ? member(lc, f->key) : NULL;
+		/* Git leaves out what it writes only when non-empty, and so does the EVENT
+		 * renderer (the writer records it always): an empty one in the input is kept as
+		 * written instead of lost. */
+		if (v != NULL && f->when == NT_T2_WHEN_NONEMPTY && v->type == NT_JSON_STRING &&
 		    v->n == 2)
 			unuse(lc, v); /* kept as written, by put_kept */
 		else if (v != NULL)
@@ -506,8 +434,9 @@ int nt_imp_line(nt_importer *im, const char *text, size_t n)
 	lc.n = nt_json_object(text, n, lc.m, MAX_MEMBERS, &jerr, &at);
 	if (lc.n < 0)
 		return nt_imp_fail(im, at + 1, "%s", jerr);
-	const nt_json_value *ev = member(&lc, "event"), *sid = member(&lc, "sid"),
-			    *thread = member(&lc, "thread");
+	const nt_json_value *ev = member(&lc, NT_T2_COMMON_NAME(event));
+	const nt_json_value *sid = member(&lc, NT_T2_COMMON_NAME(sid));
+	const nt_json_value *thread = member(&lc, NT_T2_COMMON_NAME(thread));
 	if (ev == NULL || sid == NULL || thread == NULL)
 		return nt_imp_fail(im, 1, "missing \"%s\" (every Trace2 event has event, sid and "
 					  "thread)", ev == NULL ? "event" : sid == NULL ? "sid" : "thread");
@@ -517,12 +446,12 @@ int nt_imp_line(nt_importer *im, const char *text, size_t n)
 	uint32_t proc = 0, tidx = type >= 0 ? line_thread(im, &lc, sid, thread, &proc) : 0;
 	uint64_t ticks = 0;
 	line_site site;
-	nt_bytes rec = { 0 };
+	nt_bytes *rec = &im->record;
+	rec->len = 0;
 	int ok = tidx != 0 && line_ticks(im, &lc, type, proc, &ticks) &&
 		 line_site_of(im, &lc, type, &site) &&
-		 put_record(im, &lc, &rec, type, &site, unknown, unknown_len) &&
-		 nt_imp_emit(im, tidx, ticks, &rec);
-	free(rec.p);
+		 put_record(im, &lc, rec, type, &site, unknown, unknown_len) &&
+		 nt_imp_emit(im, tidx, ticks, rec);
 	free(unknown);
 	return ok;
 }
@@ -533,7 +462,7 @@ int nt_imp_line_time(const char *text, size_t n, int64_t *us)
 	const char *jerr;
 	size_t at;
 	lc.n = nt_json_object(text, n, lc.m, MAX_MEMBERS, &jerr, &at);
-	const nt_json_value *tv = lc.n > 0 ? peek(&lc, "time") : NULL;
+	const nt_json_value *tv = lc.n > 0 ? peek(&lc, NT_T2_COMMON_NAME(time)) : NULL;
 	return tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, us);
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/nt_grow.h"
 #include "../decode/nt_reader_internal.h"
 #include "nt_trace2.h"
 
@@ -101,30 +102,15 @@ static void kv_str(ev_line *l, const char *k, const char *s, size_t n)
 	t2_json_str(l->b, s, n);
 }
 
-/* The string argument `name`, under its own name, when recorded (empty included: Git
- * writes "msg":"" when a non-empty format expands to nothing). */
-static void kv_arg_str(ev_line *l, const char *name)
+static void kv_secs(ev_line *l, const char *k, double v)
 {
-	uint32_t len;
-	const char *s = t2_arg_str(l->m, name, &len);
-	if (s != NULL)
-		kv_str(l, name, s, len);
+	key(l, k);
+	t2_printf(l->b, "%.6f", v);
 }
 
-static void kv_arg_int(ev_line *l, const char *name)
+static void kv_list(ev_line *l, const char *k, const nt_reader_arg *a)
 {
-	if (t2_arg(l->m, name) == NULL)
-		return;
-	key(l, name);
-	t2_printf(l->b, "%" PRId64, t2_arg_int(l->m, name, 0));
-}
-
-static void kv_arg_list(ev_line *l, const char *name)
-{
-	const nt_reader_arg *a = t2_arg(l->m, name);
-	if (a == NULL || a->type != NT_ARG_STRING_LIST)
-		return;
-	key(l, name);
+	key(l, k);
 	t2_put(l->b, "[", 1);
 	uint32_t pos = 0, len;
 	const char *s;
@@ -138,48 +124,6 @@ static void kv_arg_list(ev_line *l, const char *name)
 	t2_put(l->b, "]", 1);
 }
 
-static void kv_secs(ev_line *l, const char *k, double v)
-{
-	key(l, k);
-	t2_printf(l->b, "%.6f", v);
-}
-
-static void kv_t_abs(ev_line *l)
-{
-	if (l->m->has_t_abs && l->m->t_abs_exact)
-		kv_secs(l, "t_abs", (double)l->m->t_abs_us / 1000000.0);
-}
-
-static void kv_t_rel(ev_line *l)
-{
-	if (l->m->has_t_rel)
-		kv_secs(l, "t_rel", (double)l->m->t_rel_us / 1000000.0);
-}
-
-static void kv_ns(ev_line *l, const char *k)
-{
-	if (t2_arg(l->m, k) != NULL)
-		kv_secs(l, k, (double)t2_arg_int(l->m, k, 0) / 1.0e9);
-}
-
-static void kv_nesting(ev_line *l)
-{
-	key(l, "nesting");
-	t2_printf(l->b, "%u", l->m->nesting);
-}
-
-static void kv_label(ev_line *l, const char *k)
-{
-	if (l->m->label != NULL)
-		kv_str(l, k, l->m->label, strlen(l->m->label));
-}
-
-static void kv_category(ev_line *l)
-{
-	if (l->m->category != NULL)
-		kv_str(l, "category", l->m->category, strlen(l->m->category));
-}
-
 static void utc_time(t2_buf *b, int64_t us)
 {
 	struct tm tm;
@@ -188,211 +132,122 @@ static void utc_time(t2_buf *b, int64_t us)
 		  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
-/* event, sid, thread, time, file, line, repo (trace2-formats.md §4). An unknown event has
- * only the first three: its other keys, time included, were kept as written. */
+/* The common keys (NT_T2_COMMON_KEYS; trace2-formats.md §4). An unknown event has only the
+ * first three: its other keys, time included, were kept as written. */
 static void event_common(ev_line *l, int brief)
 {
 	const t2_msg *m = l->m;
 	uint32_t len = 0;
-	const char *ev = m->type == NT_T2_UNKNOWN ? t2_arg_str(m, "event", &len) : NULL;
+	const char *ev = m->type == NT_T2_UNKNOWN ? t2_str(m->x[T2_X_EVENT], &len) : NULL;
 	if (ev == NULL) {
 		ev = nt_t2_event_names[m->type];
 		len = (uint32_t)strlen(ev);
 	}
-	kv_str(l, "event", ev, len);
-	kv_str(l, "sid", m->sid, strlen(m->sid));
-	kv_str(l, "thread", m->thread, strlen(m->thread));
+	kv_str(l, NT_T2_COMMON_NAME(event), ev, len);
+	kv_str(l, NT_T2_COMMON_NAME(sid), m->sid, strlen(m->sid));
+	kv_str(l, NT_T2_COMMON_NAME(thread), m->thread, strlen(m->thread));
 	if (m->type == NT_T2_UNKNOWN)
 		return;
-	if ((!brief || m->type == NT_T2_VERSION || m->type == NT_T2_ATEXIT) && m->has_time) {
-		key(l, "time");
+	if ((!brief || NT_T2_TIMED_WHEN_BRIEF(m->type)) && m->has_time) {
+		key(l, NT_T2_COMMON_NAME(time));
 		utc_time(l->b, m->time_us);
 	}
 	if (!brief && m->file != NULL && m->file[0] != '\0') {
-		kv_str(l, "file", m->file, strlen(m->file));
-		key(l, "line");
+		kv_str(l, NT_T2_COMMON_NAME(file), m->file, strlen(m->file));
+		key(l, NT_T2_COMMON_NAME(line));
 		t2_printf(l->b, "%u", m->line);
 	}
 	if (m->has_repo) {
-		key(l, "repo");
+		key(l, NT_T2_COMMON_NAME(repo));
 		t2_printf(l->b, "%" PRId64, m->repo);
 	}
 }
 
-/* The keys of the process-level messages, in Git's order; 0 for other types. */
-static int event_process_keys(ev_line *l)
+/* A field the reader derives or takes from the call site, when the model has it. */
+static void event_model_field(ev_line *l, const t2_field *f)
 {
 	const t2_msg *m = l->m;
+	const char *s = NULL;
+	switch (f->store) {
+	case NT_T2_STORE_T_ABS:
+		if (m->has_t_abs && m->t_abs_exact)
+			kv_secs(l, f->key, (double)m->t_abs_us / 1000000.0);
+		return;
+	case NT_T2_STORE_T_REL:
+	case NT_T2_STORE_RUNTIME:
+		if (m->has_t_rel)
+			kv_secs(l, f->key, (double)m->t_rel_us / 1000000.0);
+		return;
+	case NT_T2_STORE_NESTING:
+		key(l, f->key);
+		t2_printf(l->b, "%u", m->nesting);
+		return;
+	case NT_T2_STORE_CATEGORY: s = m->category; break;
+	case NT_T2_STORE_LABEL: s = m->label; break;
+	case NT_T2_STORE_ARG: return;
+	}
+	if (s != NULL)
+		kv_str(l, f->key, s, strlen(s));
+}
+
+/* A field recorded as an argument, written by its type when recorded. */
+static void event_arg_field(ev_line *l, const t2_field *f, const nt_reader_arg *a)
+{
 	uint32_t len;
-	switch (m->type) {
-	case NT_T2_VERSION:
-		kv_arg_str(l, "evt");
-		kv_arg_str(l, "exe");
-		return 1;
-	case NT_T2_START:
-		kv_t_abs(l);
-		kv_arg_list(l, "argv");
-		return 1;
-	case NT_T2_EXIT:
-	case NT_T2_ATEXIT:
-	case NT_T2_SIGNAL:
-		kv_t_abs(l);
-		kv_arg_int(l, m->type == NT_T2_SIGNAL ? "signo" : "code");
-		return 1;
-	case NT_T2_ERROR:
-		kv_arg_str(l, "msg");
-		kv_arg_str(l, "fmt");
-		return 1;
-	case NT_T2_CMD_PATH:
-		kv_arg_str(l, "path");
-		return 1;
-	case NT_T2_CMD_ANCESTRY:
-		kv_arg_list(l, "ancestry");
-		return 1;
-	case NT_T2_CMD_NAME:
-		kv_arg_str(l, "name");
-		/* Git leaves out an empty hierarchy (and the writer records one always). */
-		if (t2_arg_str(m, "hierarchy", &len) != NULL && len > 0)
-			kv_arg_str(l, "hierarchy");
-		return 1;
-	case NT_T2_CMD_MODE:
-		kv_arg_str(l, "name");
-		return 1;
-	case NT_T2_ALIAS:
-		kv_arg_str(l, "alias");
-		kv_arg_list(l, "argv");
-		return 1;
-	case NT_T2_DEF_PARAM:
-		kv_arg_str(l, "scope");
-		kv_arg_str(l, "param");
-		kv_arg_str(l, "value");
-		return 1;
-	case NT_T2_DEF_REPO:
-		kv_arg_str(l, "worktree");
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* The keys of child, thread and exec messages, in Git's order; 0 for other types. */
-static int event_child_keys(ev_line *l)
-{
-	const t2_msg *m = l->m;
-	switch (m->type) {
-	case NT_T2_CHILD_START:
-		kv_arg_int(l, "child_id");
-		kv_arg_str(l, "child_class");
-		kv_arg_str(l, "hook_name");
-		kv_arg_str(l, "cd");
-		if (t2_arg(m, "use_shell") != NULL) {
-			key(l, "use_shell");
-			t2_puts(l->b, t2_arg_int(m, "use_shell", 0) ? "true" : "false");
-		}
-		kv_arg_list(l, "argv");
-		return 1;
-	case NT_T2_CHILD_EXIT:
-	case NT_T2_CHILD_READY:
-		kv_arg_int(l, "child_id");
-		kv_arg_int(l, "pid");
-		if (m->type == NT_T2_CHILD_EXIT)
-			kv_arg_int(l, "code");
-		else
-			kv_arg_str(l, "ready");
-		kv_t_rel(l);
-		return 1;
-	case NT_T2_THREAD_EXIT:
-		kv_t_rel(l);
-		return 1;
-	case NT_T2_EXEC:
-		kv_arg_int(l, "exec_id");
-		kv_arg_str(l, "exe");
-		kv_arg_list(l, "argv");
-		return 1;
-	case NT_T2_EXEC_RESULT:
-		kv_arg_int(l, "exec_id");
-		kv_arg_int(l, "code");
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* The keys of regions, data, printf, timers and counters, in Git's order. */
-static void event_region_keys(ev_line *l)
-{
-	const t2_msg *m = l->m;
-	switch (m->type) {
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE:
-		if (m->type == NT_T2_REGION_LEAVE)
-			kv_t_rel(l);
-		kv_nesting(l);
-		kv_category(l);
-		kv_label(l, "label");
-		kv_arg_str(l, "msg");
+	const char *s;
+	char num[24];
+	switch (f->type) {
+	case NT_T2_TYPE_STR:
+		/* Empty included: Git writes "msg":"" when a non-empty format expands to nothing. */
+		if ((s = t2_str(a, &len)) != NULL && (len > 0 || f->when != NT_T2_WHEN_NONEMPTY))
+			kv_str(l, f->key, s, len);
 		break;
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON: {
-		kv_t_abs(l);
-		kv_t_rel(l);
-		kv_nesting(l);
-		kv_category(l);
-		kv_label(l, "key");
-		uint32_t len;
-		char num[24];
-		const char *v = m->type == NT_T2_DATA ? t2_value_text(m, num, &len)
-						      : t2_arg_str(m, "value", &len);
-		if (v != NULL && m->type == NT_T2_DATA) {
-			kv_str(l, "value", v, len);
-		} else if (v != NULL) {
-			key(l, "value"); /* raw JSON, inserted verbatim (jw_object_sub_jw) */
-			t2_put(l->b, v, len);
+	case NT_T2_TYPE_TEXT:
+		if ((s = t2_value_text(a, num, &len)) != NULL)
+			kv_str(l, f->key, s, len);
+		break;
+	case NT_T2_TYPE_JSON:
+		if ((s = t2_str(a, &len)) != NULL) {
+			key(l, f->key); /* raw JSON, inserted verbatim (jw_object_sub_jw) */
+			t2_put(l->b, s, len);
 		}
 		break;
-	}
-	case NT_T2_PRINTF:
-		kv_t_abs(l);
-		kv_arg_str(l, "msg");
+	case NT_T2_TYPE_INT:
+		key(l, f->key);
+		t2_printf(l->b, "%" PRId64, t2_int(a, 0));
 		break;
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
-		kv_category(l);
-		kv_label(l, "name");
-		kv_arg_int(l, "intervals");
-		kv_ns(l, "t_total");
-		kv_ns(l, "t_min");
-		kv_ns(l, "t_max");
+	case NT_T2_TYPE_BOOL:
+		key(l, f->key);
+		t2_puts(l->b, t2_int(a, 0) ? "true" : "false");
 		break;
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER:
-		kv_category(l);
-		kv_label(l, "name");
-		kv_arg_int(l, "count");
+	case NT_T2_TYPE_LIST:
+		if (a->type == NT_ARG_STRING_LIST)
+			kv_list(l, f->key, a);
 		break;
-	default:
+	case NT_T2_TYPE_NSECS:
+		kv_secs(l, f->key, (double)t2_int(a, 0) / 1.0e9);
 		break;
+	case NT_T2_TYPE_SECS:
+	case NT_T2_TYPE_NEST: break; /* never an ARG row */
 	}
 }
 
 int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 {
-	switch (m->type) {
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE:
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON:
-		if ((int64_t)m->nesting > (int64_t)nesting)
-			return 0;
-		break;
-	default:
-		break;
-	}
+	/* The nesting filter: only what the reader counts nesting for. */
+	if (t2_field_stored(m->type, NT_T2_STORE_NESTING) != NULL &&
+	    (int64_t)m->nesting > (int64_t)nesting)
+		return 0;
 	ev_line l = { .b = b, .m = m };
 	t2_puts(b, "{");
 	event_common(&l, brief);
-	if (!event_process_keys(&l) && !event_child_keys(&l))
-		event_region_keys(&l);
+	const t2_field_list *fl = &t2_fields[m->type];
+	for (uint32_t i = 0; i < fl->n; i++) {
+		if (fl->row[i].store != NT_T2_STORE_ARG)
+			event_model_field(&l, &fl->row[i]);
+		else if (m->arg[i] != NULL)
+			event_arg_field(&l, &fl->row[i], m->arg[i]);
+	}
 	kept_keys(&l, 1);
 	t2_puts(b, "}");
 	return 1;
@@ -456,15 +311,9 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	}
 	if (m.has_time)
 		rd->last_us = m.time_us;
-	if (rd->nlines == rd->cap) {
-		size_t cap = rd->cap ? rd->cap * 2 : 256;
-		t2_line *l = realloc(rd->lines, cap * sizeof(*l));
-		if (l == NULL) {
-			rd->oom = 1;
-			return 1;
-		}
-		rd->lines = l;
-		rd->cap = cap;
+	if (!nt_grow(&rd->lines, &rd->cap, rd->nlines + 1, sizeof(*rd->lines))) {
+		rd->oom = 1;
+		return 1;
 	}
 	rd->lines[rd->nlines++] = (t2_line){ rd->last_us, rd->text.len, rd->line.len };
 	t2_put(&rd->text, rd->line.p, rd->line.len);

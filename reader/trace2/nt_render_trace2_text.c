@@ -10,27 +10,29 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/nt_grow.h"
 #include "nt_trace2.h"
 
 /* ---- line buffer ------------------------------------------------------------------------ */
 
-static int reserve(t2_buf *b, size_t n)
+static int grow(t2_buf *b, size_t n)
 {
 	if (b->oom)
 		return 0;
-	if (b->len + n + 1 <= b->cap)
-		return 1;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < b->len + n + 1)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (p == NULL) {
+	if (n >= SIZE_MAX - b->len || !nt_grow(&b->p, &b->cap, b->len + n + 1, 1)) {
 		b->oom = 1;
 		return 0;
 	}
-	b->p = p;
-	b->cap = cap;
 	return 1;
+}
+
+/* Room for n more bytes and the NUL. Every byte of output passes here: the common case
+ * (room left) is one comparison. */
+static inline int reserve(t2_buf *b, size_t n)
+{
+	if (!b->oom && n < b->cap - b->len)
+		return 1;
+	return grow(b, n);
 }
 
 void t2_put(t2_buf *b, const char *s, size_t n)
@@ -150,22 +152,27 @@ static void local_clock(t2_buf *b, const t2_msg *m)
 	t2_printf(b, "%02d:%02d:%02d.%06ld", tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
-/* `sep` and the string argument `name`, when recorded. */
-static void sep_arg(t2_buf *b, const t2_msg *m, const char *sep, const char *name)
+/* `sep` and a string argument, when recorded. */
+static void sep_str(t2_buf *b, const char *sep, const nt_reader_arg *a)
 {
 	uint32_t len;
-	const char *s = t2_arg_str(m, name, &len);
+	const char *s = t2_str(a, &len);
 	if (s != NULL) {
 		t2_puts(b, sep);
 		t2_put(b, s, len);
 	}
 }
 
+static void put_str(t2_buf *b, const nt_reader_arg *a)
+{
+	sep_str(b, "", a);
+}
+
 /* def_repo's worktree, shell-quoted, after `keyword`. */
 static void worktree(t2_buf *b, const t2_msg *m, const char *keyword)
 {
 	uint32_t len;
-	const char *s = t2_arg_str(m, "worktree", &len);
+	const char *s = T2_STR(m, DEF_REPO, worktree, &len);
 	t2_puts(b, keyword);
 	if (s != NULL)
 		t2_sq_pretty(b, s, len);
@@ -174,35 +181,31 @@ static void worktree(t2_buf *b, const t2_msg *m, const char *keyword)
 /* exec_result's code, and strerror of a positive one (the reader's libc and locale). */
 static void exec_code(t2_buf *b, const t2_msg *m)
 {
-	int code = (int)t2_arg_int(m, "code", 0);
+	int code = (int)T2_INT(m, EXEC_RESULT, code);
 	t2_printf(b, "code:%d", code);
 	if (code > 0)
 		t2_printf(b, " err:%s", strerror(code));
-}
-
-static void str_arg(t2_buf *b, const t2_msg *m, const char *name)
-{
-	uint32_t len;
-	const char *s = t2_arg_str(m, name, &len);
-	if (s != NULL)
-		t2_put(b, s, len);
 }
 
 /* cmd_name's "name (hierarchy)"; no parentheses for an empty hierarchy. */
 static void name_and_hierarchy(t2_buf *b, const t2_msg *m)
 {
 	uint32_t len;
-	str_arg(b, m, "name");
-	if (t2_arg_str(m, "hierarchy", &len) != NULL && len > 0) {
-		sep_arg(b, m, " (", "hierarchy");
+	put_str(b, T2_ARG(m, CMD_NAME, name));
+	if (T2_STR(m, CMD_NAME, hierarchy, &len) != NULL && len > 0) {
+		sep_str(b, " (", T2_ARG(m, CMD_NAME, hierarchy));
 		t2_puts(b, ")");
 	}
 }
 
-static int fmt_nonempty(const t2_msg *m)
+/* error's message: Git writes it only for a non-empty format. */
+static void error_msg(t2_buf *b, const t2_msg *m, const char *sep)
 {
 	uint32_t len;
-	return t2_arg_str(m, "fmt", &len) != NULL && len > 0;
+	if (T2_STR(m, ERROR, fmt, &len) != NULL && len > 0) {
+		t2_puts(b, sep);
+		put_str(b, T2_ARG(m, ERROR, msg));
+	}
 }
 
 static double secs(uint64_t us)
@@ -210,144 +213,171 @@ static double secs(uint64_t us)
 	return (double)us / 1000000.0;
 }
 
-static double ns_secs(const t2_msg *m, const char *name)
+/* Timer totals: nanoseconds, printed as seconds. */
+static double ns_secs(const nt_reader_arg *a)
 {
-	return (double)t2_arg_int(m, name, 0) / 1.0e9;
+	return (double)t2_int(a, 0) / 1.0e9;
+}
+
+/* "intervals:%u total:%8.6f min:%8.6f max:%8.6f" of timer and th_timer (same fields). */
+static void timer_totals(t2_buf *b, const t2_msg *m)
+{
+	t2_printf(b, "intervals:%" PRIu64 " total:%8.6f min:%8.6f max:%8.6f",
+		  (uint64_t)T2_INT(m, TIMER, intervals), ns_secs(T2_ARG(m, TIMER, t_total)),
+		  ns_secs(T2_ARG(m, TIMER, t_min)), ns_secs(T2_ARG(m, TIMER, t_max)));
+}
+
+static void local_prefix(t2_buf *b, const t2_msg *m)
+{
+	local_clock(b, m);
+	t2_put(b, " ", 1);
 }
 
 /* ---- NORMAL ----------------------------------------------------------------------------- */
 
 #define NORMAL_FL_WIDTH 50
 
-void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
+/* cmd_ancestry's names, raw, joined by " <- ". */
+static void ancestry(t2_buf *b, const t2_msg *m)
 {
-	uint32_t len;
+	uint32_t pos = 0, len;
 	const char *s;
-	if (!brief) {
-		local_clock(b, m);
-		t2_put(b, " ", 1);
-		if (m->file != NULL && m->file[0] != '\0')
-			t2_printf(b, "%s:%u ", m->file, m->line);
-		t2_pad(b, NORMAL_FL_WIDTH);
+	const nt_reader_arg *a = T2_ARG(m, CMD_ANCESTRY, ancestry);
+	for (int first = 1; a != NULL && nt_reader_list_next(a, &pos, &s, &len); first = 0) {
+		t2_puts(b, first ? " " : " <- ");
+		t2_put(b, s, len);
 	}
+}
+
+/* The process-level messages; 0 for other types. */
+static int normal_process(t2_buf *b, const t2_msg *m)
+{
 	switch (m->type) {
 	case NT_T2_VERSION:
 		t2_puts(b, "version ");
-		str_arg(b, m, "exe");
-		break;
+		put_str(b, T2_ARG(m, VERSION, exe));
+		return 1;
 	case NT_T2_START:
 		t2_puts(b, "start ");
-		t2_sq_argv(b, t2_arg(m, "argv"));
-		break;
+		t2_sq_argv(b, T2_ARG(m, START, argv));
+		return 1;
 	case NT_T2_EXIT:
 	case NT_T2_ATEXIT:
 	case NT_T2_SIGNAL:
-		t2_printf(b, "%s elapsed:%.6f code:%d",
-			  m->type == NT_T2_EXIT ? "exit" : m->type == NT_T2_ATEXIT ? "atexit" : "signal",
-			  secs(m->t_abs_us),
-			  (int)t2_arg_int(m, m->type == NT_T2_SIGNAL ? "signo" : "code", 0));
-		break;
+		t2_printf(b, "%s elapsed:%.6f code:%d", nt_t2_event_names[m->type],
+			  secs(m->t_abs_us), (int)(m->type == NT_T2_SIGNAL ? T2_INT(m, SIGNAL, signo)
+									   : T2_INT(m, EXIT, code)));
+		return 1;
 	case NT_T2_ERROR:
 		t2_puts(b, "error");
-		if (fmt_nonempty(m)) {
-			t2_put(b, " ", 1);
-			str_arg(b, m, "msg");
-		}
-		break;
+		error_msg(b, m, " ");
+		return 1;
 	case NT_T2_CMD_PATH:
 		t2_puts(b, "cmd_path ");
-		str_arg(b, m, "path");
-		break;
-	case NT_T2_CMD_ANCESTRY: {
+		put_str(b, T2_ARG(m, CMD_PATH, path));
+		return 1;
+	case NT_T2_CMD_ANCESTRY:
 		t2_puts(b, "cmd_ancestry");
-		const nt_reader_arg *a = t2_arg(m, "ancestry");
-		uint32_t pos = 0;
-		int first = 1;
-		while (a != NULL && nt_reader_list_next(a, &pos, &s, &len)) {
-			t2_puts(b, first ? " " : " <- ");
-			t2_put(b, s, len);
-			first = 0;
-		}
-		break;
-	}
+		ancestry(b, m);
+		return 1;
 	case NT_T2_CMD_NAME:
 		t2_puts(b, "cmd_name ");
 		name_and_hierarchy(b, m);
-		break;
+		return 1;
 	case NT_T2_CMD_MODE:
 		t2_puts(b, "cmd_mode ");
-		str_arg(b, m, "name");
-		break;
+		put_str(b, T2_ARG(m, CMD_MODE, name));
+		return 1;
 	case NT_T2_ALIAS:
 		t2_puts(b, "alias ");
-		str_arg(b, m, "alias");
+		put_str(b, T2_ARG(m, ALIAS, alias));
 		t2_puts(b, " -> ");
-		t2_sq_argv(b, t2_arg(m, "argv"));
-		break;
+		t2_sq_argv(b, T2_ARG(m, ALIAS, argv));
+		return 1;
+	case NT_T2_DEF_PARAM:
+		t2_puts(b, "def_param scope:");
+		put_str(b, T2_ARG(m, DEF_PARAM, scope));
+		t2_put(b, " ", 1);
+		put_str(b, T2_ARG(m, DEF_PARAM, param));
+		sep_str(b, "=", T2_ARG(m, DEF_PARAM, value));
+		return 1;
+	case NT_T2_DEF_REPO:
+		worktree(b, m, "worktree ");
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Children, exec, printf, timers and counters. */
+static void normal_other(t2_buf *b, const t2_msg *m)
+{
+	uint32_t len;
+	const char *s;
+	switch (m->type) {
 	case NT_T2_CHILD_START:
-		t2_printf(b, "child_start[%d]", (int)t2_arg_int(m, "child_id", 0));
-		if ((s = t2_arg_str(m, "cd", &len)) != NULL) {
+		t2_printf(b, "child_start[%d]", (int)T2_INT(m, CHILD_START, child_id));
+		if ((s = T2_STR(m, CHILD_START, cd, &len)) != NULL) {
 			t2_puts(b, " cd ");
 			t2_sq_pretty(b, s, len);
 			t2_puts(b, ";");
 		}
 		t2_put(b, " ", 1);
-		t2_sq_argv(b, t2_arg(m, "argv"));
+		t2_sq_argv(b, T2_ARG(m, CHILD_START, argv));
 		break;
 	case NT_T2_CHILD_EXIT:
 		t2_printf(b, "child_exit[%d] pid:%d code:%d elapsed:%.6f",
-			  (int)t2_arg_int(m, "child_id", 0), (int)t2_arg_int(m, "pid", 0),
-			  (int)t2_arg_int(m, "code", 0), secs(m->t_rel_us));
+			  (int)T2_INT(m, CHILD_EXIT, child_id), (int)T2_INT(m, CHILD_EXIT, pid),
+			  (int)T2_INT(m, CHILD_EXIT, code), secs(m->t_rel_us));
 		break;
 	case NT_T2_CHILD_READY:
-		t2_printf(b, "child_ready[%d] pid:%d ready:", (int)t2_arg_int(m, "child_id", 0),
-			  (int)t2_arg_int(m, "pid", 0));
-		str_arg(b, m, "ready");
+		t2_printf(b, "child_ready[%d] pid:%d ready:", (int)T2_INT(m, CHILD_READY, child_id),
+			  (int)T2_INT(m, CHILD_READY, pid));
+		put_str(b, T2_ARG(m, CHILD_READY, ready));
 		t2_printf(b, " elapsed:%.6f", secs(m->t_rel_us));
 		break;
 	case NT_T2_EXEC:
-		t2_printf(b, "exec[%d] ", (int)t2_arg_int(m, "exec_id", 0));
-		if ((s = t2_arg_str(m, "exe", &len)) != NULL) {
+		t2_printf(b, "exec[%d] ", (int)T2_INT(m, EXEC, exec_id));
+		if ((s = T2_STR(m, EXEC, exe, &len)) != NULL) {
 			t2_put(b, s, len);
 			t2_put(b, " ", 1);
 		}
-		t2_sq_argv(b, t2_arg(m, "argv"));
+		t2_sq_argv(b, T2_ARG(m, EXEC, argv));
 		break;
 	case NT_T2_EXEC_RESULT:
-		t2_printf(b, "exec_result[%d] ", (int)t2_arg_int(m, "exec_id", 0));
+		t2_printf(b, "exec_result[%d] ", (int)T2_INT(m, EXEC_RESULT, exec_id));
 		exec_code(b, m);
 		break;
-	case NT_T2_DEF_PARAM:
-		t2_puts(b, "def_param scope:");
-		str_arg(b, m, "scope");
-		t2_put(b, " ", 1);
-		str_arg(b, m, "param");
-		sep_arg(b, m, "=", "value");
-		break;
-	case NT_T2_DEF_REPO:
-		worktree(b, m, "worktree ");
-		break;
 	case NT_T2_PRINTF:
-		str_arg(b, m, "msg");
+		put_str(b, T2_ARG(m, PRINTF, msg));
 		break;
 	case NT_T2_TIMER:
 	case NT_T2_TH_TIMER:
-		t2_printf(b, "%s %s/%s intervals:%" PRIu64 " total:%8.6f min:%8.6f max:%8.6f",
-			  m->type == NT_T2_TIMER ? "timer" : "th_timer",
-			  m->category ? m->category : "", m->label ? m->label : "",
-			  (uint64_t)t2_arg_int(m, "intervals", 0), ns_secs(m, "t_total"),
-			  ns_secs(m, "t_min"), ns_secs(m, "t_max"));
+		t2_printf(b, "%s %s/%s ", nt_t2_event_names[m->type], m->category ? m->category : "",
+			  m->label ? m->label : "");
+		timer_totals(b, m);
 		break;
 	case NT_T2_COUNTER:
 	case NT_T2_TH_COUNTER:
-		t2_printf(b, "%s %s/%s value:%" PRIu64,
-			  m->type == NT_T2_COUNTER ? "counter" : "th_counter",
+		t2_printf(b, "%s %s/%s value:%" PRIu64, nt_t2_event_names[m->type],
 			  m->category ? m->category : "", m->label ? m->label : "",
-			  (uint64_t)t2_arg_int(m, "count", 0));
+			  (uint64_t)T2_INT(m, COUNTER, count));
 		break;
 	default:
 		break;
 	}
+}
+
+void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
+{
+	if (!brief) {
+		local_prefix(b, m);
+		if (m->file != NULL && m->file[0] != '\0')
+			t2_printf(b, "%s:%u ", m->file, m->line);
+		t2_pad(b, NORMAL_FL_WIDTH);
+	}
+	if (!normal_process(b, m))
+		normal_other(b, m);
 }
 
 int t2_normal_writes(nt_t2_event t)
@@ -378,8 +408,7 @@ int t2_perf_writes(nt_t2_event t)
 #define PERF_REPO_WIDTH 3
 #define PERF_CATEGORY_WIDTH 12
 
-/* Which columns Git fills: t_abs for events timed from the process start, t_rel for the
- * ones that end something. */
+/* Which messages fill PERF's t_abs column: the ones timed from the process start. */
 static int perf_has_t_abs(nt_t2_event t)
 {
 	switch (t) {
@@ -403,63 +432,43 @@ static int perf_has_t_abs(nt_t2_event t)
 	}
 }
 
+/* PERF's t_rel column: the messages that have a t_rel key (they end something). */
 static int perf_has_t_rel(nt_t2_event t)
 {
-	switch (t) {
-	case NT_T2_CHILD_EXIT:
-	case NT_T2_CHILD_READY:
-	case NT_T2_THREAD_EXIT:
-	case NT_T2_REGION_LEAVE:
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON: return 1;
-	default: return 0;
-	}
+	return t2_field_stored(t, NT_T2_STORE_T_REL) != NULL ||
+	       t2_field_stored(t, NT_T2_STORE_RUNTIME) != NULL;
 }
 
-static void perf_region_payload(t2_buf *b, const t2_msg *m)
+/* "<time> <file:line padded to 28> | ": file:line longer than 28 becomes "..." and its
+ * last 25 characters. */
+static void perf_prefix(t2_buf *b, const t2_msg *m)
 {
-	uint32_t len;
-	const char *s;
-	if (m->label != NULL)
-		t2_printf(b, "label:%s", m->label);
-	/* Git adds the space for any non-empty format, so a message that expanded to ""
-	 * (recorded, empty) still has it. */
-	if ((s = t2_arg_str(m, "msg", &len)) != NULL) {
-		t2_put(b, " ", 1);
-		t2_put(b, s, len);
-	}
-}
-
-void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
-{
-	uint32_t len;
-	const char *s;
-	if (!brief) {
-		local_clock(b, m);
-		t2_put(b, " ", 1);
-		size_t end = b->len + PERF_FL_WIDTH;
-		if (m->file != NULL && m->file[0] != '\0') {
-			char fl[64];
-			int n = snprintf(fl, sizeof(fl), ":%u", m->line);
-			size_t flen = strlen(m->file) + (size_t)n;
-			if (flen <= PERF_FL_WIDTH) {
-				t2_puts(b, m->file);
-				t2_puts(b, fl);
-			} else {
-				/* "..." and the last 25 characters of "file:line". */
-				size_t keep = PERF_FL_WIDTH - 3, from = flen - keep, flen0 = strlen(m->file);
-				t2_puts(b, "...");
-				if (from < flen0)
-					t2_puts(b, m->file + from);
-				t2_puts(b, fl + (from > flen0 ? from - flen0 : 0));
-			}
+	local_prefix(b, m);
+	size_t end = b->len + PERF_FL_WIDTH;
+	if (m->file != NULL && m->file[0] != '\0') {
+		char fl[64];
+		int n = snprintf(fl, sizeof(fl), ":%u", m->line);
+		size_t flen = strlen(m->file) + (size_t)n;
+		if (flen <= PERF_FL_WIDTH) {
+			t2_puts(b, m->file);
+			t2_puts(b, fl);
+		} else {
+			size_t keep = PERF_FL_WIDTH - 3, from = flen - keep, flen0 = strlen(m->file);
+			t2_puts(b, "...");
+			if (from < flen0)
+				t2_puts(b, m->file + from);
+			t2_puts(b, fl + (from > flen0 ? from - flen0 : 0));
 		}
-		t2_pad(b, end);
-		t2_puts(b, " | ");
 	}
-	const char *ev = nt_t2_event_names[m->type];
+	t2_pad(b, end);
+	t2_puts(b, " | ");
+}
+
+/* "d<depth> | thread | event | repo | t_abs | t_rel | category | " and the dots. */
+static void perf_columns(t2_buf *b, const t2_msg *m)
+{
 	t2_printf(b, "d%u | %-*s | %-*s | ", m->depth, PERF_THREAD_WIDTH, m->thread,
-		  PERF_EVENT_WIDTH, ev);
+		  PERF_EVENT_WIDTH, nt_t2_event_names[m->type]);
 	size_t col = b->len + PERF_REPO_WIDTH;
 	if (m->has_repo)
 		t2_printf(b, "r%d ", (int)m->repo);
@@ -476,7 +485,8 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
 	char scope[64] = "";
 	const char *cat = m->category ? m->category : "";
 	if (m->type == NT_T2_DEF_PARAM) {
-		s = t2_arg_str(m, "scope", &len);
+		uint32_t len;
+		const char *s = T2_STR(m, DEF_PARAM, scope, &len);
 		snprintf(scope, sizeof(scope), "scope:%.*s", s ? (int)(len < 40 ? len : 40) : 0,
 			 s ? s : "");
 		cat = scope;
@@ -484,120 +494,139 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
 	t2_printf(b, "%-*.*s | ", PERF_CATEGORY_WIDTH, PERF_CATEGORY_WIDTH, cat);
 	for (uint32_t i = 0; i < m->dots; i++)
 		t2_put(b, ".", 1);
+}
 
+/* The process-level messages' PERF text; 0 for other types. */
+static int perf_process(t2_buf *b, const t2_msg *m)
+{
 	switch (m->type) {
-	case NT_T2_VERSION:
-		str_arg(b, m, "exe");
-		break;
-	case NT_T2_START:
-		t2_sq_argv(b, t2_arg(m, "argv"));
-		break;
+	case NT_T2_VERSION: put_str(b, T2_ARG(m, VERSION, exe)); return 1;
+	case NT_T2_START: t2_sq_argv(b, T2_ARG(m, START, argv)); return 1;
 	case NT_T2_EXIT:
-	case NT_T2_ATEXIT:
-		t2_printf(b, "code:%d", (int)t2_arg_int(m, "code", 0));
-		break;
-	case NT_T2_SIGNAL:
-		t2_printf(b, "signo:%d", (int)t2_arg_int(m, "signo", 0));
-		break;
-	case NT_T2_ERROR:
-		if (fmt_nonempty(m))
-			str_arg(b, m, "msg");
-		break;
-	case NT_T2_CMD_PATH:
-		str_arg(b, m, "path");
-		break;
+	case NT_T2_ATEXIT: t2_printf(b, "code:%d", (int)T2_INT(m, EXIT, code)); return 1;
+	case NT_T2_SIGNAL: t2_printf(b, "signo:%d", (int)T2_INT(m, SIGNAL, signo)); return 1;
+	case NT_T2_ERROR: error_msg(b, m, ""); return 1;
+	case NT_T2_CMD_PATH: put_str(b, T2_ARG(m, CMD_PATH, path)); return 1;
 	case NT_T2_CMD_ANCESTRY:
 		t2_puts(b, "ancestry:[");
-		t2_sq_argv(b, t2_arg(m, "ancestry"));
+		t2_sq_argv(b, T2_ARG(m, CMD_ANCESTRY, ancestry));
 		t2_puts(b, "]");
-		break;
-	case NT_T2_CMD_NAME:
-		name_and_hierarchy(b, m);
-		break;
-	case NT_T2_CMD_MODE:
-		str_arg(b, m, "name");
-		break;
+		return 1;
+	case NT_T2_CMD_NAME: name_and_hierarchy(b, m); return 1;
+	case NT_T2_CMD_MODE: put_str(b, T2_ARG(m, CMD_MODE, name)); return 1;
 	case NT_T2_ALIAS:
 		t2_puts(b, "alias:");
-		str_arg(b, m, "alias");
+		put_str(b, T2_ARG(m, ALIAS, alias));
 		t2_puts(b, " argv:[");
-		t2_sq_argv(b, t2_arg(m, "argv"));
+		t2_sq_argv(b, T2_ARG(m, ALIAS, argv));
 		t2_puts(b, "]");
-		break;
-	case NT_T2_CHILD_START:
-		t2_printf(b, "[ch%d] class:", (int)t2_arg_int(m, "child_id", 0));
-		if ((s = t2_arg_str(m, "child_class", &len)) != NULL)
-			t2_put(b, s, len);
-		if ((s = t2_arg_str(m, "hook_name", &len)) != NULL) {
-			t2_puts(b, " hook:");
-			t2_put(b, s, len);
-		}
-		if ((s = t2_arg_str(m, "cd", &len)) != NULL) {
-			t2_puts(b, " cd:");
-			t2_sq_pretty(b, s, len);
-		}
-		t2_puts(b, " argv:[");
-		t2_sq_argv(b, t2_arg(m, "argv"));
-		t2_puts(b, "]");
-		break;
+		return 1;
+	case NT_T2_DEF_PARAM:
+		put_str(b, T2_ARG(m, DEF_PARAM, param));
+		sep_str(b, ":", T2_ARG(m, DEF_PARAM, value));
+		return 1;
+	case NT_T2_DEF_REPO: worktree(b, m, "worktree:"); return 1;
+	default: return 0;
+	}
+}
+
+/* child_start's "[ch<id>] class:<cls> hook:<name> cd:<dir> argv:[...]". */
+static void perf_child_start(t2_buf *b, const t2_msg *m)
+{
+	uint32_t len;
+	const char *s;
+	t2_printf(b, "[ch%d] class:", (int)T2_INT(m, CHILD_START, child_id));
+	put_str(b, T2_ARG(m, CHILD_START, child_class));
+	sep_str(b, " hook:", T2_ARG(m, CHILD_START, hook_name));
+	if ((s = T2_STR(m, CHILD_START, cd, &len)) != NULL) {
+		t2_puts(b, " cd:");
+		t2_sq_pretty(b, s, len);
+	}
+	t2_puts(b, " argv:[");
+	t2_sq_argv(b, T2_ARG(m, CHILD_START, argv));
+	t2_puts(b, "]");
+}
+
+/* exec's "id:<id> argv:[<exe> <argv>]". */
+static void perf_exec(t2_buf *b, const t2_msg *m)
+{
+	uint32_t len;
+	const char *s;
+	t2_printf(b, "id:%d argv:[", (int)T2_INT(m, EXEC, exec_id));
+	const nt_reader_arg *argv = T2_ARG(m, EXEC, argv);
+	if ((s = T2_STR(m, EXEC, exe, &len)) != NULL) {
+		t2_put(b, s, len);
+		if (argv != NULL && argv->type == NT_ARG_STRING_LIST && argv->value.list.count)
+			t2_put(b, " ", 1);
+	}
+	t2_sq_argv(b, argv);
+	t2_puts(b, "]");
+}
+
+/* region_*'s "label:<l>" and " <msg>": Git adds the space for any non-empty format, so a
+ * message that expanded to "" (recorded, empty) still has it. */
+static void perf_region(t2_buf *b, const t2_msg *m)
+{
+	if (m->label != NULL)
+		t2_printf(b, "label:%s", m->label);
+	sep_str(b, " ", m->type == NT_T2_REGION_LEAVE ? T2_ARG(m, REGION_LEAVE, msg)
+						      : T2_ARG(m, REGION_ENTER, msg));
+}
+
+/* Children, threads, exec, regions, data, printf, timers and counters. */
+static void perf_other(t2_buf *b, const t2_msg *m)
+{
+	uint32_t len;
+	const char *s;
+	char num[24];
+	switch (m->type) {
+	case NT_T2_CHILD_START: perf_child_start(b, m); break;
 	case NT_T2_CHILD_EXIT:
-		t2_printf(b, "[ch%d] pid:%d code:%d", (int)t2_arg_int(m, "child_id", 0),
-			  (int)t2_arg_int(m, "pid", 0), (int)t2_arg_int(m, "code", 0));
+		t2_printf(b, "[ch%d] pid:%d code:%d", (int)T2_INT(m, CHILD_EXIT, child_id),
+			  (int)T2_INT(m, CHILD_EXIT, pid), (int)T2_INT(m, CHILD_EXIT, code));
 		break;
 	case NT_T2_CHILD_READY:
-		t2_printf(b, "[ch%d] pid:%d ready:", (int)t2_arg_int(m, "child_id", 0),
-			  (int)t2_arg_int(m, "pid", 0));
-		str_arg(b, m, "ready");
+		t2_printf(b, "[ch%d] pid:%d ready:", (int)T2_INT(m, CHILD_READY, child_id),
+			  (int)T2_INT(m, CHILD_READY, pid));
+		put_str(b, T2_ARG(m, CHILD_READY, ready));
 		break;
-	case NT_T2_EXEC: {
-		t2_printf(b, "id:%d argv:[", (int)t2_arg_int(m, "exec_id", 0));
-		const nt_reader_arg *argv = t2_arg(m, "argv");
-		if ((s = t2_arg_str(m, "exe", &len)) != NULL) {
-			t2_put(b, s, len);
-			if (argv != NULL && argv->type == NT_ARG_STRING_LIST && argv->value.list.count)
-				t2_put(b, " ", 1);
-		}
-		t2_sq_argv(b, argv);
-		t2_puts(b, "]");
-		break;
-	}
+	case NT_T2_EXEC: perf_exec(b, m); break;
 	case NT_T2_EXEC_RESULT:
-		t2_printf(b, "id:%d ", (int)t2_arg_int(m, "exec_id", 0));
+		t2_printf(b, "id:%d ", (int)T2_INT(m, EXEC_RESULT, exec_id));
 		exec_code(b, m);
 		break;
-	case NT_T2_DEF_PARAM:
-		str_arg(b, m, "param");
-		sep_arg(b, m, ":", "value");
-		break;
-	case NT_T2_DEF_REPO:
-		worktree(b, m, "worktree:");
-		break;
 	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE:
-		perf_region_payload(b, m);
-		break;
+	case NT_T2_REGION_LEAVE: perf_region(b, m); break;
 	case NT_T2_DATA:
 	case NT_T2_DATA_JSON:
 		t2_printf(b, "%s:", m->label ? m->label : "");
-		char num[24];
-		if ((s = t2_value_text(m, num, &len)) != NULL)
+		if ((s = t2_value_text(T2_ARG(m, DATA, value), num, &len)) != NULL)
 			t2_put(b, s, len);
 		break;
-	case NT_T2_PRINTF:
-		str_arg(b, m, "msg");
-		break;
+	case NT_T2_PRINTF: put_str(b, T2_ARG(m, PRINTF, msg)); break;
 	case NT_T2_TIMER:
 	case NT_T2_TH_TIMER:
-		t2_printf(b, "name:%s intervals:%" PRIu64 " total:%8.6f min:%8.6f max:%8.6f",
-			  m->label ? m->label : "", (uint64_t)t2_arg_int(m, "intervals", 0),
-			  ns_secs(m, "t_total"), ns_secs(m, "t_min"), ns_secs(m, "t_max"));
+		t2_printf(b, "name:%s ", m->label ? m->label : "");
+		timer_totals(b, m);
 		break;
 	case NT_T2_COUNTER:
 	case NT_T2_TH_COUNTER:
 		t2_printf(b, "name:%s value:%" PRIu64, m->label ? m->label : "",
-			  (uint64_t)t2_arg_int(m, "count", 0));
+			  (uint64_t)T2_INT(m, COUNTER, count));
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
+
+void t2_format_perf(t2_buf *b, const t2_msg *m, int brief)
+{
+	if (!brief)
+		perf_prefix(b, m);
+	perf_columns(b, m);
+	if (!perf_process(b, m))
+		perf_other(b, m);
+}
+
+/* data and data_json share their PERF text: the table gives both the value at one place. */
+NT_STATIC_ASSERT((int)NT_T2_F_DATA_value == (int)NT_T2_F_DATA_JSON_value,
+		 "data and data_json differ");

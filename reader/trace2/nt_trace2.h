@@ -15,6 +15,30 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
+#include "nt_t2_fields.h"
+
+/* A row of the Trace2 field table (format/nt_t2_fields.h), as values, and each message's
+ * rows (t2_fields[type]), built from the table in nt_trace2_model.c. */
+typedef struct t2_field {
+	const char *key;
+	nt_t2_type type;
+	nt_t2_store store;
+	nt_t2_when when;
+} t2_field;
+typedef struct t2_field_list {
+	const t2_field *row;
+	uint32_t n;
+} t2_field_list;
+extern const t2_field_list t2_fields[NT_T2_EVENT_COUNT];
+/* The message's row kept in `store` (its category or label), or NULL. */
+const t2_field *t2_field_stored(nt_t2_event t, nt_t2_store store);
+
+/* Arguments the model reads whatever the message: the repository, an import's empty
+ * category or label, an unknown event's name, and the recorded values of what the reader
+ * otherwise derives. */
+enum { T2_X_REPO, T2_X_CATEGORY, T2_X_LABEL, T2_X_EVENT, T2_X_T_ABS, T2_X_T_REL,
+       T2_X_T_REL_TICKS, T2_X_NESTING, T2_NX };
+
 typedef struct t2_msg {
 	nt_t2_event type;
 	const nt_reader_event *ev;
@@ -39,6 +63,12 @@ typedef struct t2_msg {
 	int brief_capture;     /* the process was recorded brief */
 	int utc_known;
 	int32_t utc_offset;
+	/* The arguments of the message's ARG rows, by row (T2_ARG), and the model's own (by
+	 * T2_X_*); NULL when not recorded. The first argument of a name wins; a key kept
+	 * without being understood (NT_ARG_JSON) is never one: it is only written back in
+	 * EVENT. */
+	const nt_reader_arg *arg[NT_T2_MAX_FIELDS];
+	const nt_reader_arg *x[T2_NX];
 } t2_msg;
 
 /* Per-archive state of the model: one per reader being rendered. */
@@ -48,16 +78,18 @@ void t2_model_free(t2_model *m);
 /* Fills *out from a Trace2 event; returns 0 for events that are not Trace2 messages. */
 int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *out);
 
-/* The argument `name` of the message, or NULL. A key kept without being understood
- * (NT_ARG_JSON) is never a field: it is only written back in EVENT. */
-const nt_reader_arg *t2_arg(const t2_msg *m, const char *name);
-/* String argument (or NULL) and its length. */
-const char *t2_arg_str(const t2_msg *m, const char *name, uint32_t *len);
+/* The argument of field `key` of message type `msg` (a key the table does not give that
+ * message does not compile), or NULL. */
+#define T2_ARG(m, msg, key) ((m)->arg[NT_T2_F_##msg##_##key])
+/* A string argument (or NULL) and its length. */
+const char *t2_str(const nt_reader_arg *a, uint32_t *len);
+/* An integer argument, or `dflt` when absent or not an integer. */
+int64_t t2_int(const nt_reader_arg *a, int64_t dflt);
+#define T2_STR(m, msg, key, len) t2_str(T2_ARG(m, msg, key), (len))
+#define T2_INT(m, msg, key) t2_int(T2_ARG(m, msg, key), 0)
 /* data's value as text: a string argument, or an integer one (NT_T2_DATA_INTMAX) printed
  * in decimal into buf (which needs 24 bytes), as Git's trace2_data_intmax does. */
-const char *t2_value_text(const t2_msg *m, char *buf, uint32_t *len);
-/* Integer argument, or `dflt` when absent or not an integer. */
-int64_t t2_arg_int(const t2_msg *m, const char *name, int64_t dflt);
+const char *t2_value_text(const nt_reader_arg *a, char *buf, uint32_t *len);
 
 /* ---- Output helpers shared by the three formats (nt_render_trace2_text.c) ------------ */
 

@@ -63,31 +63,72 @@ void t2_model_free(t2_model *m)
 	free(m);
 }
 
-const nt_reader_arg *t2_arg(const t2_msg *m, const char *name)
+/* ---- the field table, as values ------------------------------------------------------- */
+
+#define ROW_(m, key, type, store, when)                                                         \
+	{ #key, NT_T2_TYPE_##type, NT_T2_STORE_##store, NT_T2_WHEN_##when },
+/* One array per message; the sentinel keeps a message without keys a valid array. */
+#define MSG_ROWS_(id, name)                                                                     \
+	static const t2_field rows_##id[] = { NT_T2_FIELDS_##id(ROW_, id){ 0 } };
+NT_T2_EVENTS(MSG_ROWS_)
+#define MSG_LIST_(id, name) [NT_T2_##id] = { rows_##id, NT_T2_NFIELDS_##id },
+const t2_field_list t2_fields[NT_T2_EVENT_COUNT] = { NT_T2_EVENTS(MSG_LIST_) };
+
+const t2_field *t2_field_stored(nt_t2_event t, nt_t2_store store)
 {
-	for (uint32_t i = 0; i < m->ev->arg_count; i++)
-		if (m->ev->args[i].type != NT_ARG_JSON && strcmp(m->ev->args[i].name, name) == 0)
-			return &m->ev->args[i];
+	for (uint32_t i = 0; i < t2_fields[t].n; i++)
+		if (t2_fields[t].row[i].store == store)
+			return &t2_fields[t].row[i];
 	return NULL;
 }
 
-const char *t2_arg_str(const t2_msg *m, const char *name, uint32_t *len)
+/* The argument names of T2_X_*. */
+static const char *const x_names[T2_NX] = {
+	[T2_X_REPO] = NT_T2_ARG_REPO,
+	[T2_X_CATEGORY] = NT_T2_ARG_CATEGORY,
+	[T2_X_LABEL] = NT_T2_ARG_LABEL,
+	[T2_X_EVENT] = NT_T2_ARG_EVENT,
+	[T2_X_T_ABS] = NT_T2_NAME(START, t_abs),
+	[T2_X_T_REL] = NT_T2_NAME(REGION_LEAVE, t_rel),
+	[T2_X_T_REL_TICKS] = NT_T2_ARG_T_REL_TICKS,
+	[T2_X_NESTING] = NT_T2_NAME(REGION_ENTER, nesting),
+};
+
+/* Files each argument under its row (ARG rows) or its T2_X_* name; the first of a name
+ * wins. */
+static void collect_args(t2_msg *o)
 {
-	const nt_reader_arg *a = t2_arg(m, name);
+	const t2_field_list *fl = &t2_fields[o->type];
+	for (uint32_t i = 0; i < o->ev->arg_count; i++) {
+		const nt_reader_arg *a = &o->ev->args[i];
+		if (a->type == NT_ARG_JSON)
+			continue;
+		const nt_reader_arg **slot = NULL;
+		for (uint32_t k = 0; k < fl->n && slot == NULL; k++)
+			if (fl->row[k].store == NT_T2_STORE_ARG &&
+			    strcmp(fl->row[k].key, a->name) == 0)
+				slot = &o->arg[k];
+		for (uint32_t k = 0; k < T2_NX && slot == NULL; k++)
+			if (strcmp(x_names[k], a->name) == 0)
+				slot = &o->x[k];
+		if (slot != NULL && *slot == NULL)
+			*slot = a;
+	}
+}
+
+const char *t2_str(const nt_reader_arg *a, uint32_t *len)
+{
 	if (a == NULL || (a->type != NT_ARG_STRING && a->type != NT_ARG_STRING_REF))
 		return NULL;
 	*len = a->value.str.len;
 	return a->value.str.ptr;
 }
 
-const char *t2_value_text(const t2_msg *m, char *buf, uint32_t *len)
+const char *t2_value_text(const nt_reader_arg *a, char *buf, uint32_t *len)
 {
-	const char *s = t2_arg_str(m, "value", len);
-	if (s != NULL)
+	const char *s = t2_str(a, len);
+	if (s != NULL || a == NULL)
 		return s;
-	const nt_reader_arg *a = t2_arg(m, "value");
-	if (a == NULL)
-		return NULL;
 	if (a->type == NT_ARG_INT32 || a->type == NT_ARG_INT64)
 		*len = (uint32_t)snprintf(buf, 24, "%" PRId64, a->value.i64);
 	else if (a->type == NT_ARG_UINT32 || a->type == NT_ARG_UINT64)
@@ -97,9 +138,8 @@ const char *t2_value_text(const t2_msg *m, char *buf, uint32_t *len)
 	return buf;
 }
 
-int64_t t2_arg_int(const t2_msg *m, const char *name, int64_t dflt)
+int64_t t2_int(const nt_reader_arg *a, int64_t dflt)
 {
-	const nt_reader_arg *a = t2_arg(m, name);
 	if (a == NULL)
 		return dflt;
 	switch (a->type) {
@@ -112,9 +152,8 @@ int64_t t2_arg_int(const t2_msg *m, const char *name, int64_t dflt)
 	}
 }
 
-static int arg_u64(const t2_msg *m, const char *name, uint64_t *out)
+static int arg_u64(const nt_reader_arg *a, uint64_t *out)
 {
-	const nt_reader_arg *a = t2_arg(m, name);
 	if (a == NULL)
 		return 0;
 	switch (a->type) {
@@ -144,41 +183,21 @@ static uint64_t us_between(int64_t from_ns, int64_t to_ns)
 static int recorded_t_rel(nt_reader *r, t2_msg *o)
 {
 	uint64_t ticks;
-	if (arg_u64(o, "t_rel", &o->t_rel_us))
+	if (arg_u64(o->x[T2_X_T_REL], &o->t_rel_us))
 		return 1;
-	if (!arg_u64(o, NT_T2_ARG_T_REL_TICKS, &ticks))
+	if (!arg_u64(o->x[T2_X_T_REL_TICKS], &ticks))
 		return 0;
 	uint64_t end = o->ev->ticks, start = ticks < end ? end - ticks : 0;
 	o->t_rel_us = us_between(nt_reader_ticks_to_ns(r, start), nt_reader_ticks_to_ns(r, end));
 	return 1;
 }
 
-/* Does this message type name its category and label in the call site? */
-static int has_label(nt_t2_event t)
+/* What the process record and the event itself say: SID, thread, file:line, time. */
+static void decode_common(const nt_reader_event *e, const nt_reader_process *p, t2_msg *o)
 {
-	switch (t) {
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE:
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON:
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER: return 1;
-	default: return 0;
-	}
-}
-
-int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
-{
-	if (!nt_kind_is_t2(e->kind))
-		return 0;
-	nt_reader *r = m->r;
-	memset(o, 0, sizeof(*o));
 	o->type = (nt_t2_event)(e->kind - NT_KIND_T2_FIRST);
 	o->ev = e;
 	o->thread = e->thread->name;
-	const nt_reader_process *p = nt_reader_process_at(r, e->thread->process);
 	o->sid = p ? p->sid : "";
 	for (const char *s = o->sid; *s; s++)
 		o->depth += *s == '/';
@@ -189,31 +208,39 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 	o->line = e->line;
 	if (o->brief_capture && e->file[0] == '\0')
 		o->file = NULL;
-	o->has_time = !o->brief_capture || o->type == NT_T2_VERSION || o->type == NT_T2_ATEXIT;
+	o->has_time = !o->brief_capture || NT_T2_TIMED_WHEN_BRIEF(o->type);
 	o->time_us = e->wall_ns >= 0 ? e->wall_ns / 1000 : -((-e->wall_ns + 999) / 1000);
-	if (has_label(o->type)) {
+}
+
+/* Category, label and repository: the call site's, unless an argument says otherwise. */
+static void decode_site(const nt_reader_event *e, t2_msg *o)
+{
+	if (t2_field_stored(o->type, NT_T2_STORE_CATEGORY) != NULL)
 		o->category = e->category[0] ? e->category : NULL;
+	if (t2_field_stored(o->type, NT_T2_STORE_LABEL) != NULL)
 		o->label = e->name[0] ? e->name : NULL;
-	}
 	uint32_t len;
-	const char *s;
-	if ((s = t2_arg_str(o, "category", &len)) != NULL && len == 0)
+	if (t2_str(o->x[T2_X_CATEGORY], &len) != NULL && len == 0)
 		o->category = "";
-	if ((s = t2_arg_str(o, "label", &len)) != NULL && len == 0)
+	if (t2_str(o->x[T2_X_LABEL], &len) != NULL && len == 0)
 		o->label = "";
 	uint64_t v;
-	if (arg_u64(o, "repo", &v)) {
+	if (arg_u64(o->x[T2_X_REPO], &v)) {
 		o->has_repo = 1;
 		o->repo = (int64_t)v;
 	} else if (e->callsite_repo != 0) {
 		o->has_repo = 1;
 		o->repo = (int64_t)e->callsite_repo - 1;
 	}
+}
 
-	/* t_abs: recorded, else from the clock (the writer's archives), else an estimate. */
+/* t_abs: recorded, else from the clock (the writer's archives), else an estimate from the
+ * start event's time; t_rel: recorded (regions and data: see decode_nesting). */
+static void decode_times(t2_model *m, const nt_reader_process *p, t2_msg *o)
+{
+	nt_reader *r = m->r;
 	t2_process *pp = p && p->index < m->nprocs ? &m->procs[p->index] : NULL;
-	int64_t proc_start_ns = p ? nt_reader_ticks_to_ns(r, p->start_ticks) : 0;
-	if (arg_u64(o, "t_abs", &o->t_abs_us)) {
+	if (arg_u64(o->x[T2_X_T_ABS], &o->t_abs_us)) {
 		o->has_t_abs = o->t_abs_exact = 1;
 		if (o->type == NT_T2_START && pp != NULL && o->has_time) {
 			pp->have_offset = 1;
@@ -221,27 +248,40 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		}
 	} else if (p != NULL && !r->info.stream_ordered) {
 		o->has_t_abs = o->t_abs_exact = 1;
-		o->t_abs_us = us_between(proc_start_ns, e->time_ns);
+		o->t_abs_us = us_between(nt_reader_ticks_to_ns(r, p->start_ticks), o->ev->time_ns);
 	} else if (pp != NULL && pp->have_offset && o->has_time) {
 		o->has_t_abs = 1;
 		int64_t d = o->time_us - pp->offset_us;
 		o->t_abs_us = d > 0 ? (uint64_t)d : 0;
 	}
 	o->has_t_rel = recorded_t_rel(r, o);
+}
 
-	/* Nesting and indentation. */
-	t2_thread *t = e->thread->index < m->nthreads ? &m->threads[e->thread->index] : NULL;
-	t2_thread dummy = { 0 };
-	if (t == NULL)
-		t = &dummy;
+/* The thread's state, started on its first message: slot 0 is the process start, or the
+ * thread's own start for a thread_start. */
+static t2_thread *thread_of(t2_model *m, const nt_reader_event *e, const nt_reader_process *p,
+			    t2_msg *o, t2_thread *dummy)
+{
+	t2_thread *t = dummy;
+	if (e->thread->index < m->nthreads)
+		t = &m->threads[e->thread->index];
+	else
+		memset(dummy, 0, sizeof(*dummy));
 	if (!t->known) {
 		t->known = 1;
 		t->nr_open = 1;
 		t->start_ns[0] = strcmp(e->thread->name, "main") == 0 || o->type != NT_T2_THREAD_START
-					 ? proc_start_ns : e->time_ns;
+					 ? (p ? nt_reader_ticks_to_ns(m->r, p->start_ticks) : 0)
+					 : e->time_ns;
 	}
+	return t;
+}
+
+/* Git's region bookkeeping: nesting, PERF's dots, and t_rel of region_leave and data. */
+static void decode_nesting(t2_thread *t, const nt_reader_event *e, t2_msg *o)
+{
 	uint64_t nest;
-	int explicit_nesting = arg_u64(o, "nesting", &nest);
+	int explicit_nesting = arg_u64(o->x[T2_X_NESTING], &nest);
 	switch (o->type) {
 	case NT_T2_THREAD_START:
 		t->nr_open = 1;
@@ -297,5 +337,19 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 		o->dots = (t->nr_open - 1) * 2;
 		break;
 	}
+}
+
+int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
+{
+	if (!nt_kind_is_t2(e->kind))
+		return 0;
+	memset(o, 0, sizeof(*o));
+	const nt_reader_process *p = nt_reader_process_at(m->r, e->thread->process);
+	decode_common(e, p, o);
+	collect_args(o);
+	decode_site(e, o);
+	decode_times(m, p, o);
+	t2_thread dummy;
+	decode_nesting(thread_of(m, e, p, o, &dummy), e, o);
 	return 1;
 }

@@ -223,6 +223,35 @@ static void check_paths(void)
 	rmdir(dir);
 }
 
+/* 7. A key only another message has is kept as written, not taken and lost (the importer
+ * once read exec's "code", cmd_mode's "hierarchy" and region_enter's "t_rel" as fields,
+ * which those messages' renderings never write). */
+static void check_other_keys(void)
+{
+#define SID_ "\"sid\":\"20261121T230246.920813Z-H0a7c9cdf-P00006430\",\"thread\":\"main\""
+	static const char odd[] =
+		"{\"event\":\"cmd_mode\"," SID_ ",\"time\":\"2026-11-21T23:02:46.920892Z\","
+		"\"file\":\"a.c\",\"line\":1,\"name\":\"branch\",\"hierarchy\":\"h\"}\n"
+		"{\"event\":\"exec\"," SID_ ",\"time\":\"2026-11-21T23:02:46.920900Z\","
+		"\"file\":\"a.c\",\"line\":2,\"exec_id\":0,\"exe\":\"git\",\"argv\":[\"a\"],"
+		"\"code\":7}\n"
+		"{\"event\":\"region_enter\"," SID_ ",\"time\":\"2026-11-21T23:02:46.920910Z\","
+		"\"file\":\"a.c\",\"line\":3,\"t_rel\":0.5,\"nesting\":1,\"category\":\"c\","
+		"\"label\":\"l\"}\n";
+#undef SID_
+	void *a = NULL;
+	size_t n = 0;
+	nt_trace2_import_error err;
+	assert_msg(nt_trace2_import(odd, sizeof(odd) - 1, &a, &n, &err) == 0, "odd keys: %s",
+	           err.message);
+	int damage = 0;
+	char *ev = a ? render(a, n, NT_TRACE2_EVENT, &damage) : NULL;
+	assert_msg(ev != NULL && strcmp(ev, odd) == 0, "keys of other messages lost:\n%s",
+	           ev ? ev : "");
+	free(ev);
+	free(a);
+}
+
 static void expect_error(const char *input, unsigned long line, const char *needle)
 {
 	void *a = NULL;
@@ -282,6 +311,13 @@ static void sample_round_trip(void **state)
 	check_kept(a, n);
 	damage_archive(a, n);
 	free(a);
+}
+
+/* Keys only another message has are kept as written, not taken and lost. */
+static void other_messages_keys_are_kept(void **state)
+{
+	(void)state;
+	check_other_keys();
 }
 
 /* 6. */
@@ -378,6 +414,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sample_round_trip),
+		cmocka_unit_test(other_messages_keys_are_kept),
 		cmocka_unit_test(several_streams),
 		cmocka_unit_test(directories),
 		cmocka_unit_test(malformed_input_is_refused),

@@ -103,19 +103,19 @@ static void atexit_message(void)
 	/* Git unwinds open regions (without messages) so that atexit is not nested; the reader
 	 * does the same when it sees atexit. */
 	nt_t2_timers_atexit();
-	static uint16_t names[2];
+	static uint16_t names[NT_T2_NARGS(ATEXIT) + 1];
 	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
-				    .file = NT_T2_SELF_FILE, .arg_names = names, .arg_count = 1,
-				    .always = 1 };
-	nt_arg a = NT_I32("code", nt_T2.exit_code);
-	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2_ATEXIT, &a, 1);
+				    .file = NT_T2_SELF_FILE, .arg_names = names,
+				    .arg_count = NT_T2_NARGS(ATEXIT), .always = 1 };
+	nt_arg a[NT_T2_NARGS(ATEXIT)] = { T2_A(ATEXIT, code, NT_I32, nt_T2.exit_code) };
+	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2_ATEXIT, a, NT_T2_NARGS(ATEXIT));
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
 	/* A session started from NANOTRACE is finished by the exit handler nt_start installed,
 	 * which runs after this one (atexit handlers run in reverse order). */
 }
 
 static nt_callsite signal_site;
-static uint16_t signal_names[2];
+static uint16_t signal_names[NT_T2_NARGS(SIGNAL) + 1];
 
 /* In the fatal-signal handler: the call site was registered at initialization, so this is
  * the lock-free event path. */
@@ -123,8 +123,8 @@ static void signal_message(int sig)
 {
 	if (!nt_trace2_is_enabled() || !nt_T2_tls.named)
 		return;
-	nt_arg a = NT_I32("signo", sig);
-	nt_emit_args_(&signal_site, NT_KIND_T2_FIRST + NT_T2_SIGNAL, &a, 1);
+	nt_arg a[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, NT_I32, sig) };
+	nt_emit_args_(&signal_site, NT_KIND_T2_FIRST + NT_T2_SIGNAL, a, NT_T2_NARGS(SIGNAL));
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
 }
 
@@ -132,8 +132,8 @@ int nt_t2_cmd_exit_(nt_callsite *site, int code)
 {
 	nt_T2.exit_code = code;
 	if (nt_trace2_is_enabled()) {
-		nt_arg a = NT_I32("code", code);
-		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_EXIT, &a, 1);
+		nt_arg a[NT_T2_NARGS(EXIT)] = { T2_A(EXIT, code, NT_I32, code) };
+		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_EXIT, a, NT_T2_NARGS(EXIT));
 	}
 	return code;
 }
@@ -182,20 +182,24 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 
 	nt_T2.enabled = 1;
 	__atomic_store_n(&nt_trace2_enabled_, 1, __ATOMIC_RELEASE);
-	nt_arg args[2] = { NT_STR("evt", "4"), NT_STR("exe", version ? version : NT_VERSION_STRING) };
-	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_VERSION, args, 2);
+	nt_arg args[NT_T2_NARGS(VERSION)] = {
+		T2_A(VERSION, evt, NT_STR, "4"),
+		T2_A(VERSION, exe, NT_STR, version ? version : NT_VERSION_STRING) };
+	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_VERSION, args, NT_T2_NARGS(VERSION));
 	if (too_many) {
-		/* The site's two argument names stay; the values are absent. */
-		nt_arg none2[2] = { { .name = "evt", .type = NT_ARG_NONE },
-				    { .name = "exe", .type = NT_ARG_NONE } };
-		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_TOO_MANY_FILES, none2, 2);
+		/* too_many_files has no keys; it uses version's call site, whose argument names
+		 * stay, with absent values. */
+		for (int i = 0; i < NT_T2_NARGS(VERSION); i++)
+			args[i].type = NT_ARG_NONE;
+		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_TOO_MANY_FILES, args,
+				 NT_T2_NARGS(VERSION));
 	}
 
 	signal_site = (nt_callsite){ .line = __LINE__, .category = "", .name = "",
 				     .file = NT_T2_SELF_FILE, .arg_names = signal_names,
-				     .arg_count = 1, .always = 1 };
-	nt_arg sa = NT_I32("signo", 0);
-	nt_callsite_resolve(&signal_site, &sa);
+				     .arg_count = NT_T2_NARGS(SIGNAL), .always = 1 };
+	nt_arg sa[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, NT_I32, 0) };
+	nt_callsite_resolve(&signal_site, sa);
 	nt_core_set_hooks(&(nt_core_hooks){ .on_fatal_signal = signal_message,
 					    .on_durable_cleared = write_process_record });
 	atexit(atexit_message);
@@ -227,6 +231,7 @@ void nt_t2_thread_exit_(nt_callsite *site, nt_callsite *main_site)
 		return;
 	}
 	nt_t2_timers_thread_exit();
-	nt_arg a = nt_t2_t_rel_since(t->start_ticks);
-	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_THREAD_EXIT, &a, 1);
+	nt_arg a[NT_T2_NARGS(THREAD_EXIT)] = {
+		T2_RUNTIME(THREAD_EXIT, nt_t2_t_rel_since(t->start_ticks)) };
+	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_THREAD_EXIT, a, NT_T2_NARGS(THREAD_EXIT));
 }

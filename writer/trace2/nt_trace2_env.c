@@ -137,6 +137,69 @@ static int pick_in_directory(const char *dir, long max_files, char *out, size_t 
 	return 0;
 }
 
+/* The session's settings from NANOTRACE_MODE, _BUFFER_SIZE, _CATEGORIES and _MAX_FILES;
+ * returns 0 (after a warning) when one is malformed. */
+static int config_from_env(nt_config *cfg, long *max_files)
+{
+	const char *mode = getenv("NANOTRACE_MODE");
+	if (mode != NULL && mode[0] != '\0') {
+		cfg->mode = nt_mode_from_name(mode);
+		if (cfg->mode < 0) {
+			warn("unknown value for 'NANOTRACE_MODE': '%s' (oneshot, circular or "
+			     "streaming); tracing is off", mode);
+			return 0;
+		}
+	}
+	const char *size = getenv("NANOTRACE_BUFFER_SIZE");
+	if (size != NULL && size[0] != '\0') {
+		cfg->buffer_size = parse_size(size);
+		if (cfg->buffer_size == 0) {
+			warn("unknown value for 'NANOTRACE_BUFFER_SIZE': '%s' (bytes, optionally "
+			     "with K, M or G); tracing is off", size);
+			return 0;
+		}
+	}
+	const char *cats = getenv("NANOTRACE_CATEGORIES");
+	if (cats != NULL && cats[0] != '\0')
+		cfg->categories = cats;
+	*max_files = 0;
+	const char *mf = getenv("NANOTRACE_MAX_FILES");
+	if (mf != NULL && mf[0] != '\0') {
+		char *end;
+		*max_files = strtol(mf, &end, 10);
+		if (*end != '\0' || *max_files < 0) {
+			warn("unknown value for 'NANOTRACE_MAX_FILES': '%s'; tracing is off", mf);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The archive's path for target v (a directory or a file), claimed; 0 when this process
+ * records nothing. */
+static int pick_path(const char *v, long max_files, char *path, size_t cap, int *too_many_files)
+{
+	struct stat st;
+	if (stat(v, &st) == 0 && S_ISDIR(st.st_mode))
+		return pick_in_directory(v, max_files, path, cap, too_many_files);
+	/* A file target: the first process takes it; a second one (a child inheriting
+	 * NANOTRACE) must not replace it, so it writes beside it. */
+	snprintf(path, cap, "%s", v);
+	if (claim(path))
+		return 1;
+	if (errno != EEXIST) {
+		warn("cannot create '%s': %s; tracing is off", v, strerror(errno));
+		return 0;
+	}
+	const char *last = strrchr(nt_T2.sid, '/');
+	snprintf(path, cap, "%s.%s", v, last ? last + 1 : nt_T2.sid);
+	if (!claim(path)) {
+		warn("cannot create '%s': %s; tracing is off", path, strerror(errno));
+		return 0;
+	}
+	return 1;
+}
+
 int nt_t2_env_start(int *too_many_files)
 {
 	const char *v = getenv("NANOTRACE");
@@ -151,60 +214,11 @@ int nt_t2_env_start(int *too_many_files)
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.file_mode = 0600;
-	const char *mode = getenv("NANOTRACE_MODE");
-	if (mode != NULL && mode[0] != '\0') {
-		cfg.mode = nt_mode_from_name(mode);
-		if (cfg.mode < 0) {
-			warn("unknown value for 'NANOTRACE_MODE': '%s' (oneshot, circular or "
-			     "streaming); tracing is off", mode);
-			return 0;
-		}
-	}
-	const char *size = getenv("NANOTRACE_BUFFER_SIZE");
-	if (size != NULL && size[0] != '\0') {
-		cfg.buffer_size = parse_size(size);
-		if (cfg.buffer_size == 0) {
-			warn("unknown value for 'NANOTRACE_BUFFER_SIZE': '%s' (bytes, optionally "
-			     "with K, M or G); tracing is off", size);
-			return 0;
-		}
-	}
-	const char *cats = getenv("NANOTRACE_CATEGORIES");
-	if (cats != NULL && cats[0] != '\0')
-		cfg.categories = cats;
-	long max_files = 0;
-	const char *mf = getenv("NANOTRACE_MAX_FILES");
-	if (mf != NULL && mf[0] != '\0') {
-		char *end;
-		max_files = strtol(mf, &end, 10);
-		if (*end != '\0' || max_files < 0) {
-			warn("unknown value for 'NANOTRACE_MAX_FILES': '%s'; tracing is off", mf);
-			return 0;
-		}
-	}
-
+	long max_files;
 	char path[4096];
-	struct stat st;
-	if (stat(v, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (!pick_in_directory(v, max_files, path, sizeof(path), too_many_files))
-			return 0;
-	} else {
-		/* A file target: the first process takes it; a second one (a child inheriting
-		 * NANOTRACE) must not replace it, so it writes beside it. */
-		snprintf(path, sizeof(path), "%s", v);
-		if (!claim(path)) {
-			if (errno != EEXIST) {
-				warn("cannot create '%s': %s; tracing is off", v, strerror(errno));
-				return 0;
-			}
-			const char *last = strrchr(nt_T2.sid, '/');
-			snprintf(path, sizeof(path), "%s.%s", v, last ? last + 1 : nt_T2.sid);
-			if (!claim(path)) {
-				warn("cannot create '%s': %s; tracing is off", path, strerror(errno));
-				return 0;
-			}
-		}
-	}
+	if (!config_from_env(&cfg, &max_files) ||
+	    !pick_path(v, max_files, path, sizeof(path), too_many_files))
+		return 0;
 	cfg.path = path;
 	if (nt_start(&cfg) != NT_OK) {
 		warn("%s; tracing is off", nt_last_error());

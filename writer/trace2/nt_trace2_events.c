@@ -2,7 +2,8 @@
  * nt_trace2_events.c - the Trace2 messages other than the lifecycle ones: command, child,
  * exec, def_param, region-with-message, data and printf. Each takes the macro's static
  * call site, whose argument names are fixed: an optional value that is absent is recorded
- * as a None argument (8 bytes) so the names stay in place.
+ * as a None argument (8 bytes) so the names stay in place. Names, places and counts come
+ * from the field table (T2_A, NT_T2_NARGS).
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
@@ -68,17 +69,17 @@ static const char *const *copy_argv(argv_copy *c, const char *prefix, const char
 
 void nt_t2_string_(nt_callsite *site, unsigned kind, const char *name, const char *value)
 {
-	nt_arg a = NT_STR(name, nz(value));
+	nt_arg a = NT_STR(name, nz(value)); /* cmd_path, cmd_mode: one key, named by the macro */
 	nt_t2_emit_args_(site, kind, &a, 1);
 }
 
 /* cmd_ancestry from /proc: the parent chain's command names, nearest first (Linux). */
 static void ancestry_from_proc(void)
 {
-	static uint16_t site_names[2];
+	static uint16_t site_names[NT_T2_NARGS(CMD_ANCESTRY) + 1];
 	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
-				    .file = NT_T2_SELF_FILE, .arg_names = site_names, .arg_count = 1,
-				    .always = 1 };
+				    .file = NT_T2_SELF_FILE, .arg_names = site_names,
+				    .arg_count = NT_T2_NARGS(CMD_ANCESTRY), .always = 1 };
 	static char names[10][32];
 	const char *v[11];
 	size_t n = 0;
@@ -105,38 +106,37 @@ static void ancestry_from_proc(void)
 		pid = ppid;
 	}
 	v[n] = NULL;
-	nt_arg a = list("ancestry", v);
-	nt_t2_emit_args_(&site, T2(CMD_ANCESTRY), &a, 1);
+	nt_t2_cmd_ancestry_(&site, v);
 }
 
 void nt_t2_cmd_start_(nt_callsite *site, const char *const *argv)
 {
 	argv_copy c;
-	nt_arg a = list("argv", copy_argv(&c, NULL, argv));
-	nt_t2_emit_args_(site, T2(START), &a, 1);
+	nt_arg a[NT_T2_NARGS(START)] = { T2_A(START, argv, list, copy_argv(&c, NULL, argv)) };
+	nt_t2_emit_args_(site, T2(START), a, NT_T2_NARGS(START));
 	ancestry_from_proc();
 }
 
 void nt_t2_cmd_ancestry_(nt_callsite *site, const char *const *names)
 {
-	nt_arg a = list("ancestry", names);
-	nt_t2_emit_args_(site, T2(CMD_ANCESTRY), &a, 1);
+	nt_arg a[NT_T2_NARGS(CMD_ANCESTRY)] = { T2_A(CMD_ANCESTRY, ancestry, list, names) };
+	nt_t2_emit_args_(site, T2(CMD_ANCESTRY), a, NT_T2_NARGS(CMD_ANCESTRY));
 }
 
 void nt_t2_cmd_error_(nt_callsite *site, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
-	nt_arg a[2] = { none("msg"), none("fmt") };
+	nt_arg a[NT_T2_NARGS(ERROR)] = { T2_A(ERROR, msg, none), T2_A(ERROR, fmt, none) };
 	/* Git records the message and the format only for a non-empty format. */
 	if (fmt != NULL && fmt[0] != '\0') {
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		a[0] = NT_STR("msg", msg);
-		a[1] = NT_STR("fmt", fmt);
+		T2_SET(a, ERROR, msg, NT_STR, msg);
+		T2_SET(a, ERROR, fmt, NT_STR, fmt);
 	}
-	nt_t2_emit_args_(site, T2(ERROR), a, 2);
+	nt_t2_emit_args_(site, T2(ERROR), a, NT_T2_NARGS(ERROR));
 }
 
 void nt_t2_cmd_name_(nt_callsite *site, const char *name)
@@ -147,22 +147,25 @@ void nt_t2_cmd_name_(nt_callsite *site, const char *name)
 	else
 		snprintf(nt_T2.hierarchy, sizeof(nt_T2.hierarchy), "%s", nz(name));
 	setenv("NANOTRACE_PARENT_NAME", nt_T2.hierarchy, 1);
-	nt_arg a[2] = { NT_STR("name", nz(name)), NT_STR("hierarchy", nt_T2.hierarchy) };
-	nt_t2_emit_args_(site, T2(CMD_NAME), a, 2);
+	nt_arg a[NT_T2_NARGS(CMD_NAME)] = { T2_A(CMD_NAME, name, NT_STR, nz(name)),
+					    T2_A(CMD_NAME, hierarchy, NT_STR, nt_T2.hierarchy) };
+	nt_t2_emit_args_(site, T2(CMD_NAME), a, NT_T2_NARGS(CMD_NAME));
 }
 
 void nt_t2_cmd_alias_(nt_callsite *site, const char *alias, const char *const *argv)
 {
-	nt_arg a[2] = { NT_STR("alias", nz(alias)), list("argv", argv) };
-	nt_t2_emit_args_(site, T2(ALIAS), a, 2);
+	nt_arg a[NT_T2_NARGS(ALIAS)] = { T2_A(ALIAS, alias, NT_STR, nz(alias)),
+					 T2_A(ALIAS, argv, list, argv) };
+	nt_t2_emit_args_(site, T2(ALIAS), a, NT_T2_NARGS(ALIAS));
 }
 
 void nt_t2_def_param_(nt_callsite *site, const char *scope, const char *param, const char *value)
 {
 	char buf[512];
-	nt_arg a[3] = { NT_STR("scope", nz(scope)), NT_STR("param", nz(param)),
-			str_or_none("value", nt_t2_redact(value, buf, sizeof(buf))) };
-	nt_t2_emit_args_(site, T2(DEF_PARAM), a, 3);
+	nt_arg a[NT_T2_NARGS(DEF_PARAM)] = {
+		T2_A(DEF_PARAM, scope, NT_STR, nz(scope)), T2_A(DEF_PARAM, param, NT_STR, nz(param)),
+		T2_A(DEF_PARAM, value, str_or_none, nt_t2_redact(value, buf, sizeof(buf))) };
+	nt_t2_emit_args_(site, T2(DEF_PARAM), a, NT_T2_NARGS(DEF_PARAM));
 }
 
 /* The next item of a comma-separated list, trimmed of blanks, into buf (items too long for
@@ -222,9 +225,10 @@ void nt_t2_list_env_vars_(nt_callsite *site)
 
 void nt_t2_def_repo_(nt_callsite *site, int repo, const char *worktree)
 {
-	nt_arg a[2] = { NT_U32("repo", (uint32_t)(repo < 0 ? 0 : repo)),
-			NT_STR("worktree", nz(worktree)) };
-	nt_t2_emit_args_(site, T2(DEF_REPO), a, 2);
+	nt_arg a[1 + NT_T2_NARGS(DEF_REPO)] = {
+		NT_U32(NT_T2_ARG_REPO, (uint32_t)(repo < 0 ? 0 : repo)),
+		T2_A1(DEF_REPO, worktree, NT_STR, nz(worktree)) };
+	nt_t2_emit_args_(site, T2(DEF_REPO), a, 1 + NT_T2_NARGS(DEF_REPO));
 }
 
 void nt_t2_child_start_(nt_callsite *site, nt_trace2_child *child, const char *child_class,
@@ -237,23 +241,32 @@ void nt_t2_child_start_(nt_callsite *site, nt_trace2_child *child, const char *c
 		child->id = id;
 		child->start_ticks = nt_now();
 	}
-	nt_arg a[6] = { NT_I32("child_id", id),
-			NT_STR("child_class", hook_name ? "hook" : child_class ? child_class : "?"),
-			str_or_none("hook_name", hook_name), str_or_none("cd", cd),
-			NT_BOOL("use_shell", use_shell),
-			list("argv", copy_argv(&c, git_cmd ? "git" : NULL, argv)) };
-	nt_t2_emit_args_(site, T2(CHILD_START), a, 6);
+	const char *cls = hook_name ? "hook" : child_class ? child_class : "?";
+	nt_arg a[NT_T2_NARGS(CHILD_START)] = {
+		T2_A(CHILD_START, child_id, NT_I32, id), T2_A(CHILD_START, child_class, NT_STR, cls),
+		T2_A(CHILD_START, hook_name, str_or_none, hook_name),
+		T2_A(CHILD_START, cd, str_or_none, cd), T2_A(CHILD_START, use_shell, NT_BOOL, use_shell),
+		T2_A(CHILD_START, argv, list, copy_argv(&c, git_cmd ? "git" : NULL, argv)) };
+	nt_t2_emit_args_(site, T2(CHILD_START), a, NT_T2_NARGS(CHILD_START));
 }
 
 void nt_t2_child_end_(nt_callsite *site, unsigned kind, nt_trace2_child *child, int pid,
 		      int code, const char *ready)
 {
-	nt_arg a[4] = { NT_I32("child_id", child ? child->id : -1), NT_I32("pid", pid),
-			kind == (unsigned)T2(CHILD_READY) ? NT_STR("ready", nz(ready))
-							   : NT_I32("code", code),
-			child ? nt_t2_t_rel_since(child->start_ticks)
-			      : NT_U64(NT_T2_ARG_T_REL_TICKS, 0) };
-	nt_t2_emit_args_(site, kind, a, 4);
+	int id = child ? child->id : -1;
+	nt_arg run = child ? nt_t2_t_rel_since(child->start_ticks)
+			   : NT_U64(NT_T2_ARG_T_REL_TICKS, 0);
+	if (kind == (unsigned)T2(CHILD_READY)) {
+		nt_arg a[NT_T2_NARGS(CHILD_READY)] = {
+			T2_A(CHILD_READY, child_id, NT_I32, id), T2_A(CHILD_READY, pid, NT_I32, pid),
+			T2_A(CHILD_READY, ready, NT_STR, nz(ready)), T2_RUNTIME(CHILD_READY, run) };
+		nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(CHILD_READY));
+	} else {
+		nt_arg a[NT_T2_NARGS(CHILD_EXIT)] = {
+			T2_A(CHILD_EXIT, child_id, NT_I32, id), T2_A(CHILD_EXIT, pid, NT_I32, pid),
+			T2_A(CHILD_EXIT, code, NT_I32, code), T2_RUNTIME(CHILD_EXIT, run) };
+		nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(CHILD_EXIT));
+	}
 }
 
 int nt_t2_exec_(nt_callsite *site, const char *exe, const char *const *argv)
@@ -262,55 +275,74 @@ int nt_t2_exec_(nt_callsite *site, const char *exe, const char *const *argv)
 	if (!nt_trace2_is_enabled())
 		return id;
 	argv_copy c;
-	nt_arg a[3] = { NT_I32("exec_id", id), str_or_none("exe", exe),
-			list("argv", copy_argv(&c, NULL, argv)) };
-	nt_t2_emit_args_(site, T2(EXEC), a, 3);
+	nt_arg a[NT_T2_NARGS(EXEC)] = { T2_A(EXEC, exec_id, NT_I32, id),
+					T2_A(EXEC, exe, str_or_none, exe),
+					T2_A(EXEC, argv, list, copy_argv(&c, NULL, argv)) };
+	nt_t2_emit_args_(site, T2(EXEC), a, NT_T2_NARGS(EXEC));
 	return id;
 }
 
 void nt_t2_exec_result_(nt_callsite *site, int exec_id, int code)
 {
-	nt_arg a[2] = { NT_I32("exec_id", exec_id), NT_I32("code", code) };
-	nt_t2_emit_args_(site, T2(EXEC_RESULT), a, 2);
+	nt_arg a[NT_T2_NARGS(EXEC_RESULT)] = { T2_A(EXEC_RESULT, exec_id, NT_I32, exec_id),
+					       T2_A(EXEC_RESULT, code, NT_I32, code) };
+	nt_t2_emit_args_(site, T2(EXEC_RESULT), a, NT_T2_NARGS(EXEC_RESULT));
 }
+
+/* region_enter and region_leave record the same arguments (the repository, then msg). */
+NT_STATIC_ASSERT(NT_T2_NARGS(REGION_ENTER) == 1 && NT_T2_NARGS(REGION_LEAVE) == 1 &&
+			 NT_T2_AT(REGION_ENTER, msg) == 0 && NT_T2_AT(REGION_LEAVE, msg) == 0,
+		 "region_enter and region_leave record msg alone");
 
 void nt_t2_region_printf_(nt_callsite *site, unsigned kind, int repo, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
-	nt_arg a[2] = { repo >= 0 ? NT_U32("repo", (uint32_t)repo) : none("repo"), none("msg") };
+	nt_arg a[1 + NT_T2_NARGS(REGION_ENTER)] = {
+		repo >= 0 ? NT_U32(NT_T2_ARG_REPO, (uint32_t)repo) : none(NT_T2_ARG_REPO),
+		T2_A1(REGION_ENTER, msg, none) };
 	if (fmt != NULL && fmt[0] != '\0') {
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		a[1] = NT_STR("msg", msg);
+		a[1 + NT_T2_AT(REGION_ENTER, msg)] = NT_STR(NT_T2_NAME(REGION_ENTER, msg), msg);
 	}
-	nt_t2_emit_args_(site, kind, a, 2);
+	nt_t2_emit_args_(site, kind, a, 1 + NT_T2_NARGS(REGION_ENTER));
 }
 
-/* repo >= 0 only on the macro's explicit-repository site (its second argument). */
+/* data and data_json record the same arguments: value, then the repository, which only the
+ * macro's explicit-repository site records (repo >= 0). */
+NT_STATIC_ASSERT(NT_T2_NARGS(DATA) == 1 && NT_T2_NARGS(DATA_JSON) == 1 &&
+			 NT_T2_AT(DATA, value) == 0 && NT_T2_AT(DATA_JSON, value) == 0,
+		 "data and data_json record value alone");
+
+static void data_emit(nt_callsite *site, unsigned kind, int repo, nt_arg value)
+{
+	nt_arg a[NT_T2_NARGS(DATA) + 1] = { [NT_T2_AT(DATA, value)] = value,
+					    [NT_T2_NARGS(DATA)] = NT_U32(NT_T2_ARG_REPO, (uint32_t)repo) };
+	nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(DATA) + (repo >= 0));
+}
+
 void nt_t2_data_(nt_callsite *site, unsigned kind, int repo, const char *value)
 {
-	nt_arg a[2] = { NT_STR("value", nz(value)), NT_U32("repo", (uint32_t)repo) };
-	nt_t2_emit_args_(site, kind, a, repo >= 0 ? 2 : 1);
+	data_emit(site, kind, repo, NT_STR(NT_T2_NAME(DATA, value), nz(value)));
 }
 
 void nt_t2_data_intmax_(nt_callsite *site, unsigned kind, int repo, int64_t value)
 {
-	nt_arg a[2] = { NT_I64("value", value), NT_U32("repo", (uint32_t)repo) };
-	nt_t2_emit_args_(site, kind, a, repo >= 0 ? 2 : 1);
+	data_emit(site, kind, repo, NT_I64(NT_T2_NAME(DATA, value), value));
 }
 
 void nt_t2_printf_(nt_callsite *site, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
-	nt_arg a = none("msg");
+	nt_arg a[NT_T2_NARGS(PRINTF)] = { T2_A(PRINTF, msg, none) };
 	if (fmt != NULL && fmt[0] != '\0') {
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		a = NT_STR("msg", msg);
+		T2_SET(a, PRINTF, msg, NT_STR, msg);
 	}
-	nt_t2_emit_args_(site, T2(PRINTF), &a, 1);
+	nt_t2_emit_args_(site, T2(PRINTF), a, NT_T2_NARGS(PRINTF));
 }

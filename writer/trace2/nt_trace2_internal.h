@@ -4,6 +4,7 @@
 
 #include <nanotrace/nanotrace_trace2.h>
 #include "../core/nt_core.h"
+#include "nt_t2_fields.h"
 
 #define NT_T2_THREAD_NAME_MAX 24 /* Git's TR2_MAX_THREAD_NAME */
 
@@ -36,6 +37,17 @@ typedef struct nt_t2_process {
 } nt_t2_process;
 
 extern nt_t2_process nt_T2;
+
+/* Initializers of a message's arguments, each at its place in the field table
+ * (format/nt_t2_fields.h) and named by it: `nt_arg a[NT_T2_NARGS(msg)] = { T2_A(...), ... }`.
+ * ctor is NT_STR, NT_I32, ... (name first). T2_A1 places it after a leading repo argument. */
+#define T2_A(msg, key, ctor, ...) [NT_T2_AT(msg, key)] = ctor(NT_T2_NAME(msg, key), ##__VA_ARGS__)
+#define T2_A1(msg, key, ctor, ...)                                                             \
+	[1 + NT_T2_AT(msg, key)] = ctor(NT_T2_NAME(msg, key), ##__VA_ARGS__)
+/* The run time's argument (a RUNTIME row, see nt_t2_t_rel_since) at its place. */
+#define T2_RUNTIME(msg, arg) [NT_T2_AT(msg, t_rel)] = (arg)
+/* The same as a statement, for a value known later. */
+#define T2_SET(a, msg, key, ctor, ...) ((a)[NT_T2_AT(msg, key)] = ctor(NT_T2_NAME(msg, key), ##__VA_ARGS__))
 
 /* The run time of a child or thread, recorded as NT_T2_ARG_T_REL_TICKS: the reader converts
  * it, from the archive's clock pairs, where the writer only knows the start-up rate. */

@@ -91,22 +91,25 @@ void nt_trace2_counter_add(nt_trace2_counter *c, uint64_t value)
 }
 
 /* The messages come from this file, as Git's come from its targets' own file:line. */
+/* timer and th_timer have one list of fields (nt_t2_fields.h), counter and th_counter too. */
 static void emit_timer(nt_callsite *site, unsigned kind, const timer_acc *a)
 {
-	nt_arg args[4] = { NT_U64("intervals", a->intervals), NT_U64("t_total", a->total_ns),
-			   NT_U64("t_min", a->min_ns), NT_U64("t_max", a->max_ns) };
-	nt_t2_emit_args_(site, kind, args, 4);
+	nt_arg args[NT_T2_NARGS(TIMER)] = {
+		T2_A(TIMER, intervals, NT_U64, a->intervals), T2_A(TIMER, t_total, NT_U64, a->total_ns),
+		T2_A(TIMER, t_min, NT_U64, a->min_ns), T2_A(TIMER, t_max, NT_U64, a->max_ns) };
+	nt_t2_emit_args_(site, kind, args, NT_T2_NARGS(TIMER));
 }
 
 static void emit_counter(nt_callsite *site, unsigned kind, uint64_t v)
 {
-	nt_arg a = NT_U64("count", v);
-	nt_t2_emit_args_(site, kind, &a, 1);
+	nt_arg a[NT_T2_NARGS(COUNTER)] = { T2_A(COUNTER, count, NT_U64, v) };
+	nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(COUNTER));
 }
 
 /* Call sites per timer / counter and message kind, made on first report (under lock). */
 static nt_callsite timer_sites[2][MAX_TIMERS + 1], counter_sites[2][MAX_COUNTERS + 1];
-static uint16_t timer_names[2][MAX_TIMERS + 1][5], counter_names[2][MAX_COUNTERS + 1][2];
+static uint16_t timer_names[2][MAX_TIMERS + 1][NT_T2_NARGS(TIMER) + 1];
+static uint16_t counter_names[2][MAX_COUNTERS + 1][NT_T2_NARGS(COUNTER) + 1];
 
 static nt_callsite *report_site(nt_callsite *s, uint16_t *names, const char *category,
 				const char *name, uint32_t nargs)
@@ -121,13 +124,13 @@ static nt_callsite *report_site(nt_callsite *s, uint16_t *names, const char *cat
 static nt_callsite *timer_site(int final, uint32_t id)
 {
 	return report_site(&timer_sites[final][id], timer_names[final][id], timers[id]->category,
-			   timers[id]->name, 4);
+			   timers[id]->name, NT_T2_NARGS(TIMER));
 }
 
 static nt_callsite *counter_site(int final, uint32_t id)
 {
 	return report_site(&counter_sites[final][id], counter_names[final][id],
-			   counters[id]->category, counters[id]->name, 1);
+			   counters[id]->category, counters[id]->name, NT_T2_NARGS(COUNTER));
 }
 
 /* th_timer / th_counter of this thread for the per-thread ones, then merge; caller holds

@@ -74,6 +74,7 @@
 #include <stdint.h>
 
 #include "nanotrace.h"
+#include "nt_t2_fields.h" /* the keys of each message: argument names and counts */
 
 #ifdef __cplusplus
 extern "C" {
@@ -154,73 +155,76 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
  * Call once, from the main thread; later calls return the first result. */
 #define NT_T2_INITIALIZE(version)                                                              \
 	({                                                                                     \
-		NT__T2_SITE(nt__t2s_, "", "", 2);                                              \
+		NT__T2_SITE(nt__t2s_, "", "", NT_T2_NARGS(VERSION));                           \
 		nt_t2_initialize_(&nt__t2s_, (version));                                       \
 	})
 
 /* start: the command line (NULL-terminated; URL passwords redacted), then cmd_ancestry
  * from /proc (the parent process names, nearest first), as Git does on Linux. */
-#define NT_T2_CMD_START(argv) NT__T2_CALL(START, "", "", 1, nt_t2_cmd_start_(&nt__t2s_, (const char *const *)(argv)))
+#define NT_T2_CMD_START(argv) NT__T2_CALL(START, "", "", NT_T2_NARGS(START), nt_t2_cmd_start_(&nt__t2s_, (const char *const *)(argv)))
 /* cmd_ancestry with caller-supplied names (NULL-terminated, nearest parent first). */
-#define NT_T2_CMD_ANCESTRY(names) NT__T2_CALL(CMD_ANCESTRY, "", "", 1, nt_t2_cmd_ancestry_(&nt__t2s_, (const char *const *)(names)))
+#define NT_T2_CMD_ANCESTRY(names) NT__T2_CALL(CMD_ANCESTRY, "", "", NT_T2_NARGS(CMD_ANCESTRY), nt_t2_cmd_ancestry_(&nt__t2s_, (const char *const *)(names)))
 /* exit: records the code (atexit reports it again) and evaluates to it:
  * `return NT_T2_CMD_EXIT(code);` */
 #define NT_T2_CMD_EXIT(code)                                                                   \
 	({                                                                                     \
-		NT__T2_SITE(nt__t2s_, "", "", 1);                                              \
+		NT__T2_SITE(nt__t2s_, "", "", NT_T2_NARGS(EXIT));                              \
 		nt_t2_cmd_exit_(&nt__t2s_, (code));                                            \
 	})
 /* error: the formatted message and the format string itself. */
-#define NT_T2_CMD_ERROR(...) NT__T2_CALL(ERROR, "", "", 2, nt_t2_cmd_error_(&nt__t2s_, __VA_ARGS__))
-#define NT_T2_CMD_PATH(path) NT__T2_CALL(CMD_PATH, "", "", 1, nt_t2_string_(&nt__t2s_, NT__T2_KIND(CMD_PATH), "path", (path)))
+#define NT_T2_CMD_ERROR(...) NT__T2_CALL(ERROR, "", "", NT_T2_NARGS(ERROR), nt_t2_cmd_error_(&nt__t2s_, __VA_ARGS__))
+#define NT_T2_CMD_PATH(cmd_path) NT__T2_CALL(CMD_PATH, "", "", NT_T2_NARGS(CMD_PATH), nt_t2_string_(&nt__t2s_, NT__T2_KIND(CMD_PATH), NT_T2_NAME(CMD_PATH, path), (cmd_path)))
 /* cmd_name: the hierarchy is the parent's (NANOTRACE_PARENT_NAME) + "/" + name, and is
  * passed on to child processes. */
-#define NT_T2_CMD_NAME(name) NT__T2_CALL(CMD_NAME, "", "", 2, nt_t2_cmd_name_(&nt__t2s_, (name)))
-#define NT_T2_CMD_MODE(mode) NT__T2_CALL(CMD_MODE, "", "", 1, nt_t2_string_(&nt__t2s_, NT__T2_KIND(CMD_MODE), "name", (mode)))
-#define NT_T2_CMD_ALIAS(alias, argv) NT__T2_CALL(ALIAS, "", "", 2, nt_t2_cmd_alias_(&nt__t2s_, (alias), (const char *const *)(argv)))
+#define NT_T2_CMD_NAME(name) NT__T2_CALL(CMD_NAME, "", "", NT_T2_NARGS(CMD_NAME), nt_t2_cmd_name_(&nt__t2s_, (name)))
+#define NT_T2_CMD_MODE(mode) NT__T2_CALL(CMD_MODE, "", "", NT_T2_NARGS(CMD_MODE), nt_t2_string_(&nt__t2s_, NT__T2_KIND(CMD_MODE), NT_T2_NAME(CMD_MODE, name), (mode)))
+#define NT_T2_CMD_ALIAS(alias, argv) NT__T2_CALL(ALIAS, "", "", NT_T2_NARGS(ALIAS), nt_t2_cmd_alias_(&nt__t2s_, (alias), (const char *const *)(argv)))
 /* def_param: a setting that affects the command; value NULL = valueless. */
-#define NT_T2_DEF_PARAM(scope, param, value) NT__T2_CALL(DEF_PARAM, "", "", 3, nt_t2_def_param_(&nt__t2s_, (scope), (param), (value)))
+#define NT_T2_DEF_PARAM(scope, param, value) NT__T2_CALL(DEF_PARAM, "", "", NT_T2_NARGS(DEF_PARAM), nt_t2_def_param_(&nt__t2s_, (scope), (param), (value)))
 /* def_param for each of the n (key, value) pairs whose key matches a pattern of
  * NANOTRACE_CONFIG_PARAMS (comma-separated shell globs, case-insensitive). */
-#define NT_T2_LIST_CONFIG(scope, keys, values, n) NT__T2_CALL(DEF_PARAM, "", "", 3, nt_t2_list_config_(&nt__t2s_, (scope), (keys), (values), (n)))
+#define NT_T2_LIST_CONFIG(scope, keys, values, n) NT__T2_CALL(DEF_PARAM, "", "", NT_T2_NARGS(DEF_PARAM), nt_t2_list_config_(&nt__t2s_, (scope), (keys), (values), (n)))
 /* def_param (scope "command") for each variable named in NANOTRACE_ENV_VARS that is set
  * and non-empty. */
-#define NT_T2_LIST_ENV_VARS() NT__T2_CALL(DEF_PARAM, "", "", 3, nt_t2_list_env_vars_(&nt__t2s_))
-/* def_repo: repository `repo` (an id >= 0 of the caller's choosing) and its worktree. */
-#define NT_T2_DEF_REPO(repo, worktree) NT__T2_CALL(DEF_REPO, "", "", 2, nt_t2_def_repo_(&nt__t2s_, (repo), (worktree)))
+#define NT_T2_LIST_ENV_VARS() NT__T2_CALL(DEF_PARAM, "", "", NT_T2_NARGS(DEF_PARAM), nt_t2_list_env_vars_(&nt__t2s_))
+/* def_repo: repository `repo` (an id >= 0 of the caller's choosing) and its worktree (the
+ * repository is recorded as an argument first). */
+#define NT_T2_DEF_REPO(repo, worktree) NT__T2_CALL(DEF_REPO, "", "", 1 + NT_T2_NARGS(DEF_REPO), nt_t2_def_repo_(&nt__t2s_, (repo), (worktree)))
 
 /* ---- child processes and exec ----------------------------------------------------------- */
 
 /* child_start: `child` gets the next child id and the start time. child_class NULL = "?";
  * hook_name non-NULL makes the class "hook"; cd NULL = none; git_cmd prepends "git" to argv. */
 #define NT_T2_CHILD_START(child, child_class, hook_name, cd, use_shell, git_cmd, argv)          \
-	NT__T2_CALL(CHILD_START, "", "", 6,                                                    \
+	NT__T2_CALL(CHILD_START, "", "", NT_T2_NARGS(CHILD_START),                                                    \
 		    nt_t2_child_start_(&nt__t2s_, (child), (child_class), (hook_name), (cd),   \
 				       (use_shell), (git_cmd), (const char *const *)(argv)))
 /* child_exit: pid (-1 when the spawn failed), exit code, and the child's run time. */
-#define NT_T2_CHILD_EXIT(child, pid, code) NT__T2_CALL(CHILD_EXIT, "", "", 4, nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_EXIT), (child), (pid), (code), NULL))
+#define NT_T2_CHILD_EXIT(child, pid, code) NT__T2_CALL(CHILD_EXIT, "", "", NT_T2_NARGS(CHILD_EXIT), nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_EXIT), (child), (pid), (code), NULL))
 /* child_ready: a background child reports "ready", "timeout" or "error". */
-#define NT_T2_CHILD_READY(child, pid, ready) NT__T2_CALL(CHILD_READY, "", "", 4, nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_READY), (child), (pid), 0, (ready)))
+#define NT_T2_CHILD_READY(child, pid, ready) NT__T2_CALL(CHILD_READY, "", "", NT_T2_NARGS(CHILD_READY), nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_READY), (child), (pid), 0, (ready)))
 /* exec: about to exec `exe` (may be NULL) with argv; evaluates to the exec id. */
 #define NT_T2_EXEC(exe, argv)                                                                  \
 	({                                                                                     \
-		NT__T2_SITE(nt__t2s_, "", "", 3);                                              \
+		NT__T2_SITE(nt__t2s_, "", "", NT_T2_NARGS(EXEC));                              \
 		nt_t2_exec_(&nt__t2s_, (exe), (const char *const *)(argv));                    \
 	})
 /* exec_result: the exec failed with errno `code`. */
-#define NT_T2_EXEC_RESULT(exec_id, code) NT__T2_CALL(EXEC_RESULT, "", "", 2, nt_t2_exec_result_(&nt__t2s_, (exec_id), (code)))
+#define NT_T2_EXEC_RESULT(exec_id, code) NT__T2_CALL(EXEC_RESULT, "", "", NT_T2_NARGS(EXEC_RESULT), nt_t2_exec_result_(&nt__t2s_, (exec_id), (code)))
 
 /* ---- threads ---------------------------------------------------------------------------- */
 
 /* On a new thread: names it "thNN:<name>" and records thread_start. On the main thread it
  * becomes region_enter "thread-proc on main: <name>", as in Git. */
 #define NT_T2_THREAD_START(name)                                                               \
-	NT__T2_CALL(THREAD_START, "", "", 0, NT__T2_SITE(nt__t2m_, "", "", 2);                 \
+	NT__T2_CALL(THREAD_START, "", "", NT_T2_NARGS(THREAD_START),                          \
+		    NT__T2_SITE(nt__t2m_, "", "", 1 + NT_T2_NARGS(REGION_ENTER));             \
 		    nt_t2_thread_start_(&nt__t2s_, &nt__t2m_, (name)))
 /* Before the thread returns: its per-thread timers and counters, then thread_exit with its
  * run time. On the main thread: region_leave "thread-proc on main". */
 #define NT_T2_THREAD_EXIT()                                                                    \
-	NT__T2_CALL(THREAD_EXIT, "", "", 1, NT__T2_SITE(nt__t2m_, "", "", 2);                  \
+	NT__T2_CALL(THREAD_EXIT, "", "", NT_T2_NARGS(THREAD_EXIT),                            \
+		    NT__T2_SITE(nt__t2m_, "", "", 1 + NT_T2_NARGS(REGION_LEAVE));             \
 		    nt_t2_thread_exit_(&nt__t2s_, &nt__t2m_))
 
 /* ---- regions and data ------------------------------------------------------------------- */
@@ -260,7 +264,7 @@ static inline int nt_t2_site_has_repo_(nt_callsite *site, int repo)
 		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
 			NT__T2_SITES3(cat, label, 0);                                          \
 			NT__T2_PICK(repo, nt_t2_emit_(nt__site_, NT__T2_KIND(ev)), {           \
-				nt_arg nt__a_ = NT_U32("repo", (uint32_t)nt__repo_);           \
+				nt_arg nt__a_ = NT_U32(NT_T2_ARG_REPO, (uint32_t)nt__repo_);           \
 				nt_t2_emit_args_(nt__site_, NT__T2_KIND(ev), &nt__a_, 1);      \
 			});                                                                    \
 		}                                                                              \
@@ -268,15 +272,15 @@ static inline int nt_t2_site_has_repo_(nt_callsite *site, int repo)
 #define NT_T2_REGION_ENTER(cat, label, repo) NT__T2_REGION(REGION_ENTER, cat, label, repo)
 #define NT_T2_REGION_LEAVE(cat, label, repo) NT__T2_REGION(REGION_LEAVE, cat, label, repo)
 /* The same with a printf-formatted message. */
-#define NT_T2_REGION_ENTER_PRINTF(cat, label, repo, ...) NT__T2_CALL(REGION_ENTER, cat, label, 2, nt_t2_region_printf_(&nt__t2s_, NT__T2_KIND(REGION_ENTER), (repo), __VA_ARGS__))
-#define NT_T2_REGION_LEAVE_PRINTF(cat, label, repo, ...) NT__T2_CALL(REGION_LEAVE, cat, label, 2, nt_t2_region_printf_(&nt__t2s_, NT__T2_KIND(REGION_LEAVE), (repo), __VA_ARGS__))
+#define NT_T2_REGION_ENTER_PRINTF(cat, label, repo, ...) NT__T2_CALL(REGION_ENTER, cat, label, 1 + NT_T2_NARGS(REGION_ENTER), nt_t2_region_printf_(&nt__t2s_, NT__T2_KIND(REGION_ENTER), (repo), __VA_ARGS__))
+#define NT_T2_REGION_LEAVE_PRINTF(cat, label, repo, ...) NT__T2_CALL(REGION_LEAVE, cat, label, 1 + NT_T2_NARGS(REGION_LEAVE), nt_t2_region_printf_(&nt__t2s_, NT__T2_KIND(REGION_LEAVE), (repo), __VA_ARGS__))
 
 /* data: (category, key) = value, inside the current region; value is a string, an integer
  * (recorded as its decimal string, as Git does) or JSON text (data_json, kept verbatim). */
 #define NT__T2_DATA(cat, key, repo, value, kind, fn)                                          \
 	do {                                                                                   \
 		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
-			NT__T2_SITES3(cat, key, 1);                                            \
+			NT__T2_SITES3(cat, key, NT_T2_NARGS(DATA));                                            \
 			NT__T2_PICK(repo, fn(nt__site_, kind, -1, value),                      \
 				    fn(nt__site_, kind, nt__repo_, value));                    \
 		}                                                                              \
@@ -289,7 +293,7 @@ static inline int nt_t2_site_has_repo_(nt_callsite *site, int repo)
 #define NT_T2_DATA_JSON(cat, repo, key, json)                                                  \
 	NT__T2_DATA(cat, key, repo, (json), NT__T2_KIND(DATA_JSON), nt_t2_data_)
 /* printf: a free-form message. */
-#define NT_T2_PRINTF(...) NT__T2_CALL(PRINTF, "", "", 1, nt_t2_printf_(&nt__t2s_, __VA_ARGS__))
+#define NT_T2_PRINTF(...) NT__T2_CALL(PRINTF, "", "", NT_T2_NARGS(PRINTF), nt_t2_printf_(&nt__t2s_, __VA_ARGS__))
 
 /* ---- timers and counters ---------------------------------------------------------------- */
 /*
