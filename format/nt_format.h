@@ -164,6 +164,9 @@ enum {
 #define NT_MAX_SID_LENGTH (NT_MAX_RECORD_BYTES - 32u)
 #define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
 #define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
+/* Process indices a reader accepts (ThreadRecord.process, ProcessRecord.index): bounds the
+ * table a corrupt index could demand. */
+#define NT_MAX_PROCESS_INDEX 65536u
 /* A slot's overwrite counter (ArchiveHeader.slot_overwritten_offset): the events of the
  * chunk now in the slot are already counted in it (bit 63). */
 #define NT_SLOT_CHUNK_COUNTED (1ull << 63)

@@ -41,7 +41,6 @@ struct nt_reader {
 
 	nt_reader_process *processes; /* defined == 0: no record */
 	size_t nprocesses;
-#define MAX_PROCESS_INDEX 65536u
 
 	reader_callsite *callsites;
 	size_t ncallsites;

@@ -155,7 +155,7 @@ static durable_result durable_process(nt_reader *r, const uint8_t *p, uint64_t s
 	const nt_process_record *pr = (const void *)p;
 	if (size < sizeof(*pr) || pr->sid_length > size - sizeof(*pr))
 		return damaged(why, "process record is shorter than its SID");
-	if (pr->index >= MAX_PROCESS_INDEX)
+	if (pr->index >= NT_MAX_PROCESS_INDEX)
 		return damaged(why, "process record index is out of range");
 	if (!nt_grow(&r->processes, &r->nprocesses, (size_t)pr->index + 1, sizeof(*r->processes)))
 		return DURABLE_NO_MEMORY;

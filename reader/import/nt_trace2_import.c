@@ -125,8 +125,8 @@ uint32_t nt_imp_process(nt_importer *im, const char *sid, size_t len)
 	if (len > NT_MAX_SID_LENGTH)
 		return nt_imp_fail(im, 0, "SID longer than %u bytes", NT_MAX_SID_LENGTH);
 	uint32_t index = im->nprocesses;
-	if (index + 1 >= MAX_PROCESS_INDEX)
-		return nt_imp_fail(im, 0, "more than %u processes", MAX_PROCESS_INDEX - 1);
+	if (index + 1 >= NT_MAX_PROCESS_INDEX)
+		return nt_imp_fail(im, 0, "more than %u processes", NT_MAX_PROCESS_INDEX - 1);
 	if (!nt_grow(&im->procs, &im->procs_cap, index + 1, sizeof(*im->procs)))
 		return nt_imp_oom(im);
 	uint32_t words = 4 + nt_words_for_bytes((uint32_t)len);

@@ -11,7 +11,8 @@
 #include <stdint.h>
 
 #include "nt_import_tables.h"
-#include "../decode/nt_reader_internal.h"
+#include <nanotrace/nanotrace_reader.h>
+#include "nt_record.h"
 
 /* What the importer tracks per process. */
 typedef struct nt_imp_proc {

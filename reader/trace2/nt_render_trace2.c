@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include "../common/nt_grow.h"
-#include "../decode/nt_reader_internal.h"
 #include "nt_trace2.h"
 
 /* ---- EVENT ------------------------------------------------------------------------------ */
@@ -349,7 +348,7 @@ int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 			break;
 		}
 		nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
-		nt_order order = readers[i]->info.stream_ordered ? NT_ORDER_STREAM : NT_ORDER_TIME;
+		nt_order order = nt_reader_info(readers[i])->stream_ordered ? NT_ORDER_STREAM : NT_ORDER_TIME;
 		int v = nt_reader_visit(readers[i], &cb, &rd[i], order, opt->policy);
 		if (rd[i].oom || v < 0)
 			rc = -1;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../decode/nt_reader_internal.h"
 #include "nt_trace2.h"
 
 #define T2_STACK_MAX 128
@@ -43,8 +42,8 @@ t2_model *t2_model_new(nt_reader *r)
 	if (m == NULL)
 		return NULL;
 	m->r = r;
-	m->nthreads = r->nthreads;
-	m->nprocs = r->nprocesses;
+	m->nthreads = nt_reader_thread_index_limit(r);
+	m->nprocs = nt_reader_process_count(r);
 	m->threads = calloc(m->nthreads ? m->nthreads : 1, sizeof(*m->threads));
 	m->procs = calloc(m->nprocs ? m->nprocs : 1, sizeof(*m->procs));
 	if (m->threads == NULL || m->procs == NULL) {
@@ -246,7 +245,7 @@ static void decode_times(t2_model *m, const nt_reader_process *p, t2_msg *o)
 			pp->have_offset = 1;
 			pp->offset_us = o->time_us - (int64_t)o->t_abs_us;
 		}
-	} else if (p != NULL && !r->info.stream_ordered) {
+	} else if (p != NULL && !nt_reader_info(r)->stream_ordered) {
 		o->has_t_abs = o->t_abs_exact = 1;
 		o->t_abs_us = us_between(nt_reader_ticks_to_ns(r, p->start_ticks), o->ev->time_ns);
 	} else if (pp != NULL && pp->have_offset && o->has_time) {
