@@ -168,7 +168,11 @@ static int trace2_compression(double *ratio, uint64_t *json_bytes, uint64_t *arc
 	*json_bytes = 0;
 	cookie_io_functions_t io = { .write = count_write };
 	FILE *out = fopencookie(json_bytes, "w", io);
-	nt_trace2_options opt = { .format = NT_TRACE2_EVENT, .brief = 0, .nesting = 100 };
+	nt_trace2_options opt;
+	nt_trace2_options_init(&opt);
+	opt.format = NT_TRACE2_EVENT;
+	opt.brief = 0;
+	opt.nesting = 100;
 	int rc = out ? nt_render_trace2(&r, 1, out, &opt) : -1;
 	if (out)
 		fclose(out);

@@ -139,8 +139,10 @@ enum {
 /* BufferingMode */
 enum { NT_MODE_ONESHOT = 0, NT_MODE_CIRCULAR = 1, NT_MODE_STREAMING = 2 };
 
-/* ClockSource */
-enum { NT_CLOCK_MONOTONIC = 0, NT_CLOCK_TSC = 1 };
+/* ClockSource: what an archive's ticks are. Named apart from nanotrace.h's nt_clock_choice
+ * (NT_CLOCK_AUTO, NT_CLOCK_USE_*), what a program asks for, so that one is never written
+ * for the other: `cfg.clock = NT_CLOCK_TSC` does not compile. */
+typedef enum nt_clock_source { NT_CLOCK_SOURCE_MONOTONIC = 0, NT_CLOCK_SOURCE_TSC = 1 } nt_clock_source;
 
 /* ArchiveLayout */
 enum { NT_LAYOUT_STREAM = 0, NT_LAYOUT_ARENA = 1 };

@@ -576,6 +576,11 @@ void nt_reader_close(nt_reader *r)
 	free(r);
 }
 
+const char *nt_reader_version(void)
+{
+	return NT_VERSION_STRING; /* this library's, compiled in here: not the caller's header */
+}
+
 const nt_archive_info *nt_reader_info(const nt_reader *r)
 {
 	return &r->info;
@@ -651,7 +656,7 @@ static int64_t saturate(__int128 v)
 int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
 {
 	const nt_archive_info *in = &r->info;
-	if (in->clock_source == NT_CLOCK_MONOTONIC)
+	if (in->clock_source == NT_CLOCK_SOURCE_MONOTONIC)
 		return (int64_t)ticks; /* the ticks are CLOCK_MONOTONIC nanoseconds */
 	int64_t d = (int64_t)(ticks - in->start_ticks);
 	__int128 ns;

@@ -237,7 +237,7 @@ int nt_imp_finish(nt_importer *im, void **out, size_t *out_size)
 	info.format_minor = NT_FORMAT_MINOR;
 	snprintf(info.producer, sizeof(info.producer), "trace-import (nanotrace %s)", NT_VERSION_STRING);
 	snprintf(info.process_name, sizeof(info.process_name), "%s", "git trace2 event stream");
-	info.clock_source = NT_CLOCK_MONOTONIC; /* ticks are ns since the epoch */
+	info.clock_source = NT_CLOCK_SOURCE_MONOTONIC; /* ticks are ns since the epoch */
 	info.ticks_per_second = 1000000000u;
 	info.start_ticks = info.start_monotonic_ns = info.start_realtime_ns = im->first_ticks;
 	info.finish_ticks = info.finish_monotonic_ns = info.finish_realtime_ns = im->last_ticks;

@@ -140,8 +140,12 @@ static void write_other_data(chrome_ctx *c)
 		c->balance.unmatched_ends, nt_balance_unended(&c->balance));
 }
 
-int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt)
+int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
+	nt_render_options copy;
+	const nt_render_options *opt = &copy;
+	if (nt_render_options_in(user_opt, &copy, "nt_render_chrome") != 0)
+		return -1;
 	const nt_archive_info *info = nt_reader_info(r);
 	chrome_ctx c = { .out = out, .r = r, .start_ns = (int64_t)info->start_monotonic_ns,
 			 .opt = opt, .first = 1 };

@@ -94,7 +94,7 @@ static void print_archive(const nt_reader *r, FILE *out)
 	fprintf(out, "archive: %s\n", nt_reader_name(r));
 	fprintf(out, "producer: %s (format %u.%u)\n", in->producer, in->format_major, in->format_minor);
 	fprintf(out, "process: %s (pid %" PRIu32 ")\n", in->process_name, in->pid);
-	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_TSC ? "tsc" : "monotonic",
+	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_SOURCE_TSC ? "tsc" : "monotonic",
 		in->ticks_per_second);
 	/* An imported log was never in an arena: its header leaves the geometry 0, and the
 	 * mode field's default would claim oneshot. */
@@ -137,8 +137,12 @@ static void print_trace2(const nt_reader *r, FILE *out, const uint64_t *by_kind)
 	fprintf(out, "), processes %" PRIu32 "\n", processes_present(r));
 }
 
-int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt)
+int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
+	nt_render_options copy;
+	const nt_render_options *opt = &copy;
+	if (nt_render_options_in(user_opt, &copy, "nt_render_stats") != 0)
+		return -1;
 	stats_ctx s;
 	memset(&s, 0, sizeof(s));
 	s.opt = opt;

@@ -105,8 +105,12 @@ static int clamp_col(uint32_t n, int min)
 	return n > MAX_COL ? MAX_COL : (int)n < min ? min : (int)n;
 }
 
-int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt)
+int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
+	nt_render_options copy;
+	const nt_render_options *opt = &copy;
+	if (nt_render_options_in(user_opt, &copy, "nt_render_text") != 0)
+		return -1;
 	text_ctx t = { .out = out, .opt = opt,
 		       .start_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns };
 	t.wthread = clamp_col(nt_reader_max_name_len(r) + 8, 6);

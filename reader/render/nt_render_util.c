@@ -1,11 +1,35 @@
 /* nt_render_util.c - helpers shared by the renderers: JSON strings, durations, and which
  * Begins and Ends pair up. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nt_render_util.h"
+#include "../common/nt_struct_in.h"
+
+void nt_render_options_init(nt_render_options *opt)
+{
+	if (opt == NULL)
+		return;
+	memset(opt, 0, sizeof(*opt));
+	opt->struct_size = sizeof(*opt);
+	opt->order = NT_ORDER_TIME;
+	opt->policy = NT_ON_CORRUPT_SKIP;
+}
+
+/* The first nt_render_options ended with error_ctx; later fields go after it. */
+#define RENDER_OPTIONS_V1_SIZE (offsetof(nt_render_options, error_ctx) + sizeof(void *))
+
+int nt_render_options_in(const nt_render_options *in, nt_render_options *out, const char *who)
+{
+	nt_render_options_init(out);
+	if (in == NULL)
+		return 0;
+	return nt_struct_copy_in(out, sizeof(*out), in, RENDER_OPTIONS_V1_SIZE, who,
+				 "nt_render_options_init");
+}
 
 /* Length of the valid UTF-8 sequence at s (of n bytes), or 0 if it is not valid. */
 static size_t utf8_seq(const unsigned char *s, size_t n)

@@ -17,6 +17,11 @@ static inline int64_t nt_sat_sub(int64_t a, int64_t b)
 	return r;
 }
 
+/* The caller's options (NULL: the defaults) copied into *out by their struct_size (see
+ * nanotrace_reader.h, GROWING STRUCTS); -1, after one line on stderr naming `who`, when
+ * struct_size is not an nt_render_options'. */
+int nt_render_options_in(const nt_render_options *in, nt_render_options *out, const char *who);
+
 /* Forward damage to the caller's nt_render_options.on_error, if set. */
 static inline void nt_render_forward_error(const nt_render_options *opt, uint64_t off,
 					   const char *msg)

@@ -267,9 +267,9 @@ static int dump_one(dump_args *d)
 
 int main(int argc, char **argv)
 {
-	dump_args d = { .format = "text",
-			.t2 = { .brief = -1, .nesting = 2, .policy = NT_ON_CORRUPT_SKIP },
-			.opt = { .order = NT_ORDER_TIME, .policy = NT_ON_CORRUPT_SKIP } };
+	dump_args d = { .format = "text" };
+	nt_trace2_options_init(&d.t2); /* brief -1 (as captured), nesting 2, skip damage */
+	nt_render_options_init(&d.opt); /* time order, skip damage */
 	int rc = parse_args(argc, argv, &d);
 	if (rc >= 0)
 		return rc;

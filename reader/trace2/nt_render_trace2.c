@@ -9,11 +9,13 @@
  * so memory is O(Trace2 lines) in that case; a single archive streams.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "../common/nt_grow.h"
+#include "../common/nt_struct_in.h"
 #include "nt_trace2.h"
 
 /* ---- EVENT ------------------------------------------------------------------------------ */
@@ -330,10 +332,31 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 		rd->opt->on_error(rd->opt->error_ctx, off, msg);
 }
 
-int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
-		     const nt_trace2_options *opt)
+void nt_trace2_options_init(nt_trace2_options *opt)
 {
-	if (readers == NULL || n == 0 || out == NULL || opt == NULL)
+	if (opt == NULL)
+		return;
+	memset(opt, 0, sizeof(*opt));
+	opt->struct_size = sizeof(*opt);
+	opt->format = NT_TRACE2_NORMAL;
+	opt->brief = -1;
+	opt->nesting = 2;
+	opt->policy = NT_ON_CORRUPT_SKIP;
+}
+
+/* The first nt_trace2_options ended with error_ctx; later fields go after it. */
+#define TRACE2_OPTIONS_V1_SIZE (offsetof(nt_trace2_options, error_ctx) + sizeof(void *))
+
+int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
+		     const nt_trace2_options *user_opt)
+{
+	if (readers == NULL || n == 0 || out == NULL || user_opt == NULL)
+		return -1;
+	nt_trace2_options copy;
+	const nt_trace2_options *opt = &copy;
+	nt_trace2_options_init(&copy);
+	if (nt_struct_copy_in(&copy, sizeof(copy), user_opt, TRACE2_OPTIONS_V1_SIZE,
+			      "nt_render_trace2", "nt_trace2_options_init") != 0)
 		return -1;
 	t2_render *rd = calloc(n, sizeof(*rd));
 	if (rd == NULL)

@@ -150,8 +150,8 @@ SAME_ENUM(NT_KIND_T2_FIRST + NT_T2_UNKNOWN, RecordKind_Trace2Unknown)
 SAME_ENUM(NT_MODE_ONESHOT, BufferingMode_Oneshot)
 SAME_ENUM(NT_MODE_CIRCULAR, BufferingMode_Circular)
 SAME_ENUM(NT_MODE_STREAMING, BufferingMode_Streaming)
-SAME_ENUM(NT_CLOCK_MONOTONIC, ClockSource_Monotonic)
-SAME_ENUM(NT_CLOCK_TSC, ClockSource_Tsc)
+SAME_ENUM(NT_CLOCK_SOURCE_MONOTONIC, ClockSource_Monotonic)
+SAME_ENUM(NT_CLOCK_SOURCE_TSC, ClockSource_Tsc)
 SAME_ENUM(NT_LAYOUT_STREAM, ArchiveLayout_Stream)
 SAME_ENUM(NT_LAYOUT_ARENA, ArchiveLayout_Arena)
 SAME_ENUM(NT_END_UNKNOWN, EndReason_Unknown)
@@ -273,7 +273,7 @@ static void check_header_encoding(void **)
 	in.format_minor = 0;
 	std::snprintf(in.producer, sizeof(in.producer), "nanotrace test");
 	std::snprintf(in.process_name, sizeof(in.process_name), "proc \xc3\xa9");
-	in.clock_source = NT_CLOCK_TSC;
+	in.clock_source = NT_CLOCK_SOURCE_TSC;
 	in.ticks_per_second = 2000000000ull;
 	in.start_ticks = 0x0102030405060708ull;
 	in.start_monotonic_ns = 11;

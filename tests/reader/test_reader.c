@@ -170,13 +170,17 @@ static void render_all_ways(const uint8_t *data, size_t size, FILE *sink)
 	if (r == NULL)
 		return;
 	for (int order = 0; order < 2; order++) {
-		nt_render_options opt = { .order = (nt_order)order,
-					  .policy = order ? NT_ON_CORRUPT_SKIP : NT_ON_CORRUPT_STOP };
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		opt.order = (nt_order)order;
+		opt.policy = order ? NT_ON_CORRUPT_SKIP : NT_ON_CORRUPT_STOP;
 		nt_render_text(r, sink, &opt);
 		nt_render_chrome(r, sink, &opt);
 		nt_render_stats(r, sink, &opt);
-		nt_trace2_options t2 = { .format = NT_TRACE2_NORMAL, .brief = -1, .nesting = 1,
-					 .policy = opt.policy };
+		nt_trace2_options t2;
+		nt_trace2_options_init(&t2);
+		t2.nesting = 1;
+		t2.policy = opt.policy;
 		for (int f = order; f < 3; f += 2) { /* each format once over the two passes */
 			t2.format = (nt_trace2_format)f;
 			nt_render_trace2(&r, 1, sink, &t2);

@@ -57,9 +57,11 @@ static char *render(const void *data, size_t size, nt_trace2_format format, int 
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
-	nt_trace2_options opt = { .format = format, .brief = -1, .nesting = 2,
-				  .policy = NT_ON_CORRUPT_SKIP, .on_error = null_error,
-				  .error_ctx = damage };
+	nt_trace2_options opt;
+	nt_trace2_options_init(&opt);
+	opt.format = format;
+	opt.on_error = null_error;
+	opt.error_ctx = damage;
 	nt_render_trace2(&r, 1, out, &opt);
 	fclose(out);
 	nt_reader_close(r);
@@ -81,8 +83,10 @@ static char *render_view(const void *data, size_t size, int view, int *damage)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
-	nt_render_options opt = { .order = NT_ORDER_TIME, .policy = NT_ON_CORRUPT_SKIP,
-				  .on_error = null_error, .error_ctx = damage };
+	nt_render_options opt;
+	nt_render_options_init(&opt);
+	opt.on_error = null_error;
+	opt.error_ctx = damage;
 	if (view == 3)
 		nt_render_text(r, out, &opt);
 	else if (view == 4)

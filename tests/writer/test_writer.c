@@ -1,14 +1,12 @@
 /* test_writer.c - the writer's API contract, checked by reading archives back. */
 #define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
+#include "nt_cmocka.h"
 #include "nt_test_util.h"
 
 static nt_config small_config(int mode)
@@ -366,6 +364,212 @@ static void long_gap_uses_timestamp_escape(void **state)
 	test_trace_free(&t);
 }
 
+/* A second nt_finish() after one that wrote the archive is a mistake, reported: the header
+ * promises NT_ERR_STATE, and the archive written first stays as it was. */
+static void second_finish_is_a_state_error(void **state)
+{
+	(void)state;
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	NT_INSTANT("t", "once");
+	char path[256];
+	test_tmp_path(path, sizeof(path), "second-finish");
+	assert_int_equal(nt_finish(path), NT_OK);
+	assert_int_equal(nt_finish(path), NT_ERR_STATE);
+	assert_non_null(strstr(nt_last_error(), "already finished"));
+	assert_int_equal(nt_finish(NULL), NT_ERR_STATE);
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_TIME, &t), 0);
+	assert_int_equal(t.n, 1);
+	test_trace_free(&t);
+	unlink(path);
+	/* A new session finishes normally again. */
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	test_trace t2;
+	finish_and_read("second-finish-new", &t2);
+	test_trace_free(&t2);
+}
+
+/* A malformed pattern would silently select nothing: it is refused, with the pattern and
+ * the position of its first mistake, by nt_start and by nt_provider_start alike. */
+static void malformed_category_patterns_are_refused(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pattern;
+		const char *position;
+	} bad[] = {
+		{ "io,,bad pattern*x", "position 3" }, { ",io", "position 0" },
+		{ "io,", "position 3" },               { "io, db", "position 3" },
+		{ "a*b", "position 1" },               { "**", "position 0" },
+		{ "io\tx", "position 2" },             { "na\xc3\xafve", "position 2" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		nt_config cfg = small_config(NT_MODE_ONESHOT);
+		cfg.categories = bad[i].pattern;
+		assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+		assert_msg(strstr(nt_last_error(), bad[i].pattern) != NULL &&
+				   strstr(nt_last_error(), bad[i].position) != NULL,
+			   "pattern '%s': %s", bad[i].pattern, nt_last_error());
+		assert_false(nt_is_recording());
+	}
+	static const char *const good[] = { "*", "io", "net:*", "a.b/c-d_e+f,x*", "" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		nt_config cfg = small_config(NT_MODE_ONESHOT);
+		cfg.categories = good[i];
+		assert_msg(nt_start(&cfg) == NT_OK, "'%s': %s", good[i], nt_last_error());
+		test_trace t;
+		finish_and_read("good-pattern", &t);
+		test_trace_free(&t);
+	}
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_provider_initialize(&cfg), NT_OK);
+	assert_int_equal(nt_provider_start(NT_BUFFER_CLEAR_ENTIRE, "db*x"), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "nt_provider_start"));
+	assert_false(nt_is_recording());
+	assert_int_equal(nt_provider_start(NT_BUFFER_CLEAR_ENTIRE, ""), NT_OK);
+	test_trace t;
+	finish_and_read("provider-pattern", &t);
+	test_trace_free(&t);
+}
+
+/* nt_config grows at its end: a caller built against an older header (a smaller
+ * struct_size) gets defaults for what it lacks; one never initialized is told to call
+ * nt_config_init(); a newer caller's unknown field is refused unless it is zero. */
+static void config_struct_size_is_checked(void **state)
+{
+	(void)state;
+	struct {
+		nt_config cfg;
+		uint64_t newer_field;
+	} big;
+	memset(&big, 0, sizeof(big));
+	nt_config_init(&big.cfg);
+	assert_int_equal(big.cfg.struct_size, sizeof(nt_config));
+
+	nt_config cfg = big.cfg;
+	cfg.struct_size = 0;
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "nt_config_init()"));
+	cfg.struct_size = 3;
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	cfg.struct_size = (size_t)1 << 40;
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+
+	/* A newer program whose extra field holds its default (zero) works ... */
+	big.cfg.struct_size = sizeof(big);
+	assert_int_equal(nt_start(&big.cfg), NT_OK);
+	test_trace t;
+	finish_and_read("size-newer", &t);
+	test_trace_free(&t);
+	/* ... one that sets it is told this library does not know it. */
+	big.newer_field = 1;
+	assert_int_equal(nt_start(&big.cfg), NT_ERR_UNSUPPORTED);
+	assert_non_null(strstr(nt_last_error(), "does not know"));
+
+	/* Smaller than the first nt_config: garbage, not an older program (later versions
+	 * accept every earlier size and give the fields it lacks their defaults). */
+	cfg = big.cfg;
+	cfg.struct_size = offsetof(nt_config, path) + sizeof(cfg.path);
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_false(nt_is_recording());
+}
+
+/* The version is meson's project() version, once: the macros agree with each other and
+ * with what the library reports. */
+static void version_is_one_fact(void **state)
+{
+	(void)state;
+	char expect[64];
+	snprintf(expect, sizeof(expect), "%d.%d.%d", NT_VERSION_MAJOR, NT_VERSION_MINOR,
+		 NT_VERSION_PATCH);
+	assert_string_equal(NT_VERSION_STRING, expect);
+	assert_string_equal(nt_version(), NT_VERSION_STRING);
+	assert_string_equal(nt_reader_version(), NT_VERSION_STRING);
+	assert_int_equal(NT_VERSION_NUMBER,
+			 NT_VERSION_MAJOR * 10000 + NT_VERSION_MINOR * 100 + NT_VERSION_PATCH);
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	test_trace t;
+	finish_and_read("version", &t);
+	char producer[64];
+	snprintf(producer, sizeof(producer), "nanotrace %s", nt_version());
+	assert_string_equal(t.info.producer, producer);
+	test_trace_free(&t);
+}
+
+/* Runs `body` in a child whose stderr is captured, then exit(0): the atexit handlers run.
+ * Returns what the child wrote on stderr (static storage). */
+static const char *stderr_at_exit_of(void (*body)(const char *), const char *path)
+{
+	static char buf[4096];
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		close(fds[1]);
+		body(path);
+		exit(0);
+	}
+	close(fds[1]);
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof(buf) - 1 && (r = read(fds[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	close(fds[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return buf;
+}
+
+static void record_three(const char *path)
+{
+	nt_config cfg = small_config(NT_MODE_ONESHOT);
+	cfg.path = path;
+	if (nt_start(&cfg) != NT_OK)
+		exit(3);
+	for (int i = 0; i < 3; i++)
+		NT_INSTANT("t", "lost");
+}
+
+static void record_and_finish(const char *path)
+{
+	record_three(NULL);
+	if (nt_finish(path) != NT_OK)
+		exit(4);
+}
+
+/* An anonymous arena still recording at exit takes its events with it: one line says so.
+ * A finished session, and a file-backed one (finished by its own exit handler), are
+ * silent. */
+static void unfinished_session_is_reported_at_exit(void **state)
+{
+	(void)state;
+	const char *err = stderr_at_exit_of(record_three, NULL);
+	assert_msg(strncmp(err, "nanotrace: session started at ", 30) == 0 &&
+			   strstr(err, " was never finished: 3 events not written; call "
+				       "nt_finish()\n") != NULL &&
+			   strchr(err, '\n') == err + strlen(err) - 1,
+		   "stderr: '%s'", err);
+	char path[256];
+	test_tmp_path(path, sizeof(path), "exit-file");
+	err = stderr_at_exit_of(record_three, path);
+	assert_msg(err[0] == '\0', "file-backed: '%s'", err);
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_TIME, &t), 0);
+	assert_int_equal(t.n, 3);
+	test_trace_free(&t);
+	err = stderr_at_exit_of(record_and_finish, path);
+	assert_msg(err[0] == '\0', "finished: '%s'", err);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +585,11 @@ int main(void)
 		cmocka_unit_test(restart_after_finish),
 		cmocka_unit_test(first_use_after_finish_is_counted_not_written),
 		cmocka_unit_test(long_gap_uses_timestamp_escape),
+		cmocka_unit_test(second_finish_is_a_state_error),
+		cmocka_unit_test(malformed_category_patterns_are_refused),
+		cmocka_unit_test(config_struct_size_is_checked),
+		cmocka_unit_test(version_is_one_fact),
+		cmocka_unit_test(unfinished_session_is_reported_at_exit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,21 @@ static void out_write(out_file *o, const void *data, size_t len)
 	o->n += len;
 }
 
+uint64_t nt_arena_event_count(void)
+{
+	uint64_t events = 0;
+	for (uint32_t s = 0; s < nt_S.nslots; s++) {
+		const nt_chunk_header *h = nt_chunk_slot(s);
+		uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)h);
+		uint32_t n = 0;
+		if (nt_record_kind(w0) != NT_KIND_CHUNK)
+			continue;
+		nt_chunk_walk(h, &n);
+		events += n;
+	}
+	return events;
+}
+
 int nt_archive_write(const char *path, const nt_archive_info *info_in)
 {
 	nt_archive_info info = *info_in;

@@ -36,4 +36,10 @@ uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args);
 int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_ticks,
 			    int32_t utc_offset);
 
+/* Starts a session from NANOTRACE and the NANOTRACE_* variables (nt_start_from_env()'s
+ * parser), naming a per-process file `unique` (in a directory target, or beside a file
+ * target another process already took). *too_many_files (may be NULL) is set when the
+ * trace went to the NANOTRACE_MAX_FILES sentinel. Returns nt_start_from_env()'s results. */
+nt_result nt_env_start(const char *unique, int *too_many_files);
+
 #endif /* NT_CORE_H */

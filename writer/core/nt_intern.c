@@ -107,6 +107,39 @@ uint32_t nt_intern_string(const char *s)
 	return index;
 }
 
+/* The characters a category pattern may hold besides a final '*': those of the category
+ * names the matcher compares byte for byte. Anything else (a space, a second '*', an empty
+ * item from ",,") is a typo that would silently select nothing, so it is refused. */
+static int category_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("_-.:/+", c) != NULL;
+}
+
+nt_result nt_category_patterns_check(const char *who, const char *patterns)
+{
+	if (patterns == NULL || patterns[0] == '\0')
+		return NT_OK; /* no list: nt_config's "" selects nothing, an extra "" adds nothing */
+	const char *item = patterns;
+	for (const char *p = patterns;; p++) {
+		if (*p == ',' || *p == '\0') {
+			if (p == item) {
+				nt_set_error("%s: category pattern \"%s\" has an empty item at position "
+					     "%zu", who, patterns, (size_t)(p - patterns));
+				return NT_ERR_INVALID_ARGUMENT;
+			}
+			if (*p == '\0')
+				return NT_OK;
+			item = p + 1;
+		} else if (*p == '*' ? p[1] != ',' && p[1] != '\0' : !category_char_ok(*p)) {
+			nt_set_error("%s: category pattern \"%s\" has '%c' at position %zu: an item is "
+				     "a name of letters, digits and _-.:/+, optionally ending in '*', "
+				     "or '*' alone", who, patterns, *p, (size_t)(p - patterns));
+			return NT_ERR_INVALID_ARGUMENT;
+		}
+	}
+}
+
 int nt_category_matches(const char *category)
 {
 	const char *p = nt_S.categories;

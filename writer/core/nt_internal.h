@@ -120,7 +120,15 @@ typedef struct nt_session {
 extern nt_session nt_S;
 
 /* nt_session.c */
-enum { SESSION_IDLE = 0, SESSION_READY = 1, SESSION_RECORDING = 2, SESSION_FINISHED = 3 };
+/* FINISHED: stopped, but the archive is not written yet (nt_finish failed: it may be called
+ * again); DONE: the archive is written, and a second nt_finish is a mistake to report. */
+enum {
+	SESSION_IDLE = 0,
+	SESSION_READY = 1,
+	SESSION_RECORDING = 2,
+	SESSION_FINISHED = 3,
+	SESSION_DONE = 4,
+};
 void nt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Validate `cfg`, map the arena and publish its header; recording is not started. */
 nt_result nt_session_initialize(const nt_config *cfg);
@@ -211,6 +219,9 @@ int nt_intern_init(void);
  * durable region or the index space is full. Caller holds intern_lock. */
 uint32_t nt_intern_string(const char *s);
 int nt_category_matches(const char *category);
+/* NT_OK, or NT_ERR_INVALID_ARGUMENT with a message naming `who`, the pattern list and the
+ * position of its first mistake (the syntax is nt_config.categories'). NULL is NT_OK. */
+nt_result nt_category_patterns_check(const char *who, const char *patterns);
 
 /* nt_arena.c: close every chunk a writer still holds (between runs, no writer active), so
  * each slot can be reused and each chunk's event count is exact. */
@@ -235,5 +246,7 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 /* nt_archive_write.c */
 /* Write the archive of the current session (recording already stopped) to `path`. */
 int nt_archive_write(const char *path, const nt_archive_info *info);
+/* Events published in the arena's chunks now (what an archive written now would hold). */
+uint64_t nt_arena_event_count(void);
 
 #endif /* NT_INTERNAL_H */

@@ -88,6 +88,8 @@ nt_result nt_provider_start(nt_buffer_disposition disposition, const char *addit
 			     (int)disposition);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
+	if (nt_category_patterns_check("nt_provider_start", additional_categories) != NT_OK)
+		return NT_ERR_INVALID_ARGUMENT;
 	int oom = 0;
 	pthread_mutex_lock(&nt_S.intern_lock);
 	int categories_changed = set_categories(additional_categories, &oom);

@@ -1,10 +1,12 @@
 /* nt_session.c - the session lifecycle: configure, start, halt, finish, counters, errors. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nt_internal.h"
@@ -24,7 +26,7 @@ static void session_info(nt_archive_info *info)
 	info->format_major = NT_FORMAT_MAJOR;
 	info->format_minor = NT_FORMAT_MINOR;
 	snprintf(info->producer, sizeof(info->producer), "nanotrace %s", NT_VERSION_STRING);
-	info->clock_source = nt_clock_use_tsc_ ? NT_CLOCK_TSC : NT_CLOCK_MONOTONIC;
+	info->clock_source = nt_clock_use_tsc_ ? NT_CLOCK_SOURCE_TSC : NT_CLOCK_SOURCE_MONOTONIC;
 	info->ticks_per_second = nt_S.ticks_per_second;
 	info->start_ticks = nt_S.start_pair.ticks;
 	info->start_monotonic_ns = nt_S.start_pair.monotonic_ns;
@@ -41,6 +43,11 @@ static void session_info(nt_archive_info *info)
 }
 
 static __thread char last_error[512];
+
+const char *nt_version(void)
+{
+	return NT_VERSION_STRING; /* this library's, compiled in here: not the caller's header */
+}
 
 const char *nt_last_error(void)
 {
@@ -71,6 +78,7 @@ void nt_config_init(nt_config *cfg)
 	if (cfg == NULL)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->buffer_size = 4u << 20;
 	cfg->chunk_size = 0;
 	cfg->mode = NT_MODE_ONESHOT;
@@ -115,19 +123,62 @@ static void install_fork_handlers(void)
 	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
-nt_result nt_session_initialize(const nt_config *cfg)
+/* An anonymous arena vanishes with the process: a program that forgot nt_finish() would
+ * otherwise lose its trace without a word. A file-backed arena needs no warning: its own
+ * exit handler (nt_crash.c) finishes it. A fork() child has no session (IDLE), so it is
+ * silent. */
+static void warn_unfinished_at_exit(void)
 {
-	static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
-	pthread_once(&fork_handlers_once, install_fork_handlers);
-	last_error[0] = '\0';
-	if (cfg == NULL) {
-		nt_set_error("nt_start: cfg is NULL");
+	if (nt_S.file_backed ||
+	    (nt_S.started != SESSION_READY && nt_S.started != SESSION_RECORDING))
+		return;
+	time_t t = (time_t)(nt_S.start_pair.realtime_ns / 1000000000);
+	struct tm tm;
+	char when[32] = "?";
+	if (gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(stderr, "nanotrace: session started at %s was never finished: %llu events not "
+		"written; call nt_finish()\n", when, (unsigned long long)nt_arena_event_count());
+}
+
+static void install_exit_warning(void)
+{
+	atexit(warn_unfinished_at_exit);
+}
+
+/* The first nt_config had every field up to handle_signals; later fields go after it, so a
+ * caller compiled against an older header passes a smaller struct_size and gets the
+ * defaults for what it does not know. */
+#define CONFIG_V1_SIZE (offsetof(nt_config, handle_signals) + sizeof(int))
+#define STRUCT_SIZE_MAX 4096 /* larger is garbage, not a future version */
+
+/* Copies the caller's config (of its struct_size) over the defaults. A newer caller's
+ * fields this library does not know must be zero (their defaults), as the kernel's
+ * copy_struct_from_user rule has it: otherwise the caller asked for something not done. */
+static nt_result config_copy_in(const nt_config *in, nt_config *out)
+{
+	nt_config_init(out);
+	size_t n = in->struct_size;
+	if (n < CONFIG_V1_SIZE || n > STRUCT_SIZE_MAX) {
+		nt_set_error("nt_start: cfg.struct_size %zu is not the size of an nt_config: "
+			     "fill the config with nt_config_init() first", n);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	if (nt_S.started == SESSION_RECORDING || nt_S.started == SESSION_READY) {
-		nt_set_error("nt_start: already initialized; call nt_finish() first");
-		return NT_ERR_STATE;
+	for (size_t i = sizeof(*out); i < n; i++) {
+		if (((const unsigned char *)in)[i] != 0) {
+			nt_set_error("nt_start: cfg sets a field this library (%s) does not know, "
+				     "at byte %zu; link the nanotrace the program was built with",
+				     NT_VERSION_STRING, i);
+			return NT_ERR_UNSUPPORTED;
+		}
 	}
+	memcpy(out, in, n < sizeof(*out) ? n : sizeof(*out));
+	out->struct_size = sizeof(*out);
+	return NT_OK;
+}
+
+static nt_result config_check(const nt_config *cfg)
+{
 	if (cfg->mode != NT_MODE_ONESHOT && cfg->mode != NT_MODE_CIRCULAR &&
 	    cfg->mode != NT_MODE_STREAMING) {
 		nt_set_error("nt_start: mode %d is not NT_MODE_ONESHOT (0), NT_MODE_CIRCULAR (1) or "
@@ -142,17 +193,40 @@ nt_result nt_session_initialize(const nt_config *cfg)
 		nt_set_error("nt_start: clock %d is not an nt_clock_choice", (int)cfg->clock);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
+	if (cfg->path != NULL && cfg->path[0] == '\0') {
+		nt_set_error("nt_start: path is empty");
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	return nt_category_patterns_check("nt_start", cfg->categories);
+}
+
+nt_result nt_session_initialize(const nt_config *user_cfg)
+{
+	static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+	pthread_once(&fork_handlers_once, install_fork_handlers);
+	last_error[0] = '\0';
+	if (user_cfg == NULL) {
+		nt_set_error("nt_start: cfg is NULL");
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	if (nt_S.started == SESSION_RECORDING || nt_S.started == SESSION_READY) {
+		nt_set_error("nt_start: already initialized; call nt_finish() first");
+		return NT_ERR_STATE;
+	}
+	nt_config full;
+	const nt_config *cfg = &full;
+	int rc = config_copy_in(user_cfg, &full);
+	if (rc == NT_OK)
+		rc = config_check(cfg);
+	if (rc != NT_OK)
+		return rc;
 	uint64_t tps;
 	if (nt_clock_setup((int)cfg->clock, &tps) != 0) {
 		nt_set_error("nt_start: the TSC was requested but this CPU's TSC is not invariant");
 		return NT_ERR_UNSUPPORTED;
 	}
-	if (cfg->path != NULL && cfg->path[0] == '\0') {
-		nt_set_error("nt_start: path is empty");
-		return NT_ERR_INVALID_ARGUMENT;
-	}
 	nt_S.file_mode = cfg->file_mode & 07777;
-	int rc = nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
+	rc = nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
 	if (rc != NT_OK)
 		return rc;
 	rc = nt_intern_init();
@@ -183,6 +257,9 @@ nt_result nt_session_initialize(const nt_config *cfg)
 		return rc;
 	if (nt_S.file_backed && cfg->handle_signals)
 		nt_crash_handlers_install();
+	static pthread_once_t exit_warning_once = PTHREAD_ONCE_INIT;
+	if (!nt_S.file_backed)
+		pthread_once(&exit_warning_once, install_exit_warning);
 	nt_S.started = SESSION_READY;
 	nt_S.forked_from = 0;
 	return NT_OK;
@@ -281,6 +358,11 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 		nt_set_error("nt_finish: no session was started");
 		return NT_ERR_STATE;
 	}
+	if (nt_S.started == SESSION_DONE) {
+		nt_set_error("nt_finish: the session was already finished and its archive written; "
+			     "nt_start() begins a new one");
+		return NT_ERR_STATE;
+	}
 	if (nt_S.started == SESSION_RECORDING)
 		nt_thread_release(); /* the caller's own chunk: closed with its exact count */
 	if (nt_S.started != SESSION_FINISHED)
@@ -302,7 +384,7 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 				     strerror(errno));
 			rc = NT_ERR_IO;
 		}
-		nt_S.started = SESSION_FINISHED;
+		nt_S.started = rc == NT_OK ? SESSION_DONE : SESSION_FINISHED;
 		return rc;
 	}
 
@@ -331,6 +413,6 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 	int rc = nt_archive_write(target, &info);
 	if (rc == NT_OK && nt_S.file_backed && strcmp(target, nt_S.path) != 0)
 		unlink(nt_S.path); /* the archive moved to `path` */
-	nt_S.started = SESSION_FINISHED;
+	nt_S.started = rc == NT_OK ? SESSION_DONE : SESSION_FINISHED;
 	return rc;
 }

@@ -1,29 +1,22 @@
 /*
  * nt_trace2_env.c - NANOTRACE=<path> turns recording on, as GIT_TRACE2=<path> does for Git
- * (git/git trace2/tr2_dst.c, tr2_sid.c): destination, per-process files in a directory,
- * the max-files sentinel, and the SID passed to child processes.
+ * (git/git trace2/tr2_dst.c, tr2_sid.c): the core parses the variables and picks the file
+ * (writer/core/nt_env.c); this layer names it after the SID passed to child processes.
  *
  * Tracing must never break the traced program: every problem is one line on stderr and
  * tracing stays off.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <sha1.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "nt_trace2_internal.h"
-
-#define DISCARD_NAME "nanotrace-discard"
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warn(const char *fmt, ...)
@@ -67,163 +60,16 @@ void nt_t2_make_sid(char *out, size_t cap)
 		snprintf(out, cap, "%s", own);
 }
 
-/* "4M", "65536", "1G": bytes, or 0 when malformed. */
-static size_t parse_size(const char *v)
-{
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (errno || end == v)
-		return 0;
-	unsigned long long mult = 1;
-	if (*end == 'K' || *end == 'k')
-		mult = 1ull << 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		mult = 1ull << 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		mult = 1ull << 30, end++;
-	if (*end != '\0' || n > (unsigned long long)SIZE_MAX / mult)
-		return 0;
-	return (size_t)(n * mult);
-}
-
-/* Creates `path` exclusively (mode 0600) so no other process takes the name, and a link
- * planted there is never followed (EEXIST: the caller moves on to another name). */
-static int claim(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	return 1;
-}
-
-/* Directory target: "<dir>/<last SID component>" (or .1 ... .9), or the discard sentinel
- * when the directory holds max_files entries. Returns 0 when this process records nothing. */
-static int pick_in_directory(const char *dir, long max_files, char *out, size_t cap,
-			     int *too_many)
-{
-	if (max_files > 0) {
-		snprintf(out, cap, "%s/%s", dir, DISCARD_NAME);
-		if (access(out, F_OK) == 0)
-			return 0; /* an earlier process already hit the limit: silently off */
-		DIR *d = opendir(dir);
-		long count = 0;
-		if (d != NULL) {
-			while (count < max_files && readdir(d) != NULL)
-				count++; /* . and .. included, as Git counts */
-			closedir(d);
-		}
-		if (count >= max_files) {
-			if (!claim(out))
-				return 0;
-			*too_many = 1;
-			return 1;
-		}
-	}
-	const char *last = strrchr(nt_T2.sid, '/');
-	last = last ? last + 1 : nt_T2.sid;
-	for (int attempt = 0; attempt < 10; attempt++) {
-		if (attempt == 0)
-			snprintf(out, cap, "%s/%s", dir, last);
-		else
-			snprintf(out, cap, "%s/%s.%d", dir, last, attempt);
-		if (claim(out))
-			return 1;
-		if (errno != EEXIST)
-			break;
-	}
-	warn("cannot create a trace file in '%s': %s", dir, strerror(errno));
-	return 0;
-}
-
-/* The session's settings from NANOTRACE_MODE, _BUFFER_SIZE, _CATEGORIES and _MAX_FILES;
- * returns 0 (after a warning) when one is malformed. */
-static int config_from_env(nt_config *cfg, long *max_files)
-{
-	const char *mode = getenv("NANOTRACE_MODE");
-	if (mode != NULL && mode[0] != '\0') {
-		cfg->mode = nt_mode_from_name(mode);
-		if (cfg->mode < 0) {
-			warn("unknown value for 'NANOTRACE_MODE': '%s' (oneshot, circular or "
-			     "streaming); tracing is off", mode);
-			return 0;
-		}
-	}
-	const char *size = getenv("NANOTRACE_BUFFER_SIZE");
-	if (size != NULL && size[0] != '\0') {
-		cfg->buffer_size = parse_size(size);
-		if (cfg->buffer_size == 0) {
-			warn("unknown value for 'NANOTRACE_BUFFER_SIZE': '%s' (bytes, optionally "
-			     "with K, M or G); tracing is off", size);
-			return 0;
-		}
-	}
-	const char *cats = getenv("NANOTRACE_CATEGORIES");
-	if (cats != NULL && cats[0] != '\0')
-		cfg->categories = cats;
-	*max_files = 0;
-	const char *mf = getenv("NANOTRACE_MAX_FILES");
-	if (mf != NULL && mf[0] != '\0') {
-		char *end;
-		*max_files = strtol(mf, &end, 10);
-		if (*end != '\0' || *max_files < 0) {
-			warn("unknown value for 'NANOTRACE_MAX_FILES': '%s'; tracing is off", mf);
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* The archive's path for target v (a directory or a file), claimed; 0 when this process
- * records nothing. */
-static int pick_path(const char *v, long max_files, char *path, size_t cap, int *too_many_files)
-{
-	struct stat st;
-	if (stat(v, &st) == 0 && S_ISDIR(st.st_mode))
-		return pick_in_directory(v, max_files, path, cap, too_many_files);
-	/* A file target: the first process takes it; a second one (a child inheriting
-	 * NANOTRACE) must not replace it, so it writes beside it. */
-	snprintf(path, cap, "%s", v);
-	if (claim(path))
-		return 1;
-	if (errno != EEXIST) {
-		warn("cannot create '%s': %s; tracing is off", v, strerror(errno));
-		return 0;
-	}
-	const char *last = strrchr(nt_T2.sid, '/');
-	snprintf(path, cap, "%s.%s", v, last ? last + 1 : nt_T2.sid);
-	if (!claim(path)) {
-		warn("cannot create '%s': %s; tracing is off", path, strerror(errno));
-		return 0;
-	}
-	return 1;
-}
-
 int nt_t2_env_start(int *too_many_files)
 {
-	const char *v = getenv("NANOTRACE");
-	*too_many_files = 0;
-	if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0)
-		return 0;
-	if (v[0] != '/') {
-		warn("unknown value for 'NANOTRACE': '%s' (expected an absolute path to an archive "
-		     "or a directory); tracing is off", v);
-		return 0;
-	}
-	nt_config cfg;
-	nt_config_init(&cfg);
-	cfg.file_mode = 0600;
-	long max_files;
-	char path[4096];
-	if (!config_from_env(&cfg, &max_files) ||
-	    !pick_path(v, max_files, path, sizeof(path), too_many_files))
-		return 0;
-	cfg.path = path;
-	if (nt_start(&cfg) != NT_OK) {
-		warn("%s; tracing is off", nt_last_error());
-		unlink(path);
-		return 0;
-	}
-	return 1;
+	/* The core's parser (nt_start_from_env's), with Git's file names: the last SID
+	 * component. */
+	const char *last = strrchr(nt_T2.sid, '/');
+	nt_result rc = nt_env_start(last ? last + 1 : nt_T2.sid, too_many_files);
+	const char *msg = nt_last_error(), *who = "nt_start_from_env: ";
+	if (strncmp(msg, who, strlen(who)) == 0)
+		msg += strlen(who); /* a Trace2 program never called it: the variable says enough */
+	if (rc < 0)
+		warn("%s; tracing is off", msg);
+	return rc == NT_OK;
 }

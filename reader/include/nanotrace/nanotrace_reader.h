@@ -26,17 +26,23 @@
 #ifndef NANOTRACE_READER_H
 #define NANOTRACE_READER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "nt_archive_header.h"
 #include "nt_format.h"
+#include "nt_version.h" /* NT_VERSION_STRING, NT_VERSION_MAJOR ... NT_VERSION_NUMBER */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct nt_reader nt_reader;
+
+/* The version of the reader library the program runs with, "MAJOR.MINOR.PATCH" (the
+ * NT_VERSION_STRING of its build, which may differ from the header's). Cost: none. */
+const char *nt_reader_version(void);
 
 /* Where and what: filled by nt_reader_open() when it fails. */
 typedef struct nt_reader_error {
@@ -219,13 +225,29 @@ int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns);
 
 /* ---- Renderers (trace-dump is a thin layer over these) ---------------------------------- */
 
+/* GROWING STRUCTS
+ *   nt_render_options and nt_trace2_options may gain fields in later versions, always at
+ *   their end. Fill one with its init function (which sets struct_size to the size this
+ *   program was compiled with), then set fields by name; never build one from scratch or
+ *   with an initializer list. The library reads only the caller's struct_size bytes:
+ *   fields a caller compiled against an older header does not have take their defaults.
+ *   A struct_size that is not the struct's (0: never initialized) makes the renderer print
+ *   one line "nanotrace: <function>: ... call <init function>" on stderr and return -1
+ *   without writing anything; so does a field this library does not know, set to a
+ *   non-zero value by a program built against a newer header. */
 typedef struct nt_render_options {
-	nt_order order;
-	nt_corrupt_policy policy;
-	/* Called for every damaged place, in addition to what the renderer shows (may be NULL). */
+	size_t struct_size;       /* set by nt_render_options_init() */
+	nt_order order;           /* default NT_ORDER_TIME */
+	nt_corrupt_policy policy; /* default NT_ON_CORRUPT_SKIP */
+	/* Called for every damaged place, in addition to what the renderer shows (may be NULL,
+	 * the default). */
 	void (*on_error)(void *ctx, uint64_t offset, const char *message);
 	void *error_ctx;
 } nt_render_options;
+
+/* Fill *opt with the defaults above and opt->struct_size. Cost: a few stores. NULL is
+ * ignored. */
+void nt_render_options_init(nt_render_options *opt);
 
 /* One line per event, aligned columns: time since start, thread, phase, category, name,
  * duration, arguments. Returns nt_reader_visit's result. */
@@ -255,15 +277,20 @@ typedef enum nt_trace2_format {
 } nt_trace2_format;
 
 typedef struct nt_trace2_options {
-	nt_trace2_format format;
-	int brief;   /* -1: as each process was captured; 0: full; 1: Git's brief mode (no clock
+	size_t struct_size;     /* set by nt_trace2_options_init() (see GROWING STRUCTS) */
+	nt_trace2_format format; /* default NT_TRACE2_NORMAL */
+	int brief;   /* -1 (default): as each process was captured; 0: full; 1: Git's brief mode (no clock
 	                and file:line; EVENT keeps time on version and atexit only) */
 	int nesting; /* EVENT: omit regions and data nested deeper than this; <= 0 means 2,
 	                Git's default GIT_TRACE2_EVENT_NESTING */
-	nt_corrupt_policy policy;
+	nt_corrupt_policy policy; /* default NT_ON_CORRUPT_SKIP */
 	void (*on_error)(void *ctx, uint64_t offset, const char *message); /* may be NULL */
 	void *error_ctx;
 } nt_trace2_options;
+
+/* Fill *opt with the defaults above (format NORMAL, brief -1, nesting 2, policy SKIP, no
+ * on_error) and opt->struct_size. Cost: a few stores. NULL is ignored. */
+void nt_trace2_options_init(nt_trace2_options *opt);
 
 /* Render `n` archives as one Trace2 stream: each archive in its own order (an imported log
  * in file order, a recorded one by time), the archives interleaved by time as the processes

@@ -65,7 +65,7 @@
 #include <stdint.h>
 
 #include "nt_format.h" /* record kinds, argument types and buffering modes */
-#include "nt_version.h" /* NT_VERSION_STRING */
+#include "nt_version.h" /* NT_VERSION_STRING, NT_VERSION_MAJOR ... NT_VERSION_NUMBER */
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +82,8 @@ typedef enum nt_result {
 	NT_ERR_NO_MEMORY = -3,        /* the arena could not be mapped, or memory ran out */
 	NT_ERR_IO = -4,               /* the archive could not be opened or written */
 	NT_ERR_UNSUPPORTED = -5,      /* a mode or clock this build or machine cannot provide */
+	NT_DISABLED = 1,              /* nt_start_from_env(): NANOTRACE is unset: not recording,
+	                                 and not an error (failures are all negative) */
 } nt_result;
 
 /* The last failure seen by the calling thread, as one line; "" if none (each thread has
@@ -96,7 +98,17 @@ typedef enum nt_clock_choice {
 	NT_CLOCK_USE_TSC,       /* rdtsc; nt_start() fails with NT_ERR_UNSUPPORTED if not invariant */
 } nt_clock_choice;
 
+/* GROWING STRUCTS
+ *   nt_config may gain fields in later versions, always at its end. Fill it with
+ *   nt_config_init() (which sets struct_size to the size this program was compiled with)
+ *   and then set fields by name; never build one from scratch. The library reads only the
+ *   caller's struct_size bytes: fields a caller compiled against an older header does not
+ *   have take their defaults. A struct_size that is not an nt_config's (0: the config was
+ *   never initialized) fails with NT_ERR_INVALID_ARGUMENT; a field this library does not
+ *   know, set to a non-default value by a program built against a newer header, fails with
+ *   NT_ERR_UNSUPPORTED. */
 typedef struct nt_config {
+	size_t struct_size;     /* set by nt_config_init(): sizeof(nt_config) as compiled */
 	size_t buffer_size;     /* arena bytes; default 4 MiB; at least 64 KiB, at most 4 GiB */
 	size_t chunk_size;      /* chunk bytes: a power of two, 4 KiB to 64 KiB; 0 (default) =
 	                           16 KiB, or less (down to 4 KiB) so each rolling half holds
@@ -110,8 +122,12 @@ typedef struct nt_config {
 	                           drops and counts, never waits */
 	nt_clock_choice clock;  /* default NT_CLOCK_AUTO; the environment variable
 	                           NANOTRACE_CLOCK=monotonic|tsc overrides AUTO */
-	const char *categories; /* comma-separated: exact names, "prefix:*", "*"; NULL = all.
-	                           Copied by nt_start(). */
+	const char *categories; /* comma-separated items, each an exact name, a prefix ending
+	                           in '*' ("net:*") or "*" alone; NULL = all, "" = none.
+	                           Names hold letters, digits and _-.:/+ only; anything else
+	                           (a space, an empty item, a '*' not at an item's end) makes
+	                           nt_start() fail with NT_ERR_INVALID_ARGUMENT naming the
+	                           position. Copied by nt_start(). */
 	const char *process_name; /* stored in the archive; NULL = the program's name */
 	const char *path;       /* NULL (default): the arena is anonymous memory and nt_finish()
 	                           names the archive. Otherwise the arena IS this file, mapped
@@ -134,22 +150,57 @@ typedef struct nt_config {
  * environment variables); -1 for any other string or NULL. Cost: a few string compares. */
 int nt_mode_from_name(const char *name);
 
-/* Fill *cfg with the defaults above. Cost: a few stores. cfg == NULL is ignored. */
+/* Fill *cfg with the defaults above, and cfg->struct_size with sizeof(nt_config) (see
+ * GROWING STRUCTS). Cost: a few stores. cfg == NULL is ignored. */
 void nt_config_init(nt_config *cfg);
+
+/* ---- Version ----------------------------------------------------------------------------- */
+
+/* The version of the library running the program, "MAJOR.MINOR.PATCH": NT_VERSION_STRING of
+ * the build it comes from, which may differ from the NT_VERSION_STRING the program was
+ * compiled with (a newer shared library). Cost: none. Never NULL. */
+const char *nt_version(void);
 
 /* ---- Session --------------------------------------------------------------------------- */
 
 /* Map and pre-fault the arena (of cfg->path, if set), calibrate the clock and start
- * recording; streaming mode also starts its provider and saver threads.
+ * recording; streaming mode also starts its provider and saver threads. A session of an
+ * anonymous arena (no cfg->path) still recording when the process exits prints one line on
+ * stderr ("nanotrace: session started at ... was never finished: N events not written;
+ * call nt_finish()"): its events would otherwise vanish without a word.
  * Cost: one mmap of buffer_size bytes, touching every page, and about 2 ms of clock
  * calibration when the TSC is used; a file-backed arena also reserves its blocks.
- * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL, sizes out of range (the message names
- * the field and the allowed range) or streaming without a path; NT_ERR_STATE if already
- * initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
+ * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL, a cfg not filled by nt_config_init()
+ * (its struct_size), sizes out of range (the message names the field and the allowed
+ * range), a malformed category pattern (the message names it and the position) or
+ * streaming without a path; NT_ERR_UNSUPPORTED for a field this library does not know
+ * (see GROWING STRUCTS); NT_ERR_STATE if already initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
  * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant.
  * Fork: a child of fork() does not inherit the session (see FORK above) and may call
  * nt_start() for one of its own. */
 nt_result nt_start(const nt_config *cfg);
+
+/* Start recording if the environment asks for it, as NT_T2_INITIALIZE does for Trace2
+ * programs (nanotrace_trace2.h, ENABLING; call one or the other, not both):
+ *   NANOTRACE=<absolute path>   an existing directory gets one archive per process, named
+ *                               "<program>-<UTC start time>-P<pid>.ntrace" (created with
+ *                               O_EXCL, retried as .1 ... .9); any other path is the archive
+ *                               itself, a file-backed arena (mode 0600), finished at exit()
+ *                               or by nt_finish(NULL); a second process given the same
+ *                               file writes "<file>.<its own name>" beside it instead.
+ *                               Unset, "", "0" or "false": nothing is recorded.
+ *   NANOTRACE_MODE=oneshot|circular|streaming, NANOTRACE_BUFFER_SIZE=<bytes>[K|M|G],
+ *   NANOTRACE_CATEGORIES=<patterns>, NANOTRACE_CLOCK=auto|monotonic|tsc
+ *                               the nt_config fields of the same names (empty: default).
+ *   NANOTRACE_MAX_FILES=<n>     directory targets: at n entries or more (. and .. counted)
+ *                               the trace goes to "nanotrace-discard", and once that exists
+ *                               later processes record nothing (NT_DISABLED).
+ * Returns NT_OK when recording, NT_DISABLED (1, not an error) when NANOTRACE does not ask
+ * for it; NT_ERR_INVALID_ARGUMENT for a malformed value (nt_last_error() names the variable
+ * and its value), NT_ERR_IO when the file cannot be created, and nt_start()'s errors
+ * (NT_ERR_STATE when already recording). Nothing is printed. Cost: a few getenv() and one
+ * file creation, then nt_start()'s. */
+nt_result nt_start_from_env(void);
 
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
  * 0644, replaced if it exists: a symbolic link there is replaced, not followed); with a
@@ -159,7 +210,8 @@ nt_result nt_start(const nt_config *cfg);
  * file are released (a hole).
  * Cost: one write of the used part of the arena; allocates a table of chunk slots.
  * Errors: NT_ERR_INVALID_ARGUMENT for path == NULL without a file-backed arena, NT_ERR_STATE
- * if nt_start() did not succeed or in a fork() child of the session's process, NT_ERR_IO if
+ * if nt_start() did not succeed, if this session's archive was already written (a second
+ * nt_finish() after one that returned NT_OK), or in a fork() child of the session's process, NT_ERR_IO if
  * the file cannot be created or written (the message names the path and the reason),
  * NT_ERR_NO_MEMORY if memory ran out (compacting, or while the saver streamed).
  * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
@@ -189,9 +241,10 @@ typedef enum nt_buffer_disposition {
 nt_result nt_provider_initialize(const nt_config *cfg);
 
 /* Start recording with `disposition` for the data already in the buffer, and
- * `additional_categories` (same pattern syntax, NULL for none) added to the configured set
- * for this run. Ignored (NT_OK) if already recording; NT_ERR_STATE if not initialized;
- * NT_ERR_INVALID_ARGUMENT for an unknown disposition. Cost: clears what the disposition
+ * `additional_categories` (same pattern syntax, NULL or "" for none) added to the
+ * configured set for this run. Ignored (NT_OK) if already recording; NT_ERR_STATE if not
+ * initialized; NT_ERR_INVALID_ARGUMENT for an unknown disposition or a malformed pattern
+ * (nothing is started). Cost: clears what the disposition
  * says to clear (up to the whole arena). */
 nt_result nt_provider_start(nt_buffer_disposition disposition, const char *additional_categories);
 
