@@ -369,6 +369,63 @@ static void thread_lookups_and_record_counts(void **state)
 	nt_reader_close(r);
 }
 
+/* The renderers' options grow at their end: options filled by their init function render;
+ * options never initialized (struct_size 0) or with a non-zero field this library does not
+ * know render nothing and return -1; NULL render options are the defaults. */
+static void render_options_struct_size_is_checked(void **state)
+{
+	(void)state;
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(archive, archive_size, "mem", &err);
+	assert_non_null(r);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	nt_render_options opt;
+	nt_render_options_init(&opt);
+	assert_int_equal(opt.struct_size, sizeof(opt));
+	assert_int_equal(opt.order, NT_ORDER_TIME);
+	assert_int_equal(nt_render_text(r, out, &opt), 0);
+	assert_int_equal(nt_render_text(r, out, NULL), 0);
+	fflush(out);
+	size_t rendered = len;
+	assert_true(rendered > 0);
+
+	nt_render_options zero;
+	memset(&zero, 0, sizeof(zero));
+	assert_int_equal(nt_render_text(r, out, &zero), -1);
+	assert_int_equal(nt_render_chrome(r, out, &zero), -1);
+	assert_int_equal(nt_render_stats(r, out, &zero), -1);
+	fflush(out);
+	assert_int_equal(len, rendered); /* refused options wrote nothing */
+	struct {
+		nt_render_options opt;
+		uint64_t newer_field;
+	} big = { .newer_field = 0 };
+	nt_render_options_init(&big.opt);
+	big.opt.struct_size = sizeof(big);
+	assert_int_equal(nt_render_stats(r, out, &big.opt), 0);
+	fflush(out);
+	rendered = len;
+	big.newer_field = 7;
+	assert_int_equal(nt_render_stats(r, out, &big.opt), -1);
+
+	nt_trace2_options t2;
+	nt_trace2_options_init(&t2);
+	assert_int_equal(t2.struct_size, sizeof(t2));
+	assert_int_equal(t2.brief, -1);
+	assert_int_equal(t2.nesting, 2);
+	assert_int_equal(nt_render_trace2(&r, 1, out, &t2), 0);
+	fflush(out);
+	rendered = len;
+	t2.struct_size = 0;
+	assert_int_equal(nt_render_trace2(&r, 1, out, &t2), -1);
+	fclose(out);
+	assert_int_equal(len, rendered); /* refused options wrote nothing */
+	free(buf);
+	nt_reader_close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -378,6 +435,7 @@ int main(void)
 		cmocka_unit_test(garbage_and_empty_fail_to_open),
 		cmocka_unit_test(damaged_references_are_reported_with_offsets),
 		cmocka_unit_test(thread_lookups_and_record_counts),
+		cmocka_unit_test(render_options_struct_size_is_checked),
 	};
 	return cmocka_run_group_tests(tests, make_archive, free_archive);
 }

@@ -234,7 +234,8 @@ int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns);
  *   A struct_size that is not the struct's (0: never initialized) makes the renderer print
  *   one line "nanotrace: <function>: ... call <init function>" on stderr and return -1
  *   without writing anything; so does a field this library does not know, set to a
- *   non-zero value by a program built against a newer header. */
+ *   non-zero value by a program built against a newer header. nt_render_text, _chrome and
+ *   _stats take NULL options for the defaults. */
 typedef struct nt_render_options {
 	size_t struct_size;       /* set by nt_render_options_init() */
 	nt_order order;           /* default NT_ORDER_TIME */

@@ -40,8 +40,11 @@
  *                               "nanotrace-discard" (with a too_many_files message), and once
  *                               that exists later processes record nothing.
  *   NANOTRACE_MODE=oneshot|circular|streaming, NANOTRACE_BUFFER_SIZE=<bytes>[K|M|G],
- *   NANOTRACE_CATEGORIES=<patterns>  as in nt_config (low-level NT_* events only: Trace2
- *                               messages are always recorded).
+ *   NANOTRACE_CATEGORIES=<patterns>, NANOTRACE_CLOCK=auto|monotonic|tsc
+ *                               as in nt_config (categories: low-level NT_* events only;
+ *                               Trace2 messages are always recorded). These are the
+ *                               variables nt_start_from_env() reads (nanotrace.h), which a
+ *                               program without Trace2 calls instead.
  *   NANOTRACE_CONFIG_PARAMS=<patterns>, NANOTRACE_ENV_VARS=<names>: what NT_T2_LIST_CONFIG
  *                               and NT_T2_LIST_ENV_VARS report as def_param.
  *   NANOTRACE_REDACT=0          keep URL passwords (by default user:pass@ in argv and
