@@ -370,8 +370,9 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
  * to 32 NT_*() arguments. Arguments are evaluated only while recording. Cost when recording,
  * with no arguments: one clock read and one 8-byte store (see bench/); when not recording:
  * one load and one branch. The macros are the same in C and C++ (C++11 and later, g++ and
- * clang++; they use GNU's `, ##__VA_ARGS__`, so clang++ -pedantic needs
- * -Wno-gnu-zero-variadic-macro-arguments). A 33rd argument is a compile error.
+ * clang++, -Wall -Wextra; not -pedantic: an event without arguments relies on GNU's
+ * `, ##__VA_ARGS__`, and the Trace2 macros with a value are statement expressions). A 33rd
+ * argument is a compile error.
  *
  * NT_INSTANT   a point in time
  * NT_BEGIN     a duration begins on this thread
