@@ -53,7 +53,9 @@ enum {
 	NT_KIND_T2_LAST = 62,
 };
 
-/* Trace2 message types, in RecordKind order (record kind = NT_KIND_T2_FIRST + value).
+/* Trace2 message types, in RecordKind order (record kind = NT_KIND_T2_FIRST + value). The
+ * enum constants are NT_T2E_<ID>: NT_T2_<NAME> is the writer's macro namespace
+ * (nanotrace_trace2.h), and one name has one meaning (tests/format/test_t2_names.py).
  * UNKNOWN is no Git message: it keeps an event a newer Git wrote that this version does not
  * know (trace-import); its Git name is its "event" argument, not the name here. */
 #define NT_T2_EVENTS(X)                                                                    \
@@ -90,7 +92,7 @@ enum {
 	X(UNKNOWN, "unknown")
 
 typedef enum nt_t2_event {
-#define NT_T2_ENUM_(id, name) NT_T2_##id,
+#define NT_T2_ENUM_(id, name) NT_T2E_##id,
 	NT_T2_EVENTS(NT_T2_ENUM_)
 #undef NT_T2_ENUM_
 	NT_T2_EVENT_COUNT

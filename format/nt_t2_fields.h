@@ -63,7 +63,7 @@
 #define NT_T2_ARG_EVENT "event"       /* an unknown event's Git name (import) */
 
 /* In brief mode Git writes "time" on these messages only. */
-#define NT_T2_TIMED_WHEN_BRIEF(t) ((t) == NT_T2_VERSION || (t) == NT_T2_ATEXIT)
+#define NT_T2_TIMED_WHEN_BRIEF(t) ((t) == NT_T2E_VERSION || (t) == NT_T2E_ATEXIT)
 
 #define NT_T2_FIELDS_VERSION(F, m) F(m, evt, STR, ARG, REQ) F(m, exe, STR, ARG, REQ)
 #define NT_T2_FIELDS_TOO_MANY_FILES(F, m)

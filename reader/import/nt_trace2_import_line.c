@@ -275,10 +275,10 @@ static int line_type(nt_importer *im, line_ctx *lc, const nt_json_value *ev, cha
 		     size_t *unknown_len)
 {
 	for (int t = 0; t < NT_T2_EVENT_COUNT; t++)
-		if (t != NT_T2_UNKNOWN && nt_json_string_is(ev, nt_t2_event_names[t]))
+		if (t != NT_T2E_UNKNOWN && nt_json_string_is(ev, nt_t2_event_names[t]))
 			return t;
 	*unknown = decode(im, lc, ev, NT_T2_COMMON_NAME(event), unknown_len);
-	return *unknown != NULL ? NT_T2_UNKNOWN : -1;
+	return *unknown != NULL ? NT_T2E_UNKNOWN : -1;
 }
 
 /* The line's ticks: its own time, else its process's last (a brief stream has almost
@@ -288,17 +288,17 @@ static int line_ticks(nt_importer *im, line_ctx *lc, int type, uint32_t proc, ui
 {
 	*ticks = im->procs[proc].ticks;
 	const char *time_key = NT_T2_COMMON_NAME(time);
-	const nt_json_value *tv = type == NT_T2_UNKNOWN ? peek(lc, time_key) : member(lc, time_key);
+	const nt_json_value *tv = type == NT_T2E_UNKNOWN ? peek(lc, time_key) : member(lc, time_key);
 	int64_t us = -1;
 	int ok = tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, &us) &&
 		 us >= 0;
-	if (tv != NULL && !ok && type != NT_T2_UNKNOWN)
+	if (tv != NULL && !ok && type != NT_T2E_UNKNOWN)
 		return nt_imp_fail(im, col(lc, tv), "\"time\" must be UTC like "
 						    "\"2026-11-21T23:02:46.881067Z\"");
 	if (ok) {
 		*ticks = (uint64_t)us * 1000u;
 		im->procs[proc].ticks = *ticks;
-	} else if (tv == NULL && !NT_T2_TIMED_WHEN_BRIEF(type) && type != NT_T2_UNKNOWN) {
+	} else if (tv == NULL && !NT_T2_TIMED_WHEN_BRIEF(type) && type != NT_T2E_UNKNOWN) {
 		im->procs[proc].brief = 1;
 	}
 	if (!im->have_ticks || *ticks < im->first_ticks)
@@ -335,7 +335,7 @@ typedef struct line_site {
 static int line_site_of(nt_importer *im, line_ctx *lc, int type, line_site *site)
 {
 	memset(site, 0, sizeof(*site));
-	if (type == NT_T2_UNKNOWN)
+	if (type == NT_T2E_UNKNOWN)
 		return (site->callsite = nt_imp_callsite(im, "", 0, "", 0, "", 0, 0, 0)) != 0;
 	const nt_json_value *fv = member(lc, NT_T2_COMMON_NAME(file));
 	const nt_json_value *lv = member(lc, NT_T2_COMMON_NAME(line));

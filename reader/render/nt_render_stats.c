@@ -37,7 +37,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	s->by_thread[e->thread->index]++;
 	nt_balance_admit(&s->balance, e);
 	/* An unknown event's keys are all kept; count those of known events only. */
-	for (uint32_t i = 0; e->kind != NT_KIND_T2_FIRST + NT_T2_UNKNOWN && i < e->arg_count; i++)
+	for (uint32_t i = 0; e->kind != NT_KIND_T2_FIRST + NT_T2E_UNKNOWN && i < e->arg_count; i++)
 		s->kept_keys += e->args[i].type == NT_ARG_JSON;
 	return 0;
 }
@@ -170,7 +170,7 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		s.by_kind[NT_KIND_COMPLETE], s.by_kind[NT_KIND_COUNTER], other[NT_KIND_TIMESTAMP],
 		other[NT_KIND_CHUNK], other[NT_KIND_STRING], other[NT_KIND_THREAD], other[NT_KIND_CALLSITE]);
 	print_trace2(r, out, s.by_kind);
-	uint64_t unknown = s.by_kind[NT_KIND_T2_FIRST + NT_T2_UNKNOWN];
+	uint64_t unknown = s.by_kind[NT_KIND_T2_FIRST + NT_T2E_UNKNOWN];
 	if (unknown != 0 || s.kept_keys != 0)
 		fprintf(out, "trace2 unknown: %" PRIu64 " events, %" PRIu64 " keys (kept as a newer "
 			     "Git wrote them)\n", unknown, s.kept_keys);

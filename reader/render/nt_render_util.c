@@ -119,8 +119,8 @@ const char *nt_kind_phase(uint8_t kind)
 	case NT_KIND_INSTANT: return "i";
 	case NT_KIND_COMPLETE: return "X";
 	case NT_KIND_COUNTER: return "C";
-	case NT_KIND_T2_FIRST + NT_T2_REGION_ENTER: return "B";
-	case NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE: return "E";
+	case NT_KIND_T2_FIRST + NT_T2E_REGION_ENTER: return "B";
+	case NT_KIND_T2_FIRST + NT_T2E_REGION_LEAVE: return "E";
 	default: return nt_kind_is_t2(kind) ? "i" : "?";
 	}
 }
@@ -159,12 +159,12 @@ const char *nt_event_display_category(const nt_reader_event *e)
 
 int nt_event_opens(const nt_reader_event *e)
 {
-	return e->kind == NT_KIND_BEGIN || e->kind == NT_KIND_T2_FIRST + NT_T2_REGION_ENTER;
+	return e->kind == NT_KIND_BEGIN || e->kind == NT_KIND_T2_FIRST + NT_T2E_REGION_ENTER;
 }
 
 int nt_event_closes(const nt_reader_event *e)
 {
-	return e->kind == NT_KIND_END || e->kind == NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE;
+	return e->kind == NT_KIND_END || e->kind == NT_KIND_T2_FIRST + NT_T2E_REGION_LEAVE;
 }
 
 int nt_balance_init(nt_balance *b, const nt_reader *r)

@@ -139,7 +139,7 @@ static void event_common(ev_line *l, int brief)
 {
 	const t2_msg *m = l->m;
 	uint32_t len = 0;
-	const char *ev = m->type == NT_T2_UNKNOWN ? t2_str(m->x[T2_X_EVENT], &len) : NULL;
+	const char *ev = m->type == NT_T2E_UNKNOWN ? t2_str(m->x[T2_X_EVENT], &len) : NULL;
 	if (ev == NULL) {
 		ev = nt_t2_event_names[m->type];
 		len = (uint32_t)strlen(ev);
@@ -147,7 +147,7 @@ static void event_common(ev_line *l, int brief)
 	kv_str(l, NT_T2_COMMON_NAME(event), ev, len);
 	kv_str(l, NT_T2_COMMON_NAME(sid), m->sid, strlen(m->sid));
 	kv_str(l, NT_T2_COMMON_NAME(thread), m->thread, strlen(m->thread));
-	if (m->type == NT_T2_UNKNOWN)
+	if (m->type == NT_T2E_UNKNOWN)
 		return;
 	if ((!brief || NT_T2_TIMED_WHEN_BRIEF(m->type)) && m->has_time) {
 		key(l, NT_T2_COMMON_NAME(time));

@@ -253,55 +253,55 @@ static void ancestry(t2_buf *b, const t2_msg *m)
 static int normal_process(t2_buf *b, const t2_msg *m)
 {
 	switch (m->type) {
-	case NT_T2_VERSION:
+	case NT_T2E_VERSION:
 		t2_puts(b, "version ");
 		put_str(b, T2_ARG(m, VERSION, exe));
 		return 1;
-	case NT_T2_START:
+	case NT_T2E_START:
 		t2_puts(b, "start ");
 		t2_sq_argv(b, T2_ARG(m, START, argv));
 		return 1;
-	case NT_T2_EXIT:
-	case NT_T2_ATEXIT:
-	case NT_T2_SIGNAL:
+	case NT_T2E_EXIT:
+	case NT_T2E_ATEXIT:
+	case NT_T2E_SIGNAL:
 		t2_printf(b, "%s elapsed:%.6f code:%d", nt_t2_event_names[m->type],
-			  secs(m->t_abs_us), (int)(m->type == NT_T2_SIGNAL ? T2_INT(m, SIGNAL, signo)
+			  secs(m->t_abs_us), (int)(m->type == NT_T2E_SIGNAL ? T2_INT(m, SIGNAL, signo)
 									   : T2_INT(m, EXIT, code)));
 		return 1;
-	case NT_T2_ERROR:
+	case NT_T2E_ERROR:
 		t2_puts(b, "error");
 		error_msg(b, m, " ");
 		return 1;
-	case NT_T2_CMD_PATH:
+	case NT_T2E_CMD_PATH:
 		t2_puts(b, "cmd_path ");
 		put_str(b, T2_ARG(m, CMD_PATH, path));
 		return 1;
-	case NT_T2_CMD_ANCESTRY:
+	case NT_T2E_CMD_ANCESTRY:
 		t2_puts(b, "cmd_ancestry");
 		ancestry(b, m);
 		return 1;
-	case NT_T2_CMD_NAME:
+	case NT_T2E_CMD_NAME:
 		t2_puts(b, "cmd_name ");
 		name_and_hierarchy(b, m);
 		return 1;
-	case NT_T2_CMD_MODE:
+	case NT_T2E_CMD_MODE:
 		t2_puts(b, "cmd_mode ");
 		put_str(b, T2_ARG(m, CMD_MODE, name));
 		return 1;
-	case NT_T2_ALIAS:
+	case NT_T2E_ALIAS:
 		t2_puts(b, "alias ");
 		put_str(b, T2_ARG(m, ALIAS, alias));
 		t2_puts(b, " -> ");
 		t2_sq_argv(b, T2_ARG(m, ALIAS, argv));
 		return 1;
-	case NT_T2_DEF_PARAM:
+	case NT_T2E_DEF_PARAM:
 		t2_puts(b, "def_param scope:");
 		put_str(b, T2_ARG(m, DEF_PARAM, scope));
 		t2_put(b, " ", 1);
 		put_str(b, T2_ARG(m, DEF_PARAM, param));
 		sep_str(b, "=", T2_ARG(m, DEF_PARAM, value));
 		return 1;
-	case NT_T2_DEF_REPO:
+	case NT_T2E_DEF_REPO:
 		worktree(b, m, "worktree ");
 		return 1;
 	default:
@@ -315,7 +315,7 @@ static void normal_other(t2_buf *b, const t2_msg *m)
 	uint32_t len;
 	const char *s;
 	switch (m->type) {
-	case NT_T2_CHILD_START:
+	case NT_T2E_CHILD_START:
 		t2_printf(b, "child_start[%d]", (int)T2_INT(m, CHILD_START, child_id));
 		if ((s = T2_STR(m, CHILD_START, cd, &len)) != NULL) {
 			t2_puts(b, " cd ");
@@ -325,18 +325,18 @@ static void normal_other(t2_buf *b, const t2_msg *m)
 		t2_put(b, " ", 1);
 		t2_sq_argv(b, T2_ARG(m, CHILD_START, argv));
 		break;
-	case NT_T2_CHILD_EXIT:
+	case NT_T2E_CHILD_EXIT:
 		t2_printf(b, "child_exit[%d] pid:%d code:%d elapsed:%.6f",
 			  (int)T2_INT(m, CHILD_EXIT, child_id), (int)T2_INT(m, CHILD_EXIT, pid),
 			  (int)T2_INT(m, CHILD_EXIT, code), secs(m->t_rel_us));
 		break;
-	case NT_T2_CHILD_READY:
+	case NT_T2E_CHILD_READY:
 		t2_printf(b, "child_ready[%d] pid:%d ready:", (int)T2_INT(m, CHILD_READY, child_id),
 			  (int)T2_INT(m, CHILD_READY, pid));
 		put_str(b, T2_ARG(m, CHILD_READY, ready));
 		t2_printf(b, " elapsed:%.6f", secs(m->t_rel_us));
 		break;
-	case NT_T2_EXEC:
+	case NT_T2E_EXEC:
 		t2_printf(b, "exec[%d] ", (int)T2_INT(m, EXEC, exec_id));
 		if ((s = T2_STR(m, EXEC, exe, &len)) != NULL) {
 			t2_put(b, s, len);
@@ -344,21 +344,21 @@ static void normal_other(t2_buf *b, const t2_msg *m)
 		}
 		t2_sq_argv(b, T2_ARG(m, EXEC, argv));
 		break;
-	case NT_T2_EXEC_RESULT:
+	case NT_T2E_EXEC_RESULT:
 		t2_printf(b, "exec_result[%d] ", (int)T2_INT(m, EXEC_RESULT, exec_id));
 		exec_code(b, m);
 		break;
-	case NT_T2_PRINTF:
+	case NT_T2E_PRINTF:
 		put_str(b, T2_ARG(m, PRINTF, msg));
 		break;
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
+	case NT_T2E_TIMER:
+	case NT_T2E_TH_TIMER:
 		t2_printf(b, "%s %s/%s ", nt_t2_event_names[m->type], m->category ? m->category : "",
 			  m->label ? m->label : "");
 		timer_totals(b, m);
 		break;
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER:
+	case NT_T2E_COUNTER:
+	case NT_T2E_TH_COUNTER:
 		t2_printf(b, "%s %s/%s value:%" PRIu64, nt_t2_event_names[m->type],
 			  m->category ? m->category : "", m->label ? m->label : "",
 			  (uint64_t)T2_INT(m, COUNTER, count));
@@ -383,21 +383,21 @@ void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
 int t2_normal_writes(nt_t2_event t)
 {
 	switch (t) {
-	case NT_T2_THREAD_START:
-	case NT_T2_THREAD_EXIT:
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE:
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON:
-	case NT_T2_TOO_MANY_FILES:
-	case NT_T2_UNKNOWN: return 0;
+	case NT_T2E_THREAD_START:
+	case NT_T2E_THREAD_EXIT:
+	case NT_T2E_REGION_ENTER:
+	case NT_T2E_REGION_LEAVE:
+	case NT_T2E_DATA:
+	case NT_T2E_DATA_JSON:
+	case NT_T2E_TOO_MANY_FILES:
+	case NT_T2E_UNKNOWN: return 0;
 	default: return 1;
 	}
 }
 
 int t2_perf_writes(nt_t2_event t)
 {
-	return t != NT_T2_TOO_MANY_FILES && t != NT_T2_UNKNOWN;
+	return t != NT_T2E_TOO_MANY_FILES && t != NT_T2E_UNKNOWN;
 }
 
 /* ---- PERF ------------------------------------------------------------------------------- */
@@ -412,22 +412,22 @@ int t2_perf_writes(nt_t2_event t)
 static int perf_has_t_abs(nt_t2_event t)
 {
 	switch (t) {
-	case NT_T2_START:
-	case NT_T2_EXIT:
-	case NT_T2_SIGNAL:
-	case NT_T2_ATEXIT:
-	case NT_T2_CHILD_START:
-	case NT_T2_CHILD_EXIT:
-	case NT_T2_CHILD_READY:
-	case NT_T2_THREAD_START:
-	case NT_T2_THREAD_EXIT:
-	case NT_T2_EXEC:
-	case NT_T2_EXEC_RESULT:
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE:
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON:
-	case NT_T2_PRINTF: return 1;
+	case NT_T2E_START:
+	case NT_T2E_EXIT:
+	case NT_T2E_SIGNAL:
+	case NT_T2E_ATEXIT:
+	case NT_T2E_CHILD_START:
+	case NT_T2E_CHILD_EXIT:
+	case NT_T2E_CHILD_READY:
+	case NT_T2E_THREAD_START:
+	case NT_T2E_THREAD_EXIT:
+	case NT_T2E_EXEC:
+	case NT_T2E_EXEC_RESULT:
+	case NT_T2E_REGION_ENTER:
+	case NT_T2E_REGION_LEAVE:
+	case NT_T2E_DATA:
+	case NT_T2E_DATA_JSON:
+	case NT_T2E_PRINTF: return 1;
 	default: return 0;
 	}
 }
@@ -484,7 +484,7 @@ static void perf_columns(t2_buf *b, const t2_msg *m)
 		t2_printf(b, "%9s | ", " ");
 	char scope[64] = "";
 	const char *cat = m->category ? m->category : "";
-	if (m->type == NT_T2_DEF_PARAM) {
+	if (m->type == NT_T2E_DEF_PARAM) {
 		uint32_t len;
 		const char *s = T2_STR(m, DEF_PARAM, scope, &len);
 		snprintf(scope, sizeof(scope), "scope:%.*s", s ? (int)(len < 40 ? len : 40) : 0,
@@ -500,32 +500,32 @@ static void perf_columns(t2_buf *b, const t2_msg *m)
 static int perf_process(t2_buf *b, const t2_msg *m)
 {
 	switch (m->type) {
-	case NT_T2_VERSION: put_str(b, T2_ARG(m, VERSION, exe)); return 1;
-	case NT_T2_START: t2_sq_argv(b, T2_ARG(m, START, argv)); return 1;
-	case NT_T2_EXIT:
-	case NT_T2_ATEXIT: t2_printf(b, "code:%d", (int)T2_INT(m, EXIT, code)); return 1;
-	case NT_T2_SIGNAL: t2_printf(b, "signo:%d", (int)T2_INT(m, SIGNAL, signo)); return 1;
-	case NT_T2_ERROR: error_msg(b, m, ""); return 1;
-	case NT_T2_CMD_PATH: put_str(b, T2_ARG(m, CMD_PATH, path)); return 1;
-	case NT_T2_CMD_ANCESTRY:
+	case NT_T2E_VERSION: put_str(b, T2_ARG(m, VERSION, exe)); return 1;
+	case NT_T2E_START: t2_sq_argv(b, T2_ARG(m, START, argv)); return 1;
+	case NT_T2E_EXIT:
+	case NT_T2E_ATEXIT: t2_printf(b, "code:%d", (int)T2_INT(m, EXIT, code)); return 1;
+	case NT_T2E_SIGNAL: t2_printf(b, "signo:%d", (int)T2_INT(m, SIGNAL, signo)); return 1;
+	case NT_T2E_ERROR: error_msg(b, m, ""); return 1;
+	case NT_T2E_CMD_PATH: put_str(b, T2_ARG(m, CMD_PATH, path)); return 1;
+	case NT_T2E_CMD_ANCESTRY:
 		t2_puts(b, "ancestry:[");
 		t2_sq_argv(b, T2_ARG(m, CMD_ANCESTRY, ancestry));
 		t2_puts(b, "]");
 		return 1;
-	case NT_T2_CMD_NAME: name_and_hierarchy(b, m); return 1;
-	case NT_T2_CMD_MODE: put_str(b, T2_ARG(m, CMD_MODE, name)); return 1;
-	case NT_T2_ALIAS:
+	case NT_T2E_CMD_NAME: name_and_hierarchy(b, m); return 1;
+	case NT_T2E_CMD_MODE: put_str(b, T2_ARG(m, CMD_MODE, name)); return 1;
+	case NT_T2E_ALIAS:
 		t2_puts(b, "alias:");
 		put_str(b, T2_ARG(m, ALIAS, alias));
 		t2_puts(b, " argv:[");
 		t2_sq_argv(b, T2_ARG(m, ALIAS, argv));
 		t2_puts(b, "]");
 		return 1;
-	case NT_T2_DEF_PARAM:
+	case NT_T2E_DEF_PARAM:
 		put_str(b, T2_ARG(m, DEF_PARAM, param));
 		sep_str(b, ":", T2_ARG(m, DEF_PARAM, value));
 		return 1;
-	case NT_T2_DEF_REPO: worktree(b, m, "worktree:"); return 1;
+	case NT_T2E_DEF_REPO: worktree(b, m, "worktree:"); return 1;
 	default: return 0;
 	}
 }
@@ -569,7 +569,7 @@ static void perf_region(t2_buf *b, const t2_msg *m)
 {
 	if (m->label != NULL)
 		t2_printf(b, "label:%s", m->label);
-	sep_str(b, " ", m->type == NT_T2_REGION_LEAVE ? T2_ARG(m, REGION_LEAVE, msg)
+	sep_str(b, " ", m->type == NT_T2E_REGION_LEAVE ? T2_ARG(m, REGION_LEAVE, msg)
 						      : T2_ARG(m, REGION_ENTER, msg));
 }
 
@@ -580,37 +580,37 @@ static void perf_other(t2_buf *b, const t2_msg *m)
 	const char *s;
 	char num[24];
 	switch (m->type) {
-	case NT_T2_CHILD_START: perf_child_start(b, m); break;
-	case NT_T2_CHILD_EXIT:
+	case NT_T2E_CHILD_START: perf_child_start(b, m); break;
+	case NT_T2E_CHILD_EXIT:
 		t2_printf(b, "[ch%d] pid:%d code:%d", (int)T2_INT(m, CHILD_EXIT, child_id),
 			  (int)T2_INT(m, CHILD_EXIT, pid), (int)T2_INT(m, CHILD_EXIT, code));
 		break;
-	case NT_T2_CHILD_READY:
+	case NT_T2E_CHILD_READY:
 		t2_printf(b, "[ch%d] pid:%d ready:", (int)T2_INT(m, CHILD_READY, child_id),
 			  (int)T2_INT(m, CHILD_READY, pid));
 		put_str(b, T2_ARG(m, CHILD_READY, ready));
 		break;
-	case NT_T2_EXEC: perf_exec(b, m); break;
-	case NT_T2_EXEC_RESULT:
+	case NT_T2E_EXEC: perf_exec(b, m); break;
+	case NT_T2E_EXEC_RESULT:
 		t2_printf(b, "id:%d ", (int)T2_INT(m, EXEC_RESULT, exec_id));
 		exec_code(b, m);
 		break;
-	case NT_T2_REGION_ENTER:
-	case NT_T2_REGION_LEAVE: perf_region(b, m); break;
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON:
+	case NT_T2E_REGION_ENTER:
+	case NT_T2E_REGION_LEAVE: perf_region(b, m); break;
+	case NT_T2E_DATA:
+	case NT_T2E_DATA_JSON:
 		t2_printf(b, "%s:", m->label ? m->label : "");
 		if ((s = t2_value_text(T2_ARG(m, DATA, value), num, &len)) != NULL)
 			t2_put(b, s, len);
 		break;
-	case NT_T2_PRINTF: put_str(b, T2_ARG(m, PRINTF, msg)); break;
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
+	case NT_T2E_PRINTF: put_str(b, T2_ARG(m, PRINTF, msg)); break;
+	case NT_T2E_TIMER:
+	case NT_T2E_TH_TIMER:
 		t2_printf(b, "name:%s ", m->label ? m->label : "");
 		timer_totals(b, m);
 		break;
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER:
+	case NT_T2E_COUNTER:
+	case NT_T2E_TH_COUNTER:
 		t2_printf(b, "name:%s value:%" PRIu64, m->label ? m->label : "",
 			  (uint64_t)T2_INT(m, COUNTER, count));
 		break;

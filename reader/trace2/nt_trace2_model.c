@@ -70,7 +70,7 @@ void t2_model_free(t2_model *m)
 #define MSG_ROWS_(id, name)                                                                     \
 	static const t2_field rows_##id[] = { NT_T2_FIELDS_##id(ROW_, id){ 0 } };
 NT_T2_EVENTS(MSG_ROWS_)
-#define MSG_LIST_(id, name) [NT_T2_##id] = { rows_##id, NT_T2_NFIELDS_##id },
+#define MSG_LIST_(id, name) [NT_T2E_##id] = { rows_##id, NT_T2_NFIELDS_##id },
 const t2_field_list t2_fields[NT_T2_EVENT_COUNT] = { NT_T2_EVENTS(MSG_LIST_) };
 
 const t2_field *t2_field_stored(nt_t2_event t, nt_t2_store store)
@@ -241,7 +241,7 @@ static void decode_times(t2_model *m, const nt_reader_process *p, t2_msg *o)
 	t2_process *pp = p && p->index < m->nprocs ? &m->procs[p->index] : NULL;
 	if (arg_u64(o->x[T2_X_T_ABS], &o->t_abs_us)) {
 		o->has_t_abs = o->t_abs_exact = 1;
-		if (o->type == NT_T2_START && pp != NULL && o->has_time) {
+		if (o->type == NT_T2E_START && pp != NULL && o->has_time) {
 			pp->have_offset = 1;
 			pp->offset_us = o->time_us - (int64_t)o->t_abs_us;
 		}
@@ -269,7 +269,7 @@ static t2_thread *thread_of(t2_model *m, const nt_reader_event *e, const nt_read
 	if (!t->known) {
 		t->known = 1;
 		t->nr_open = 1;
-		t->start_ns[0] = strcmp(e->thread->name, "main") == 0 || o->type != NT_T2_THREAD_START
+		t->start_ns[0] = strcmp(e->thread->name, "main") == 0 || o->type != NT_T2E_THREAD_START
 					 ? (p ? nt_reader_ticks_to_ns(m->r, p->start_ticks) : 0)
 					 : e->time_ns;
 	}
@@ -282,11 +282,11 @@ static void decode_nesting(t2_thread *t, const nt_reader_event *e, t2_msg *o)
 	uint64_t nest;
 	int explicit_nesting = arg_u64(o->x[T2_X_NESTING], &nest);
 	switch (o->type) {
-	case NT_T2_THREAD_START:
+	case NT_T2E_THREAD_START:
 		t->nr_open = 1;
 		t->start_ns[0] = e->time_ns;
 		break;
-	case NT_T2_REGION_ENTER:
+	case NT_T2E_REGION_ENTER:
 		if (explicit_nesting)
 			t->nr_open = open_count(nest);
 		o->nesting = explicit_nesting ? (uint32_t)nest : t->nr_open;
@@ -295,7 +295,7 @@ static void decode_nesting(t2_thread *t, const nt_reader_event *e, t2_msg *o)
 			t->start_ns[t->nr_open] = e->time_ns;
 		t->nr_open++;
 		break;
-	case NT_T2_REGION_LEAVE:
+	case NT_T2E_REGION_LEAVE:
 		if (explicit_nesting)
 			t->nr_open = open_count(nest) + 1;
 		if (t->nr_open > 1) {
@@ -308,8 +308,8 @@ static void decode_nesting(t2_thread *t, const nt_reader_event *e, t2_msg *o)
 		o->nesting = explicit_nesting ? (uint32_t)nest : t->nr_open;
 		o->dots = (t->nr_open - 1) * 2;
 		break;
-	case NT_T2_DATA:
-	case NT_T2_DATA_JSON:
+	case NT_T2E_DATA:
+	case NT_T2E_DATA_JSON:
 		if (explicit_nesting)
 			t->nr_open = open_count(nest);
 		o->nesting = explicit_nesting ? (uint32_t)nest : t->nr_open;
@@ -320,16 +320,16 @@ static void decode_nesting(t2_thread *t, const nt_reader_event *e, t2_msg *o)
 			o->t_rel_us = us_between(t->start_ns[top], e->time_ns);
 		}
 		break;
-	case NT_T2_ATEXIT:
-	case NT_T2_THREAD_EXIT:
+	case NT_T2E_ATEXIT:
+	case NT_T2E_THREAD_EXIT:
 		/* Git unwinds the thread's open regions before atexit and thread_exit. */
 		t->nr_open = 1;
 		o->dots = 0;
 		break;
-	case NT_T2_TIMER:
-	case NT_T2_TH_TIMER:
-	case NT_T2_COUNTER:
-	case NT_T2_TH_COUNTER:
+	case NT_T2E_TIMER:
+	case NT_T2E_TH_TIMER:
+	case NT_T2E_COUNTER:
+	case NT_T2E_TH_COUNTER:
 		o->dots = 0;
 		break;
 	default:

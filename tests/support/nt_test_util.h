@@ -1,4 +1,5 @@
-/* nt_test_util.h - read an archive back into plain arrays for assertions (tests only). */
+/* nt_test_util.h - read an archive back into plain arrays for assertions (tests only).
+ * Valid C and C++ (tests/writer/test_cpp_macros.cpp includes it). */
 #ifndef NT_TEST_UTIL_H
 #define NT_TEST_UTIL_H
 
@@ -37,10 +38,10 @@ typedef struct test_trace {
 
 static int test_collect(void *ctx, const nt_reader_event *e)
 {
-	test_trace *t = ctx;
+	test_trace *t = (test_trace *)ctx; /* a cast: also compiled as C++ */
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 64;
-		t->ev = realloc(t->ev, t->cap * sizeof(*t->ev));
+		t->ev = (test_event *)realloc(t->ev, t->cap * sizeof(*t->ev));
 		if (t->ev == NULL)
 			abort();
 	}
@@ -74,14 +75,14 @@ static int test_collect(void *ctx, const nt_reader_event *e)
 
 static void test_gap(void *ctx, const nt_reader_gap *g)
 {
-	test_trace *t = ctx;
+	test_trace *t = (test_trace *)ctx;
 	t->gaps++;
 	t->gap_events += g->events;
 }
 
 static void test_error(void *ctx, uint64_t off, const char *msg)
 {
-	test_trace *t = ctx;
+	test_trace *t = (test_trace *)ctx;
 	if (t->errors++ == 0)
 		snprintf(t->first_error, sizeof(t->first_error), "byte %llu: %s",
 			 (unsigned long long)off, msg);
@@ -101,8 +102,10 @@ __attribute__((unused)) static int test_read(const char *path, nt_order order, t
 	nt_reader_summary sum;
 	nt_reader_get_summary(r, &sum);
 	t->callsites = sum.callsites;
-	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error,
-				   .on_gap = test_gap };
+	nt_reader_callbacks cb; /* assigned, not designated: C++ before C++20 has none */
+	cb.on_event = test_collect;
+	cb.on_error = test_error;
+	cb.on_gap = test_gap;
 	t->visit_rc = nt_reader_visit(r, &cb, t, order, NT_ON_CORRUPT_SKIP);
 	nt_reader_close(r);
 	return 0;

@@ -105,7 +105,7 @@ static inline uint64_t seq_claimed_ordinal(seq_check *c, seq_thread *p, const nt
 				 e->thread->index, t, p->worker);
 		return seq_ordinal_of_instant(seq, c->trace2);
 	}
-	if (e->kind == NT_KIND_T2_FIRST + NT_T2_DATA && seq_arg(e, "value", &seq))
+	if (e->kind == NT_KIND_T2_FIRST + NT_T2E_DATA && seq_arg(e, "value", &seq))
 		return seq_ordinal_of_instant(seq, c->trace2) + 2;
 	return UINT64_MAX;
 }

@@ -107,8 +107,8 @@ static void atexit_message(void)
 	static nt_callsite site = { .line = __LINE__, .category = "", .name = "",
 				    .file = NT_T2_SELF_FILE, .arg_names = names,
 				    .arg_count = NT_T2_NARGS(ATEXIT), .always = 1 };
-	nt_arg a[NT_T2_NARGS(ATEXIT)] = { T2_A(ATEXIT, code, NT_I32, nt_T2.exit_code) };
-	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2_ATEXIT, a, NT_T2_NARGS(ATEXIT));
+	nt_arg a[NT_T2_NARGS(ATEXIT)] = { T2_A(ATEXIT, code, nt_arg_i64, nt_T2.exit_code) };
+	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2E_ATEXIT, a, NT_T2_NARGS(ATEXIT));
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
 	/* A session started from NANOTRACE is finished by the exit handler nt_start installed,
 	 * which runs after this one (atexit handlers run in reverse order). */
@@ -123,8 +123,8 @@ static void signal_message(int sig)
 {
 	if (!nt_trace2_is_enabled() || !nt_T2_tls.named)
 		return;
-	nt_arg a[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, NT_I32, sig) };
-	nt_emit_args_(&signal_site, NT_KIND_T2_FIRST + NT_T2_SIGNAL, a, NT_T2_NARGS(SIGNAL));
+	nt_arg a[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, nt_arg_i64, sig) };
+	nt_emit_args_(&signal_site, NT_KIND_T2_FIRST + NT_T2E_SIGNAL, a, NT_T2_NARGS(SIGNAL));
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
 }
 
@@ -132,8 +132,8 @@ int nt_t2_cmd_exit_(nt_callsite *site, int code)
 {
 	nt_T2.exit_code = code;
 	if (nt_trace2_is_enabled()) {
-		nt_arg a[NT_T2_NARGS(EXIT)] = { T2_A(EXIT, code, NT_I32, code) };
-		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_EXIT, a, NT_T2_NARGS(EXIT));
+		nt_arg a[NT_T2_NARGS(EXIT)] = { T2_A(EXIT, code, nt_arg_i64, code) };
+		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2E_EXIT, a, NT_T2_NARGS(EXIT));
 	}
 	return code;
 }
@@ -183,22 +183,22 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	nt_T2.enabled = 1;
 	__atomic_store_n(&nt_trace2_enabled_, 1, __ATOMIC_RELEASE);
 	nt_arg args[NT_T2_NARGS(VERSION)] = {
-		T2_A(VERSION, evt, NT_STR, "4"),
-		T2_A(VERSION, exe, NT_STR, version ? version : NT_VERSION_STRING) };
-	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_VERSION, args, NT_T2_NARGS(VERSION));
+		T2_A(VERSION, evt, nt_arg_str, "4"),
+		T2_A(VERSION, exe, nt_arg_str, version ? version : NT_VERSION_STRING) };
+	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2E_VERSION, args, NT_T2_NARGS(VERSION));
 	if (too_many) {
 		/* too_many_files has no keys; it uses version's call site, whose argument names
 		 * stay, with absent values. */
 		for (int i = 0; i < NT_T2_NARGS(VERSION); i++)
 			args[i].type = NT_ARG_NONE;
-		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_TOO_MANY_FILES, args,
+		nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2E_TOO_MANY_FILES, args,
 				 NT_T2_NARGS(VERSION));
 	}
 
 	signal_site = (nt_callsite){ .line = __LINE__, .category = "", .name = "",
 				     .file = NT_T2_SELF_FILE, .arg_names = signal_names,
 				     .arg_count = NT_T2_NARGS(SIGNAL), .always = 1 };
-	nt_arg sa[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, NT_I32, 0) };
+	nt_arg sa[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, nt_arg_i64, 0) };
 	nt_callsite_resolve(&signal_site, sa);
 	nt_core_set_hooks(&(nt_core_hooks){ .on_fatal_signal = signal_message,
 					    .on_durable_cleared = write_process_record });
@@ -214,24 +214,24 @@ void nt_t2_thread_start_(nt_callsite *site, nt_callsite *main_site, const char *
 	nt_t2_thread *t = &nt_T2_tls;
 	if (t->is_main) {
 		/* Git turns this into a region on the main thread. */
-		nt_t2_region_printf_(main_site, NT_KIND_T2_FIRST + NT_T2_REGION_ENTER, -1,
+		nt_t2_region_printf_(main_site, NT_KIND_T2_FIRST + NT_T2E_REGION_ENTER, -1,
 				     "thread-proc on main: %s", name ? name : "");
 		return;
 	}
 	name_thread(t, name ? name : "");
-	nt_t2_emit_(site, NT_KIND_T2_FIRST + NT_T2_THREAD_START);
+	nt_t2_emit_(site, NT_KIND_T2_FIRST + NT_T2E_THREAD_START);
 }
 
 void nt_t2_thread_exit_(nt_callsite *site, nt_callsite *main_site)
 {
 	nt_t2_thread *t = nt_t2_self();
 	if (t->is_main) {
-		nt_t2_region_printf_(main_site, NT_KIND_T2_FIRST + NT_T2_REGION_LEAVE, -1, "%s",
+		nt_t2_region_printf_(main_site, NT_KIND_T2_FIRST + NT_T2E_REGION_LEAVE, -1, "%s",
 				     "thread-proc on main");
 		return;
 	}
 	nt_t2_timers_thread_exit();
 	nt_arg a[NT_T2_NARGS(THREAD_EXIT)] = {
 		T2_RUNTIME(THREAD_EXIT, nt_t2_t_rel_since(t->start_ticks)) };
-	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2_THREAD_EXIT, a, NT_T2_NARGS(THREAD_EXIT));
+	nt_t2_emit_args_(site, NT_KIND_T2_FIRST + NT_T2E_THREAD_EXIT, a, NT_T2_NARGS(THREAD_EXIT));
 }

@@ -16,7 +16,7 @@
 
 #include "nt_trace2_internal.h"
 
-#define T2(ev) (NT_KIND_T2_FIRST + NT_T2_##ev)
+#define T2(ev) (NT_KIND_T2_FIRST + NT_T2E_##ev)
 #define MSG_MAX 2000 /* formatted messages: what fits one record */
 /* argv elements copied: more than one record can hold (each takes at least 4 bytes of
  * 2040), so a longer argv is cut by the record budget, which counts it (values_truncated). */
@@ -34,7 +34,7 @@ static nt_arg none(const char *name)
 
 static nt_arg str_or_none(const char *name, const char *s)
 {
-	return s != NULL ? NT_STR(name, s) : none(name);
+	return s != NULL ? nt_arg_str(name, s) : none(name);
 }
 
 static nt_arg list(const char *name, const char *const *v)
@@ -69,7 +69,7 @@ static const char *const *copy_argv(argv_copy *c, const char *prefix, const char
 
 void nt_t2_string_(nt_callsite *site, unsigned kind, const char *name, const char *value)
 {
-	nt_arg a = NT_STR(name, nz(value)); /* cmd_path, cmd_mode: one key, named by the macro */
+	nt_arg a = nt_arg_str(name, nz(value)); /* cmd_path, cmd_mode: one key, named by the macro */
 	nt_t2_emit_args_(site, kind, &a, 1);
 }
 
@@ -133,8 +133,8 @@ void nt_t2_cmd_error_(nt_callsite *site, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		T2_SET(a, ERROR, msg, NT_STR, msg);
-		T2_SET(a, ERROR, fmt, NT_STR, fmt);
+		T2_SET(a, ERROR, msg, nt_arg_str, msg);
+		T2_SET(a, ERROR, fmt, nt_arg_str, fmt);
 	}
 	nt_t2_emit_args_(site, T2(ERROR), a, NT_T2_NARGS(ERROR));
 }
@@ -147,14 +147,14 @@ void nt_t2_cmd_name_(nt_callsite *site, const char *name)
 	else
 		snprintf(nt_T2.hierarchy, sizeof(nt_T2.hierarchy), "%s", nz(name));
 	setenv("NANOTRACE_PARENT_NAME", nt_T2.hierarchy, 1);
-	nt_arg a[NT_T2_NARGS(CMD_NAME)] = { T2_A(CMD_NAME, name, NT_STR, nz(name)),
-					    T2_A(CMD_NAME, hierarchy, NT_STR, nt_T2.hierarchy) };
+	nt_arg a[NT_T2_NARGS(CMD_NAME)] = { T2_A(CMD_NAME, name, nt_arg_str, nz(name)),
+					    T2_A(CMD_NAME, hierarchy, nt_arg_str, nt_T2.hierarchy) };
 	nt_t2_emit_args_(site, T2(CMD_NAME), a, NT_T2_NARGS(CMD_NAME));
 }
 
 void nt_t2_cmd_alias_(nt_callsite *site, const char *alias, const char *const *argv)
 {
-	nt_arg a[NT_T2_NARGS(ALIAS)] = { T2_A(ALIAS, alias, NT_STR, nz(alias)),
+	nt_arg a[NT_T2_NARGS(ALIAS)] = { T2_A(ALIAS, alias, nt_arg_str, nz(alias)),
 					 T2_A(ALIAS, argv, list, argv) };
 	nt_t2_emit_args_(site, T2(ALIAS), a, NT_T2_NARGS(ALIAS));
 }
@@ -163,7 +163,7 @@ void nt_t2_def_param_(nt_callsite *site, const char *scope, const char *param, c
 {
 	char buf[512];
 	nt_arg a[NT_T2_NARGS(DEF_PARAM)] = {
-		T2_A(DEF_PARAM, scope, NT_STR, nz(scope)), T2_A(DEF_PARAM, param, NT_STR, nz(param)),
+		T2_A(DEF_PARAM, scope, nt_arg_str, nz(scope)), T2_A(DEF_PARAM, param, nt_arg_str, nz(param)),
 		T2_A(DEF_PARAM, value, str_or_none, nt_t2_redact(value, buf, sizeof(buf))) };
 	nt_t2_emit_args_(site, T2(DEF_PARAM), a, NT_T2_NARGS(DEF_PARAM));
 }
@@ -226,8 +226,8 @@ void nt_t2_list_env_vars_(nt_callsite *site)
 void nt_t2_def_repo_(nt_callsite *site, int repo, const char *worktree)
 {
 	nt_arg a[1 + NT_T2_NARGS(DEF_REPO)] = {
-		NT_U32(NT_T2_ARG_REPO, (uint32_t)(repo < 0 ? 0 : repo)),
-		T2_A1(DEF_REPO, worktree, NT_STR, nz(worktree)) };
+		nt_arg_u64(NT_T2_ARG_REPO, (uint32_t)(repo < 0 ? 0 : repo)),
+		T2_A1(DEF_REPO, worktree, nt_arg_str, nz(worktree)) };
 	nt_t2_emit_args_(site, T2(DEF_REPO), a, 1 + NT_T2_NARGS(DEF_REPO));
 }
 
@@ -243,9 +243,9 @@ void nt_t2_child_start_(nt_callsite *site, nt_trace2_child *child, const char *c
 	}
 	const char *cls = hook_name ? "hook" : child_class ? child_class : "?";
 	nt_arg a[NT_T2_NARGS(CHILD_START)] = {
-		T2_A(CHILD_START, child_id, NT_I32, id), T2_A(CHILD_START, child_class, NT_STR, cls),
+		T2_A(CHILD_START, child_id, nt_arg_i64, id), T2_A(CHILD_START, child_class, nt_arg_str, cls),
 		T2_A(CHILD_START, hook_name, str_or_none, hook_name),
-		T2_A(CHILD_START, cd, str_or_none, cd), T2_A(CHILD_START, use_shell, NT_BOOL, use_shell),
+		T2_A(CHILD_START, cd, str_or_none, cd), T2_A(CHILD_START, use_shell, nt_arg_bool, use_shell),
 		T2_A(CHILD_START, argv, list, copy_argv(&c, git_cmd ? "git" : NULL, argv)) };
 	nt_t2_emit_args_(site, T2(CHILD_START), a, NT_T2_NARGS(CHILD_START));
 }
@@ -255,16 +255,16 @@ void nt_t2_child_end_(nt_callsite *site, unsigned kind, nt_trace2_child *child, 
 {
 	int id = child ? child->id : -1;
 	nt_arg run = child ? nt_t2_t_rel_since(child->start_ticks)
-			   : NT_U64(NT_T2_ARG_T_REL_TICKS, 0);
+			   : nt_arg_u64(NT_T2_ARG_T_REL_TICKS, 0);
 	if (kind == (unsigned)T2(CHILD_READY)) {
 		nt_arg a[NT_T2_NARGS(CHILD_READY)] = {
-			T2_A(CHILD_READY, child_id, NT_I32, id), T2_A(CHILD_READY, pid, NT_I32, pid),
-			T2_A(CHILD_READY, ready, NT_STR, nz(ready)), T2_RUNTIME(CHILD_READY, run) };
+			T2_A(CHILD_READY, child_id, nt_arg_i64, id), T2_A(CHILD_READY, pid, nt_arg_i64, pid),
+			T2_A(CHILD_READY, ready, nt_arg_str, nz(ready)), T2_RUNTIME(CHILD_READY, run) };
 		nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(CHILD_READY));
 	} else {
 		nt_arg a[NT_T2_NARGS(CHILD_EXIT)] = {
-			T2_A(CHILD_EXIT, child_id, NT_I32, id), T2_A(CHILD_EXIT, pid, NT_I32, pid),
-			T2_A(CHILD_EXIT, code, NT_I32, code), T2_RUNTIME(CHILD_EXIT, run) };
+			T2_A(CHILD_EXIT, child_id, nt_arg_i64, id), T2_A(CHILD_EXIT, pid, nt_arg_i64, pid),
+			T2_A(CHILD_EXIT, code, nt_arg_i64, code), T2_RUNTIME(CHILD_EXIT, run) };
 		nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(CHILD_EXIT));
 	}
 }
@@ -275,7 +275,7 @@ int nt_t2_exec_(nt_callsite *site, const char *exe, const char *const *argv)
 	if (!nt_trace2_is_enabled())
 		return id;
 	argv_copy c;
-	nt_arg a[NT_T2_NARGS(EXEC)] = { T2_A(EXEC, exec_id, NT_I32, id),
+	nt_arg a[NT_T2_NARGS(EXEC)] = { T2_A(EXEC, exec_id, nt_arg_i64, id),
 					T2_A(EXEC, exe, str_or_none, exe),
 					T2_A(EXEC, argv, list, copy_argv(&c, NULL, argv)) };
 	nt_t2_emit_args_(site, T2(EXEC), a, NT_T2_NARGS(EXEC));
@@ -284,8 +284,8 @@ int nt_t2_exec_(nt_callsite *site, const char *exe, const char *const *argv)
 
 void nt_t2_exec_result_(nt_callsite *site, int exec_id, int code)
 {
-	nt_arg a[NT_T2_NARGS(EXEC_RESULT)] = { T2_A(EXEC_RESULT, exec_id, NT_I32, exec_id),
-					       T2_A(EXEC_RESULT, code, NT_I32, code) };
+	nt_arg a[NT_T2_NARGS(EXEC_RESULT)] = { T2_A(EXEC_RESULT, exec_id, nt_arg_i64, exec_id),
+					       T2_A(EXEC_RESULT, code, nt_arg_i64, code) };
 	nt_t2_emit_args_(site, T2(EXEC_RESULT), a, NT_T2_NARGS(EXEC_RESULT));
 }
 
@@ -298,14 +298,14 @@ void nt_t2_region_printf_(nt_callsite *site, unsigned kind, int repo, const char
 {
 	char msg[MSG_MAX];
 	nt_arg a[1 + NT_T2_NARGS(REGION_ENTER)] = {
-		repo >= 0 ? NT_U32(NT_T2_ARG_REPO, (uint32_t)repo) : none(NT_T2_ARG_REPO),
+		repo >= 0 ? nt_arg_u64(NT_T2_ARG_REPO, (uint32_t)repo) : none(NT_T2_ARG_REPO),
 		T2_A1(REGION_ENTER, msg, none) };
 	if (fmt != NULL && fmt[0] != '\0') {
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		a[1 + NT_T2_AT(REGION_ENTER, msg)] = NT_STR(NT_T2_NAME(REGION_ENTER, msg), msg);
+		a[1 + NT_T2_AT(REGION_ENTER, msg)] = nt_arg_str(NT_T2_NAME(REGION_ENTER, msg), msg);
 	}
 	nt_t2_emit_args_(site, kind, a, 1 + NT_T2_NARGS(REGION_ENTER));
 }
@@ -319,18 +319,18 @@ NT_STATIC_ASSERT(NT_T2_NARGS(DATA) == 1 && NT_T2_NARGS(DATA_JSON) == 1 &&
 static void data_emit(nt_callsite *site, unsigned kind, int repo, nt_arg value)
 {
 	nt_arg a[NT_T2_NARGS(DATA) + 1] = { [NT_T2_AT(DATA, value)] = value,
-					    [NT_T2_NARGS(DATA)] = NT_U32(NT_T2_ARG_REPO, (uint32_t)repo) };
+					    [NT_T2_NARGS(DATA)] = nt_arg_u64(NT_T2_ARG_REPO, (uint32_t)repo) };
 	nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(DATA) + (repo >= 0));
 }
 
 void nt_t2_data_(nt_callsite *site, unsigned kind, int repo, const char *value)
 {
-	data_emit(site, kind, repo, NT_STR(NT_T2_NAME(DATA, value), nz(value)));
+	data_emit(site, kind, repo, nt_arg_str(NT_T2_NAME(DATA, value), nz(value)));
 }
 
 void nt_t2_data_intmax_(nt_callsite *site, unsigned kind, int repo, int64_t value)
 {
-	data_emit(site, kind, repo, NT_I64(NT_T2_NAME(DATA, value), value));
+	data_emit(site, kind, repo, nt_arg_i64(NT_T2_NAME(DATA, value), value));
 }
 
 void nt_t2_printf_(nt_callsite *site, const char *fmt, ...)
@@ -342,7 +342,7 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
-		T2_SET(a, PRINTF, msg, NT_STR, msg);
+		T2_SET(a, PRINTF, msg, nt_arg_str, msg);
 	}
 	nt_t2_emit_args_(site, T2(PRINTF), a, NT_T2_NARGS(PRINTF));
 }

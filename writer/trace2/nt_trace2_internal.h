@@ -40,7 +40,7 @@ extern nt_t2_process nt_T2;
 
 /* Initializers of a message's arguments, each at its place in the field table
  * (format/nt_t2_fields.h) and named by it: `nt_arg a[NT_T2_NARGS(msg)] = { T2_A(...), ... }`.
- * ctor is NT_STR, NT_I32, ... (name first). T2_A1 places it after a leading repo argument. */
+ * ctor is nt_arg_str, nt_arg_i64, ... (name first). T2_A1 places it after a leading repo argument. */
 #define T2_A(msg, key, ctor, ...) [NT_T2_AT(msg, key)] = ctor(NT_T2_NAME(msg, key), ##__VA_ARGS__)
 #define T2_A1(msg, key, ctor, ...)                                                             \
 	[1 + NT_T2_AT(msg, key)] = ctor(NT_T2_NAME(msg, key), ##__VA_ARGS__)
@@ -54,7 +54,7 @@ extern nt_t2_process nt_T2;
 static inline nt_arg nt_t2_t_rel_since(uint64_t start_ticks)
 {
 	uint64_t now = nt_now();
-	return NT_U64(NT_T2_ARG_T_REL_TICKS, now > start_ticks ? now - start_ticks : 0);
+	return nt_arg_u64(NT_T2_ARG_T_REL_TICKS, now > start_ticks ? now - start_ticks : 0);
 }
 
 /* The calling thread's Trace2 state; names the thread "thNN:unknown" on first use. */

@@ -95,14 +95,14 @@ void nt_trace2_counter_add(nt_trace2_counter *c, uint64_t value)
 static void emit_timer(nt_callsite *site, unsigned kind, const timer_acc *a)
 {
 	nt_arg args[NT_T2_NARGS(TIMER)] = {
-		T2_A(TIMER, intervals, NT_U64, a->intervals), T2_A(TIMER, t_total, NT_U64, a->total_ns),
-		T2_A(TIMER, t_min, NT_U64, a->min_ns), T2_A(TIMER, t_max, NT_U64, a->max_ns) };
+		T2_A(TIMER, intervals, nt_arg_u64, a->intervals), T2_A(TIMER, t_total, nt_arg_u64, a->total_ns),
+		T2_A(TIMER, t_min, nt_arg_u64, a->min_ns), T2_A(TIMER, t_max, nt_arg_u64, a->max_ns) };
 	nt_t2_emit_args_(site, kind, args, NT_T2_NARGS(TIMER));
 }
 
 static void emit_counter(nt_callsite *site, unsigned kind, uint64_t v)
 {
-	nt_arg a[NT_T2_NARGS(COUNTER)] = { T2_A(COUNTER, count, NT_U64, v) };
+	nt_arg a[NT_T2_NARGS(COUNTER)] = { T2_A(COUNTER, count, nt_arg_u64, v) };
 	nt_t2_emit_args_(site, kind, a, NT_T2_NARGS(COUNTER));
 }
 
@@ -143,7 +143,7 @@ static void report_and_merge_thread(void)
 		if (a->intervals == 0)
 			continue;
 		if (timers[id]->per_thread)
-			emit_timer(timer_site(0, id), NT_KIND_T2_FIRST + NT_T2_TH_TIMER, a);
+			emit_timer(timer_site(0, id), NT_KIND_T2_FIRST + NT_T2E_TH_TIMER, a);
 		timer_acc *t = &timer_total[id];
 		if (t->intervals == 0 || a->min_ns < t->min_ns)
 			t->min_ns = a->min_ns;
@@ -156,7 +156,7 @@ static void report_and_merge_thread(void)
 		if (!st->counter_used[id - 1])
 			continue;
 		if (counters[id]->per_thread)
-			emit_counter(counter_site(0, id), NT_KIND_T2_FIRST + NT_T2_TH_COUNTER,
+			emit_counter(counter_site(0, id), NT_KIND_T2_FIRST + NT_T2E_TH_COUNTER,
 				     st->counters[id - 1]);
 		counter_total[id] += st->counters[id - 1];
 		counter_total_used[id] = 1;
@@ -177,10 +177,10 @@ void nt_t2_timers_atexit(void)
 	report_and_merge_thread(); /* the main thread's own */
 	for (uint32_t id = 1; id <= ntimers; id++)
 		if (timer_total[id].intervals != 0)
-			emit_timer(timer_site(1, id), NT_KIND_T2_FIRST + NT_T2_TIMER, &timer_total[id]);
+			emit_timer(timer_site(1, id), NT_KIND_T2_FIRST + NT_T2E_TIMER, &timer_total[id]);
 	for (uint32_t id = 1; id <= ncounters; id++)
 		if (counter_total_used[id])
-			emit_counter(counter_site(1, id), NT_KIND_T2_FIRST + NT_T2_COUNTER,
+			emit_counter(counter_site(1, id), NT_KIND_T2_FIRST + NT_T2E_COUNTER,
 				     counter_total[id]);
 	pthread_mutex_unlock(&lock);
 }

@@ -318,7 +318,7 @@ typedef struct nt_trace2_import_error {
  * messages that have none in EVENT, and the self file:line of atexit, signal, timer and
  * counter messages). Every key is kept: a string that
  * is present but empty stays present ("msg":""), and a key or an event this version does
- * not know (a newer Git's) is kept verbatim (NT_ARG_JSON, NT_T2_UNKNOWN), rendered back in
+ * not know (a newer Git's) is kept verbatim (NT_ARG_JSON, NT_T2E_UNKNOWN), rendered back in
  * EVENT where it stood and left out of NORMAL and PERF. On success *archive (free() it)
  * and *archive_size are set and 0 is returned. On malformed input (not JSON, no event, sid
  * or thread, a known key with a value of the wrong type, a record over 2040 bytes) -1 is

@@ -33,7 +33,9 @@
  *
  * COMPILE-TIME OFF SWITCH
  *   Define NTRACE before including this header and every NT_* event macro expands to nothing
- *   (its arguments are not evaluated). The nt_* functions stay available.
+ *   (its arguments are not evaluated), and so do the NT_T2_* macros of nanotrace_trace2.h
+ *   (those with a value expand to it: NT_T2_CMD_EXIT(code) to (code)). A program that uses
+ *   only the macros then links without libnanotrace; the nt_* functions stay declared.
  *
  * THREADS
  *   All functions are thread-safe. Events from a thread are recorded in the order the thread
@@ -294,7 +296,7 @@ uint64_t nt_now(void);
 /* ---- Arguments ------------------------------------------------------------------------- */
 
 typedef struct nt_arg {
-	const char *name; /* must be the same string on every call of one call site */
+	const char *name; /* see NT_I64() and nt_arg_i64() */
 	uint8_t type;     /* NT_ARG_* of nt_format.h; use the NT_I64() ... macros */
 	uint32_t length;  /* bytes of a string value */
 	union {
@@ -310,15 +312,71 @@ typedef struct nt_arg {
  * in 8 bytes, otherwise 16; doubles and pointers take 16; strings are copied inline
  * (8 bytes + length rounded up to 8) and truncated so that the event fits 2040 bytes (such
  * events are counted in nt_stats.values_truncated and the archive header); a NULL
- * string is recorded as "(null)". */
-#define NT_I64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_INT64, .value.i64 = (int64_t)(v) })
-#define NT_U64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_UINT64, .value.u64 = (uint64_t)(v) })
-#define NT_I32(n, v) NT_I64(n, (int32_t)(v))
-#define NT_U32(n, v) NT_U64(n, (uint32_t)(v))
-#define NT_F64(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_DOUBLE, .value.f64 = (double)(v) })
-#define NT_BOOL(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_BOOL, .value.u64 = (v) ? 1u : 0u })
-#define NT_PTR(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_POINTER, .value.ptr = (const void *)(v) })
-#define NT_STR(n, v) ((nt_arg){ .name = (n), .type = NT_ARG_STRING, .value.str = (v) })
+ * string is recorded as "(null)".
+ *
+ * The name `n` of NT_I64() ... NT_STR() must be a string literal: a call site registers its
+ * argument names once, on its first call, so a name taken from a variable would be frozen
+ * at its first value; `NT_I64(names[i], i)` is therefore a compile error. A name known only
+ * at run time goes through nt_arg_i64() ... nt_arg_str() into the *_DYN macros below.
+ * Cost: a few register moves (the builders are inline). */
+#define NT__LITERAL(n) ("" n "") /* a compile error unless n is a string literal */
+#define NT_I64(n, v) nt_arg_i64(NT__LITERAL(n), (int64_t)(v))
+#define NT_U64(n, v) nt_arg_u64(NT__LITERAL(n), (uint64_t)(v))
+#define NT_I32(n, v) nt_arg_i64(NT__LITERAL(n), (int32_t)(v))
+#define NT_U32(n, v) nt_arg_u64(NT__LITERAL(n), (uint32_t)(v))
+#define NT_F64(n, v) nt_arg_f64(NT__LITERAL(n), (double)(v))
+#define NT_BOOL(n, v) nt_arg_bool(NT__LITERAL(n), (v) ? 1 : 0)
+#define NT_PTR(n, v) nt_arg_ptr(NT__LITERAL(n), (const void *)(v))
+#define NT_STR(n, v) nt_arg_str(NT__LITERAL(n), (v))
+
+/* The same arguments with any name (valid C and C++, unlike a compound literal). For the
+ * *_DYN macros, which copy the name; given to the ordinary macros, the name must be the
+ * same string on every call of the call site (its first value is the one recorded). */
+static inline nt_arg nt_arg_make_(const char *name, uint8_t type)
+{
+	nt_arg a;
+	a.name = name;
+	a.type = type;
+	a.length = 0;
+	a.value.u64 = 0;
+	return a;
+}
+static inline nt_arg nt_arg_i64(const char *name, int64_t v)
+{
+	nt_arg a = nt_arg_make_(name, NT_ARG_INT64);
+	a.value.i64 = v;
+	return a;
+}
+static inline nt_arg nt_arg_u64(const char *name, uint64_t v)
+{
+	nt_arg a = nt_arg_make_(name, NT_ARG_UINT64);
+	a.value.u64 = v;
+	return a;
+}
+static inline nt_arg nt_arg_f64(const char *name, double v)
+{
+	nt_arg a = nt_arg_make_(name, NT_ARG_DOUBLE);
+	a.value.f64 = v;
+	return a;
+}
+static inline nt_arg nt_arg_bool(const char *name, int v)
+{
+	nt_arg a = nt_arg_make_(name, NT_ARG_BOOL);
+	a.value.u64 = v ? 1u : 0u;
+	return a;
+}
+static inline nt_arg nt_arg_ptr(const char *name, const void *v)
+{
+	nt_arg a = nt_arg_make_(name, NT_ARG_POINTER);
+	a.value.ptr = v;
+	return a;
+}
+static inline nt_arg nt_arg_str(const char *name, const char *v)
+{
+	nt_arg a = nt_arg_make_(name, NT_ARG_STRING);
+	a.value.str = v;
+	return a;
+}
 
 /* ---- Call sites (used by the macros; the layout is not part of the API) --------------- */
 
@@ -354,41 +412,75 @@ void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_
 void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
 		       uint32_t nargs);
 
+/* Dynamic-name events: the call site is looked up by its strings (see NT_INSTANT_DYN). */
+void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char *category,
+		      const char *name, const nt_arg *args, uint32_t nargs);
+
 /* ---- Events ---------------------------------------------------------------------------- */
 /*
- * Every macro takes a category and a name (string literals, or strings that live as long as
- * the process: the pointers are kept by the call site) and zero or more NT_*() arguments.
- * Arguments are evaluated only while recording. Cost when recording, with no arguments:
- * one clock read and one 8-byte store (see bench/); when not recording: one load and one
- * branch. A NULL category or name is recorded as "(null)".
+ * Every macro takes a category and a name, both string literals (a compile error otherwise:
+ * the call site keeps them, see the *_DYN forms for names known only at run time), and zero
+ * to 32 NT_*() arguments. Arguments are evaluated only while recording. Cost when recording,
+ * with no arguments: one clock read and one 8-byte store (see bench/); when not recording:
+ * one load and one branch. The macros are the same in C and C++ (C++11 and later, g++ and
+ * clang++, -Wall -Wextra; not -pedantic: an event without arguments relies on GNU's
+ * `, ##__VA_ARGS__`, and the Trace2 macros with a value are statement expressions). A 33rd
+ * argument is a compile error.
  *
  * NT_INSTANT   a point in time
  * NT_BEGIN     a duration begins on this thread
  * NT_END       the innermost open duration of this thread ends (category and name are for
  *              the reader's convenience; matching is by nesting, as in Chrome and Fuchsia)
- * NT_SCOPE     NT_BEGIN now and NT_END when the enclosing block exits (GCC/Clang cleanup)
+ * NT_SCOPE     NT_BEGIN now and NT_END when the enclosing block exits: by the cleanup
+ *              attribute in C, by a guard's destructor in C++ (so also when an exception
+ *              leaves the block). At most one NT_SCOPE per source line.
  * NT_COMPLETE  a whole duration from `start` (a value of nt_now()) to now, in 16 bytes
  * NT_COUNTER   counter values: each argument is one series (a number)
+ *
+ * NT_INSTANT_DYN, NT_BEGIN_DYN, NT_END_DYN, NT_COUNTER_DYN (cat, name, ...)
+ *              the same events with category, name and argument names (nt_arg_i64() ...)
+ *              known only at run time, like Perfetto's DynamicString. The strings are
+ *              copied (interned): they need not outlive the call. Cost: on top of the event,
+ *              a hash of the strings and a table lookup under a mutex on every call, and on
+ *              a combination's first use an allocation and its registration (about as much
+ *              as a call site's first event). At most 65536 distinct combinations per
+ *              process; events of more are dropped and counted (nt_stats.durable_dropped).
+ *              A NULL category, name or argument name is recorded as "(null)".
  */
 #ifndef NTRACE
 
+/* Counts up to 32 arguments at preprocessing time: an integer constant in C and C++ alike
+ * (a compound literal in sizeof is neither C++ nor a constant for clang). The array's size
+ * is checked against it, so a 33rd argument is a compile error, not a miscount. Called as
+ * NT__NARGS(0, ##__VA_ARGS__): with strict -std=c++NN (not gnu++NN) a comma before an empty
+ * __VA_ARGS__ is only removed in a macro that has a named parameter too. */
+#define NT__NARGS(...)                                                                         \
+	NT__NARGS_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, \
+		   17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define NT__NARGS_(z, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16,   \
+		   a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31,  \
+		   a32, n, ...)                                                                \
+	n
+/* The arguments, after a placeholder so that an event without arguments is a valid array. */
+#define NT__ARGS(var, ...) const nt_arg var[] = { nt_arg_make_(NULL, NT_ARG_NONE), ##__VA_ARGS__ }
+
+/* Positional initializers, valid C and C++ (designated ones are C++20), in nt_callsite's
+ * order: state, line, category, name, file, arg_names, arg_count, next_registered, always,
+ * repo. */
 #define NT__SITE(cat, nm, nargs)                                                               \
 	static uint16_t nt__names_[(nargs) + 1];                                               \
-	static nt_callsite nt__site_ = { .state = 0, .line = __LINE__, .category = (cat),      \
-					 .name = (nm), .file = __FILE__,                       \
-					 .arg_names = nt__names_, .arg_count = (nargs) }
-
-/* sizeof counts the arguments without evaluating them; they are evaluated only when the
- * event is recorded. */
-#define NT__NARGS(...) (sizeof((nt_arg[]){ { 0 }, ##__VA_ARGS__ }) / sizeof(nt_arg) - 1)
+	static nt_callsite nt__site_ = { 0, __LINE__, NT__LITERAL(cat), NT__LITERAL(nm),       \
+					 __FILE__, nt__names_, (nargs), NULL, 0, 0 }
 
 #define NT__EVENT(kind, cat, nm, ...)                                                          \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			enum { nt__n_ = NT__NARGS(__VA_ARGS__) };                              \
+			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
 			if (!nt_site_off_(&nt__site_)) {                                       \
-				const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };              \
+				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
+				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
+						 "at most 32 arguments");                      \
 				if (nt__n_ == 0)                                               \
 					nt_emit_(&nt__site_, (kind));                          \
 				else                                                           \
@@ -405,38 +497,67 @@ void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *ar
 #define NT_COMPLETE(cat, nm, start, ...)                                                       \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			enum { nt__n_ = NT__NARGS(__VA_ARGS__) };                              \
+			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
 			if (!nt_site_off_(&nt__site_)) {                                       \
-				const nt_arg nt__a_[] = { { 0 }, ##__VA_ARGS__ };              \
+				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
+				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
+						 "at most 32 arguments");                      \
 				nt_emit_complete_(&nt__site_, (start), nt__a_ + 1, nt__n_);    \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
 
-/* The scope guard remembers the end call site so the cleanup needs no lookup. */
+/* The scope guard remembers the end call site so the cleanup needs no lookup. C runs
+ * nt_scope_end_ by the cleanup attribute; C++ by the destructor, the idiom that also runs
+ * during exception unwinding. */
 typedef struct nt_scope_guard_ {
 	nt_callsite *end_site;
+#ifdef __cplusplus
+	~nt_scope_guard_()
+	{
+		if (end_site != NULL && NT__RECORDING())
+			nt_emit_(end_site, NT_KIND_END);
+	}
+#endif
 } nt_scope_guard_;
+#ifdef __cplusplus
+#define NT__SCOPE_CLEANUP
+#else
 static inline void nt_scope_end_(nt_scope_guard_ *g)
 {
 	if (g->end_site != NULL && NT__RECORDING())
 		nt_emit_(g->end_site, NT_KIND_END);
 }
+#define NT__SCOPE_CLEANUP __attribute__((cleanup(nt_scope_end_), unused)) /* clang: "unused" */
+#endif
 #define NT__CAT2(a, b) a##b
 #define NT__CAT(a, b) NT__CAT2(a, b)
 #define NT_SCOPE(cat, nm, ...)                                                                 \
 	static uint16_t NT__CAT(nt__snames_, __LINE__)[1];                                     \
-	static nt_callsite NT__CAT(nt__send_, __LINE__) = {                                    \
-		.state = 0, .line = __LINE__, .category = (cat), .name = (nm),                 \
-		.file = __FILE__, .arg_names = NT__CAT(nt__snames_, __LINE__), .arg_count = 0  \
-	};                                                                                     \
-	__attribute__((cleanup(nt_scope_end_))) nt_scope_guard_ NT__CAT(nt__guard_, __LINE__) = { \
+	static nt_callsite NT__CAT(nt__send_, __LINE__) = { 0, __LINE__, NT__LITERAL(cat),     \
+							    NT__LITERAL(nm), __FILE__,         \
+							    NT__CAT(nt__snames_, __LINE__),    \
+							    0, NULL, 0, 0 };                   \
+	NT__SCOPE_CLEANUP nt_scope_guard_ NT__CAT(nt__guard_, __LINE__) = {                    \
 		NT__RECORDING() ? &NT__CAT(nt__send_, __LINE__) : NULL                         \
 	};                                                                                     \
 	NT_BEGIN(cat, nm, ##__VA_ARGS__)
 
-#else /* NTRACE */
+#define NT__EVENT_DYN(kind, cat, nm, ...)                                                      \
+	do {                                                                                   \
+		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
+			NT__ARGS(nt__a_, ##__VA_ARGS__);                                       \
+			nt_emit_dynamic_(__FILE__, __LINE__, (kind), (cat), (nm), nt__a_ + 1,  \
+					 (uint32_t)(sizeof(nt__a_) / sizeof(nt_arg) - 1));     \
+		}                                                                              \
+	} while (0)
+#define NT_INSTANT_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_INSTANT, cat, nm, ##__VA_ARGS__)
+#define NT_BEGIN_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_BEGIN, cat, nm, ##__VA_ARGS__)
+#define NT_END_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_END, cat, nm, ##__VA_ARGS__)
+#define NT_COUNTER_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_COUNTER, cat, nm, ##__VA_ARGS__)
+
+#else /* NTRACE: no code, no reference to the library, arguments not evaluated */
 
 #define NT_INSTANT(cat, nm, ...) ((void)0)
 #define NT_BEGIN(cat, nm, ...) ((void)0)
@@ -444,6 +565,10 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 #define NT_COUNTER(cat, nm, ...) ((void)0)
 #define NT_COMPLETE(cat, nm, start, ...) ((void)0)
 #define NT_SCOPE(cat, nm, ...) ((void)0)
+#define NT_INSTANT_DYN(cat, nm, ...) ((void)0)
+#define NT_BEGIN_DYN(cat, nm, ...) ((void)0)
+#define NT_END_DYN(cat, nm, ...) ((void)0)
+#define NT_COUNTER_DYN(cat, nm, ...) ((void)0)
 
 #endif /* NTRACE */
 

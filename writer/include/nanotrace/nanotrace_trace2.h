@@ -70,6 +70,12 @@
  * BAD ARGUMENTS
  *   NULL strings are recorded as "" (argv: as an empty list); a repository id < 0 means
  *   none. Strings longer than a record (2040 bytes with everything else) are truncated.
+ *   The category, label and key of regions and data are kept by the call site: they must be
+ *   string literals (anything else is a compile error).
+ *
+ * C++ AND NTRACE
+ *   The macros compile as C++11 and later (g++, clang++), as in C. With NTRACE defined they
+ *   compile out, to their value where they have one (see the end of this header).
  */
 #ifndef NANOTRACE_TRACE2_H
 #define NANOTRACE_TRACE2_H
@@ -83,20 +89,29 @@
 extern "C" {
 #endif
 
-/* Nonzero while Trace2 messages are recorded. Cost: one load. */
+/* Nonzero while Trace2 messages are recorded. Cost: one load (none with NTRACE: 0). */
+#ifndef NTRACE
 extern int nt_trace2_enabled_;
 static inline int nt_trace2_is_enabled(void)
 {
 	return __atomic_load_n(&nt_trace2_enabled_, __ATOMIC_RELAXED);
 }
+#else
+static inline int nt_trace2_is_enabled(void)
+{
+	return 0;
+}
+#endif
 
 /* ---- call sites (used by the macros) -------------------------------------------------- */
 
+/* Positional initializers (valid C and C++), in nt_callsite's order: state, line, category,
+ * name, file, arg_names, arg_count, next_registered, always, repo. Category and name must
+ * be literals. */
 #define NT__T2_SITE(var, cat, nm, nargs)                                                       \
 	static uint16_t var##_names_[(nargs) + 1];                                             \
-	static nt_callsite var = { .state = 0, .line = __LINE__, .category = (cat),            \
-				   .name = (nm), .file = __FILE__, .arg_names = var##_names_,  \
-				   .arg_count = (nargs), .always = 1 }
+	static nt_callsite var = { 0, __LINE__, NT__LITERAL(cat), NT__LITERAL(nm), __FILE__,   \
+				   var##_names_, (nargs), NULL, 1, 0 }
 
 void nt_t2_emit_(nt_callsite *site, unsigned kind);
 void nt_t2_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t n);
@@ -137,7 +152,7 @@ void nt_t2_data_(nt_callsite *site, unsigned kind, int repo, const char *value);
 void nt_t2_data_intmax_(nt_callsite *site, unsigned kind, int repo, int64_t value);
 void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define NT__T2_KIND(ev) (NT_KIND_T2_FIRST + NT_T2_##ev)
+#define NT__T2_KIND(ev) (NT_KIND_T2_FIRST + NT_T2E_##ev)
 #define NT__T2_CALL(ev, cat, nm, nargs, call)                                                  \
 	do {                                                                                   \
 		if (__builtin_expect(nt_trace2_is_enabled(), 0)) {                             \
@@ -245,9 +260,9 @@ static inline int nt_t2_site_has_repo_(nt_callsite *site, int repo)
 	return have == want;
 }
 #define NT__T2_SITES3(cat, nm, nargs)                                                          \
-	NT__T2_SITE(nt__t2s0_, (cat), (nm), (nargs));                                          \
-	NT__T2_SITE(nt__t2s1_, (cat), (nm), (nargs));                                          \
-	NT__T2_SITE(nt__t2s2_, (cat), (nm), (nargs) + 1)
+	NT__T2_SITE(nt__t2s0_, cat, nm, (nargs));                                              \
+	NT__T2_SITE(nt__t2s1_, cat, nm, (nargs));                                              \
+	NT__T2_SITE(nt__t2s2_, cat, nm, (nargs) + 1)
 #define NT__T2_PICK(repo, plain, explicit_repo)                                                \
 	do {                                                                                   \
 		int nt__repo_ = (repo);                                                        \
@@ -322,6 +337,72 @@ typedef struct nt_trace2_counter {
 void nt_trace2_timer_start(nt_trace2_timer *t);
 void nt_trace2_timer_stop(nt_trace2_timer *t);
 void nt_trace2_counter_add(nt_trace2_counter *c, uint64_t value);
+
+/* ---- NTRACE ------------------------------------------------------------------------------
+ * With NTRACE every macro above expands to nothing (no argument is evaluated, nothing of
+ * the library is referenced) or, where it has a value, to that value: NT_T2_INITIALIZE to 0
+ * (Trace2 is off), NT_T2_CMD_EXIT(code) to code (evaluated), NT_T2_EXEC to exec id 0. The
+ * definitions are replaced here, in one place, rather than split per macro above. */
+#ifdef NTRACE
+#undef NT_T2_INITIALIZE_CLOCK
+#define NT_T2_INITIALIZE_CLOCK() ((void)0)
+#undef NT_T2_CMD_START
+#define NT_T2_CMD_START(argv) ((void)0)
+#undef NT_T2_CMD_ANCESTRY
+#define NT_T2_CMD_ANCESTRY(names) ((void)0)
+#undef NT_T2_CMD_ERROR
+#define NT_T2_CMD_ERROR(...) ((void)0)
+#undef NT_T2_CMD_PATH
+#define NT_T2_CMD_PATH(cmd_path) ((void)0)
+#undef NT_T2_CMD_NAME
+#define NT_T2_CMD_NAME(name) ((void)0)
+#undef NT_T2_CMD_MODE
+#define NT_T2_CMD_MODE(mode) ((void)0)
+#undef NT_T2_CMD_ALIAS
+#define NT_T2_CMD_ALIAS(alias, argv) ((void)0)
+#undef NT_T2_DEF_PARAM
+#define NT_T2_DEF_PARAM(scope, param, value) ((void)0)
+#undef NT_T2_LIST_CONFIG
+#define NT_T2_LIST_CONFIG(scope, keys, values, n) ((void)0)
+#undef NT_T2_LIST_ENV_VARS
+#define NT_T2_LIST_ENV_VARS() ((void)0)
+#undef NT_T2_DEF_REPO
+#define NT_T2_DEF_REPO(repo, worktree) ((void)0)
+#undef NT_T2_CHILD_START
+#define NT_T2_CHILD_START(child, child_class, hook_name, cd, use_shell, git_cmd, argv) ((void)0)
+#undef NT_T2_CHILD_EXIT
+#define NT_T2_CHILD_EXIT(child, pid, code) ((void)0)
+#undef NT_T2_CHILD_READY
+#define NT_T2_CHILD_READY(child, pid, ready) ((void)0)
+#undef NT_T2_EXEC_RESULT
+#define NT_T2_EXEC_RESULT(exec_id, code) ((void)0)
+#undef NT_T2_THREAD_START
+#define NT_T2_THREAD_START(name) ((void)0)
+#undef NT_T2_THREAD_EXIT
+#define NT_T2_THREAD_EXIT() ((void)0)
+#undef NT_T2_REGION_ENTER
+#define NT_T2_REGION_ENTER(cat, label, repo) ((void)0)
+#undef NT_T2_REGION_LEAVE
+#define NT_T2_REGION_LEAVE(cat, label, repo) ((void)0)
+#undef NT_T2_REGION_ENTER_PRINTF
+#define NT_T2_REGION_ENTER_PRINTF(cat, label, repo, ...) ((void)0)
+#undef NT_T2_REGION_LEAVE_PRINTF
+#define NT_T2_REGION_LEAVE_PRINTF(cat, label, repo, ...) ((void)0)
+#undef NT_T2_DATA_STRING
+#define NT_T2_DATA_STRING(cat, repo, key, value) ((void)0)
+#undef NT_T2_DATA_INTMAX
+#define NT_T2_DATA_INTMAX(cat, repo, key, value) ((void)0)
+#undef NT_T2_DATA_JSON
+#define NT_T2_DATA_JSON(cat, repo, key, json) ((void)0)
+#undef NT_T2_PRINTF
+#define NT_T2_PRINTF(...) ((void)0)
+#undef NT_T2_INITIALIZE
+#define NT_T2_INITIALIZE(version) (0)
+#undef NT_T2_CMD_EXIT
+#define NT_T2_CMD_EXIT(code) ((int)(code))
+#undef NT_T2_EXEC
+#define NT_T2_EXEC(exe, argv) (0)
+#endif /* NTRACE */
 
 /* The SID of this process ("" before NT_T2_INITIALIZE). */
 const char *nt_trace2_sid(void);
