@@ -16,7 +16,8 @@ int nt_clock_tsc_invariant(void)
 {
 #if NT_HAVE_TSC
 	unsigned a, b, c, d;
-	if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u)
+	/* gcc's cpuid.h returns unsigned, clang's int: compare as unsigned for both. */
+	if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000007u)
 		return 0;
 	__cpuid(0x80000007u, a, b, c, d);
 	(void)a, (void)b, (void)c;
