@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: builds nanotrace three ways and runs every test in each.
-#   plain        -O2 with assertions
-#   asan-ubsan   AddressSanitizer + UndefinedBehaviorSanitizer (every error is fatal)
-#   tsan         ThreadSanitizer (atomics mapped to __atomic builtins; see writer/core/nt_atomic.h)
+# The whole test suite: builds nanotrace five ways and runs every test in each.
+#   plain              gcc/g++, -O2 with assertions
+#   asan-ubsan         gcc/g++, AddressSanitizer + UndefinedBehaviorSanitizer (every error is
+#                      fatal)
+#   tsan               gcc/g++, ThreadSanitizer (atomics mapped to __atomic builtins; see
+#                      writer/core/nt_atomic.h)
+#   clang              clang/clang++, -O2 with assertions
+#   clang-asan-ubsan   clang/clang++, AddressSanitizer + UndefinedBehaviorSanitizer
+# Every build is -Werror (meson.build) and compiles C as gnu11 and C++ as C++17.
 # Ends with one line "N passed, N failed", followed by ", N skipped" when tests skipped (a
 # missing optional tool: tests/README.md); exits non-zero if anything failed.
 # With CI=true a skipped test counts as failed: CI installs everything (.ci/packages), so a
@@ -21,12 +26,26 @@ if [ "${CI:-}" = true ]; then
 	ci_opts=(-Dcmocka=enabled -Dflatc=enabled)
 fi
 
+# run_config NAME CC CXX [MESON_SETUP_OPTIONS...]: build build-suite-NAME with compilers CC and
+# CXX (set at setup; an existing build directory keeps its compilers) and run every test.
 run_config() {
-	local name=$1 dir=build-suite-$1
-	shift
-	echo "=== $name"
+	local name=$1 dir=build-suite-$1 c=$2 cxx=$3
+	shift 3
+	local start=$SECONDS
+	echo "=== $name ($c, $cxx)"
+	if ! command -v "$c" >/dev/null || ! command -v "$cxx" >/dev/null; then
+		# Outside CI a missing compiler skips its configurations, like a missing test tool.
+		if [ "${CI:-}" = true ]; then
+			echo "FAIL: $c or $cxx not found: CI installs them (.ci/packages)"
+			failed=$((failed + 1))
+		else
+			echo "SKIPPED ($name): $c or $cxx not found (Debian packages gcc, g++, clang)"
+			skipped=$((skipped + 1))
+		fi
+		return
+	fi
 	if [ ! -f "$dir/build.ninja" ]; then
-		if ! meson setup "$dir" "${ci_opts[@]}" "$@" >"$dir.setup.log" 2>&1; then
+		if ! CC=$c CXX=$cxx meson setup "$dir" "${ci_opts[@]}" "$@" >"$dir.setup.log" 2>&1; then
 			cat "$dir.setup.log"
 			echo "FAIL: meson setup ($name)"
 			failed=$((failed + 1))
@@ -52,6 +71,7 @@ run_config() {
 	fi
 	passed=$((passed + ok))
 	failed=$((failed + fail))
+	echo "--- $name: $ok passed, $fail failed, $skip skipped in $((SECONDS - start)) s"
 	if [ "$skip" -gt 0 ]; then
 		grep -E '^ *[0-9]+/[0-9]+ .* SKIP ' "$dir.test.log" | sed "s/^/SKIPPED ($name): /"
 		if [ "${CI:-}" = true ]; then
@@ -67,9 +87,11 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-run_config plain
-run_config asan-ubsan -Db_sanitize=address,undefined -Db_lundef=false
-run_config tsan -Db_sanitize=thread -Db_lundef=false
+run_config plain gcc g++
+run_config asan-ubsan gcc g++ -Db_sanitize=address,undefined -Db_lundef=false
+run_config tsan gcc g++ -Db_sanitize=thread -Db_lundef=false
+run_config clang clang clang++
+run_config clang-asan-ubsan clang clang++ -Db_sanitize=address,undefined -Db_lundef=false
 
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"

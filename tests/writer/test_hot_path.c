@@ -30,9 +30,16 @@
 #include <nanotrace/nanotrace.h>
 #include "nt_cmocka.h"
 
+/* The sanitizers own malloc: no interposition. gcc defines __SANITIZE_*__; clang 14 only
+ * __SANITIZE_ADDRESS__, and answers __has_feature. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NT_SANITIZED 1 /* the sanitizers own malloc: no interposition */
-#else
+#define NT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NT_SANITIZED 1
+#endif
+#endif
+#ifndef NT_SANITIZED
 #define NT_SANITIZED 0
 #endif
 
