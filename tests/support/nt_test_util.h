@@ -88,14 +88,14 @@ static void test_error(void *ctx, uint64_t off, const char *msg)
 			 (unsigned long long)off, msg);
 }
 
-/* Reads `path` in `order`; returns 0 on success (the trace may still report errors). */
-__attribute__((unused)) static int test_read(const char *path, nt_order order, test_trace *t)
+/* Reads the opened archive `r` into `t` in `order`, and closes it; returns 0, or -1 when `r`
+ * is NULL (the open failed: `err` says why). The trace may still report damage. */
+__attribute__((unused)) static int test_read_reader(nt_reader *r, const nt_reader_error *err, nt_order order,
+			    test_trace *t)
 {
 	memset(t, 0, sizeof(*t));
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open(path, &err);
 	if (r == NULL) {
-		snprintf(t->first_error, sizeof(t->first_error), "%s", err.message);
+		snprintf(t->first_error, sizeof(t->first_error), "%s", err->message);
 		return -1;
 	}
 	t->info = *nt_reader_info(r);
@@ -103,12 +103,29 @@ __attribute__((unused)) static int test_read(const char *path, nt_order order, t
 	nt_reader_get_summary(r, &sum);
 	t->callsites = sum.callsites;
 	nt_reader_callbacks cb; /* assigned, not designated: C++ before C++20 has none */
+	memset(&cb, 0, sizeof(cb));
 	cb.on_event = test_collect;
 	cb.on_error = test_error;
 	cb.on_gap = test_gap;
 	t->visit_rc = nt_reader_visit(r, &cb, t, order, NT_ON_CORRUPT_SKIP);
 	nt_reader_close(r);
 	return 0;
+}
+
+/* Reads `path` in `order`; returns 0 on success (the trace may still report errors). */
+__attribute__((unused)) static int test_read(const char *path, nt_order order, test_trace *t)
+{
+	nt_reader_error err;
+	return test_read_reader(nt_reader_open(path, &err), &err, order, t);
+}
+
+/* The same for an archive in memory. */
+__attribute__((unused)) static int test_read_memory(const void *data, size_t size,
+						    nt_order order, test_trace *t)
+{
+	nt_reader_error err;
+	return test_read_reader(nt_reader_open_memory(data, size, "memory", &err), &err, order,
+				t);
 }
 
 __attribute__((unused)) static void test_trace_free(test_trace *t)

@@ -47,8 +47,10 @@ static void null_error(void *ctx, uint64_t off, const char *msg)
 	++*(int *)ctx;
 }
 
-/* Renders an archive in memory in `format`; returns the output (caller frees) or NULL. */
-static char *render(const void *data, size_t size, nt_trace2_format format, int *damage)
+/* Any of the six renderings of an archive in memory: 0-2 the Trace2 formats
+ * (nt_trace2_format), then text, chrome and stats. Returns the output (caller frees), or
+ * NULL when the archive does not open. */
+static char *render_view(const void *data, size_t size, int view, int *damage)
 {
 	nt_reader_error err;
 	nt_reader *r = nt_reader_open_memory(data, size, "import", &err);
@@ -57,45 +59,32 @@ static char *render(const void *data, size_t size, nt_trace2_format format, int 
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
-	nt_trace2_options opt;
-	nt_trace2_options_init(&opt);
-	opt.format = format;
-	opt.on_error = null_error;
-	opt.error_ctx = damage;
-	nt_render_trace2(&r, 1, out, &opt);
+	if (view < 3) {
+		nt_trace2_options opt;
+		nt_trace2_options_init(&opt);
+		opt.format = (nt_trace2_format)view;
+		opt.on_error = null_error;
+		opt.error_ctx = damage;
+		nt_render_trace2(&r, 1, out, &opt);
+	} else {
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		opt.on_error = null_error;
+		opt.error_ctx = damage;
+		(view == 3 ? nt_render_text : view == 4 ? nt_render_chrome : nt_render_stats)(r, out, &opt);
+	}
 	fclose(out);
 	nt_reader_close(r);
-	/* Damage must not blow up the output: it stays proportional to the archive (a forged
+	/* Damage must not blow up Trace2 output: it stays proportional to the archive (a forged
 	 * nesting of 2^32 once asked for four billion dots). */
-	assert_msg(len <= 64 * size + 4096, "%zu bytes of output from a %zu-byte archive", len, size);
+	assert_msg(view >= 3 || len <= 64 * size + 4096, "%zu bytes of output from a %zu-byte archive",
+		   len, size);
 	return buf;
 }
 
-/* Any of the six renderings: 0-2 the Trace2 formats, then text, chrome and stats. */
-static char *render_view(const void *data, size_t size, int view, int *damage)
+static char *render(const void *data, size_t size, nt_trace2_format format, int *damage)
 {
-	if (view < 3)
-		return render(data, size, (nt_trace2_format)view, damage);
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open_memory(data, size, "import", &err);
-	if (r == NULL)
-		return NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	nt_render_options opt;
-	nt_render_options_init(&opt);
-	opt.on_error = null_error;
-	opt.error_ctx = damage;
-	if (view == 3)
-		nt_render_text(r, out, &opt);
-	else if (view == 4)
-		nt_render_chrome(r, out, &opt);
-	else
-		nt_render_stats(r, out, &opt);
-	fclose(out);
-	nt_reader_close(r);
-	return buf;
+	return render_view(data, size, (int)format, damage);
 }
 
 /* 4. The imported archive, JsonValue arguments and an unknown event included, damaged:

@@ -39,7 +39,8 @@ static void emit_child(uint64_t seq)
 	NT_INSTANT("fork", "child", NT_U64("seq", seq));
 }
 
-static void start(int mode, const char *path)
+/* A session on `path` in `mode`, the same in parents and children. */
+static nt_result start_session(int mode, const char *path)
 {
 	nt_config cfg;
 	nt_config_init(&cfg);
@@ -47,7 +48,12 @@ static void start(int mode, const char *path)
 	cfg.path = path;
 	cfg.buffer_size = 1u << 20;
 	cfg.chunk_size = 4096;
-	assert_int_equal(nt_start(&cfg), NT_OK);
+	return nt_start(&cfg);
+}
+
+static void start(int mode, const char *path)
+{
+	assert_int_equal(start_session(mode, path), NT_OK);
 }
 
 static void child_ends(enum ending how)
@@ -185,13 +191,7 @@ static int child_own_session(int mode, const char *own, pid_t parent)
 	if (nt_finish(NULL) != NT_ERR_STATE || strstr(nt_last_error(), pid_text) == NULL)
 		return 11;
 	emit_child(CHILD); /* dropped: not the child's session */
-	nt_config cfg;
-	nt_config_init(&cfg);
-	cfg.mode = mode;
-	cfg.path = own;
-	cfg.buffer_size = 1u << 20;
-	cfg.chunk_size = 4096;
-	if (nt_start(&cfg) != NT_OK)
+	if (start_session(mode, own) != NT_OK)
 		return 12;
 	for (uint64_t i = 0; i < CHILD; i++)
 		emit_child(i);
