@@ -154,6 +154,10 @@ static inline void nt_count_drop(uint64_t *reason, uint64_t n)
 /* Map the arena (of the file at `path`, or anonymous when NULL). The file appears at `path`
  * only once its header is written, via nt_arena_publish(). */
 int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
+/* Map the arena on `fd`, a memfd the trace manager made and sized to the layout's map_size
+ * (format/nt_arena_layout.h): it is mapped shared, never resized, and closed by
+ * nt_arena_forget()/the next map. The arena is as nt_arena_map() leaves it. */
+int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode);
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
 int nt_arena_publish(nt_archive_info *info);
@@ -203,6 +207,9 @@ static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 /* nt_stream.c: streaming mode. */
 /* Start the provider and saver threads; `fresh` for the first run of a buffer. */
 int nt_stream_start(int fresh);
+/* The same with the saver at the other end of `fifo_fd` (the trace manager): this process
+ * runs only the provider thread, which speaks format/nt_fifo.h on fifo_fd (not closed). */
+int nt_stream_start_remote(int fresh, int fifo_fd);
 void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */

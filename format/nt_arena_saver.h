@@ -1,0 +1,56 @@
+/*
+ * nt_arena_saver.h - turns a live arena into archive bytes: the one saver that both the
+ * writer's in-process streaming thread and the trace manager run (format/nt_arena_saver.c).
+ *
+ * A save appends to an output everything published in the arena since the previous save:
+ * first the new durable records, then, in claim order, each chunk's new records as a chunk
+ * piece of its own (time base and event ordinal recomputed at the cut), so every piece
+ * decodes alone and each thread's pieces stay in order. A chunk still being written is
+ * saved up to its last published record and continued at the next save. When the output
+ * has taken the bytes, the saver commits: it calls out->commit(end) and only then stores,
+ * for every slot whose chunk is closed and saved in full, that chunk's claim word in the
+ * arena's saved-claim word (nt_arena_layout.h), which is what lets a writer reuse the slot.
+ *
+ * The arena may belong to another, untrusted process that changes it while it is read:
+ * every size and index is taken from the consumer's own nt_arena_layout, never from the
+ * arena; each chunk header is copied once and checked; records are framed by
+ * format/nt_record.h within their chunk; memory is O(slots + threads), with thread indices
+ * bounded by NT_MAX_THREAD_INDEX. A lying arena yields wrong records (which the reader then
+ * reports), never a crash, a hang or unbounded memory.
+ */
+#ifndef NT_ARENA_SAVER_H
+#define NT_ARENA_SAVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nt_arena_layout.h"
+
+typedef struct nt_saver_output {
+	/* Appends `len` bytes; returns 0, or the errno of the failure (the save stops, and
+	 * nothing is committed). */
+	int (*append)(void *ctx, const void *data, size_t len);
+	/* The output is a consistent stream up to `end` (the total appended so far, counted
+	 * from the output's start offset given to nt_arena_saver_new). */
+	void (*commit)(void *ctx, uint64_t end);
+	void *ctx;
+} nt_saver_output;
+
+typedef struct nt_arena_saver nt_arena_saver;
+
+/* A saver of the arena mapped at `map` with layout `*layout` (copied), whose output
+ * starts at offset `start` (for commit's `end`). NULL when memory runs out. */
+nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, uint64_t start);
+
+/* One save (above). Returns 0, or the errno of the failed append or ENOMEM; after a failure
+ * every later save fails the same way without writing. *events (may be NULL) gets the events
+ * in the pieces this save appended. */
+int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events);
+
+/* Totals since nt_arena_saver_new: events saved, and the output's end. */
+uint64_t nt_arena_saver_events(const nt_arena_saver *s);
+uint64_t nt_arena_saver_end(const nt_arena_saver *s);
+
+void nt_arena_saver_free(nt_arena_saver *s); /* NULL is ignored */
+
+#endif /* NT_ARENA_SAVER_H */

@@ -1,0 +1,97 @@
+/*
+ * nt_bundle.h - the archive of many processes that trace-record writes (schema:
+ * BundlePreamble, BundleFrame).
+ *
+ *   [BundlePreamble, 64 bytes]
+ *   [BundleFrame SECTION][name][message][pad to 8][archive bytes][pad to 8]   one per provider
+ *   ...
+ *   [BundleFrame END][message][pad to 8]                                       how it ended
+ *
+ * A section's archive is a complete nanotrace archive of one process (either layout: a
+ * provider's arena as the manager held it, with the stream the manager saved from it
+ * appended), so the reader opens each section as it opens a file. The frame says what the
+ * archive cannot: which provider it was, how its recording ended (finished, killed, timed
+ * out, damaged) and, for the manager's own findings, a message. Sections are appended as
+ * they complete, so a bundle cut short (the manager killed) is still readable up to its last
+ * whole frame; the END frame is what says the recording ended as a whole.
+ *
+ * Nothing here is trusted by the reader: every length is checked against the file.
+ */
+#ifndef NT_BUNDLE_H
+#define NT_BUNDLE_H
+
+#include <stdint.h>
+
+#include "nt_format.h"
+
+#define NT_BUNDLE_MAGIC "NTBUNDLE" /* the first 8 bytes of the file */
+#define NT_BUNDLE_VERSION 1u
+#define NT_BUNDLE_FRAME_MAGIC 0x4653544Eu /* "NTSF" little-endian */
+
+/* BundleFrame.kind */
+enum { NT_BUNDLE_SECTION = 1, NT_BUNDLE_END = 2 };
+
+/* BundleFrame.end_state: how a provider's recording ended (a SECTION frame), or how the
+ * whole recording did (the END frame: FINISHED, or MANAGER_LOST written by trace-record
+ * when the manager went away). X(NAME, value, text for renderers). */
+#define NT_SECTION_STATES(X)                                                                     \
+	X(FINISHED, 1, "finished")       /* stopped by the trace and answered STOPPED */           \
+	X(EXITED, 2, "exited")           /* the process stopped its own recording and left */      \
+	X(KILLED, 3, "killed")           /* its connection closed without STOPPED */               \
+	X(TIMED_OUT, 4, "timed out")     /* did not answer STOP in time; saved as it was */        \
+	X(DAMAGED, 5, "damaged")         /* its buffer or messages lied: see the message */        \
+	X(MANAGER_LOST, 6, "manager lost") /* END only: the manager went away mid-run */
+enum {
+#define NT_SECTION_ENUM(name, value, text) NT_SECTION_##name = value,
+	NT_SECTION_STATES(NT_SECTION_ENUM)
+#undef NT_SECTION_ENUM
+};
+
+static inline const char *nt_section_state_name(unsigned state)
+{
+	switch (state) {
+#define NT_SECTION_CASE(name, value, text)                                                       \
+	case value:                                                                                \
+		return text;
+		NT_SECTION_STATES(NT_SECTION_CASE)
+#undef NT_SECTION_CASE
+	}
+	return "unknown";
+}
+
+typedef struct nt_bundle_preamble {
+	char magic[8];           /* NT_BUNDLE_MAGIC, no NUL */
+	uint32_t version;        /* NT_BUNDLE_VERSION */
+	uint32_t flags;          /* 0 */
+	NT_ALIGN8 int64_t created_wall_ns; /* CLOCK_REALTIME when the recording started */
+	char producer[40];       /* "nanotrace X.Y.Z", NUL-padded */
+	uint64_t reserved;
+} nt_bundle_preamble;
+
+typedef struct nt_bundle_frame {
+	uint32_t magic;          /* NT_BUNDLE_FRAME_MAGIC */
+	uint16_t kind;           /* NT_BUNDLE_SECTION or NT_BUNDLE_END */
+	uint8_t end_state;       /* NT_SECTION_* */
+	uint8_t mode;            /* SECTION: the buffering mode (NT_MODE_*) */
+	uint32_t pid;            /* SECTION: the provider's process */
+	uint32_t provider_id;    /* SECTION: the manager's number for it (1, 2, ...) */
+	uint16_t name_len;       /* SECTION: the provider's name, <= 100 bytes */
+	uint16_t message_len;    /* what the manager found, <= 1024 bytes ("" = nothing) */
+	uint32_t sections;       /* END: the number of SECTION frames before it */
+	NT_ALIGN8 uint64_t archive_size; /* SECTION: bytes of its archive (0 = none saved) */
+	int64_t end_wall_ns;     /* CLOCK_REALTIME when this section or the recording ended */
+	uint64_t reserved[3];
+} nt_bundle_frame;
+
+NT_STATIC_ASSERT(sizeof(nt_bundle_preamble) == 64, "BundlePreamble is 64 bytes");
+NT_STATIC_ASSERT(sizeof(nt_bundle_frame) == 64, "BundleFrame is 64 bytes");
+
+#define NT_BUNDLE_PAD8(n) (((n) + 7u) & ~(uint64_t)7u)
+
+/* Bytes from a frame's start to its archive: the frame, its name and message, padding. */
+static inline uint64_t nt_bundle_frame_head(const nt_bundle_frame *f)
+{
+	return sizeof(*f) + NT_BUNDLE_PAD8((uint64_t)f->name_len + f->message_len);
+}
+
+#endif /* NT_BUNDLE_H */
