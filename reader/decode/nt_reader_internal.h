@@ -19,6 +19,27 @@ typedef struct reader_callsite {
 	int defined;
 } reader_callsite;
 
+/* A reader of many processes (nt_reader_many.c): the sections, each an archive opened on
+ * its own, and what was found about the inputs as wholes. */
+typedef struct reader_problem {
+	uint64_t offset;
+	char *message; /* "<file>: <problem>" */
+} reader_problem;
+
+typedef struct reader_many {
+	nt_reader_section *sections;
+	size_t nsections, sections_cap;
+	uint64_t *error_offsets; /* by section: where its open failed, in its file */
+	size_t error_offsets_cap;
+	reader_problem *problems;
+	size_t nproblems, problems_cap;
+	struct reader_map {
+		const uint8_t *data;
+		size_t size;
+	} *maps;                 /* bundles mapped here: their sections read slices of them */
+	size_t nmaps, maps_cap;
+} reader_many;
+
 struct nt_reader {
 	const uint8_t *data;
 	size_t size;
@@ -70,6 +91,12 @@ struct nt_reader {
 	} damage[NT_READER_MAX_OPEN_DAMAGE];
 	uint32_t ndamage;
 	nt_reader_summary summary;
+
+	/* Many processes: the tables above are the sections' renumbered (thread and process
+	 * names point into the sections' readers), data is NULL, and the visit walks the
+	 * sections. NULL for one plain archive, which describes itself as section 0 in `self`. */
+	reader_many *many;
+	nt_reader_section self;
 };
 
 /* nt_header_decode.c: verify and decode the size-prefixed ArchiveHeader FlatBuffer at the
@@ -95,6 +122,21 @@ static inline uint16_t rd16(const uint8_t *p)
 	__builtin_memcpy(&v, p, 2);
 	return v;
 }
+
+/* nt_reader_open.c: map a regular, non-empty file read-only; 0 and *err on failure. */
+int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err);
+/* A reader over `data` (which it unmaps at close when `mapped`), named `name`; NULL and
+ * *err when it is no archive (a mapping is unmapped then too). Not for bundles. */
+nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
+			  nt_reader_error *err);
+
+/* nt_reader_many.c: is this the start of a bundle? */
+int nt_is_bundle(const uint8_t *data, size_t size);
+/* A many-process reader of one bundle at `data` (unmapped at close when `mapped`). */
+nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, const char *name,
+			       nt_reader_error *err);
+void nt_many_close(nt_reader *r);
+void nt_many_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it
  * is malformed or runs past the end; *why says which. */

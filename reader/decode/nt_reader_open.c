@@ -143,7 +143,7 @@ static durable_result durable_thread(nt_reader *r, const uint8_t *p, uint64_t si
 	if (t->index >= r->thread_limit)
 		r->thread_limit = t->index + 1;
 	pn->thread_at[t->index] = at + 1;
-	r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "", t->process };
+	r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "", t->process, 0 };
 	if (t->name_length > r->max_name_len)
 		r->max_name_len = t->name_length;
 	return DURABLE_OK;
@@ -462,6 +462,21 @@ static int finish_tables(nt_reader *r, const pending_names *pn)
 	return 1;
 }
 
+/* A plain archive is its own one section. */
+static void describe_self(nt_reader *r)
+{
+	nt_reader_section *s = &r->self;
+	s->pid = r->info.pid;
+	s->mode = r->info.buffering_mode;
+	s->end_text = s->message = s->error = "";
+	s->name = r->info.process_name;
+	s->source = r->name;
+	s->size = r->size;
+	s->reader = r;
+	s->info = &r->info;
+	s->summary = r->summary;
+}
+
 static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 {
 	if (!decode_header(r, err)) {
@@ -492,20 +507,24 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		nt_reader_close(r);
 		return NULL;
 	}
+	describe_self(r);
 	return r;
 }
 
-nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name,
-				 nt_reader_error *err)
+nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
+			  nt_reader_error *err)
 {
 	nt_reader *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
-		set_err(err, name ? name : "(memory)", 0, "%s", "out of memory");
+		if (mapped)
+			munmap((void *)(uintptr_t)data, size);
+		set_err(err, name, 0, "%s", "out of memory");
 		return NULL;
 	}
-	snprintf(r->name, sizeof(r->name), "%s", name ? name : "(memory)");
+	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->data = data;
-	r->size = size;
+	r->size = r->mapped_size = size;
+	r->mapped = mapped;
 	if (data == NULL || size == 0) {
 		set_err(err, r->name, 0, "%s", "empty input: not a nanotrace archive");
 		nt_reader_close(r);
@@ -514,53 +533,69 @@ nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name
 	return reader_init(r, err);
 }
 
-nt_reader *nt_reader_open(const char *path, nt_reader_error *err)
+nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name,
+				 nt_reader_error *err)
 {
-	if (path == NULL) {
-		set_err(err, "(null)", 0, "%s", "no archive path given");
-		return NULL;
-	}
+	name = name ? name : "(memory)";
+	if (nt_is_bundle(data, size))
+		return nt_many_open_bundle(data, size, 0, name, err);
+	return nt_reader_over(data, size, 0, name, err);
+}
+
+int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		set_err(err, path, 0, "cannot open: %s", strerror(errno));
-		return NULL;
+		return 0;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		set_err(err, path, 0, "%s", S_ISDIR(st.st_mode) ? "is a directory, not an archive"
 								 : "not a regular file");
 		close(fd);
-		return NULL;
+		return 0;
 	}
 	if (st.st_size == 0) {
 		set_err(err, path, 0, "%s", "empty file: not a nanotrace archive");
 		close(fd);
-		return NULL;
+		return 0;
 	}
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	int map_errno = errno;
 	close(fd);
 	if (m == MAP_FAILED) {
 		set_err(err, path, 0, "cannot map: %s", strerror(map_errno));
+		return 0;
+	}
+	*data = m;
+	*size = (size_t)st.st_size;
+	return 1;
+}
+
+nt_reader *nt_reader_open(const char *path, nt_reader_error *err)
+{
+	if (path == NULL) {
+		set_err(err, "(null)", 0, "%s", "no archive path given");
 		return NULL;
 	}
-	nt_reader *r = calloc(1, sizeof(*r));
-	if (r == NULL) {
-		munmap(m, (size_t)st.st_size);
-		set_err(err, path, 0, "%s", "out of memory");
+	const uint8_t *data;
+	size_t size;
+	if (!nt_map_path(path, &data, &size, err))
 		return NULL;
-	}
-	snprintf(r->name, sizeof(r->name), "%s", path);
-	r->data = m;
-	r->size = r->mapped_size = (size_t)st.st_size;
-	r->mapped = 1;
-	return reader_init(r, err);
+	if (nt_is_bundle(data, size))
+		return nt_many_open_bundle(data, size, 1, path, err);
+	return nt_reader_over(data, size, 1, path, err);
 }
 
 void nt_reader_close(nt_reader *r)
 {
 	if (r == NULL)
 		return;
+	if (r->many) {
+		nt_many_close(r);
+		return;
+	}
 	if (r->mapped)
 		munmap((void *)(uintptr_t)r->data, r->mapped_size);
 	free(r->covered);
@@ -645,6 +680,32 @@ uint32_t nt_reader_max_event_name_len(const nt_reader *r)
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)
 {
 	*out = r->summary;
+}
+
+uint32_t nt_reader_section_count(const nt_reader *r)
+{
+	return r == NULL ? 0 : r->many ? (uint32_t)r->many->nsections : 1;
+}
+
+const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i)
+{
+	if (r == NULL || i >= nt_reader_section_count(r))
+		return NULL;
+	return r->many ? &r->many->sections[i] : &r->self;
+}
+
+uint32_t nt_reader_problem_count(const nt_reader *r)
+{
+	return r && r->many ? (uint32_t)r->many->nproblems : 0;
+}
+
+const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offset)
+{
+	if (i >= nt_reader_problem_count(r))
+		return NULL;
+	if (offset)
+		*offset = r->many->problems[i].offset;
+	return r->many->problems[i].message;
 }
 
 /* Archive values are untrusted: conversions saturate instead of overflowing. */

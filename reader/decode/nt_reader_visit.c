@@ -7,6 +7,7 @@
  * appear in sequence order), and merges the threads' next events with a binary heap: memory
  * is O(threads), time O(events log threads + threads * chunks).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,18 +27,55 @@ typedef struct chunk_cursor {
 } chunk_cursor;
 
 typedef struct visit {
-	nt_reader *r;
+	nt_reader *r; /* the archive decoded: a plain reader, or a section's */
 	const nt_reader_callbacks *cb;
 	void *ctx;
 	nt_corrupt_policy policy;
 	int damaged; /* at least one error was reported */
+	/* A section of a many-process reader: events are delivered with the reader's global
+	 * threads (this section's, indexed by its own thread index), offsets in the section's
+	 * file, and messages naming the section. */
+	int many;
+	const nt_reader_thread *threads;
+	uint64_t base;
+	char msg[768];
 } visit;
 
 static void report(visit *v, uint64_t off, const char *msg)
 {
 	v->damaged = 1;
-	if (v->cb->on_error)
+	if (v->cb->on_error == NULL)
+		return;
+	if (v->many) {
+		snprintf(v->msg, sizeof(v->msg), "%s: %s", v->r->name, msg);
+		v->cb->on_error(v->ctx, v->base + off, v->msg);
+	} else {
 		v->cb->on_error(v->ctx, off, msg);
+	}
+}
+
+/* Deliver an event; nonzero when the callback asks to stop. */
+static int emit(visit *v, nt_reader_event *ev)
+{
+	if (v->cb->on_event == NULL)
+		return 0;
+	if (v->many) {
+		ev->thread = &v->threads[ev->thread - v->r->threads];
+		ev->offset += v->base;
+	}
+	return v->cb->on_event(v->ctx, ev);
+}
+
+static void emit_gap(visit *v, const nt_reader_gap *gap)
+{
+	if (v->cb->on_gap == NULL)
+		return;
+	nt_reader_gap g = *gap;
+	if (v->many) {
+		g.thread = &v->threads[gap->thread - v->r->threads];
+		g.offset += v->base;
+	}
+	v->cb->on_gap(v->ctx, &g);
 }
 
 static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off, uint64_t size)
@@ -285,8 +323,8 @@ static int stream_chunk(visit *v, nt_reader_arg *args, uint64_t *expected, uint6
 	else
 		cursor_open_chunk(r, &c, off, size);
 	nt_reader_gap gap;
-	if (chunk_gap(r, &c, expected[c.thread->index], &gap) && v->cb->on_gap)
-		v->cb->on_gap(v->ctx, &gap);
+	if (chunk_gap(r, &c, expected[c.thread->index], &gap))
+		emit_gap(v, &gap);
 	nt_reader_event ev;
 	const char *why;
 	uint64_t at;
@@ -300,7 +338,7 @@ static int stream_chunk(visit *v, nt_reader_arg *args, uint64_t *expected, uint6
 			}
 			continue;
 		}
-		if (v->cb->on_event && v->cb->on_event(v->ctx, &ev)) {
+		if (emit(v, &ev)) {
 			result = 1;
 			break;
 		}
@@ -346,6 +384,8 @@ static int visit_stream(visit *v)
 /* ---- timestamp order ------------------------------------------------------------------- */
 
 typedef struct thread_stream {
+	visit *v;            /* the archive it reads */
+	uint32_t rank;       /* ties in time go to the lower rank: sections, then threads */
 	uint32_t thread;
 	uint64_t scan;       /* where to look for this thread's next chunk in the stream */
 	uint32_t ai;         /* then: next index into r->chunks (Arena layout) */
@@ -391,8 +431,9 @@ opened:
 }
 
 /* Advance a stream to its next event; returns -1 when damage stops the visit. */
-static int stream_advance(visit *v, thread_stream *s)
+static int stream_advance(thread_stream *s)
 {
+	visit *v = s->v;
 	nt_reader *r = v->r;
 	for (;;) {
 		if (s->c.active) {
@@ -421,7 +462,7 @@ static int earlier(const thread_stream *a, const thread_stream *b)
 {
 	if (a->ev.time_ns != b->ev.time_ns)
 		return a->ev.time_ns < b->ev.time_ns;
-	return a->thread < b->thread;
+	return a->rank < b->rank;
 }
 
 static void sift_down(thread_stream **heap, uint32_t n, uint32_t i)
@@ -441,19 +482,30 @@ static void sift_down(thread_stream **heap, uint32_t n, uint32_t i)
 	}
 }
 
-static int visit_time(visit *v)
+/* Framing damage is reported once, before the merge; the per-thread scans then skip it
+ * quietly. Returns -1 when it stops the visit. */
+static int report_framing(visit *v)
 {
 	nt_reader *r = v->r;
-	/* Framing damage is reported once here; the per-thread scans then skip it quietly. */
 	uint64_t off = r->arena && !r->tail ? r->size : r->records_start;
 	int stopped = 0;
 	uint64_t size;
 	while ((size = next_top(v, &off, 0, &stopped)) != 0)
 		off += size;
-	if (stopped)
-		return -1;
+	return stopped ? -1 : 0;
+}
 
-	uint32_t n = r->summary.threads;
+/* One k-way merge over the thread streams of every archive in vs[0 .. nv). */
+static int visit_time(visit *vs, uint32_t nv)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < nv; i++) {
+		if (report_framing(&vs[i]) < 0)
+			return -1;
+		n += vs[i].r->summary.threads;
+	}
+	if (n > UINT32_MAX / MAX_ARGS)
+		return -1;
 	thread_stream *streams = calloc(n ? n : 1, sizeof(*streams));
 	thread_stream **heap = calloc(n ? n : 1, sizeof(*heap));
 	nt_reader_arg *argmem = malloc(sizeof(*argmem) * MAX_ARGS * (n ? n : 1));
@@ -462,33 +514,37 @@ static int visit_time(visit *v)
 		result = -1;
 		goto out;
 	}
-	uint32_t hn = 0;
-	for (uint32_t k = 0; k < n; k++) {
-		thread_stream *s = &streams[k];
-		s->thread = r->thread_order[k];
-		s->scan = r->arena && !r->tail ? r->size : r->records_start;
-		s->args = argmem + (size_t)k * MAX_ARGS;
-		if (stream_advance(v, s) < 0) {
-			result = -1;
-			goto out;
+	uint32_t hn = 0, k = 0;
+	for (uint32_t i = 0; i < nv; i++) {
+		nt_reader *r = vs[i].r;
+		for (uint32_t j = 0; j < r->summary.threads; j++, k++) {
+			thread_stream *s = &streams[k];
+			s->v = &vs[i];
+			s->rank = k;
+			s->thread = r->thread_order[j];
+			s->scan = r->arena && !r->tail ? r->size : r->records_start;
+			s->args = argmem + (size_t)k * MAX_ARGS;
+			if (stream_advance(s) < 0) {
+				result = -1;
+				goto out;
+			}
+			if (s->has_event)
+				heap[hn++] = s;
 		}
-		if (s->has_event)
-			heap[hn++] = s;
 	}
 	for (uint32_t i = hn; i-- > 0;)
 		sift_down(heap, hn, i);
 	while (hn > 0) {
 		thread_stream *s = heap[0];
 		if (s->has_gap) {
-			if (v->cb->on_gap)
-				v->cb->on_gap(v->ctx, &s->gap);
+			emit_gap(s->v, &s->gap);
 			s->has_gap = 0;
 		}
-		if (v->cb->on_event && v->cb->on_event(v->ctx, &s->ev)) {
+		if (emit(s->v, &s->ev)) {
 			result = 1;
 			break;
 		}
-		if (stream_advance(v, s) < 0) {
+		if (stream_advance(s) < 0) {
 			result = -1;
 			break;
 		}
@@ -503,18 +559,78 @@ out:
 	return result;
 }
 
+/* Damage the open found in an archive, reported before its events; -1 when it stops. */
+static int report_open_damage(visit *v)
+{
+	for (uint32_t i = 0; i < v->r->ndamage; i++) {
+		report(v, v->r->damage[i].offset, v->r->damage[i].message);
+		if (v->policy == NT_ON_CORRUPT_STOP)
+			return -1;
+	}
+	return 0;
+}
+
+/* A many-process reader's findings about its inputs and the sections it could not open:
+ * reported first, like damage found at open. -1 when they stop the visit. */
+static int report_many_problems(nt_reader *m, visit *v)
+{
+	const reader_many *mm = m->many;
+	int found = 0;
+	for (size_t i = 0; i < mm->nproblems; i++, found = 1)
+		if (v->cb->on_error)
+			v->cb->on_error(v->ctx, mm->problems[i].offset, mm->problems[i].message);
+	for (size_t i = 0; i < mm->nsections; i++)
+		if (mm->sections[i].reader == NULL) {
+			found = 1;
+			if (v->cb->on_error)
+				v->cb->on_error(v->ctx, mm->error_offsets[i], mm->sections[i].error);
+		}
+	return found && v->policy == NT_ON_CORRUPT_STOP ? -1 : 0;
+}
+
+/* Every section that could be opened, as a visit of its own (time order merges them all;
+ * stream order takes them one after another). */
+static int visit_many(nt_reader *m, const visit *proto, nt_order order)
+{
+	reader_many *mm = m->many;
+	visit first = *proto;
+	if (report_many_problems(m, &first) < 0)
+		return -1;
+	visit *vs = calloc(mm->nsections ? mm->nsections : 1, sizeof(*vs));
+	if (vs == NULL)
+		return -1;
+	uint32_t nv = 0;
+	int result = 0;
+	for (size_t i = 0; i < mm->nsections && result == 0; i++) {
+		const nt_reader_section *s = &mm->sections[i];
+		if (s->reader == NULL)
+			continue;
+		vs[nv] = *proto;
+		vs[nv].r = s->reader;
+		vs[nv].many = 1;
+		vs[nv].threads = m->threads + s->thread_base;
+		vs[nv].base = s->offset;
+		result = report_open_damage(&vs[nv++]);
+	}
+	if (result == 0 && order == NT_ORDER_TIME)
+		result = visit_time(vs, nv);
+	for (uint32_t i = 0; result == 0 && order != NT_ORDER_TIME && i < nv; i++)
+		result = visit_stream(&vs[i]);
+	free(vs);
+	return result;
+}
+
 int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_order order,
 		    nt_corrupt_policy policy)
 {
 	if (r == NULL || cb == NULL)
 		return -1;
 	visit v = { .r = r, .cb = cb, .ctx = ctx, .policy = policy };
-	for (uint32_t i = 0; i < r->ndamage; i++) {
-		report(&v, r->damage[i].offset, r->damage[i].message);
-		if (policy == NT_ON_CORRUPT_STOP)
-			return -1;
-	}
-	return order == NT_ORDER_TIME ? visit_time(&v) : visit_stream(&v);
+	if (r->many)
+		return visit_many(r, &v, order);
+	if (report_open_damage(&v) < 0)
+		return -1;
+	return order == NT_ORDER_TIME ? visit_time(&v, 1) : visit_stream(&v);
 }
 
 int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, uint32_t *len)
@@ -569,6 +685,10 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
 	if (r == NULL || counts == NULL)
 		return;
 	memset(counts, 0, 256 * sizeof(*counts));
+	if (r->many) {
+		nt_many_count_records(r, counts);
+		return;
+	}
 	if (r->arena) {
 		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
 		while (off + 8 <= end && r->data[off] != NT_KIND_INVALID) {

@@ -22,6 +22,30 @@
  *
  * Memory is O(threads + strings + call sites), never O(events): the file is mapped, not
  * loaded, and the merge keeps one cursor per thread.
+ *
+ * MANY PROCESSES
+ *   One reader also holds many processes: a bundle (the archive trace-record writes,
+ *   format/nt_bundle.h: one section per provider), a directory of archives, or several
+ *   files given together (nt_reader_open_many). Each process is a *section*, an archive
+ *   opened on its own (nt_reader_section_at; a plain archive is one section). On such a
+ *   many-process reader every function below answers for all sections together:
+ *   - threads are numbered globally: a section's thread i is thread_base + i (thread_base
+ *     is the previous sections' nt_reader_thread_index_limit() summed), each names its
+ *     section, and pid is the process's; Trace2 processes likewise (process_base);
+ *   - nt_reader_visit() in NT_ORDER_TIME merges every thread of every section by time_ns
+ *     (CLOCK_MONOTONIC, which all processes of one machine share); NT_ORDER_STREAM visits
+ *     section after section. Event and damage offsets are byte offsets in the file that
+ *     holds the section, and damage messages start with the file and the section;
+ *   - nt_reader_info() is a summary: the earliest section's clock and start (so times
+ *     count from the first process's start), the loss counters summed over the sections,
+ *     pid 0 and process name "" (see the sections for each process's own header);
+ *     nt_reader_ticks_to_ns() uses that clock: convert a section's ticks with the section's
+ *     own reader;
+ *   - the summary and nt_reader_count_records() are sums over the sections.
+ *   A section whose archive cannot be opened is kept with its reason, and reported to
+ *   on_error first by every visit, as are a bundle cut short and a recording that ended
+ *   early (END frame MANAGER_LOST); the other sections are read in full. Opening costs
+ *   O(sections + their threads, strings and call sites); memory is never O(events).
  */
 #ifndef NANOTRACE_READER_H
 #define NANOTRACE_READER_H
@@ -56,6 +80,7 @@ typedef struct nt_reader_thread {
 	uint32_t tid;
 	const char *name; /* NUL-terminated; "" when the archive named none */
 	uint32_t process; /* index of its Trace2 process (nt_reader_process_at) */
+	uint32_t section; /* its section (nt_reader_section_at): 0 in a plain archive */
 } nt_reader_thread;
 
 /* A Trace2 process (ProcessRecord): the writer's archive has one (index 0) once Trace2 is
@@ -150,14 +175,28 @@ typedef enum nt_corrupt_policy {
 
 /* Open and validate an archive. Returns NULL and fills *err (if not NULL) when the file is
  * missing, unreadable, empty, truncated, or its header or durable records are damaged.
- * A damaged chunk is not an open error: it is reported when visited. path == NULL fails. */
+ * A damaged chunk is not an open error: it is reported when visited. path == NULL fails.
+ * A bundle (trace-record's archive of many processes, recognised by its preamble) opens as
+ * a many-process reader, exactly as nt_reader_open_many() opens it. */
 nt_reader *nt_reader_open(const char *path, nt_reader_error *err);
 
-/* The same over a caller-owned buffer, which must outlive the reader (tests, fuzzing). */
+/* The same over a caller-owned buffer, which must outlive the reader (tests, fuzzing). A
+ * bundle in memory opens as a many-process reader too. */
 nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name,
 				 nt_reader_error *err);
 
-void nt_reader_close(nt_reader *r); /* NULL is ignored */
+/* Open files, bundles and directories as one reader (see MANY PROCESSES): a directory
+ * stands for its non-empty regular files, by name (names starting with '.' skipped); a
+ * bundle for its sections; any other file is one section. One path naming a plain archive
+ * opens exactly as nt_reader_open(). Returns NULL and fills *err (naming the path) when
+ * paths is NULL, n is 0, a path cannot be opened or read, a directory holds no file, or a
+ * bundle's preamble is damaged; a file or section whose archive is damaged is kept as a
+ * section that could not be opened (nt_reader_section.reader == NULL, .error says why).
+ * Cost: O(paths + files + sections + their durable tables); each file is mapped. */
+nt_reader *nt_reader_open_many(const char *const *paths, size_t n, nt_reader_error *err);
+
+void nt_reader_close(nt_reader *r); /* NULL is ignored; closes every section's reader */
+
 
 /* The decoded header (format, clock, process, geometry, final state and loss counters). */
 const nt_archive_info *nt_reader_info(const nt_reader *r);
@@ -202,6 +241,45 @@ typedef struct nt_reader_summary {
 	uint64_t open_errors;  /* damaged records skipped while opening (skip policy) */
 } nt_reader_summary;
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out);
+
+/* One process of a reader (see MANY PROCESSES). */
+typedef struct nt_reader_section {
+	uint32_t index;        /* 0 .. nt_reader_section_count() - 1 */
+	uint32_t pid;          /* the bundle frame's pid; else the archive header's (0: none) */
+	uint32_t provider_id;  /* the manager's number for the provider; 0 outside a bundle */
+	uint8_t end_state;     /* NT_SECTION_* (format/nt_bundle.h); 0 outside a bundle */
+	uint8_t mode;          /* NT_MODE_*: the frame's, else the header's */
+	const char *end_text;  /* the state's name ("finished", "killed", ...; "" for 0) */
+	const char *name;      /* the provider's name, else the archive's process name */
+	const char *message;   /* what the manager found ("" = nothing) */
+	const char *source;    /* the file the section was read from */
+	uint64_t offset;       /* where its archive starts in that file (0: a plain file) */
+	uint64_t size;         /* bytes of its archive */
+	int64_t end_wall_ns;   /* the frame's CLOCK_REALTIME end; 0 outside a bundle */
+	nt_reader *reader;     /* its archive as a reader of its own (offsets relative to
+	                          `offset`), owned by r; NULL when it could not be opened */
+	const char *error;     /* why it could not be opened ("" when it was) */
+	const nt_archive_info *info; /* its header; NULL when it could not be opened */
+	nt_reader_summary summary;   /* its counts (zero when it could not be opened) */
+	uint32_t thread_base;  /* its thread i is the reader's thread thread_base + i */
+	uint32_t process_base; /* its Trace2 process i is the reader's process_base + i */
+} nt_reader_section;
+
+/* Sections: 1 for a plain archive (describing it), one per process otherwise, in the order
+ * read (a bundle's frames, then files by the order given, a directory's by name); the i-th,
+ * or NULL for i >= count or r == NULL. O(1). */
+uint32_t nt_reader_section_count(const nt_reader *r);
+const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i);
+
+/* What a many-process reader found about its inputs as wholes, besides their sections: a
+ * bundle cut short ("cut short after N sections"), a frame that lies (bad magic, unknown
+ * kind, a name or message over its limit, an archive past the end of the file), or an END
+ * frame saying the recording ended early. Returns how many there are (0 for a plain
+ * archive); problem_at returns the i-th message ("<file>: <problem>") and sets *offset
+ * (if not NULL) to where in that file, or NULL for i >= count. Every visit reports them
+ * to on_error first. O(1). */
+uint32_t nt_reader_problem_count(const nt_reader *r);
+const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offset);
 
 /* Records that carry no event, by kind: sets counts[k] (256 entries, one per record kind
  * byte, NT_KIND_*) to how many records of kind k the archive holds where its layout keeps
@@ -297,8 +375,10 @@ void nt_trace2_options_init(nt_trace2_options *opt);
  * in file order, a recorded one by time), the archives interleaved by time as the processes
  * would have written one shared file. NORMAL and PERF print local time: the process's
  * recorded UTC offset, else the TZ of the caller. One archive streams; several are merged
- * in memory (O(lines)). Returns 0, or -1 when damage stopped a visit (NT_ON_CORRUPT_STOP)
- * or memory ran out; NULL or empty arguments return -1. */
+ * in memory (O(lines)). A many-process reader stands for its sections (those that could
+ * be opened), each one process, so a bundle renders every Trace2 process in order as git
+ * would for a shared target. Returns 0, or -1 when damage stopped a visit
+ * (NT_ON_CORRUPT_STOP) or memory ran out; NULL or empty arguments return -1. */
 int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 		     const nt_trace2_options *opt);
 

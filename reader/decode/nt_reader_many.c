@@ -1,0 +1,609 @@
+/*
+ * nt_reader_many.c - one reader over many processes: a bundle's sections (format/nt_bundle.h),
+ * a directory of archives, several files.
+ *
+ * Each process is a section, an archive opened on its own (a bundle's sections are slices
+ * of its one mapping). The many-process reader then holds the sections' threads and Trace2
+ * processes renumbered into one table each (thread_base, process_base), so every accessor
+ * of a plain reader works on it unchanged; the visit (nt_reader_visit.c) walks the
+ * sections. A bundle is untrusted like any archive: its frames are read up to the last
+ * whole one that tells the truth, and what stopped the reading is kept as a problem that
+ * every visit reports.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../common/nt_grow.h"
+#include "nt_bundle.h"
+#include "nt_reader_internal.h"
+
+#define BUNDLE_MAX_NAME 100u
+#define BUNDLE_MAX_MESSAGE 1024u
+
+int nt_is_bundle(const uint8_t *data, size_t size)
+{
+	return data != NULL && size >= 8 && memcmp(data, NT_BUNDLE_MAGIC, 8) == 0;
+}
+
+static void many_err(nt_reader_error *err, const char *name, uint64_t off, const char *what)
+{
+	if (err == NULL)
+		return;
+	err->offset = off;
+	snprintf(err->message, sizeof(err->message), "%.200s: %s", name, what);
+}
+
+static nt_reader *many_new(const char *name, nt_reader_error *err)
+{
+	nt_reader *m = calloc(1, sizeof(*m));
+	if (m != NULL && (m->many = calloc(1, sizeof(*m->many))) == NULL) {
+		free(m);
+		m = NULL;
+	}
+	if (m == NULL) {
+		many_err(err, name, 0, "out of memory");
+		return NULL;
+	}
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	return m;
+}
+
+/* Remember a finding about an input as a whole; 0 when memory runs out. */
+static int add_problem(reader_many *mm, const char *file, uint64_t off, const char *what)
+{
+	if (!nt_grow(&mm->problems, &mm->problems_cap, mm->nproblems + 1, sizeof(*mm->problems)))
+		return 0;
+	char *msg;
+	if (asprintf(&msg, "%s: %s", file, what) < 0)
+		return 0;
+	mm->problems[mm->nproblems++] = (reader_problem){ off, msg };
+	return 1;
+}
+
+static char *copy_bytes(const uint8_t *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (s != NULL) {
+		memcpy(s, p, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+/* A new section, zeroed but for its strings ("" until set); NULL when memory runs out. */
+static nt_reader_section *add_section(reader_many *mm, const char *source)
+{
+	if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + 1, sizeof(*mm->sections)) ||
+	    !nt_grow(&mm->error_offsets, &mm->error_offsets_cap, mm->nsections + 1,
+		     sizeof(*mm->error_offsets)))
+		return NULL;
+	nt_reader_section *s = &mm->sections[mm->nsections];
+	s->source = strdup(source);
+	s->name = strdup("");
+	s->message = strdup("");
+	s->error = strdup("");
+	if (!s->source || !s->name || !s->message || !s->error) {
+		free((char *)s->source), free((char *)s->name);
+		free((char *)s->message), free((char *)s->error);
+		memset(s, 0, sizeof(*s));
+		return NULL;
+	}
+	s->index = (uint32_t)mm->nsections++;
+	s->end_text = "";
+	return s;
+}
+
+static void replace(const char **field, char *value)
+{
+	free((char *)*field);
+	*field = value;
+}
+
+/* Open a section's archive: a slice of a bundle or a whole mapped file. The reader is named
+ * after the section, so its own messages say which one. */
+static int open_section(nt_reader_section *s, const uint8_t *data, size_t size, int mapped,
+			uint64_t *error_offset)
+{
+	char label[256];
+	if (s->end_state != 0)
+		snprintf(label, sizeof(label), "%.150s section %u (pid %u, %.60s)", s->source,
+			 s->index, s->pid, s->name);
+	else
+		snprintf(label, sizeof(label), "%.200s", s->source);
+	nt_reader_error err;
+	if (size == 0) {
+		snprintf(err.message, sizeof(err.message), "%s: no archive was saved for it", label);
+		err.offset = 0;
+		s->reader = NULL;
+	} else {
+		s->reader = nt_reader_over(data, size, mapped, label, &err);
+	}
+	if (s->reader == NULL) {
+		*error_offset = s->offset + err.offset;
+		char *why = strdup(err.message);
+		if (why == NULL)
+			return 0;
+		replace(&s->error, why);
+		return 1;
+	}
+	s->info = nt_reader_info(s->reader);
+	nt_reader_get_summary(s->reader, &s->summary);
+	if (s->end_state == 0) { /* a plain file: it describes itself */
+		s->pid = s->info->pid;
+		s->mode = s->info->buffering_mode;
+		char *name = strdup(s->info->process_name);
+		if (name == NULL)
+			return 0;
+		replace(&s->name, name);
+	}
+	return 1;
+}
+
+/* One SECTION frame's description (name, message, numbers) into a new section. */
+static nt_reader_section *frame_section(reader_many *mm, const char *file,
+					const nt_bundle_frame *f, const uint8_t *text,
+					uint64_t archive_off)
+{
+	nt_reader_section *s = add_section(mm, file);
+	if (s == NULL)
+		return NULL;
+	char *name = copy_bytes(text, f->name_len);
+	char *msg = copy_bytes(text + f->name_len, f->message_len);
+	if (name == NULL || msg == NULL) {
+		free(name);
+		free(msg);
+		return NULL;
+	}
+	replace(&s->name, name);
+	replace(&s->message, msg);
+	s->pid = f->pid;
+	s->provider_id = f->provider_id;
+	s->end_state = f->end_state;
+	s->end_text = nt_section_state_name(f->end_state);
+	s->mode = f->mode;
+	s->offset = archive_off;
+	s->size = f->archive_size;
+	s->end_wall_ns = f->end_wall_ns;
+	return s;
+}
+
+/* What is wrong with the frame at `off` (NULL: nothing); *head = its bytes up to the archive. */
+static const char *frame_problem(const nt_bundle_frame *f, uint64_t room, uint64_t *head)
+{
+	if (f->magic != NT_BUNDLE_FRAME_MAGIC)
+		return "bad frame magic";
+	if (f->kind != NT_BUNDLE_SECTION && f->kind != NT_BUNDLE_END)
+		return "unknown frame kind";
+	if (f->kind == NT_BUNDLE_SECTION && f->name_len > BUNDLE_MAX_NAME)
+		return "provider name longer than 100 bytes";
+	if (f->message_len > BUNDLE_MAX_MESSAGE)
+		return "message longer than 1024 bytes";
+	if (f->kind == NT_BUNDLE_SECTION &&
+	    (f->end_state < NT_SECTION_FINISHED || f->end_state > NT_SECTION_DAMAGED))
+		return "unknown section end state";
+	*head = nt_bundle_frame_head(f);
+	if (*head > room)
+		return NULL; /* cut inside the frame: the caller says so */
+	if (f->kind == NT_BUNDLE_SECTION && f->archive_size > room - *head)
+		return "section archive runs past the end of the file";
+	return NULL;
+}
+
+/* The END frame: the count it gives, how the recording ended, and nothing after it. */
+static int read_end(reader_many *mm, const char *file, const nt_bundle_frame *f,
+		    const uint8_t *text, uint64_t off, uint64_t after, size_t size, uint32_t nsec)
+{
+	char what[1200];
+	int ok = 1;
+	if (f->sections != nsec) {
+		snprintf(what, sizeof(what), "the END frame counts %u sections, the bundle holds %u",
+			 f->sections, nsec);
+		ok &= add_problem(mm, file, off, what);
+	}
+	if (f->end_state != NT_SECTION_FINISHED) {
+		snprintf(what, sizeof(what), "the recording ended early (%s): %.*s",
+			 nt_section_state_name(f->end_state), (int)f->message_len, (const char *)text);
+		ok &= add_problem(mm, file, off, what);
+	}
+	if (after < size) {
+		snprintf(what, sizeof(what), "%zu bytes after the END frame", size - (size_t)after);
+		ok &= add_problem(mm, file, after, what);
+	}
+	return ok;
+}
+
+/* Walk a bundle's frames; sections are described, not yet opened. 0: out of memory. */
+static int read_frames(reader_many *mm, const char *file, const uint8_t *data, size_t size)
+{
+	uint64_t off = sizeof(nt_bundle_preamble);
+	uint32_t nsec = 0;
+	char what[256];
+	for (;;) {
+		if (size - off < sizeof(nt_bundle_frame)) {
+			snprintf(what, sizeof(what), "cut short after %u sections (%s)", nsec,
+				 off == size ? "no END frame" : "inside a frame header");
+			return add_problem(mm, file, off, what);
+		}
+		nt_bundle_frame f;
+		memcpy(&f, data + off, sizeof(f));
+		uint64_t head = 0;
+		const char *bad = frame_problem(&f, size - off, &head);
+		if (bad != NULL) {
+			snprintf(what, sizeof(what), "%s in the frame here: read up to the last whole "
+				 "frame (%u sections)", bad, nsec);
+			return add_problem(mm, file, off, what);
+		}
+		if (head > size - off) {
+			snprintf(what, sizeof(what), "cut short after %u sections (inside a frame)", nsec);
+			return add_problem(mm, file, off, what);
+		}
+		const uint8_t *text = data + off + sizeof(f);
+		if (f.kind == NT_BUNDLE_END)
+			return read_end(mm, file, &f, text + f.name_len, off, off + head, size, nsec);
+		if (frame_section(mm, file, &f, text, off + head) == NULL)
+			return 0;
+		nsec++;
+		uint64_t next = off + head + NT_BUNDLE_PAD8(f.archive_size);
+		if (next > size) { /* the archive is whole, its padding cut: the file ends */
+			snprintf(what, sizeof(what), "cut short after %u sections (no END frame)", nsec);
+			return add_problem(mm, file, size, what);
+		}
+		off = next;
+	}
+}
+
+static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_t size,
+		      int mapped, nt_reader_error *err)
+{
+	reader_many *mm = m->many;
+	nt_bundle_preamble pre;
+	if (size < sizeof(pre)) {
+		many_err(err, file, 0, "bundle preamble cut short");
+		goto fail;
+	}
+	memcpy(&pre, data, sizeof(pre));
+	if (pre.version != NT_BUNDLE_VERSION) {
+		many_err(err, file, 8, "unsupported bundle version (this reader reads version 1)");
+		goto fail;
+	}
+	if (mapped) {
+		if (!nt_grow(&mm->maps, &mm->maps_cap, mm->nmaps + 1, sizeof(*mm->maps)))
+			goto oom;
+		mm->maps[mm->nmaps++] = (struct reader_map){ data, size };
+	}
+	size_t first = mm->nsections;
+	if (!read_frames(mm, file, data, size))
+		goto oom;
+	for (size_t i = first; i < mm->nsections; i++) {
+		nt_reader_section *s = &mm->sections[i];
+		if (!open_section(s, data + s->offset, s->size, 0, &mm->error_offsets[i]))
+			goto oom;
+	}
+	return 1;
+oom:
+	many_err(err, file, 0, "out of memory while reading the bundle");
+	return 0;
+fail:
+	if (mapped)
+		munmap((void *)(uintptr_t)data, size);
+	return 0;
+}
+
+/* One file: a bundle's sections, or one section. 0 and *err when it cannot be read. */
+static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
+{
+	const uint8_t *data;
+	size_t size;
+	if (!nt_map_path(path, &data, &size, err))
+		return 0;
+	if (nt_is_bundle(data, size))
+		return add_bundle(m, path, data, size, 1, err);
+	reader_many *mm = m->many;
+	nt_reader_section *s = add_section(mm, path);
+	if (s == NULL) {
+		munmap((void *)(uintptr_t)data, size);
+		many_err(err, path, 0, "out of memory");
+		return 0;
+	}
+	s->size = size;
+	if (!open_section(s, data, size, 1, &mm->error_offsets[s->index])) {
+		many_err(err, path, 0, "out of memory");
+		return 0;
+	}
+	return 1;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory's non-empty regular files, by name; *n = how many. NULL and *err on failure. */
+static char **list_dir(const char *path, size_t *n, nt_reader_error *err)
+{
+	DIR *d = opendir(path);
+	if (d == NULL) {
+		char what[128];
+		snprintf(what, sizeof(what), "cannot read the directory: %s", strerror(errno));
+		many_err(err, path, 0, what);
+		return NULL;
+	}
+	char **names = NULL;
+	size_t cap = 0, k = 0;
+	struct dirent *de;
+	int ok = 1;
+	while (ok && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *full;
+		struct stat st;
+		if (asprintf(&full, "%s/%s", path, de->d_name) < 0) {
+			ok = 0;
+			break;
+		}
+		if (stat(full, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
+		    !(ok = nt_grow(&names, &cap, k + 1, sizeof(*names)))) {
+			free(full); /* empty files are what other tools leave; not archives */
+			continue;
+		}
+		names[k++] = full;
+	}
+	closedir(d);
+	if (ok && k == 0)
+		many_err(err, path, 0, "no archives in this directory");
+	if (!ok)
+		many_err(err, path, 0, "out of memory while listing the directory");
+	if (!ok || k == 0) {
+		for (size_t i = 0; i < k; i++)
+			free(names[i]);
+		free(names);
+		return NULL;
+	}
+	qsort(names, k, sizeof(*names), by_name);
+	*n = k;
+	return names;
+}
+
+static int add_path(nt_reader *m, const char *path, nt_reader_error *err)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return add_file(m, path, err);
+	size_t n = 0;
+	char **names = list_dir(path, &n, err);
+	if (names == NULL)
+		return 0;
+	int ok = 1;
+	for (size_t i = 0; i < n; i++) {
+		ok = ok && add_file(m, names[i], err);
+		free(names[i]);
+	}
+	free(names);
+	return ok;
+}
+
+/* ---- the tables of all sections ------------------------------------------------------ */
+
+/* The sections' threads, renumbered: section i's thread t is thread_base + t. */
+static int merge_threads(nt_reader *m)
+{
+	reader_many *mm = m->many;
+	uint64_t limit = 0;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		nt_reader_section *s = &mm->sections[i];
+		s->thread_base = (uint32_t)limit;
+		limit += nt_reader_thread_index_limit(s->reader);
+		m->summary.threads += s->summary.threads;
+	}
+	if (limit > UINT32_MAX / 2)
+		return 0;
+	m->nthreads = limit ? (size_t)limit : 1;
+	m->threads = calloc(m->nthreads, sizeof(*m->threads));
+	m->thread_order = malloc((m->summary.threads ? m->summary.threads : 1) * sizeof(uint32_t));
+	if (m->threads == NULL || m->thread_order == NULL)
+		return 0;
+	uint32_t k = 0;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		const nt_reader_section *s = &mm->sections[i];
+		for (uint32_t j = 0; j < s->summary.threads && k < m->summary.threads; j++) {
+			nt_reader_thread t = *nt_reader_thread_at(s->reader, j);
+			t.index += s->thread_base;
+			t.process += s->process_base;
+			t.section = s->index;
+			m->threads[t.index] = t;
+			m->thread_order[k++] = t.index;
+			m->thread_limit = t.index + 1;
+		}
+	}
+	m->summary.threads = k;
+	return 1;
+}
+
+/* The sections' Trace2 processes, renumbered the same way (SIDs stay the sections'). */
+static int merge_processes(nt_reader *m)
+{
+	reader_many *mm = m->many;
+	uint64_t n = 0;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		mm->sections[i].process_base = (uint32_t)n;
+		n += nt_reader_process_count(mm->sections[i].reader);
+	}
+	if (n > UINT32_MAX / 2)
+		return 0;
+	m->nprocesses = (size_t)n;
+	m->processes = calloc(n ? (size_t)n : 1, sizeof(*m->processes));
+	if (m->processes == NULL)
+		return 0;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		const nt_reader_section *s = &mm->sections[i];
+		for (uint32_t j = 0; j < nt_reader_process_count(s->reader); j++) {
+			const nt_reader_process *p = nt_reader_process_at(s->reader, j);
+			if (p != NULL) {
+				m->processes[s->process_base + j] = *p;
+				m->processes[s->process_base + j].index = s->process_base + j;
+			}
+		}
+	}
+	return 1;
+}
+
+static void add_counts(nt_archive_info *to, const nt_archive_info *in)
+{
+	to->events_written += in->events_written;
+	to->events_dropped += in->events_dropped;
+	to->events_overwritten += in->events_overwritten;
+	to->wraps += in->wraps;
+	to->durable_dropped += in->durable_dropped;
+	to->chunks_claimed += in->chunks_claimed;
+	to->dropped_rolling_full += in->dropped_rolling_full;
+	to->dropped_durable_full += in->dropped_durable_full;
+	to->dropped_stopped += in->dropped_stopped;
+	to->buffers_saved += in->buffers_saved;
+	to->values_truncated += in->values_truncated;
+}
+
+static void add_summary(nt_reader_summary *to, const nt_reader_summary *in)
+{
+	to->header_bytes += in->header_bytes;
+	to->durable_bytes += in->durable_bytes;
+	to->chunk_bytes += in->chunk_bytes;
+	to->chunks += in->chunks;
+	to->strings += in->strings;
+	to->callsites += in->callsites;
+	to->open_errors += in->open_errors;
+}
+
+/* The summary header: the earliest section's clock, every section's losses summed. */
+static void merge_info(nt_reader *m)
+{
+	reader_many *mm = m->many;
+	const nt_archive_info *first = NULL;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		const nt_reader_section *s = &mm->sections[i];
+		if (s->info && (first == NULL || s->info->start_monotonic_ns < first->start_monotonic_ns))
+			first = s->info;
+	}
+	if (first == NULL)
+		return;
+	m->info = *first;
+	m->info.pid = 0;
+	m->info.process_name[0] = '\0';
+	m->info.events_written = m->info.events_dropped = m->info.events_overwritten = 0;
+	m->info.wraps = m->info.durable_dropped = m->info.chunks_claimed = 0;
+	m->info.dropped_rolling_full = m->info.dropped_durable_full = m->info.dropped_stopped = 0;
+	m->info.buffers_saved = m->info.values_truncated = 0;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		const nt_reader_section *s = &mm->sections[i];
+		if (s->reader == NULL)
+			continue;
+		add_counts(&m->info, s->info);
+		add_summary(&m->summary, &s->summary);
+		if (nt_reader_max_category_len(s->reader) > m->max_category_len)
+			m->max_category_len = nt_reader_max_category_len(s->reader);
+		if (nt_reader_max_name_len(s->reader) > m->max_name_len)
+			m->max_name_len = nt_reader_max_name_len(s->reader);
+		if (nt_reader_max_event_name_len(s->reader) > m->max_event_name_len)
+			m->max_event_name_len = nt_reader_max_event_name_len(s->reader);
+	}
+}
+
+static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
+{
+	if (!merge_processes(m) || !merge_threads(m)) {
+		many_err(err, m->name, 0, "out of memory while merging the sections' tables");
+		nt_reader_close(m);
+		return NULL;
+	}
+	merge_info(m);
+	m->summary.file_bytes = m->size;
+	return m;
+}
+
+nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, const char *name,
+			       nt_reader_error *err)
+{
+	nt_reader *m = many_new(name, err);
+	if (m == NULL) {
+		if (mapped)
+			munmap((void *)(uintptr_t)data, size);
+		return NULL;
+	}
+	m->size = size;
+	if (!add_bundle(m, name, data, size, mapped, err)) {
+		nt_reader_close(m);
+		return NULL;
+	}
+	return many_finish(m, err);
+}
+
+nt_reader *nt_reader_open_many(const char *const *paths, size_t n, nt_reader_error *err)
+{
+	if (paths == NULL || n == 0) {
+		many_err(err, "(none)", 0, "no archive path given");
+		return NULL;
+	}
+	struct stat st;
+	if (n == 1 && paths[0] != NULL && (stat(paths[0], &st) != 0 || !S_ISDIR(st.st_mode)))
+		return nt_reader_open(paths[0], err);
+	nt_reader *m = many_new(n == 1 && paths[0] ? paths[0] : "(several archives)", err);
+	if (m == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (paths[i] == NULL) {
+			many_err(err, "(null)", 0, "no archive path given");
+			nt_reader_close(m);
+			return NULL;
+		}
+		if (!add_path(m, paths[i], err)) {
+			nt_reader_close(m);
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < m->many->nsections; i++)
+		m->size += m->many->sections[i].size;
+	return many_finish(m, err);
+}
+
+void nt_many_close(nt_reader *m)
+{
+	reader_many *mm = m->many;
+	for (size_t i = 0; i < mm->nsections; i++) {
+		nt_reader_section *s = &mm->sections[i];
+		nt_reader_close(s->reader);
+		free((char *)s->source);
+		free((char *)s->name);
+		free((char *)s->message);
+		free((char *)s->error);
+	}
+	for (size_t i = 0; i < mm->nproblems; i++)
+		free(mm->problems[i].message);
+	for (size_t i = 0; i < mm->nmaps; i++)
+		munmap((void *)(uintptr_t)mm->maps[i].data, mm->maps[i].size);
+	free(mm->sections);
+	free(mm->error_offsets);
+	free(mm->problems);
+	free(mm->maps);
+	free(mm);
+	free(m->threads);
+	free(m->thread_order);
+	free(m->processes); /* their SIDs are the sections' */
+	free(m);
+}
+
+void nt_many_count_records(const nt_reader *m, uint64_t counts[256])
+{
+	uint64_t part[256];
+	for (size_t i = 0; i < m->many->nsections; i++) {
+		if (m->many->sections[i].reader == NULL)
+			continue;
+		nt_reader_count_records(m->many->sections[i].reader, part);
+		for (unsigned k = 0; k < 256; k++)
+			counts[k] += part[k];
+	}
+}
