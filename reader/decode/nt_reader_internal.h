@@ -29,8 +29,6 @@ typedef struct reader_problem {
 typedef struct reader_many {
 	nt_reader_section *sections;
 	size_t nsections, sections_cap;
-	uint64_t *error_offsets; /* by section: where its open failed, in its file */
-	size_t error_offsets_cap;
 	reader_problem *problems;
 	size_t nproblems, problems_cap;
 	struct reader_map {
@@ -97,6 +95,10 @@ struct nt_reader {
 	 * sections. NULL for one plain archive, which describes itself as section 0 in `self`. */
 	reader_many *many;
 	nt_reader_section self;
+	/* A section of a many-process reader: its visits report offsets in the file that holds
+	 * it (file_base + offset) and name it (by its reader name) in damage messages. */
+	int in_many;
+	uint64_t file_base;
 };
 
 /* nt_header_decode.c: verify and decode the size-prefixed ArchiveHeader FlatBuffer at the

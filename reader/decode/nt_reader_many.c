@@ -79,9 +79,7 @@ static char *copy_bytes(const uint8_t *p, size_t n)
 /* A new section, zeroed but for its strings ("" until set); NULL when memory runs out. */
 static nt_reader_section *add_section(reader_many *mm, const char *source)
 {
-	if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + 1, sizeof(*mm->sections)) ||
-	    !nt_grow(&mm->error_offsets, &mm->error_offsets_cap, mm->nsections + 1,
-		     sizeof(*mm->error_offsets)))
+	if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + 1, sizeof(*mm->sections)))
 		return NULL;
 	nt_reader_section *s = &mm->sections[mm->nsections];
 	s->source = strdup(source);
@@ -107,8 +105,7 @@ static void replace(const char **field, char *value)
 
 /* Open a section's archive: a slice of a bundle or a whole mapped file. The reader is named
  * after the section, so its own messages say which one. */
-static int open_section(nt_reader_section *s, const uint8_t *data, size_t size, int mapped,
-			uint64_t *error_offset)
+static int open_section(nt_reader_section *s, const uint8_t *data, size_t size, int mapped)
 {
 	char label[256];
 	if (s->end_state != 0)
@@ -125,13 +122,15 @@ static int open_section(nt_reader_section *s, const uint8_t *data, size_t size, 
 		s->reader = nt_reader_over(data, size, mapped, label, &err);
 	}
 	if (s->reader == NULL) {
-		*error_offset = s->offset + err.offset;
+		s->error_offset = s->offset + err.offset;
 		char *why = strdup(err.message);
 		if (why == NULL)
 			return 0;
 		replace(&s->error, why);
 		return 1;
 	}
+	s->reader->in_many = 1;
+	s->reader->file_base = s->offset;
 	s->info = nt_reader_info(s->reader);
 	nt_reader_get_summary(s->reader, &s->summary);
 	if (s->end_state == 0) { /* a plain file: it describes itself */
@@ -282,7 +281,7 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 		goto oom;
 	for (size_t i = first; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
-		if (!open_section(s, data + s->offset, s->size, 0, &mm->error_offsets[i]))
+		if (!open_section(s, data + s->offset, s->size, 0))
 			goto oom;
 	}
 	return 1;
@@ -312,7 +311,7 @@ static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
 		return 0;
 	}
 	s->size = size;
-	if (!open_section(s, data, size, 1, &mm->error_offsets[s->index])) {
+	if (!open_section(s, data, size, 1)) {
 		many_err(err, path, 0, "out of memory");
 		return 0;
 	}
@@ -586,7 +585,6 @@ void nt_many_close(nt_reader *m)
 	for (size_t i = 0; i < mm->nmaps; i++)
 		munmap((void *)(uintptr_t)mm->maps[i].data, mm->maps[i].size);
 	free(mm->sections);
-	free(mm->error_offsets);
 	free(mm->problems);
 	free(mm->maps);
 	free(mm);

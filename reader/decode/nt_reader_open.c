@@ -623,12 +623,12 @@ const nt_archive_info *nt_reader_info(const nt_reader *r)
 
 uint32_t nt_reader_process_count(const nt_reader *r)
 {
-	return (uint32_t)r->nprocesses;
+	return r ? (uint32_t)r->nprocesses : 0;
 }
 
 const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index)
 {
-	if (index >= r->nprocesses || !r->processes[index].defined)
+	if (r == NULL || index >= r->nprocesses || !r->processes[index].defined)
 		return NULL;
 	return &r->processes[index];
 }

@@ -583,7 +583,8 @@ static int report_many_problems(nt_reader *m, visit *v)
 		if (mm->sections[i].reader == NULL) {
 			found = 1;
 			if (v->cb->on_error)
-				v->cb->on_error(v->ctx, mm->error_offsets[i], mm->sections[i].error);
+				v->cb->on_error(v->ctx, mm->sections[i].error_offset,
+						mm->sections[i].error);
 		}
 	return found && v->policy == NT_ON_CORRUPT_STOP ? -1 : 0;
 }
@@ -609,7 +610,7 @@ static int visit_many(nt_reader *m, const visit *proto, nt_order order)
 		vs[nv].r = s->reader;
 		vs[nv].many = 1;
 		vs[nv].threads = m->threads + s->thread_base;
-		vs[nv].base = s->offset;
+		vs[nv].base = s->reader->file_base;
 		result = report_open_damage(&vs[nv++]);
 	}
 	if (result == 0 && order == NT_ORDER_TIME)
@@ -625,7 +626,8 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
 {
 	if (r == NULL || cb == NULL)
 		return -1;
-	visit v = { .r = r, .cb = cb, .ctx = ctx, .policy = policy };
+	visit v = { .r = r, .cb = cb, .ctx = ctx, .policy = policy, .many = r->in_many,
+		    .threads = r->threads, .base = r->file_base };
 	if (r->many)
 		return visit_many(r, &v, order);
 	if (report_open_damage(&v) < 0)

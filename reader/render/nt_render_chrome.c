@@ -2,7 +2,8 @@
  * nt_render_chrome.c - Chrome Trace Event JSON, which chrome://tracing and Perfetto UI open.
  *
  * Timestamps are microseconds since the session start, printed exactly to the nanosecond
- * ("ts":12.345). Process and thread names come first as "M" metadata events.
+ * ("ts":12.345). Process and thread names come first as "M" metadata events: one process
+ * per section, so a bundle's providers are processes of their own (pid = the process's).
  *
  * Only what the archive proves is shown: an End without a Begin before it on its thread is
  * left out (nt_balance), and counted in "otherData", which follows "traceEvents" because the
@@ -133,6 +134,7 @@ static void write_other_data(chrome_ctx *c)
 	json_str(out, info->producer);
 	fputs(",\"archive\":", out);
 	json_str(out, nt_reader_name(c->r));
+	fprintf(out, ",\"processes\":%" PRIu32, nt_reader_section_count(c->r));
 	fprintf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
 		     ",\"wraps\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
 		     ",\"unended_begins\":%" PRIu64 "}}\n",
@@ -152,11 +154,14 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	if (!nt_balance_init(&c.balance, r))
 		return -1;
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out);
-	begin_event(&c);
-	fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32 ",\"tid\":0,\"args\":{\"name\":",
-		info->pid);
-	json_str(out, info->process_name);
-	fputs("}}", out);
+	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) { /* one per process */
+		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		begin_event(&c);
+		fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32
+			     ",\"tid\":0,\"args\":{\"name\":", sec->pid);
+		json_str(out, sec->name);
+		fputs("}}", out);
+	}
 	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
 		const nt_reader_thread *t = nt_reader_thread_at(r, i);
 		begin_event(&c);

@@ -1,4 +1,5 @@
-/* nt_render_stats.c - counts per record kind and per thread, losses, bytes per event. */
+/* nt_render_stats.c - counts per record kind and per thread, losses, bytes per event; per
+ * provider for a reader of many processes. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdlib.h>
@@ -137,6 +138,62 @@ static void print_trace2(const nt_reader *r, FILE *out, const uint64_t *by_kind)
 	fprintf(out, "), processes %" PRIu32 "\n", processes_present(r));
 }
 
+static int is_many(const nt_reader *r)
+{
+	return nt_reader_section_count(r) != 1 || nt_reader_section_at(r, 0)->reader != r;
+}
+
+/* A many-process reader: what it was read from and what it found about its inputs. */
+static void print_many(const nt_reader *r, FILE *out)
+{
+	fprintf(out, "archive: %s\n", nt_reader_name(r));
+	fprintf(out, "processes: %" PRIu32 " sections\n", nt_reader_section_count(r));
+	uint64_t off;
+	const char *msg;
+	for (uint32_t i = 0; (msg = nt_reader_problem_at(r, i, &off)) != NULL; i++)
+		fprintf(out, "problem: %s at byte %" PRIu64 "\n", msg, off);
+}
+
+/* Per provider: who, how it ended, and its events: decoded (by this visit), dropped by
+ * reason and overwritten (by its header), bytes; then the totals. */
+static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_thread)
+{
+	uint64_t tdec = 0, tdrop = 0, tover = 0, tbytes = 0;
+	fprintf(out, "providers: %" PRIu32 "\n", nt_reader_section_count(r));
+	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
+		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		fprintf(out, "  section %" PRIu32 ": pid %" PRIu32 " %s", i, sec->pid, sec->name);
+		if (sec->provider_id)
+			fprintf(out, " (provider %" PRIu32 ")", sec->provider_id);
+		fprintf(out, ": %s, %s", sec->end_text[0] ? sec->end_text : "archive",
+			mode_name(sec->mode));
+		if (sec->message[0])
+			fprintf(out, ", message: %s", sec->message);
+		if (sec->info == NULL) {
+			fprintf(out, "; not readable: %s\n", sec->error);
+			continue;
+		}
+		uint64_t dec = 0;
+		for (uint32_t t = 0; t < nt_reader_thread_count(r); t++) {
+			const nt_reader_thread *th = nt_reader_thread_at(r, t);
+			if (th->section == i)
+				dec += by_thread[th->index];
+		}
+		const nt_archive_info *in = sec->info;
+		fprintf(out, "; events decoded %" PRIu64 ", dropped %" PRIu64 " (rolling full %" PRIu64
+			     ", durable full %" PRIu64 ", stopped %" PRIu64 "), overwritten %" PRIu64
+			     ", written %" PRIu64 ", bytes %" PRIu64 "\n",
+			dec, in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
+			in->dropped_stopped, in->events_overwritten, in->events_written, sec->size);
+		tdec += dec;
+		tdrop += in->events_dropped;
+		tover += in->events_overwritten;
+		tbytes += sec->size;
+	}
+	fprintf(out, "providers total: events decoded %" PRIu64 ", dropped %" PRIu64
+		     ", overwritten %" PRIu64 ", bytes %" PRIu64 "\n", tdec, tdrop, tover, tbytes);
+}
+
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -161,7 +218,10 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	const nt_archive_info *in = nt_reader_info(r);
 	nt_reader_summary sum;
 	nt_reader_get_summary(r, &sum);
-	print_archive(r, out);
+	if (is_many(r))
+		print_many(r, out);
+	else
+		print_archive(r, out);
 	fprintf(out, "events: %" PRIu64 "\n", s.events);
 	fprintf(out, "records: begin %" PRIu64 ", end %" PRIu64 ", instant %" PRIu64
 		     ", complete %" PRIu64 ", counter %" PRIu64 ", timestamp %" PRIu64
@@ -205,6 +265,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		fprintf(out, "bytes per event: %.2f in chunks, %.2f overall\n",
 			(double)sum.chunk_bytes / (double)s.events, (double)sum.file_bytes / (double)s.events);
 	}
+	if (is_many(r))
+		print_providers(r, out, s.by_thread);
 	if (s.errors)
 		fprintf(out, "damaged places: %" PRIu64 "\n", s.errors);
 	free(s.by_thread);

@@ -1,33 +1,36 @@
-/* trace-dump - print a nanotrace archive: text, Chrome JSON, or statistics. A thin layer over
+/* trace-dump - print nanotrace archives: text, Chrome JSON, statistics or Git's Trace2
+ * formats, of one archive, a bundle, a directory or several at once. A thin layer over
  * libnanotrace-reader. Exit status: 0 success, 1 usage error, 2 unreadable or damaged input
  * (or an output that could not be written). */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "../common/nt_grow.h"
 #include "nt_version.h"
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"
-	"                  [--on-corrupt skip|stop] ARCHIVE\n"
+	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
 	"       trace-dump --format normal|perf|event [--brief] [--nesting N]\n"
-	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY\n"
+	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
+	"\n"
+	"  An ARCHIVE is one process's archive or a bundle of many (trace-record's); a\n"
+	"  DIRECTORY stands for its archives. Several inputs are read as one trace: every\n"
+	"  process, merged by time.\n"
 	"\n"
 	"  --format text    one aligned line per event (default)\n"
 	"  --format chrome  Chrome Trace Event JSON for Perfetto UI or chrome://tracing\n"
 	"  --format normal|perf|event\n"
 	"                   Git Trace2's NORMAL, PERF or EVENT rendering of the Trace2 messages,\n"
-	"                   byte for byte as git writes them; a DIRECTORY renders all archives in\n"
-	"                   it as one stream, in the order the processes wrote them\n"
+	"                   byte for byte as git writes them; every process of the inputs in\n"
+	"                   one stream, in the order the processes wrote them\n"
 	"  --brief          Git's brief mode (default: as each process was captured)\n"
 	"  --nesting N      EVENT: omit regions and data nested deeper than N (default 2)\n"
-	"  --stats          counts per record kind and thread, drops, wraps, bytes per event\n"
+	"  --stats          counts per record kind and thread, drops, wraps, bytes per event;\n"
+	"                   per provider (process) for a bundle or several archives\n"
 	"  --order time     merge all threads by timestamp (default for text and chrome)\n"
 	"  --order stream   file order, chunk by chunk\n"
 	"  --on-corrupt     skip damaged records and go on (default), or stop at the first\n"
@@ -43,7 +46,10 @@ static void print_damage(void *ctx, uint64_t offset, const char *message)
 {
 	err_ctx *e = ctx;
 	e->count++;
-	fprintf(stderr, "trace-dump: %s: %s at byte %" PRIu64 "\n", e->path, message, offset);
+	if (e->path)
+		fprintf(stderr, "trace-dump: %s: %s at byte %" PRIu64 "\n", e->path, message, offset);
+	else
+		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", message, offset);
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -67,75 +73,11 @@ static void print_open_error(const nt_reader_error *err)
 		fprintf(stderr, "trace-dump: %s\n", err->message);
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The archives of a directory (regular files, by name), or the one file. Files that are not
- * archives are reported and skipped. Returns the count; *bad counts the failures. */
-static size_t open_inputs(const char *path, nt_reader ***out, int *bad)
-{
-	struct stat st;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		DIR *d = opendir(path);
-		if (d == NULL) {
-			fprintf(stderr, "trace-dump: %s: %s\n", path, strerror(errno));
-			(*bad)++;
-			return 0;
-		}
-		struct dirent *de;
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			size_t len = strlen(path) + strlen(de->d_name) + 2;
-			char *full = malloc(len);
-			if (full == NULL)
-				break;
-			snprintf(full, len, "%s/%s", path, de->d_name);
-			struct stat fst;
-			if (stat(full, &fst) != 0 || !S_ISREG(fst.st_mode) || fst.st_size == 0) {
-				free(full); /* empty files are what other tools leave; not archives */
-				continue;
-			}
-			if (!nt_grow(&names, &cap, n + 1, sizeof(*names))) {
-				free(full);
-				break;
-			}
-			names[n++] = full;
-		}
-		closedir(d);
-		if (n > 1)
-			qsort(names, n, sizeof(*names), by_name);
-	} else {
-		names = malloc(sizeof(*names));
-		if (names != NULL && (names[0] = strdup(path)) != NULL)
-			n = 1;
-	}
-	nt_reader **readers = calloc(n ? n : 1, sizeof(*readers));
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		nt_reader_error err;
-		nt_reader *r = readers ? nt_reader_open(names[i], &err) : NULL;
-		if (r == NULL) {
-			if (readers)
-				print_open_error(&err);
-			(*bad)++;
-		} else {
-			readers[k++] = r;
-		}
-		free(names[i]);
-	}
-	free(names);
-	*out = readers;
-	return k;
-}
-
 /* What the command line asks for. */
 typedef struct dump_args {
-	const char *format, *path;
+	const char *format;
+	const char **paths; /* the ARCHIVE arguments, in order */
+	size_t npaths;
 	int stats;
 	nt_trace2_options t2;
 	nt_render_options opt;
@@ -193,13 +135,11 @@ static int parse_args(int argc, char **argv, dump_args *d)
 				return rc;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			return bad_usage("unknown option '%s'", a);
-		} else if (d->path != NULL) {
-			return bad_usage("only one archive may be given (also got '%s')", a);
 		} else {
-			d->path = a;
+			d->paths[d->npaths++] = a; /* room for every argument: see main() */
 		}
 	}
-	if (d->path == NULL)
+	if (d->npaths == 0)
 		return bad_usage("%s", "no archive given");
 	if (is_trace2_format(d->format) && d->stats)
 		return bad_usage("%s", "--stats does not combine with a Trace2 format");
@@ -216,39 +156,54 @@ static int flush_output(int status)
 	return status;
 }
 
-/* Git's Trace2 renderings of an archive, or of every archive of a directory. */
+/* The inputs as one reader: an archive, a bundle, a directory, or several of them. */
+static nt_reader *open_inputs(const dump_args *d)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_many(d->paths, d->npaths, &err);
+	if (r == NULL)
+		print_open_error(&err);
+	return r;
+}
+
+/* What to call the input in messages that do not name it themselves. */
+static const char *input_name(const dump_args *d)
+{
+	return d->npaths == 1 ? d->paths[0] : "(several archives)";
+}
+
+/* Git's Trace2 renderings of every process the inputs hold, as one stream. */
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
 	t2->format = strcmp(d->format, "normal") == 0 ? NT_TRACE2_NORMAL
 		     : strcmp(d->format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
 	t2->policy = d->opt.policy;
-	int bad = 0;
-	nt_reader **readers = NULL;
-	size_t n = open_inputs(d->path, &readers, &bad);
-	if (n == 0 && bad == 0)
-		fprintf(stderr, "trace-dump: %s: no archives in this directory\n", d->path);
-	err_ctx ec = { d->path, 0 };
+	nt_reader *r = open_inputs(d);
+	if (r == NULL)
+		return 2;
+	err_ctx ec = { nt_reader_section_count(r) == 1 &&
+				       nt_reader_section_at(r, 0)->reader == r ? input_name(d) : NULL,
+		       0 };
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
-	int rc = n ? nt_render_trace2(readers, n, stdout, t2) : -1;
-	int status = flush_output(rc < 0 || bad || ec.count ? 2 : 0);
-	for (size_t i = 0; i < n; i++)
-		nt_reader_close(readers[i]);
-	free(readers);
+	int rc = nt_render_trace2(&r, 1, stdout, t2);
+	int status = flush_output(rc < 0 || ec.count ? 2 : 0);
+	nt_reader_close(r);
 	return status;
 }
 
-/* Text, Chrome JSON or statistics of one archive. */
+/* Text, Chrome JSON or statistics of every process the inputs hold. */
 static int dump_one(dump_args *d)
 {
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open(d->path, &err);
-	if (r == NULL) {
-		print_open_error(&err);
+	nt_reader *r = open_inputs(d);
+	if (r == NULL)
 		return 2;
-	}
-	err_ctx ec = { d->path, 0 };
+	/* A plain archive's messages are named here; a many-process reader's name their file
+	 * and section themselves. */
+	err_ctx ec = { nt_reader_section_count(r) == 1 &&
+				       nt_reader_section_at(r, 0)->reader == r ? input_name(d) : NULL,
+		       0 };
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;
 	int rc;
@@ -259,7 +214,7 @@ static int dump_one(dump_args *d)
 	else
 		rc = nt_render_text(r, stdout, &d->opt);
 	if (rc < 0 && ec.count == 0)
-		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", d->path);
+		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
 	int status = flush_output(rc < 0 || ec.count > 0 ? 2 : 0);
 	nt_reader_close(r);
 	return status;
@@ -268,10 +223,16 @@ static int dump_one(dump_args *d)
 int main(int argc, char **argv)
 {
 	dump_args d = { .format = "text" };
+	d.paths = calloc((size_t)argc, sizeof(*d.paths));
+	if (d.paths == NULL) {
+		fprintf(stderr, "trace-dump: out of memory\n");
+		return 2;
+	}
 	nt_trace2_options_init(&d.t2); /* brief -1 (as captured), nesting 2, skip damage */
 	nt_render_options_init(&d.opt); /* time order, skip damage */
 	int rc = parse_args(argc, argv, &d);
-	if (rc >= 0)
-		return rc;
-	return is_trace2_format(d.format) ? dump_trace2(&d) : dump_one(&d);
+	if (rc < 0)
+		rc = is_trace2_format(d.format) ? dump_trace2(&d) : dump_one(&d);
+	free(d.paths);
+	return rc;
 }

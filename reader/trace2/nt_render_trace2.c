@@ -347,17 +347,82 @@ void nt_trace2_options_init(nt_trace2_options *opt)
 /* The first nt_trace2_options ended with error_ctx; later fields go after it. */
 #define TRACE2_OPTIONS_V1_SIZE (offsetof(nt_trace2_options, error_ctx) + sizeof(void *))
 
+static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
+			    const nt_trace2_options *opt);
+
+/* The processes behind the readers: a many-process reader stands for its sections that
+ * could be opened. *out is malloc'd (free it); returns how many, or -1 when memory runs out. */
+static long expand_sections(nt_reader *const *readers, size_t n, nt_reader ***out)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += nt_reader_section_count(readers[i]);
+	nt_reader **all = calloc(total ? total : 1, sizeof(*all));
+	if (all == NULL)
+		return -1;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < nt_reader_section_count(readers[i]); j++) {
+			nt_reader *s = nt_reader_section_at(readers[i], j)->reader;
+			if (s != NULL)
+				all[k++] = s;
+		}
+	*out = all;
+	return (long)k;
+}
+
+/* What a many-process reader found about its inputs and the sections it could not open,
+ * reported as a visit would, before the messages. Returns how many. */
+static unsigned report_inputs(nt_reader *const *readers, size_t n,
+			      const nt_trace2_options *opt)
+{
+	unsigned found = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t off;
+		const char *msg;
+		for (uint32_t j = 0; (msg = nt_reader_problem_at(readers[i], j, &off)) != NULL; j++, found++)
+			if (opt->on_error)
+				opt->on_error(opt->error_ctx, off, msg);
+		for (uint32_t j = 0; j < nt_reader_section_count(readers[i]); j++) {
+			const nt_reader_section *s = nt_reader_section_at(readers[i], j);
+			if (s->reader != NULL)
+				continue;
+			found++;
+			if (opt->on_error)
+				opt->on_error(opt->error_ctx, s->error_offset, s->error);
+		}
+	}
+	return found;
+}
+
 int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 		     const nt_trace2_options *user_opt)
 {
 	if (readers == NULL || n == 0 || out == NULL || user_opt == NULL)
 		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (readers[i] == NULL)
+			return -1;
 	nt_trace2_options copy;
-	const nt_trace2_options *opt = &copy;
 	nt_trace2_options_init(&copy);
 	if (nt_struct_copy_in(&copy, sizeof(copy), user_opt, TRACE2_OPTIONS_V1_SIZE,
 			      "nt_render_trace2", "nt_trace2_options_init") != 0)
 		return -1;
+	if (report_inputs(readers, n, &copy) && copy.policy == NT_ON_CORRUPT_STOP)
+		return -1;
+	nt_reader **all;
+	long k = expand_sections(readers, n, &all);
+	if (k < 0)
+		return -1;
+	int rc = k > 0 ? render_processes(all, (size_t)k, out, &copy) : 0;
+	free(all);
+	return rc;
+}
+
+/* The processes' Trace2 messages as one stream. */
+static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
+			    const nt_trace2_options *opt)
+{
 	t2_render *rd = calloc(n, sizeof(*rd));
 	if (rd == NULL)
 		return -1;

@@ -219,7 +219,8 @@ const nt_reader_thread *nt_reader_thread_by_index(const nt_reader *r, uint32_t i
  * gap's thread has an index below it. O(1). */
 uint32_t nt_reader_thread_index_limit(const nt_reader *r);
 
-/* Trace2 processes: indices 0 .. count - 1; NULL for an index with no record. */
+/* Trace2 processes: indices 0 .. count - 1; NULL for an index with no record. r == NULL: 0
+ * and NULL. */
 uint32_t nt_reader_process_count(const nt_reader *r);
 const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index);
 
@@ -256,9 +257,11 @@ typedef struct nt_reader_section {
 	uint64_t offset;       /* where its archive starts in that file (0: a plain file) */
 	uint64_t size;         /* bytes of its archive */
 	int64_t end_wall_ns;   /* the frame's CLOCK_REALTIME end; 0 outside a bundle */
-	nt_reader *reader;     /* its archive as a reader of its own (offsets relative to
-	                          `offset`), owned by r; NULL when it could not be opened */
-	const char *error;     /* why it could not be opened ("" when it was) */
+	nt_reader *reader;     /* its archive as a reader of its own, owned by r; its visits
+	                          also give offsets in the file and name the section in
+	                          damage messages; NULL when it could not be opened */
+	const char *error;     /* why it could not be opened ("" when it was) ... */
+	uint64_t error_offset; /* ... and where in the file */
 	const nt_archive_info *info; /* its header; NULL when it could not be opened */
 	nt_reader_summary summary;   /* its counts (zero when it could not be opened) */
 	uint32_t thread_base;  /* its thread i is the reader's thread thread_base + i */
