@@ -173,7 +173,7 @@ static nt_reader_section *frame_section(reader_many *mm, const char *file,
 }
 
 /* What is wrong with the frame at `off` (NULL: nothing); *head = its bytes up to the archive. */
-static const char *frame_problem(const nt_bundle_frame *f, uint64_t room, uint64_t *head)
+static const char *frame_problem(const nt_bundle_frame *f, uint64_t *head)
 {
 	if (f->magic != NT_BUNDLE_FRAME_MAGIC)
 		return "bad frame magic";
@@ -187,11 +187,7 @@ static const char *frame_problem(const nt_bundle_frame *f, uint64_t room, uint64
 	    (f->end_state < NT_SECTION_FINISHED || f->end_state > NT_SECTION_DAMAGED))
 		return "unknown section end state";
 	*head = nt_bundle_frame_head(f);
-	if (*head > room)
-		return NULL; /* cut inside the frame: the caller says so */
-	if (f->kind == NT_BUNDLE_SECTION && f->archive_size > room - *head)
-		return "section archive runs past the end of the file";
-	return NULL;
+	return NULL; /* a frame or archive cut by the end of the file: the caller says so */
 }
 
 /* The END frame: the count it gives, how the recording ended, and nothing after it. */
@@ -232,7 +228,7 @@ static int read_frames(reader_many *mm, const char *file, const uint8_t *data, s
 		nt_bundle_frame f;
 		memcpy(&f, data + off, sizeof(f));
 		uint64_t head = 0;
-		const char *bad = frame_problem(&f, size - off, &head);
+		const char *bad = frame_problem(&f, &head);
 		if (bad != NULL) {
 			snprintf(what, sizeof(what), "%s in the frame here: read up to the last whole "
 				 "frame (%u sections)", bad, nsec);
@@ -240,6 +236,12 @@ static int read_frames(reader_many *mm, const char *file, const uint8_t *data, s
 		}
 		if (head > size - off) {
 			snprintf(what, sizeof(what), "cut short after %u sections (inside a frame)", nsec);
+			return add_problem(mm, file, off, what);
+		}
+		if (f.kind == NT_BUNDLE_SECTION && f.archive_size > size - off - head) {
+			snprintf(what, sizeof(what), "cut short after %u sections (the next section's "
+				 "archive of %llu bytes runs past the end of the file)", nsec,
+				 (unsigned long long)f.archive_size);
 			return add_problem(mm, file, off, what);
 		}
 		const uint8_t *text = data + off + sizeof(f);

@@ -1,0 +1,532 @@
+/*
+ * test_bundle.c - the reader over many processes: bundles (format/nt_bundle.h) written by
+ * the tests' bundle writer (support/bundle_writer.h, also behind make_bundle) from archives
+ * that three real processes recorded at the same time, directories and mixed files.
+ * Sections are found and counted exactly, the time merge is globally ordered, a damaged
+ * section costs only itself, and a bundle cut at every byte of its last frames, lying frames
+ * and bit flips are reported, never a crash (ASan+UBSan in the suite).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nanotrace/nanotrace.h>
+#include "bundle_writer.h"
+#include "nt_cmocka.h"
+#include "nt_test_util.h"
+
+#define NPROC 3
+static char dir[256];                 /* private temporary directory */
+static char paths[NPROC][300];        /* the processes' archives */
+static uint8_t *arch[NPROC];
+static size_t arch_size[NPROC];
+static pid_t pids[NPROC];
+/* Events each process made: 0 two threads x 300 (oneshot, finished), 1 one thread x 3000
+ * in a small circular file arena, then SIGKILL; 2 one thread x 50 (finished, small: the
+ * last section, cut at every byte). */
+static const uint64_t made[NPROC] = { 600, 3000, 50 };
+
+static void emit(int n)
+{
+	for (int i = 0; i < n; i++) {
+		NT_INSTANT("bundle", "tick", NT_U64("seq", (uint64_t)i));
+		if (i % 25 == 0)
+			usleep(100); /* the processes' events interleave in time */
+	}
+}
+
+static void *second_thread(void *arg)
+{
+	emit(300);
+	return arg;
+}
+
+static void record(int which)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = which == 1 ? 64 * 1024 : 1024 * 1024;
+	cfg.chunk_size = 4096;
+	if (which == 1) {
+		cfg.mode = NT_MODE_CIRCULAR;
+		cfg.path = paths[1];
+	}
+	if (nt_start(&cfg) != NT_OK)
+		_exit(3);
+	if (which == 0) {
+		pthread_t th;
+		pthread_create(&th, NULL, second_thread, NULL);
+		emit(300);
+		pthread_join(th, NULL);
+	} else {
+		emit(which == 1 ? 3000 : 50);
+	}
+	if (which == 1)
+		raise(SIGKILL); /* its file arena is its archive */
+	_exit(nt_finish(paths[which]) == NT_OK ? 0 : 4);
+}
+
+static uint8_t *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	struct stat st;
+	fstat(fileno(f), &st);
+	uint8_t *p = malloc((size_t)st.st_size);
+	*size = fread(p, 1, (size_t)st.st_size, f);
+	fclose(f);
+	return p;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/nt-bundle-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	for (int i = 0; i < NPROC; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/p%d.ntrace", dir, i);
+		pids[i] = fork();
+		if (pids[i] == 0)
+			record(i);
+	}
+	for (int i = 0; i < NPROC; i++) {
+		int st;
+		waitpid(pids[i], &st, 0);
+		if (i != 1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			return -1;
+		if ((arch[i] = slurp(paths[i], &arch_size[i])) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NPROC; i++) {
+		free(arch[i]);
+		unlink(paths[i]);
+	}
+	rmdir(dir);
+	return 0;
+}
+
+static const char *const names[NPROC] = { "web", "db", "cache" };
+static const uint8_t states[NPROC] = { NT_SECTION_FINISHED, NT_SECTION_KILLED,
+				       NT_SECTION_EXITED };
+
+/* A bundle of the three archives (the second damaged by `damage`, if given), in memory. */
+static uint8_t *bundle(size_t *size, int end, void (*damage)(uint8_t *, size_t))
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, size);
+	bw_preamble(f, 1);
+	for (int i = 0; i < NPROC; i++) {
+		uint8_t *copy = malloc(arch_size[i]);
+		memcpy(copy, arch[i], arch_size[i]);
+		if (damage && i == 1)
+			damage(copy, arch_size[i]);
+		bw_section s = { copy, arch_size[i], states[i], (uint8_t)(i == 1), (uint32_t)pids[i],
+				 (uint32_t)i + 1, names[i], i == 1 ? "connection closed" : "", 0 };
+		bw_section_write(f, &s);
+		free(copy);
+	}
+	if (end)
+		bw_end(f, NT_SECTION_FINISHED, NPROC, "");
+	fclose(f);
+	return (uint8_t *)buf;
+}
+
+typedef struct merge_check {
+	uint64_t per_section[NPROC + 1];
+	uint64_t events, errors, disorder, seq_disorder;
+	int64_t last_ns;
+	uint32_t last_section;
+	int stream_order_broken;
+	int64_t *last_seq; /* by global thread index */
+	uint64_t first_error_offset;
+} merge_check;
+
+static int on_event(void *ctx, const nt_reader_event *e)
+{
+	merge_check *m = ctx;
+	if (m->events && e->time_ns < m->last_ns)
+		m->disorder++;
+	if (m->events && e->thread->section < m->last_section)
+		m->stream_order_broken = 1;
+	m->last_ns = e->time_ns;
+	m->last_section = e->thread->section;
+	m->events++;
+	if (e->thread->section <= NPROC)
+		m->per_section[e->thread->section]++;
+	int64_t seq = e->arg_count ? (int64_t)e->args[0].value.u64 : -1;
+	if (seq <= m->last_seq[e->thread->index])
+		m->seq_disorder++;
+	m->last_seq[e->thread->index] = seq;
+	return 0;
+}
+
+static void on_error(void *ctx, uint64_t off, const char *msg)
+{
+	merge_check *m = ctx;
+	if (m->errors++ == 0)
+		m->first_error_offset = off;
+	assert_true(strlen(msg) > 0);
+}
+
+static merge_check visit(nt_reader *r, nt_order order)
+{
+	merge_check m;
+	memset(&m, 0, sizeof(m));
+	m.last_seq = malloc(sizeof(int64_t) * (nt_reader_thread_index_limit(r) + 1));
+	for (uint32_t i = 0; i <= nt_reader_thread_index_limit(r); i++)
+		m.last_seq[i] = -1;
+	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error };
+	nt_reader_visit(r, &cb, &m, order, NT_ON_CORRUPT_SKIP);
+	free(m.last_seq);
+	m.last_seq = NULL;
+	return m;
+}
+
+/* Every section's events: decoded + dropped + overwritten == made. */
+static void check_accounting(nt_reader *r, const merge_check *m, int skip)
+{
+	for (int i = 0; i < NPROC; i++) {
+		if (i == skip)
+			continue;
+		const nt_reader_section *s = nt_reader_section_at(r, (uint32_t)i);
+		assert_non_null(s->info);
+		uint64_t lost = s->info->events_dropped + s->info->events_overwritten;
+		assert_msg(m->per_section[i] + lost == made[i],
+			   "section %d: decoded %llu + lost %llu != made %llu", i,
+			   (unsigned long long)m->per_section[i], (unsigned long long)lost,
+			   (unsigned long long)made[i]);
+	}
+}
+
+static void test_sections_in_time_order(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *b = bundle(&size, 1, NULL);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(b, size, "bundle", &err);
+	assert_msg(r != NULL, "%s", err.message);
+	assert_int_equal(nt_reader_section_count(r), NPROC);
+	assert_int_equal(nt_reader_problem_count(r), 0);
+	for (uint32_t i = 0; i < NPROC; i++) {
+		const nt_reader_section *s = nt_reader_section_at(r, i);
+		assert_int_equal(s->pid, pids[i]);
+		assert_int_equal(s->provider_id, i + 1);
+		assert_string_equal(s->name, names[i]);
+		assert_int_equal(s->end_state, states[i]);
+		assert_string_equal(s->end_text, nt_section_state_name(states[i]));
+		assert_non_null(s->reader);
+		assert_int_equal(s->info->layout, i == 1 ? NT_LAYOUT_ARENA : NT_LAYOUT_STREAM);
+		assert_true(s->offset % 8 == 0 && s->offset + s->size <= size);
+	}
+	assert_string_equal(nt_reader_section_at(r, 1)->message, "connection closed");
+	assert_null(nt_reader_section_at(r, NPROC));
+	/* Threads numbered globally, each naming its section and its process. */
+	assert_int_equal(nt_reader_thread_count(r), 4);
+	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		assert_ptr_equal(nt_reader_thread_by_index(r, t->index), t);
+		assert_true(t->index < nt_reader_thread_index_limit(r));
+		assert_int_equal(t->pid, pids[t->section]);
+	}
+	merge_check m = visit(r, NT_ORDER_TIME);
+	assert_int_equal(m.errors, 0);
+	assert_int_equal(m.disorder, 0);
+	assert_int_equal(m.seq_disorder, 0);
+	check_accounting(r, &m, -1);
+	merge_check s = visit(r, NT_ORDER_STREAM);
+	assert_int_equal(s.events, m.events);
+	assert_false(s.stream_order_broken);
+	assert_int_equal(s.seq_disorder, 0);
+	/* The processes overlapped: time order interleaves sections. */
+	assert_true(m.stream_order_broken);
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	assert_int_equal(sum.threads, 4);
+	assert_int_equal(nt_reader_info(r)->events_overwritten,
+			 nt_reader_section_at(r, 1)->info->events_overwritten);
+	nt_reader_close(r);
+	free(b);
+}
+
+static void smash_header(uint8_t *a, size_t n)
+{
+	(void)n;
+	memset(a + 4, 0xA5, 24); /* the header FlatBuffer's root and vtable */
+}
+
+static void test_damaged_section(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *b = bundle(&size, 1, smash_header);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(b, size, "bundle", &err);
+	assert_msg(r != NULL, "%s", err.message);
+	assert_int_equal(nt_reader_section_count(r), NPROC);
+	const nt_reader_section *s = nt_reader_section_at(r, 1);
+	assert_null(s->reader);
+	assert_null(s->info);
+	assert_true(strstr(s->error, "section 1") != NULL);
+	assert_true(s->error_offset >= s->offset && s->error_offset < s->offset + s->size);
+	merge_check m = visit(r, NT_ORDER_TIME);
+	assert_int_equal(m.errors, 1);
+	assert_int_equal(m.first_error_offset, s->error_offset);
+	assert_int_equal(m.per_section[1], 0);
+	check_accounting(r, &m, 1);
+	assert_int_equal(nt_reader_thread_count(r), 3);
+	nt_reader_close(r);
+	free(b);
+}
+
+/* Offsets of the frames: the last SECTION's and the END's. */
+static void frame_offsets(const uint8_t *b, size_t size, uint64_t *last_section, uint64_t *end)
+{
+	uint64_t off = sizeof(nt_bundle_preamble);
+	while (off + sizeof(nt_bundle_frame) <= size) {
+		nt_bundle_frame f;
+		memcpy(&f, b + off, sizeof(f));
+		if (f.kind == NT_BUNDLE_END) {
+			*end = off;
+			return;
+		}
+		*last_section = off;
+		off += nt_bundle_frame_head(&f) + NT_BUNDLE_PAD8(f.archive_size);
+	}
+}
+
+static void test_cut_at_every_byte(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *b = bundle(&size, 1, NULL);
+	uint64_t last = 0, end = 0;
+	frame_offsets(b, size, &last, &end);
+	assert_true(last > 0 && end > last);
+	for (uint64_t cut = last; cut < size; cut++) {
+		uint8_t *copy = malloc(cut); /* exactly cut bytes: ASan sees any read past */
+		memcpy(copy, b, cut);
+		nt_reader_error err;
+		nt_reader *r = nt_reader_open_memory(copy, cut, "cut", &err);
+		assert_msg(r != NULL, "cut at %llu: %s", (unsigned long long)cut, err.message);
+		uint32_t whole = cut < end ? NPROC - 1 : NPROC;
+		assert_msg(nt_reader_section_count(r) == whole, "cut at %llu: %u sections",
+			   (unsigned long long)cut, nt_reader_section_count(r));
+		uint64_t at;
+		const char *p = nt_reader_problem_at(r, 0, &at);
+		char want[64];
+		snprintf(want, sizeof(want), "cut short after %u sections", whole);
+		assert_msg(p != NULL && strstr(p, want) != NULL, "cut at %llu: %s",
+			   (unsigned long long)cut, p ? p : "(no problem)");
+		assert_true(at <= cut);
+		if (cut % 61 == 0 || cut + 1 == size) {
+			merge_check m = visit(r, cut % 2 ? NT_ORDER_TIME : NT_ORDER_STREAM);
+			assert_true(m.errors >= 1);
+			check_accounting(r, &m, NPROC - 1);
+		}
+		nt_reader_close(r);
+		free(copy);
+	}
+	free(b);
+}
+
+/* A frame that lies: each is reported at the frame, sections before it read in full. */
+static void test_lying_frames(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *b = bundle(&size, 1, NULL);
+	uint64_t last = 0, end = 0;
+	frame_offsets(b, size, &last, &end);
+	static const struct {
+		size_t field, width;
+		uint64_t value;
+		const char *want;
+	} lies[] = {
+		{ offsetof(nt_bundle_frame, archive_size), 8, 1u << 30, "runs past the end" },
+		{ offsetof(nt_bundle_frame, archive_size), 8, UINT64_MAX - 3, "runs past the end" },
+		{ offsetof(nt_bundle_frame, name_len), 2, 101, "longer than 100" },
+		{ offsetof(nt_bundle_frame, message_len), 2, 1025, "longer than 1024" },
+		{ offsetof(nt_bundle_frame, kind), 2, 7, "unknown frame kind" },
+		{ offsetof(nt_bundle_frame, magic), 4, 0x12345678, "bad frame magic" },
+		{ offsetof(nt_bundle_frame, end_state), 1, 9, "unknown section end state" },
+	};
+	for (size_t k = 0; k < sizeof(lies) / sizeof(lies[0]); k++) {
+		uint8_t *copy = malloc(size);
+		memcpy(copy, b, size);
+		memcpy(copy + last + lies[k].field, &lies[k].value, lies[k].width);
+		nt_reader *r = nt_reader_open_memory(copy, size, "lie", NULL);
+		assert_non_null(r);
+		assert_int_equal(nt_reader_section_count(r), NPROC - 1);
+		uint64_t at;
+		const char *p = nt_reader_problem_at(r, 0, &at);
+		assert_msg(p && strstr(p, lies[k].want), "lie %zu: %s", k, p ? p : "(none)");
+		assert_int_equal(at, last);
+		merge_check m = visit(r, NT_ORDER_TIME);
+		check_accounting(r, &m, NPROC - 1);
+		nt_reader_close(r);
+		free(copy);
+	}
+	/* The END frame's own claims. */
+	uint8_t *copy = malloc(size);
+	memcpy(copy, b, size);
+	uint32_t wrong = 7;
+	memcpy(copy + end + offsetof(nt_bundle_frame, sections), &wrong, 4);
+	copy[end + offsetof(nt_bundle_frame, end_state)] = NT_SECTION_MANAGER_LOST;
+	nt_reader *r = nt_reader_open_memory(copy, size, "end", NULL);
+	assert_int_equal(nt_reader_section_count(r), NPROC);
+	assert_int_equal(nt_reader_problem_count(r), 2);
+	assert_non_null(strstr(nt_reader_problem_at(r, 0, NULL), "counts 7 sections"));
+	assert_non_null(strstr(nt_reader_problem_at(r, 1, NULL), "manager lost"));
+	nt_reader_close(r);
+	free(copy);
+	/* A preamble of another version is refused as a whole. */
+	b[8] = 2;
+	nt_reader_error err;
+	assert_null(nt_reader_open_memory(b, size, "v2", &err));
+	assert_non_null(strstr(err.message, "version"));
+	free(b);
+}
+
+static void test_bit_flips(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *b = bundle(&size, 1, NULL);
+	uint64_t last = 0, end = 0;
+	frame_offsets(b, size, &last, &end);
+	uint8_t *copy = malloc(size);
+	srand(13);
+	for (int it = 0; it < 1500; it++) {
+		memcpy(copy, b, size);
+		for (int k = 0; k < 1 + it % 4; k++) {
+			/* Half the flips in the frames and preamble, where the bundle's own fields are. */
+			size_t at = it % 2 ? (size_t)rand() % size
+				  : (size_t)(rand() % 3 == 0 ? (uint64_t)rand() % 64
+					     : rand() % 2 ? last + (uint64_t)rand() % 64
+					     : end + (uint64_t)rand() % 64);
+			if (at < size)
+				copy[at] ^= (uint8_t)(1u << (rand() % 8));
+		}
+		nt_reader *r = nt_reader_open_memory(copy, size, "flip", NULL);
+		if (r == NULL)
+			continue;
+		merge_check m = visit(r, it % 3 ? NT_ORDER_TIME : NT_ORDER_STREAM);
+		(void)m;
+		nt_reader_summary sum;
+		nt_reader_get_summary(r, &sum);
+		uint64_t counts[256];
+		nt_reader_count_records(r, counts);
+		nt_reader_close(r);
+	}
+	free(copy);
+	free(b);
+}
+
+static void test_open_many(void **state)
+{
+	(void)state;
+	char bpath[300], empty[300];
+	snprintf(bpath, sizeof(bpath), "%s/b.bundle", dir);
+	snprintf(empty, sizeof(empty), "%s/empty", dir);
+	/* A directory: its archives by name (the empty file skipped). */
+	FILE *f = fopen(empty, "w");
+	fclose(f);
+	const char *d[] = { dir };
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_many(d, 1, &err);
+	assert_msg(r != NULL, "%s", err.message);
+	assert_int_equal(nt_reader_section_count(r), NPROC);
+	for (uint32_t i = 0; i < NPROC; i++) {
+		const nt_reader_section *s = nt_reader_section_at(r, i);
+		assert_string_equal(s->source, paths[i]);
+		assert_int_equal(s->pid, pids[i]);
+		assert_int_equal(s->end_state, 0);
+	}
+	merge_check m = visit(r, NT_ORDER_TIME);
+	assert_int_equal(m.errors, 0);
+	assert_int_equal(m.disorder, 0);
+	check_accounting(r, &m, -1);
+	nt_reader_close(r);
+	/* A bundle and a plain archive given together: four sections. */
+	size_t size;
+	uint8_t *b = bundle(&size, 1, NULL);
+	f = fopen(bpath, "wb");
+	fwrite(b, 1, size, f);
+	fclose(f);
+	free(b);
+	const char *mixed[] = { bpath, paths[2] };
+	r = nt_reader_open_many(mixed, 2, &err);
+	assert_msg(r != NULL, "%s", err.message);
+	assert_int_equal(nt_reader_section_count(r), NPROC + 1);
+	assert_int_equal(nt_reader_section_at(r, NPROC)->pid, pids[2]);
+	assert_string_equal(nt_reader_section_at(r, NPROC)->source, paths[2]);
+	m = visit(r, NT_ORDER_TIME);
+	assert_int_equal(m.disorder, 0);
+	assert_int_equal(m.events, m.per_section[0] + m.per_section[1] + m.per_section[2] + m.per_section[3]);
+	assert_int_equal(m.per_section[3], made[2]);
+	nt_reader_close(r);
+	/* One path to a bundle opens as nt_reader_open() does. */
+	const char *one[] = { bpath };
+	r = nt_reader_open_many(one, 1, &err);
+	assert_non_null(r);
+	assert_int_equal(nt_reader_section_count(r), NPROC);
+	nt_reader_close(r);
+	/* Missing paths fail the open, naming them. */
+	const char *missing[] = { paths[0], "/nonexistent/x.ntrace" };
+	assert_null(nt_reader_open_many(missing, 2, &err));
+	assert_non_null(strstr(err.message, "/nonexistent/x.ntrace"));
+	assert_null(nt_reader_open_many(NULL, 1, &err));
+	assert_null(nt_reader_open_many(one, 0, &err));
+	unlink(bpath);
+	unlink(empty);
+}
+
+/* A plain archive is one section that describes itself. */
+static void test_plain_is_one_section(void **state)
+{
+	(void)state;
+	nt_reader *r = nt_reader_open(paths[0], NULL);
+	assert_non_null(r);
+	assert_int_equal(nt_reader_section_count(r), 1);
+	const nt_reader_section *s = nt_reader_section_at(r, 0);
+	assert_ptr_equal(s->reader, r);
+	assert_int_equal(s->pid, pids[0]);
+	assert_int_equal(s->end_state, 0);
+	assert_int_equal(nt_reader_problem_count(r), 0);
+	assert_null(nt_reader_problem_at(r, 0, NULL));
+	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++)
+		assert_int_equal(nt_reader_thread_at(r, i)->section, 0);
+	nt_reader_close(r);
+	assert_int_equal(nt_reader_section_count(NULL), 0);
+	assert_null(nt_reader_section_at(NULL, 0));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sections_in_time_order),
+		cmocka_unit_test(test_damaged_section),
+		cmocka_unit_test(test_cut_at_every_byte),
+		cmocka_unit_test(test_lying_frames),
+		cmocka_unit_test(test_bit_flips),
+		cmocka_unit_test(test_open_many),
+		cmocka_unit_test(test_plain_is_one_section),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
