@@ -24,8 +24,10 @@
 #include <nanotrace/nanotrace.h>
 #include "nt_archive_header.h"
 #include "nt_archive_header_encode.h"
+#include "nt_bundle.h"
 #include "nt_fifo.h"
 #include "nt_format.h"
+#include "nt_wire.h"
 #include "nt_cmocka.h"
 
 
@@ -54,9 +56,15 @@ namespace fb = ntfmt;
 	S(nt_timestamp_record, TimestampRecord, NT_KIND_TIMESTAMP, kind, size_words,        \
 	  reserved0, reserved1, ticks)                                                     \
 	S(nt_arg_header, ArgHeader, -1, type, size_words, name, value32)                    \
-	S(nt_fifo_packet, FifoPacket, -1, request, data16, data32, data64)
+	S(nt_fifo_packet, FifoPacket, -1, request, data16, data32, data64)                 \
+	S(nt_bundle_preamble, BundlePreamble, -1, magic, version, flags, created_wall_ns,   \
+	  producer, reserved)                                                              \
+	S(nt_bundle_frame, BundleFrame, -1, magic, kind, end_state, mode, pid, provider_id, \
+	  name_len, message_len, sections, archive_size, end_wall_ns, reserved)            \
+	S(nt_wire_msg, WireMessage, -1, magic, type, version, pid, name_len, text_len, a, b, \
+	  c, d, name, text)
 
-/* FOR_EACH(m, C, G, f1, ..., fn) expands to m(C, G, f1) ... m(C, G, fn), n <= 10. */
+/* FOR_EACH(m, C, G, f1, ..., fn) expands to m(C, G, f1) ... m(C, G, fn), n <= 12. */
 #define FE_1(m, C, G, f) m(C, G, f)
 #define FE_2(m, C, G, f, ...) m(C, G, f) FE_1(m, C, G, __VA_ARGS__)
 #define FE_3(m, C, G, f, ...) m(C, G, f) FE_2(m, C, G, __VA_ARGS__)
@@ -67,10 +75,12 @@ namespace fb = ntfmt;
 #define FE_8(m, C, G, f, ...) m(C, G, f) FE_7(m, C, G, __VA_ARGS__)
 #define FE_9(m, C, G, f, ...) m(C, G, f) FE_8(m, C, G, __VA_ARGS__)
 #define FE_10(m, C, G, f, ...) m(C, G, f) FE_9(m, C, G, __VA_ARGS__)
-#define FE_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, N, ...) N
+#define FE_11(m, C, G, f, ...) m(C, G, f) FE_10(m, C, G, __VA_ARGS__)
+#define FE_12(m, C, G, f, ...) m(C, G, f) FE_11(m, C, G, __VA_ARGS__)
+#define FE_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, N, ...) N
 #define FOR_EACH(m, C, G, ...)                                                             \
-	FE_PICK(__VA_ARGS__, FE_10, FE_9, FE_8, FE_7, FE_6, FE_5, FE_4, FE_3, FE_2,        \
-		FE_1)(m, C, G, __VA_ARGS__)
+	FE_PICK(__VA_ARGS__, FE_12, FE_11, FE_10, FE_9, FE_8, FE_7, FE_6, FE_5, FE_4, FE_3, \
+		FE_2, FE_1)(m, C, G, __VA_ARGS__)
 
 #define SAME_FIELD(C, G, f)                                                                \
 	static_assert(offsetof(C, f) == offsetof(fb::G, f##_), #G "." #f ": offset");      \
@@ -162,6 +172,34 @@ SAME_ENUM(NT_FINAL_RECORDING, FinalState_Recording)
 SAME_ENUM(NT_FINAL_FINISHED, FinalState_Finished)
 SAME_ENUM(NT_FINAL_DURABLE_FULL, FinalState_DurableFull)
 SAME_ENUM(NT_FINAL_INDEX_FULL, FinalState_IndexFull)
+SAME_ENUM(NT_BUNDLE_SECTION, BundleFrameKind_Section)
+SAME_ENUM(NT_BUNDLE_END, BundleFrameKind_End)
+SAME_ENUM(NT_SECTION_FINISHED, SectionState_Finished)
+SAME_ENUM(NT_SECTION_EXITED, SectionState_Exited)
+SAME_ENUM(NT_SECTION_KILLED, SectionState_Killed)
+SAME_ENUM(NT_SECTION_TIMED_OUT, SectionState_TimedOut)
+SAME_ENUM(NT_SECTION_DAMAGED, SectionState_Damaged)
+SAME_ENUM(NT_SECTION_MANAGER_LOST, SectionState_ManagerLost)
+static_assert((int)fb::SectionState_MAX == (int)NT_SECTION_MANAGER_LOST, "a section state was added");
+SAME_ENUM(NT_WIRE_REGISTER, WireType_Register)
+SAME_ENUM(NT_WIRE_REGISTERED, WireType_Registered)
+SAME_ENUM(NT_WIRE_INITIALIZE, WireType_Initialize)
+SAME_ENUM(NT_WIRE_START, WireType_Start)
+SAME_ENUM(NT_WIRE_STOP, WireType_Stop)
+SAME_ENUM(NT_WIRE_TERMINATE, WireType_Terminate)
+SAME_ENUM(NT_WIRE_CTL_LIST, WireType_CtlList)
+SAME_ENUM(NT_WIRE_CTL_SELECT, WireType_CtlSelect)
+SAME_ENUM(NT_WIRE_CTL_START, WireType_CtlStart)
+SAME_ENUM(NT_WIRE_CTL_STOP, WireType_CtlStop)
+SAME_ENUM(NT_WIRE_CTL_PROVIDER, WireType_CtlProvider)
+SAME_ENUM(NT_WIRE_CTL_END, WireType_CtlEnd)
+SAME_ENUM(NT_WIRE_CTL_STARTED, WireType_CtlStarted)
+SAME_ENUM(NT_WIRE_CTL_PROGRESS, WireType_CtlProgress)
+SAME_ENUM(NT_WIRE_CTL_STOPPED, WireType_CtlStopped)
+static_assert((int)fb::WireType_MAX == (int)NT_WIRE_CTL_STOPPED, "a wire message type was added");
+static_assert(NT_WIRE_MAX_NAME <= sizeof(((nt_wire_msg *)0)->name) &&
+		      NT_WIRE_MAX_TEXT <= sizeof(((nt_wire_msg *)0)->text),
+	      "WireMessage: the limits fit the arrays");
 
 #define SAME_VT(id, vt) static_assert(NT_HDR_VTABLE_OFFSET(id) == fb::ArchiveHeader::vt, #vt);
 SAME_VT(NT_HDR_FORMAT_MAJOR, VT_FORMAT_MAJOR)
@@ -248,7 +286,11 @@ static void check_reflection(void **)
 				assert_msg(false, "%s.%s missing in C", name.c_str(), f->name()->c_str());
 				continue;
 			}
-			size_t sz = flatbuffers::GetTypeSize(f->type()->base_type());
+			/* A fixed array ([ubyte:8]) is its elements' size times its length. */
+			size_t sz = f->type()->base_type() == reflection::Array
+					    ? flatbuffers::GetTypeSize(f->type()->element()) *
+						      f->type()->fixed_length()
+					    : flatbuffers::GetTypeSize(f->type()->base_type());
 			assert_msg(cf->second.offset == f->offset() && cf->second.size == sz,
 			      "%s.%s: schema @%u/%zu, C @%zu/%zu", name.c_str(), f->name()->c_str(),
 			      f->offset(), sz, cf->second.offset, cf->second.size);
