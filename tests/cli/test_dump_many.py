@@ -1,0 +1,196 @@
+"""trace-dump over many processes: a bundle (written by make_bundle, as trace-record's
+manager would), several archives given together (`trace-dump a b`) and a directory, in every
+format. Text and Chrome show every process (Chrome: one pid per provider, with its name),
+--stats reports per provider, Git's formats render every Trace2 process as a directory of
+the same archives does, and a bundle cut short or with a damaged section is reported with
+exit 2 while the rest is still shown.
+
+Programs: NT_TRACE_DUMP, NT_DEMO, NT_T2_PROGRAM, NT_MAKE_BUNDLE (tests/cli/meson.build).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import program
+
+DUMP, DEMO, T2, MAKE = (program('NT_TRACE_DUMP'), program('NT_DEMO'),
+                        program('NT_T2_PROGRAM'), program('NT_MAKE_BUNDLE'))
+
+
+def run(*args):
+    p = subprocess.run([DUMP] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def make_bundle(out, *sections, end=None, end_message=None):
+    args = [MAKE, out]
+    if end is not None:
+        args += ['--end', end]
+    if end_message is not None:
+        args += ['--end-message', end_message]
+    subprocess.run(args + list(sections), check=True)
+    return out
+
+
+@pytest.fixture(scope='module')
+def work(workdir):
+    """Three demo processes (two finished, one killed mid-run), recorded at the same time."""
+    d = os.path.join(workdir, 'bundle')
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, 'procs'))
+    paths = [os.path.join(d, 'procs', 'p%d.ntrace' % i) for i in range(3)]
+    procs = [subprocess.Popen([DEMO, paths[0], '--threads', '2', '--requests', '40']),
+             subprocess.Popen([DEMO, paths[1], '--threads', '3', '--requests', '30']),
+             subprocess.Popen([DEMO, paths[2], '--mode', 'circular', '--buffer-size', '65536',
+                               '--threads', '2', '--duration-ms', '5000'])]
+    procs[0].wait()
+    procs[1].wait()
+    # The third is killed once its arena holds a header (the file appears then).
+    for _ in range(200):
+        if os.path.exists(paths[2]) and os.path.getsize(paths[2]) > 65536:
+            break
+        subprocess.run(['sleep', '0.01'])
+    procs[2].kill()
+    procs[2].wait()
+    bundle = make_bundle(os.path.join(d, 'run.ntrace'), paths[0] + ',name=web',
+                         paths[1] + ',state=exited,name=db',
+                         paths[2] + ',state=killed,name=cache,msg=connection closed')
+    return {'dir': d, 'paths': paths, 'bundle': bundle}
+
+
+def pids_of(paths):
+    """The pid of each archive, from its --stats."""
+    out = []
+    for p in paths:
+        rc, text, err = run('--stats', p)
+        assert rc == 0, err
+        out.append(int(re.search(r'^process: .* \(pid (\d+)\)$', text, re.M).group(1)))
+    return out
+
+
+def chrome_doc(*args):
+    rc, out, err = run('--format', 'chrome', *args)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_chrome_has_every_process(work):
+    pids = pids_of(work['paths'])
+    assert len(set(pids)) == 3
+    for what, args in (('bundle', [work['bundle']]), ('files', work['paths']),
+                       ('directory', [os.path.join(work['dir'], 'procs')])):
+        doc = chrome_doc(*args)
+        events = doc['traceEvents']
+        names = {e['pid']: e['args']['name'] for e in events
+                 if e['ph'] == 'M' and e['name'] == 'process_name'}
+        assert sorted(names) == sorted(pids), what
+        if what == 'bundle':
+            assert [names[p] for p in pids] == ['web', 'db', 'cache']
+        seen = {e['pid'] for e in events if e['ph'] != 'M'}
+        assert seen == set(pids), '%s: events of every process' % what
+        assert doc['otherData']['processes'] == 3
+
+
+def test_text_merges_by_time(work):
+    rc, out, err = run(work['bundle'])
+    assert rc == 0 and err == '', err
+    rows = [l for l in out.splitlines()[1:] if not l.startswith('--')]
+    times = [float(l.split()[0]) for l in rows]
+    assert times == sorted(times), 'text is in time order across processes'
+    # The same events, whichever way the processes are given.
+    rc2, out2, _ = run(*work['paths'])
+    rc3, out3, _ = run(os.path.join(work['dir'], 'procs'))
+    assert rc2 == 0 and rc3 == 0 and out2 == out3 == out
+
+
+def test_stats_per_provider(work):
+    rc, out, err = run('--stats', work['bundle'])
+    assert rc == 0, err
+    pids = pids_of(work['paths'])
+    rows = re.findall(r'^  section (\d+): pid (\d+) (\S+) \(provider (\d+)\): ([a-z ]+), (\w+)'
+                      r'(?:, message: ([^;]*))?; events decoded (\d+), dropped (\d+) .*'
+                      r'overwritten (\d+), written \d+, bytes (\d+)$', out, re.M)
+    assert [(int(r[1]), r[2], r[4]) for r in rows] == [
+        (pids[0], 'web', 'finished'), (pids[1], 'db', 'exited'), (pids[2], 'cache', 'killed')]
+    assert rows[2][6] == 'connection closed'
+    total = re.search(r'^providers total: events decoded (\d+), dropped (\d+), overwritten (\d+)',
+                      out, re.M)
+    assert int(total.group(1)) == sum(int(r[7]) for r in rows)
+    assert int(total.group(1)) == int(re.search(r'^events: (\d+)$', out, re.M).group(1))
+    # Each provider's decoded count is what its own archive gives.
+    for r, p in zip(rows, work['paths']):
+        _, single, _ = run('--stats', p)
+        assert int(r[7]) == int(re.search(r'^events: (\d+)$', single, re.M).group(1))
+    assert int(rows[2][9]) > 0, 'the killed circular demo overwrote events'
+
+
+@pytest.fixture(scope='module')
+def trace2(work):
+    """t2_program and its child, one archive each (NANOTRACE=directory), and a bundle of them."""
+    d = os.path.join(work['dir'], 't2')
+    os.mkdir(d)
+    env = {k: v for k, v in os.environ.items() if not k.startswith('NANOTRACE')}
+    env['NANOTRACE'] = d
+    subprocess.run([T2], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    files = sorted(os.path.join(d, f) for f in os.listdir(d))
+    assert len(files) == 2
+    bundle = make_bundle(os.path.join(work['dir'], 't2.bundle'), *files)
+    return {'dir': d, 'files': files, 'bundle': bundle}
+
+
+@pytest.mark.parametrize('fmt', ('normal', 'perf', 'event'))
+def test_trace2_every_process(trace2, fmt):
+    rc, want, err = run('--format', fmt, trace2['dir'])
+    assert rc == 0, err
+    for args in ([trace2['bundle']], trace2['files']):
+        rc, got, err = run('--format', fmt, *args)
+        assert rc == 0, err
+        assert got == want, '%s of %s renders as the directory does' % (fmt, args)
+    if fmt == 'event':
+        sids = {json.loads(l)['sid'] for l in want.splitlines()}
+        assert len(sids) == 2, 'both processes'
+
+
+def test_cut_and_damaged_bundles(work):
+    b = open(work['bundle'], 'rb').read()
+    cut = os.path.join(work['dir'], 'cut.ntrace')
+    open(cut, 'wb').write(b[:len(b) - 100])  # inside the last section's archive
+    rc, out, err = run('--stats', cut)
+    assert rc == 2 and 'cut short after 2 sections' in err and cut in err, err
+    assert 'providers: 2' in out
+    rc, out, err = run('--format', 'chrome', cut)
+    assert rc == 2 and len({e['pid'] for e in json.loads(out)['traceEvents']}) == 2
+    # A section whose archive is garbage: named with its section; the others are shown.
+    junk = os.path.join(work['dir'], 'junk')
+    open(junk, 'wb').write(b'not an archive at all')
+    bad = make_bundle(os.path.join(work['dir'], 'bad.ntrace'), work['paths'][0],
+                      junk + ',state=damaged,msg=header did not verify', work['paths'][1])
+    rc, out, err = run(bad)
+    assert rc == 2 and 'section 1' in err and 'not a nanotrace archive' in err, err
+    assert len(out.splitlines()) > 10
+    rc, out, err = run('--stats', bad)
+    assert re.search(r'section 1: .* damaged, .*message: header did not verify; not readable',
+                     out), out
+    # A recording the manager lost: said, with its message.
+    lost = make_bundle(os.path.join(work['dir'], 'lost.ntrace'), work['paths'][0],
+                       end='manager_lost', end_message='manager exited')
+    rc, out, err = run(lost)
+    assert rc == 2 and 'manager lost' in err and 'manager exited' in err, err
+    # No END frame.
+    noend = make_bundle(os.path.join(work['dir'], 'noend.ntrace'), work['paths'][0], end='none')
+    rc, out, err = run('--format', 'event', noend)
+    assert rc == 2 and 'cut short after 1 sections (no END frame)' in err, err
+
+
+def test_unreadable_among_several(work):
+    missing = os.path.join(work['dir'], 'missing.ntrace')
+    rc, out, err = run(work['paths'][0], missing)
+    assert rc == 2 and missing in err and 'No such file' in err and out == ''
+    empty = os.path.join(work['dir'], 'empty-dir')
+    os.makedirs(empty, exist_ok=True)
+    rc, out, err = run('--format', 'chrome', empty)
+    assert rc == 2 and 'no archives in this directory' in err
