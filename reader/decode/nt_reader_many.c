@@ -87,8 +87,10 @@ static nt_reader_section *add_section(reader_many *mm, const char *source)
 	s->message = strdup("");
 	s->error = strdup("");
 	if (!s->source || !s->name || !s->message || !s->error) {
-		free((char *)s->source), free((char *)s->name);
-		free((char *)s->message), free((char *)s->error);
+		free((char *)s->source);
+		free((char *)s->name);
+		free((char *)s->message);
+		free((char *)s->error);
 		memset(s, 0, sizeof(*s));
 		return NULL;
 	}

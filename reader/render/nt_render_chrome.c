@@ -156,6 +156,8 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out);
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) { /* one per process */
 		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		if (sec->reader == NULL)
+			continue; /* unreadable: no events of its own to name */
 		begin_event(&c);
 		fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32
 			     ",\"tid\":0,\"args\":{\"name\":", sec->pid);

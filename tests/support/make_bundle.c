@@ -10,10 +10,12 @@
  * short); --end STATE writes it with that state (default finished). Exit 0, or 1 with a
  * message naming what was wrong. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
 #include "bundle_writer.h"
@@ -111,9 +113,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: make_bundle OUT [--end STATE|none] [--end-message TEXT] SECTION...\n");
 		return 1;
 	}
-	FILE *out = fopen(argv[1], "wb");
+	/* Private, and never through a link planted at the name. */
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *out = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (out == NULL) {
 		perror(argv[1]);
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	int end = NT_SECTION_FINISHED, rc = bw_preamble(out, (int64_t)time(NULL) * 1000000000);
