@@ -22,16 +22,17 @@
 #include "nt_cmocka.h"
 #include "nt_test_util.h"
 
-#define NPROC 3
+#define NPROC 4
 static char dir[256];                 /* private temporary directory */
 static char paths[NPROC][300];        /* the processes' archives */
 static uint8_t *arch[NPROC];
 static size_t arch_size[NPROC];
 static pid_t pids[NPROC];
-/* Events each process made: 0 two threads x 300 (oneshot, finished), 1 one thread x 3000
- * in a small circular file arena, then SIGKILL; 2 one thread x 50 (finished, small: the
- * last section, cut at every byte). */
-static const uint64_t made[NPROC] = { 600, 3000, 50 };
+/* Events each process made: 0 two threads x 300 (oneshot, finished), 1 one thread x 20000
+ * in a small circular file arena, then SIGKILL; 2 one thread x 20000 streaming through a
+ * small arena (saved stream + arena tail), then SIGKILL; 3 one thread x 50 (finished,
+ * small: the last section, cut at every byte). */
+static const uint64_t made[NPROC] = { 600, 20000, 20000, 50 };
 
 static void emit(int n)
 {
@@ -52,11 +53,11 @@ static void record(int which)
 {
 	nt_config cfg;
 	nt_config_init(&cfg);
-	cfg.buffer_size = which == 1 ? 64 * 1024 : 1024 * 1024;
+	cfg.buffer_size = which == 1 || which == 2 ? 64 * 1024 : 1024 * 1024;
 	cfg.chunk_size = 4096;
-	if (which == 1) {
-		cfg.mode = NT_MODE_CIRCULAR;
-		cfg.path = paths[1];
+	if (which == 1 || which == 2) {
+		cfg.mode = which == 1 ? NT_MODE_CIRCULAR : NT_MODE_STREAMING;
+		cfg.path = paths[which];
 	}
 	if (nt_start(&cfg) != NT_OK)
 		_exit(3);
@@ -66,10 +67,10 @@ static void record(int which)
 		emit(300);
 		pthread_join(th, NULL);
 	} else {
-		emit(which == 1 ? 3000 : 50);
+		emit((int)made[which]);
 	}
-	if (which == 1)
-		raise(SIGKILL); /* its file arena is its archive */
+	if (which == 1 || which == 2)
+		raise(SIGKILL); /* its file arena (and saved stream) is its archive */
 	_exit(nt_finish(paths[which]) == NT_OK ? 0 : 4);
 }
 
@@ -101,7 +102,7 @@ static int setup(void **state)
 	for (int i = 0; i < NPROC; i++) {
 		int st;
 		waitpid(pids[i], &st, 0);
-		if (i != 1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		if (i != 1 && i != 2 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 			return -1;
 		if ((arch[i] = slurp(paths[i], &arch_size[i])) == NULL)
 			return -1;
@@ -114,15 +115,17 @@ static int teardown(void **state)
 	(void)state;
 	for (int i = 0; i < NPROC; i++) {
 		free(arch[i]);
-		unlink(paths[i]);
+		if (!getenv("KEEP")) unlink(paths[i]);
 	}
-	rmdir(dir);
+	if (!getenv("KEEP")) rmdir(dir);
 	return 0;
 }
 
-static const char *const names[NPROC] = { "web", "db", "cache" };
+static const char *const names[NPROC] = { "web", "db", "cache", "cron" };
 static const uint8_t states[NPROC] = { NT_SECTION_FINISHED, NT_SECTION_KILLED,
-				       NT_SECTION_EXITED };
+				       NT_SECTION_TIMED_OUT, NT_SECTION_EXITED };
+static const uint8_t modes[NPROC] = { NT_MODE_ONESHOT, NT_MODE_CIRCULAR, NT_MODE_STREAMING,
+				      NT_MODE_ONESHOT };
 
 /* A bundle of the three archives (the second damaged by `damage`, if given), in memory. */
 static uint8_t *bundle(size_t *size, int end, void (*damage)(uint8_t *, size_t))
@@ -135,7 +138,7 @@ static uint8_t *bundle(size_t *size, int end, void (*damage)(uint8_t *, size_t))
 		memcpy(copy, arch[i], arch_size[i]);
 		if (damage && i == 1)
 			damage(copy, arch_size[i]);
-		bw_section s = { copy, arch_size[i], states[i], (uint8_t)(i == 1), (uint32_t)pids[i],
+		bw_section s = { copy, arch_size[i], states[i], modes[i], (uint32_t)pids[i],
 				 (uint32_t)i + 1, names[i], i == 1 ? "connection closed" : "", 0 };
 		bw_section_write(f, &s);
 		free(copy);
@@ -231,13 +234,16 @@ static void test_sections_in_time_order(void **state)
 		assert_int_equal(s->end_state, states[i]);
 		assert_string_equal(s->end_text, nt_section_state_name(states[i]));
 		assert_non_null(s->reader);
-		assert_int_equal(s->info->layout, i == 1 ? NT_LAYOUT_ARENA : NT_LAYOUT_STREAM);
+		assert_int_equal(s->mode, modes[i]);
+		assert_int_equal(s->info->buffering_mode, modes[i]);
+		assert_int_equal(s->info->layout,
+				 i == 1 || i == 2 ? NT_LAYOUT_ARENA : NT_LAYOUT_STREAM);
 		assert_true(s->offset % 8 == 0 && s->offset + s->size <= size);
 	}
 	assert_string_equal(nt_reader_section_at(r, 1)->message, "connection closed");
 	assert_null(nt_reader_section_at(r, NPROC));
 	/* Threads numbered globally, each naming its section and its process. */
-	assert_int_equal(nt_reader_thread_count(r), 4);
+	assert_int_equal(nt_reader_thread_count(r), NPROC + 1);
 	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
 		const nt_reader_thread *t = nt_reader_thread_at(r, i);
 		assert_ptr_equal(nt_reader_thread_by_index(r, t->index), t);
@@ -257,9 +263,19 @@ static void test_sections_in_time_order(void **state)
 	assert_true(m.stream_order_broken);
 	nt_reader_summary sum;
 	nt_reader_get_summary(r, &sum);
-	assert_int_equal(sum.threads, 4);
-	assert_int_equal(nt_reader_info(r)->events_overwritten,
-			 nt_reader_section_at(r, 1)->info->events_overwritten);
+	assert_int_equal(sum.threads, NPROC + 1);
+	/* The summary header sums the sections' losses. */
+	uint64_t over = 0, drop = 0;
+	for (uint32_t i = 0; i < NPROC; i++) {
+		over += nt_reader_section_at(r, i)->info->events_overwritten;
+		drop += nt_reader_section_at(r, i)->info->events_dropped;
+	}
+	assert_true(nt_reader_section_at(r, 1)->info->events_overwritten > 0);
+	assert_int_equal(nt_reader_info(r)->events_overwritten, over);
+	assert_int_equal(nt_reader_info(r)->events_dropped, drop);
+	/* The killed streaming process left its saved stream and its arena's tail. */
+	assert_true(nt_reader_section_at(r, 2)->info->stream_offset != 0);
+	assert_true(nt_reader_section_at(r, 2)->info->buffers_saved > 0);
 	nt_reader_close(r);
 	free(b);
 }
@@ -289,7 +305,7 @@ static void test_damaged_section(void **state)
 	assert_int_equal(m.first_error_offset, s->error_offset);
 	assert_int_equal(m.per_section[1], 0);
 	check_accounting(r, &m, 1);
-	assert_int_equal(nt_reader_thread_count(r), 3);
+	assert_int_equal(nt_reader_thread_count(r), NPROC);
 	nt_reader_close(r);
 	free(b);
 }
@@ -470,16 +486,19 @@ static void test_open_many(void **state)
 	fwrite(b, 1, size, f);
 	fclose(f);
 	free(b);
-	const char *mixed[] = { bpath, paths[2] };
+	const char *mixed[] = { bpath, paths[NPROC - 1] };
 	r = nt_reader_open_many(mixed, 2, &err);
 	assert_msg(r != NULL, "%s", err.message);
 	assert_int_equal(nt_reader_section_count(r), NPROC + 1);
-	assert_int_equal(nt_reader_section_at(r, NPROC)->pid, pids[2]);
-	assert_string_equal(nt_reader_section_at(r, NPROC)->source, paths[2]);
+	assert_int_equal(nt_reader_section_at(r, NPROC)->pid, pids[NPROC - 1]);
+	assert_string_equal(nt_reader_section_at(r, NPROC)->source, paths[NPROC - 1]);
 	m = visit(r, NT_ORDER_TIME);
 	assert_int_equal(m.disorder, 0);
-	assert_int_equal(m.events, m.per_section[0] + m.per_section[1] + m.per_section[2] + m.per_section[3]);
-	assert_int_equal(m.per_section[3], made[2]);
+	uint64_t sum_sections = 0;
+	for (int i = 0; i <= NPROC; i++)
+		sum_sections += m.per_section[i];
+	assert_int_equal(m.events, sum_sections);
+	assert_int_equal(m.per_section[NPROC], made[NPROC - 1]);
 	nt_reader_close(r);
 	/* One path to a bundle opens as nt_reader_open() does. */
 	const char *one[] = { bpath };
