@@ -458,24 +458,38 @@ static int stream_advance(thread_stream *s)
 	}
 }
 
-static int earlier(const thread_stream *a, const thread_stream *b)
+/* A heap entry carries its stream's sort key, so the sifts compare keys in one array and
+ * touch a stream only to move it (with a thousand streams, chasing each stream's pointer
+ * per comparison was most of the merge's time). */
+typedef struct heap_entry {
+	int64_t time_ns;
+	uint32_t rank;
+	thread_stream *s;
+} heap_entry;
+
+static heap_entry entry_of(thread_stream *s)
 {
-	if (a->ev.time_ns != b->ev.time_ns)
-		return a->ev.time_ns < b->ev.time_ns;
+	return (heap_entry){ s->ev.time_ns, s->rank, s };
+}
+
+static int earlier(const heap_entry *a, const heap_entry *b)
+{
+	if (a->time_ns != b->time_ns)
+		return a->time_ns < b->time_ns;
 	return a->rank < b->rank;
 }
 
-static void sift_down(thread_stream **heap, uint32_t n, uint32_t i)
+static void sift_down(heap_entry *heap, uint32_t n, uint32_t i)
 {
 	for (;;) {
 		uint32_t l = 2 * i + 1, m = i;
-		if (l < n && earlier(heap[l], heap[m]))
+		if (l < n && earlier(&heap[l], &heap[m]))
 			m = l;
-		if (l + 1 < n && earlier(heap[l + 1], heap[m]))
+		if (l + 1 < n && earlier(&heap[l + 1], &heap[m]))
 			m = l + 1;
 		if (m == i)
 			return;
-		thread_stream *t = heap[i];
+		heap_entry t = heap[i];
 		heap[i] = heap[m];
 		heap[m] = t;
 		i = m;
@@ -507,7 +521,7 @@ static int visit_time(visit *vs, uint32_t nv)
 	if (n > UINT32_MAX / MAX_ARGS)
 		return -1;
 	thread_stream *streams = calloc(n ? n : 1, sizeof(*streams));
-	thread_stream **heap = calloc(n ? n : 1, sizeof(*heap));
+	heap_entry *heap = calloc(n ? n : 1, sizeof(*heap));
 	nt_reader_arg *argmem = malloc(sizeof(*argmem) * MAX_ARGS * (n ? n : 1));
 	int result = 0;
 	if (streams == NULL || heap == NULL || argmem == NULL) {
@@ -529,13 +543,13 @@ static int visit_time(visit *vs, uint32_t nv)
 				goto out;
 			}
 			if (s->has_event)
-				heap[hn++] = s;
+				heap[hn++] = entry_of(s);
 		}
 	}
 	for (uint32_t i = hn; i-- > 0;)
 		sift_down(heap, hn, i);
 	while (hn > 0) {
-		thread_stream *s = heap[0];
+		thread_stream *s = heap[0].s;
 		if (s->has_gap) {
 			emit_gap(s->v, &s->gap);
 			s->has_gap = 0;
@@ -548,8 +562,7 @@ static int visit_time(visit *vs, uint32_t nv)
 			result = -1;
 			break;
 		}
-		if (!s->has_event)
-			heap[0] = heap[--hn];
+		heap[0] = s->has_event ? entry_of(s) : heap[--hn];
 		sift_down(heap, hn, 0);
 	}
 out:
