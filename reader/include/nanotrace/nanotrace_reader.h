@@ -190,8 +190,9 @@ nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name
  * bundle for its sections; any other file is one section. One path naming a plain archive
  * opens exactly as nt_reader_open(). Returns NULL and fills *err (naming the path) when
  * paths is NULL, n is 0, a path cannot be opened or read, a directory holds no file, or a
- * bundle's preamble is damaged; a file or section whose archive is damaged is kept as a
- * section that could not be opened (nt_reader_section.reader == NULL, .error says why).
+ * bundle's preamble is damaged; otherwise a file (of a directory or of several paths) or a
+ * bundle's section whose archive is damaged is kept as a section that could not be opened
+ * (nt_reader_section.reader == NULL, .error says why) and the others are read.
  * Cost: O(paths + files + sections + their durable tables); each file is mapped. */
 nt_reader *nt_reader_open_many(const char *const *paths, size_t n, nt_reader_error *err);
 
@@ -263,9 +264,9 @@ typedef struct nt_reader_section {
 	const char *error;     /* why it could not be opened ("" when it was) ... */
 	uint64_t error_offset; /* ... and where in the file */
 	const nt_archive_info *info; /* its header; NULL when it could not be opened */
-	nt_reader_summary summary;   /* its counts (zero when it could not be opened) */
 	uint32_t thread_base;  /* its thread i is the reader's thread thread_base + i */
 	uint32_t process_base; /* its Trace2 process i is the reader's process_base + i */
+	nt_reader_summary summary;   /* its counts (zero when it could not be opened) */
 } nt_reader_section;
 
 /* Sections: 1 for a plain archive (describing it), one per process otherwise, in the order
