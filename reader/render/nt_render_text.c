@@ -11,6 +11,7 @@ typedef struct text_ctx {
 	FILE *out;
 	int64_t start_ns; /* the session start: times are shown from it */
 	const nt_render_options *opt;
+	int wpid; /* width of the PID column; 0: none (one process, whose pid is its header's) */
 	int wthread, wcat, wname;
 	nt_duration_stack **stacks; /* by thread index, allocated on first use */
 	uint32_t nstacks;
@@ -70,9 +71,12 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		nt_duration_stack_push(s, e->time_ns);
 	else if (nt_event_closes(e) && s && nt_duration_stack_pop(s, e->time_ns, &d))
 		nt_format_duration(dur, sizeof(dur), d);
-	fprintf(t->out, "%16s  %-*.*s  %s   %-*.*s  %-*.*s  %10s ", when, t->wthread, t->wthread,
-		thread, nt_kind_phase(e->kind), t->wcat, t->wcat, nt_event_display_category(e),
-		t->wname, t->wname, nt_event_display_name(e), dur);
+	fprintf(t->out, "%16s  ", when);
+	if (t->wpid)
+		fprintf(t->out, "%*" PRIu32 "  ", t->wpid, e->thread->pid);
+	fprintf(t->out, "%-*.*s  %s   %-*.*s  %-*.*s  %10s ", t->wthread, t->wthread, thread,
+		nt_kind_phase(e->kind), t->wcat, t->wcat, nt_event_display_category(e), t->wname,
+		t->wname, nt_event_display_name(e), dur);
 	for (uint32_t i = 0; i < e->arg_count; i++)
 		print_arg(t->out, &e->args[i]);
 	fputc('\n', t->out);
@@ -83,9 +87,12 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	text_ctx *t = ctx;
 	int64_t rel = nt_sat_sub(g->time_ns, t->start_ns);
+	char pid[32] = ""; /* threads of two processes may share a tid: say whose it is */
+	if (t->wpid)
+		snprintf(pid, sizeof(pid), " (pid %" PRIu32 ")", g->thread->pid);
 	fprintf(t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
-			" lost (dropped or overwritten) before %s%.9f s\n",
-		g->events, g->thread->name, g->thread->tid, rel < 0 ? "-" : "",
+			"%s lost (dropped or overwritten) before %s%.9f s\n",
+		g->events, g->thread->name, g->thread->tid, pid, rel < 0 ? "-" : "",
 		rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
 	/* Durations cannot be matched across lost events: start the nesting afresh. */
 	nt_duration_stack *s = stack_of(t, g->thread->index);
@@ -105,6 +112,24 @@ static int clamp_col(uint32_t n, int min)
 	return n > MAX_COL ? MAX_COL : (int)n < min ? min : (int)n;
 }
 
+/* The PID column's width: only a many-process reader has one, since there a tid alone no
+ * longer names a thread (two processes may reuse it) and the header's pid is 0. The pid
+ * shown is the thread's, as Chrome's output shows it. */
+static int pid_width(const nt_reader *r)
+{
+	if (nt_reader_section_count(r) <= 1)
+		return 0;
+	uint32_t max = 0;
+	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
+		uint32_t pid = nt_reader_thread_at(r, i)->pid;
+		max = pid > max ? pid : max;
+	}
+	int w = 1;
+	for (; max >= 10; max /= 10)
+		w++;
+	return w < 3 ? 3 : w; /* at least as wide as "PID" */
+}
+
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -113,6 +138,7 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		return -1;
 	text_ctx t = { .out = out, .opt = opt,
 		       .start_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns };
+	t.wpid = pid_width(r);
 	t.wthread = clamp_col(nt_reader_max_name_len(r) + 8, 6);
 	t.wcat = clamp_col(nt_reader_max_category_len(r), 8);
 	t.wname = clamp_col(nt_reader_max_event_name_len(r), 4);
@@ -120,8 +146,11 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	t.stacks = calloc(t.nstacks ? t.nstacks : 1, sizeof(*t.stacks));
 	if (t.stacks == NULL)
 		return -1;
-	fprintf(out, "%16s  %-*s  %s  %-*s  %-*s  %10s  %s\n", "TIME(s)", t.wthread, "THREAD", "PH",
-		t.wcat, "CATEGORY", t.wname, "NAME", "DURATION", "ARGS");
+	fprintf(out, "%16s  ", "TIME(s)");
+	if (t.wpid)
+		fprintf(out, "%*s  ", t.wpid, "PID");
+	fprintf(out, "%-*s  %s  %-*s  %-*s  %10s  %s\n", t.wthread, "THREAD", "PH", t.wcat,
+		"CATEGORY", t.wname, "NAME", "DURATION", "ARGS");
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, &t, opt->order, opt->policy);
 	for (uint32_t i = 0; i < t.nstacks; i++)

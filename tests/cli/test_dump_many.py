@@ -1,6 +1,7 @@
 """trace-dump over many processes: a bundle (written by make_bundle, as trace-record's
 manager would), several archives given together (`trace-dump a b`) and a directory, in every
-format. Text and Chrome show every process (Chrome: one pid per provider, with its name),
+format. Text and Chrome show every process (text: a PID column beside the thread, so two
+processes sharing a tid differ; Chrome: one pid per provider, with its name),
 --stats reports per provider, Git's formats render every Trace2 process as a directory of
 the same archives does, and a bundle cut short or with a damaged section is reported with
 exit 2 while the rest is still shown.
@@ -105,6 +106,65 @@ def test_text_merges_by_time(work):
     rc2, out2, _ = run(*work['paths'])
     rc3, out3, _ = run(os.path.join(work['dir'], 'procs'))
     assert rc2 == 0 and rc3 == 0 and out2 == out3 == out
+
+
+def text_rows(out):
+    """(pid, thread, rest of the line) of each event row of a many-process text dump."""
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ['TIME(s)', 'PID', 'THREAD', 'PH'], lines[0]
+    return [tuple(l.split(None, 3)[1:]) for l in lines[1:] if not l.startswith('--')]
+
+
+def test_text_names_each_process(work):
+    pids = pids_of(work['paths'])
+    # What each archive shows alone: its threads (name:tid) and how many events.
+    alone = []
+    for p in work['paths']:
+        rc, out, err = run(p)
+        assert rc == 0, err
+        assert out.splitlines()[0].split()[:2] == ['TIME(s)', 'THREAD'], 'one process: no PID'
+        rows = [l.split() for l in out.splitlines()[1:] if not l.startswith('--')]
+        alone.append([r[1] for r in rows])
+    for args in ([work['bundle']], [os.path.join(work['dir'], 'procs')]):
+        rc, out, err = run(*args)
+        assert rc == 0, err
+        rows = text_rows(out)
+        assert {int(r[0]) for r in rows} == set(pids), args
+        for pid, threads in zip(pids, alone):
+            mine = [r[1] for r in rows if int(r[0]) == pid]
+            assert sorted(mine) == sorted(threads), 'pid %d on its own events, %s' % (pid, args)
+        # A gap names its thread's process too (only the killed circular demo loses events).
+        gaps = [l for l in out.splitlines() if l.startswith('-- gap:')]
+        assert all(' (pid %d) lost' % pids[2] in g for g in gaps), gaps
+
+
+def test_text_same_tid_two_processes(work):
+    """Imported Git logs name no tid (0): two processes' "main:0" differ only by pid."""
+    d = os.path.join(work['dir'], 'same-tid')
+    os.makedirs(d, exist_ok=True)
+    for pid, cmd in ((0x1111, 'status'), (0x2222, 'log')):
+        sid = '20261122T101500.000001Z-H0a7c9cdf-P%08x' % pid
+        lines = [{'event': 'version', 'evt': '4', 'exe': '2.55.0'},
+                 {'event': 'start', 't_abs': 0.00025, 'argv': ['git', cmd]},
+                 {'event': 'exit', 't_abs': 0.001, 'code': 0}]
+        ev = os.path.join(work['dir'], '%d.event' % pid)
+        with open(ev, 'w') as f:
+            for i, l in enumerate(lines):
+                l.update(sid=sid, thread='main', file='git.c', line=1,
+                         time='2026-11-22T10:15:00.0000%d0Z' % (i + 1))
+                f.write(json.dumps(l) + '\n')
+        subprocess.run([program('NT_TRACE_IMPORT'), '-o', os.path.join(d, '%d.ntrace' % pid),
+                        ev], check=True)
+    bundle = make_bundle(os.path.join(work['dir'], 'same-tid.ntrace'),
+                         *sorted(os.path.join(d, f) for f in os.listdir(d)))
+    for args in ([d], [bundle]):
+        rc, out, err = run(*args)
+        assert rc == 0, err
+        rows = text_rows(out)
+        assert {r[1] for r in rows} == {'main:0'} and len(rows) == 6, out
+        starts = {int(r[0]): r[2] for r in rows if 'argv=' in r[2]}
+        assert sorted(starts) == [0x1111, 0x2222], out
+        assert '"status"' in starts[0x1111] and '"log"' in starts[0x2222], out
 
 
 def test_stats_per_provider(work):

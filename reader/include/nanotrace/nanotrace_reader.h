@@ -333,7 +333,9 @@ typedef struct nt_render_options {
 void nt_render_options_init(nt_render_options *opt);
 
 /* One line per event, aligned columns: time since start, thread, phase, category, name,
- * duration, arguments. Returns nt_reader_visit's result. */
+ * duration, arguments. A many-process reader (more than one section) adds a PID column
+ * before the thread (the thread's pid: two processes may share a tid), and its gap lines
+ * name the pid; a single archive's output has neither. Returns nt_reader_visit's result. */
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
