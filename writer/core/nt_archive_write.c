@@ -94,14 +94,17 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	static const nt_saver_output out_fns = { out_append, NULL, NULL };
 	nt_saver_output out = out_fns;
 	out.ctx = o;
+	/* The saved-claim words mean something only to streaming mode's claims; a saver skips
+	 * a chunk its word marks, so they are cleared before (another saver of this arena, a
+	 * failed nt_finish() before this one, may have set them) and after. */
+	const size_t words = (size_t)nt_S.nslots * sizeof(uint64_t);
+	memset(nt_S.saved_claim, 0, words);
 	/* No durable record is half-written while the lock is held. */
 	pthread_mutex_lock(&nt_S.intern_lock);
 	int err = nt_arena_saver_save(saver, &out, events);
 	pthread_mutex_unlock(&nt_S.intern_lock);
 	nt_arena_saver_free(saver);
-	/* The save marked the chunks it holds in full: words only streaming mode's claims
-	 * read, cleared so that another nt_finish() (after a failed one) saves them again. */
-	memset(nt_S.saved_claim, 0, (size_t)nt_S.nslots * sizeof(uint64_t));
+	memset(nt_S.saved_claim, 0, words);
 	out_flush(o);
 	return err ? err : o->err;
 }
