@@ -140,8 +140,8 @@ static void *writer_main(void *arg)
 	uint32_t t = (uint32_t)(uintptr_t)arg;
 	for (uint64_t i = 0; i < PER_WRITER; i++) {
 		NT_INSTANT("saver", "ev", NT_U32("t", t), NT_U64("seq", i));
-		if (i % 2000 == 0)
-			sched_yield();
+		if (i % 256 == 0)
+			usleep(20); /* so that saves fall between and inside chunks */
 	}
 	__atomic_add_fetch(&writers_done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -207,6 +207,7 @@ static void saves_exactly_what_was_published(void **state)
 	while (__atomic_load_n(&writers_done, __ATOMIC_ACQUIRE) < WRITERS) {
 		assert_int_equal(nt_arena_saver_save(saver, &o, NULL), 0);
 		saves++;
+		usleep(100);
 	}
 	for (int t = 0; t < WRITERS; t++)
 		pthread_join(th[t], NULL); /* thread exit closes each writer's chunk */
