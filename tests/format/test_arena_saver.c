@@ -13,6 +13,8 @@
  *       random between saves, and (outside TSan) by a second thread during them, for
  *       thousands of rounds: every save returns, each appends at most one arena's worth,
  *       heap use stays bounded, and the reader survives what was saved.
+ *   arena_archives_old_and_new        a live arena reads as an archive with and without its
+ *       saved-claim words (archives of earlier versions end before them).
  *   map_fd_checks_the_size           nt_arena_map_fd refuses a memfd of any other size than
  *       the layout's (and a pipe, and bad sizes) and keeps the caller's fd; a right one is
  *       mapped shared, laid out by nt_arena_layout.h, and closed by the next arena.
@@ -128,6 +130,22 @@ static uint8_t *map_arena_file(const char *path, const nt_arena_layout *L, int *
 	return m;
 }
 
+/* Starts a session on a file-backed arena at `path` (4 KiB chunks) and maps the file a
+ * second time, as the manager maps a provider's memfd: the layout in *L, the fd in *fd. */
+static uint8_t *start_and_map(const char *path, int mode, size_t buffer, nt_arena_layout *L,
+			      int *fd)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.path = path;
+	cfg.mode = mode;
+	cfg.buffer_size = buffer;
+	cfg.chunk_size = 4096;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	assert_int_equal(nt_arena_layout_compute(buffer, cfg.chunk_size, L), NT_LAYOUT_OK);
+	return map_arena_file(path, L, fd);
+}
+
 /* ---- saves exactly what was published ------------------------------------------------ */
 
 #define WRITERS 3
@@ -180,18 +198,9 @@ static void saves_exactly_what_was_published(void **state)
 	(void)state;
 	char path[256];
 	test_tmp_path(path, sizeof(path), "saver-live");
-	nt_config cfg;
-	nt_config_init(&cfg);
-	cfg.path = path;
-	cfg.mode = NT_MODE_ONESHOT;
-	cfg.buffer_size = 8u << 20;
-	cfg.chunk_size = 4096;
-	assert_int_equal(nt_start(&cfg), NT_OK);
-
 	nt_arena_layout L;
-	assert_int_equal(nt_arena_layout_compute(cfg.buffer_size, cfg.chunk_size, &L), NT_LAYOUT_OK);
 	int fd;
-	uint8_t *map = map_arena_file(path, &L, &fd);
+	uint8_t *map = start_and_map(path, NT_MODE_ONESHOT, 8u << 20, &L, &fd);
 	uint8_t hdr[1024];
 	size_t hlen = stream_header(map, 0, hdr);
 	nt_arena_saver *saver = nt_arena_saver_new(map, &L, hlen);
@@ -273,13 +282,8 @@ static void make_arena(arena_copy *a, int mode)
 {
 	char path[256];
 	test_tmp_path(path, sizeof(path), "saver-hostile");
-	nt_config cfg;
-	nt_config_init(&cfg);
-	cfg.path = path;
-	cfg.mode = mode;
-	cfg.buffer_size = 64u << 10;
-	cfg.chunk_size = 4096;
-	assert_int_equal(nt_start(&cfg), NT_OK);
+	int fd;
+	uint8_t *map = start_and_map(path, mode, 64u << 10, &a->L, &fd);
 	for (uint64_t i = 0; i < 3000; i++) {
 		NT_INSTANT("hostile", "ev", NT_U64("seq", i));
 		if (i % 7 == 0)
@@ -287,10 +291,6 @@ static void make_arena(arena_copy *a, int mode)
 		if (i % 500 == 0)
 			nt_thread_set_name(i % 1000 ? "odd" : "even");
 	}
-	assert_int_equal(nt_arena_layout_compute(cfg.buffer_size, cfg.chunk_size, &a->L),
-			 NT_LAYOUT_OK);
-	int fd;
-	uint8_t *map = map_arena_file(path, &a->L, &fd);
 	a->pristine = malloc(a->L.map_size);
 	assert_non_null(a->pristine);
 	memcpy(a->pristine, map, a->L.map_size);
@@ -504,6 +504,28 @@ static void failed_append_stops_the_saving(void **state)
 	free(a.pristine);
 }
 
+/* A live arena is an Arena-layout archive as it is (a killed process leaves one); without
+ * its saved-claim words, as writers before them made it, it reads the same. */
+static void arena_archives_old_and_new(void **state)
+{
+	(void)state;
+	arena_copy a;
+	make_arena(&a, NT_MODE_CIRCULAR);
+	test_trace now, old;
+	assert_int_equal(test_read_memory(a.pristine, a.L.map_size, NT_ORDER_STREAM, &now), 0);
+	assert_int_equal(test_read_memory(a.pristine, a.L.saved_claim_offset, NT_ORDER_STREAM,
+					  &old), 0);
+	assert_msg(now.errors == 0 && old.errors == 0, "errors: %s / %s", now.first_error,
+		   old.first_error);
+	assert_true(now.n > 0);
+	assert_int_equal(now.n, old.n);
+	for (size_t i = 0; i < now.n; i++)
+		assert_int_equal(now.ev[i].time_ns, old.ev[i].time_ns);
+	test_trace_free(&now);
+	test_trace_free(&old);
+	free(a.pristine);
+}
+
 /* ---- nt_arena_map_fd -------------------------------------------------------------------- */
 
 static void map_fd_checks_the_size(void **state)
@@ -570,6 +592,7 @@ int main(void)
 		cmocka_unit_test(saves_exactly_what_was_published),
 		cmocka_unit_test(failed_append_stops_the_saving),
 		cmocka_unit_test(hostile_arena),
+		cmocka_unit_test(arena_archives_old_and_new),
 		cmocka_unit_test(map_fd_checks_the_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
