@@ -404,7 +404,8 @@ static void read_saved(const uint8_t *pristine, const sink *out)
 	uint8_t *archive = malloc(hlen + out->len);
 	assert_non_null(archive);
 	memcpy(archive, hdr, hlen);
-	memcpy(archive + hlen, out->data, out->len);
+	if (out->len > 0)
+		memcpy(archive + hlen, out->data, out->len);
 	test_trace tr;
 	test_read_memory(archive, hlen + out->len, NT_ORDER_TIME, &tr);
 	test_trace_free(&tr);
