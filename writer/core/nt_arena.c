@@ -53,6 +53,7 @@ static void arena_unmap(void)
 	nt_S.map = NULL;
 	nt_S.map_size = 0;
 	nt_S.file_backed = 0;
+	nt_S.manager_buffer = 0;
 }
 
 static int map_file(const char *path, size_t size)
@@ -233,6 +234,7 @@ int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
 	nt_S.map_size = (size_t)L.map_size;
 	nt_S.fd = fd;
 	nt_S.file_backed = 1;
+	nt_S.manager_buffer = 1;
 	free(nt_S.path);
 	nt_S.path = NULL;
 	arena_adopt(&L, mode);

@@ -105,6 +105,7 @@ typedef struct nt_session {
 	uint8_t *map;
 	size_t map_size;
 	int file_backed;         /* a shared mapping: the output file, or the manager's memfd */
+	int manager_buffer;      /* the arena is the trace manager's memfd (nt_arena_map_fd) */
 	nt_arena_layout layout;  /* where each part of the arena lives */
 	unsigned file_mode;
 	char *path;                               /* the file-backed arena, or NULL */
