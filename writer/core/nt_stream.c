@@ -293,9 +293,9 @@ int nt_stream_start_remote(int fresh, int fifo_fd)
 	st.remote = 1;
 	st.stop_deadline = -1;
 	/* An answer that came after the previous run gave up on it would be taken for this
-	 * run's: drop whatever is waiting. */
+	 * run's: drop what is waiting (a bounded number: one request is ever in flight). */
 	nt_fifo_packet stale;
-	while (recv(fifo_fd, &stale, sizeof(stale), MSG_DONTWAIT) > 0)
+	for (int i = 0; i < 64 && recv(fifo_fd, &stale, sizeof(stale), MSG_DONTWAIT) > 0; i++)
 		;
 	/* STARTED goes before any SAVE_BUFFER: sent here, before a writer can fill a half. */
 	st.manager_gone = !send_to_manager(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
