@@ -64,7 +64,7 @@ typedef struct nt_bundle_preamble {
 	uint32_t version;        /* NT_BUNDLE_VERSION */
 	uint32_t flags;          /* 0 */
 	NT_ALIGN8 int64_t created_wall_ns; /* CLOCK_REALTIME when the recording started */
-	char producer[32];       /* "nanotrace X.Y.Z", NUL-padded */
+	char producer[32];       /* "nanotrace X.Y.Z", NUL-padded (32: the preamble is 64 bytes) */
 	uint64_t reserved;
 } nt_bundle_preamble;
 
