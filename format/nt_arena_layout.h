@@ -63,8 +63,8 @@ static inline int nt_arena_layout_compute(uint64_t buffer_size, uint64_t chunk_s
 	uint64_t durable = buffer_size / 16;
 	if (durable < 4096)
 		durable = 4096;
-	if (durable > (1u << 20))
-		durable = 1u << 20;
+	if (durable > NT_MAX_DURABLE_BYTES)
+		durable = NT_MAX_DURABLE_BYTES;
 	durable &= ~(uint64_t)4095;
 	uint64_t cph = (buffer_size - durable) / 2 / chunk_size;
 	if (cph < 2)

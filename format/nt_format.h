@@ -168,6 +168,12 @@ enum {
 #define NT_MAX_SID_LENGTH (NT_MAX_RECORD_BYTES - 32u)
 #define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
 #define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
+/* The durable region of an arena is at most this large (format/nt_arena_layout.h). */
+#define NT_MAX_DURABLE_BYTES (1u << 20)
+/* The highest thread index a writer can give: each thread has a Thread record of at least
+ * 24 bytes (nt_thread_record) in the durable region. Bounds the per-thread state of a saver
+ * of an untrusted arena (format/nt_arena_saver.h). */
+#define NT_MAX_THREAD_INDEX (NT_MAX_DURABLE_BYTES / 24u)
 /* Process indices a reader accepts (ThreadRecord.process, ProcessRecord.index): bounds the
  * table a corrupt index could demand. */
 #define NT_MAX_PROCESS_INDEX 65536u

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_archive_header_decode.h"
 #include "nt_record.h"
 
 typedef struct reader_string {
@@ -72,10 +73,7 @@ struct nt_reader {
 	nt_reader_summary summary;
 };
 
-/* nt_header_decode.c: verify and decode the size-prefixed ArchiveHeader FlatBuffer at the
- * start of data. Returns the offset of the first record, or 0 with a message in `why`. */
-uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out, char *why,
-			  size_t whylen, uint64_t *where);
+/* The header decoder is format/'s (nt_archive_header_decode.h), shared with the manager. */
 
 static inline uint64_t rd64(const uint8_t *p)
 {

@@ -31,19 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nt_internal.h"
-
-#define NT_MIN_BUFFER (64u * 1024u)
-#define NT_MAX_BUFFER (4ull << 30)
-#define NT_MIN_CHUNK 4096u
-#define NT_MAX_CHUNK 65536u
-
-static int is_power_of_two(size_t v)
-{
-	return v != 0 && (v & (v - 1)) == 0;
-}
 
 /* The name a file-backed arena has until nt_arena_publish() renames it into place. */
 static char *pending_name;
@@ -62,6 +53,7 @@ static void arena_unmap(void)
 	nt_S.map = NULL;
 	nt_S.map_size = 0;
 	nt_S.file_backed = 0;
+	nt_S.manager_buffer = 0;
 }
 
 static int map_file(const char *path, size_t size)
@@ -127,44 +119,60 @@ void nt_arena_forget(void)
 	}
 }
 
+/* The layout of an arena of these sizes (format/nt_arena_layout.h), or a message naming
+ * the refused size, from `who`. */
+static int layout_for(const char *who, size_t buffer_size, size_t chunk_size, nt_arena_layout *L)
+{
+	switch (nt_arena_layout_compute(buffer_size, chunk_size, L)) {
+	case NT_LAYOUT_OK:
+		return NT_OK;
+	case NT_LAYOUT_BAD_BUFFER_SIZE:
+		nt_set_error("%s: buffer_size %zu is out of range [%u, %llu]", who, buffer_size,
+			     NT_MIN_BUFFER, (unsigned long long)NT_MAX_BUFFER);
+		break;
+	case NT_LAYOUT_BAD_CHUNK_SIZE:
+		nt_set_error("%s: chunk_size %zu must be a power of two in [%u, %u]", who,
+			     chunk_size, NT_MIN_CHUNK, NT_MAX_CHUNK);
+		break;
+	default:
+		nt_set_error("%s: buffer_size %zu holds fewer than 2 chunks of %zu bytes per "
+			     "rolling half; use a larger buffer or smaller chunks",
+			     who, buffer_size, chunk_size);
+		break;
+	}
+	return NT_ERR_INVALID_ARGUMENT;
+}
+
+/* Points the session at the parts of the mapped arena. */
+static void arena_adopt(const nt_arena_layout *L, int mode)
+{
+	nt_S.layout = *L;
+	nt_S.durable = nt_S.map + L->durable_offset;
+	nt_S.durable_size = L->durable_size;
+	nt_S.rolling = nt_S.map + L->rolling_offset;
+	nt_S.chunk_size = L->chunk_size;
+	nt_S.chunks_per_half = L->chunks_per_half;
+	nt_S.nslots = L->nslots;
+	nt_S.slot_overwritten = (uint64_t *)(void *)(nt_S.map + L->slot_overwritten_offset);
+	nt_S.saved_claim = (uint64_t *)(void *)(nt_S.map + L->saved_claim_offset);
+	nt_S.mode = mode;
+	nt_S.next_seq = 0;
+	nt_S.rolling_full = 0;
+	nt_S.durable_head = 0;
+}
+
 int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path)
 {
-	if (buffer_size < NT_MIN_BUFFER || buffer_size > NT_MAX_BUFFER) {
-		nt_set_error("nt_start: buffer_size %zu is out of range [%u, %llu]", buffer_size,
-			     NT_MIN_BUFFER, (unsigned long long)NT_MAX_BUFFER);
-		return NT_ERR_INVALID_ARGUMENT;
-	}
-	if (chunk_size == 0) /* automatic: 16 KiB, or smaller for at least 8 chunks in all */
-		for (chunk_size = 16u << 10; chunk_size > NT_MIN_CHUNK && buffer_size / chunk_size < 10;)
-			chunk_size /= 2;
-	if (!is_power_of_two(chunk_size) || chunk_size < NT_MIN_CHUNK || chunk_size > NT_MAX_CHUNK) {
-		nt_set_error("nt_start: chunk_size %zu must be a power of two in [%u, %u]",
-			     chunk_size, NT_MIN_CHUNK, NT_MAX_CHUNK);
-		return NT_ERR_INVALID_ARGUMENT;
-	}
-	/* Durable data is small (interned strings, threads, call sites) but must never run out
-	 * before the events do: 1/16 of the arena, at least 4 KiB, at most 1 MiB (Fuchsia's
-	 * split). */
-	uint64_t durable = buffer_size / 16;
-	if (durable < 4096)
-		durable = 4096;
-	if (durable > (1u << 20))
-		durable = 1u << 20;
-	durable &= ~(uint64_t)4095;
-	uint64_t cph = (buffer_size - durable) / 2 / chunk_size;
-	if (cph < 2) {
-		nt_set_error("nt_start: buffer_size %zu holds fewer than 2 chunks of %zu bytes per "
-			     "rolling half; use a larger buffer or smaller chunks",
-			     buffer_size, chunk_size);
-		return NT_ERR_INVALID_ARGUMENT;
-	}
-	size_t size = (size_t)(NT_ARENA_HEADER_BYTES + durable + 2 * cph * chunk_size +
-			       2 * cph * sizeof(uint64_t));
+	nt_arena_layout L;
+	int rc = layout_for("nt_start", buffer_size, chunk_size, &L);
+	if (rc != NT_OK)
+		return rc;
+	size_t size = (size_t)L.map_size;
 
 	if (path != NULL) {
 		arena_unmap();
 		nt_S.mode = mode;
-		int rc = map_file(path, size);
+		rc = map_file(path, size);
 		if (rc != NT_OK)
 			return rc;
 	} else if (nt_S.map == NULL || nt_S.file_backed || nt_S.map_size != size) {
@@ -189,17 +197,47 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 		nt_set_error("nt_start: out of memory");
 		return NT_ERR_NO_MEMORY;
 	}
-	nt_S.durable = nt_S.map + NT_ARENA_HEADER_BYTES;
-	nt_S.durable_size = durable;
-	nt_S.rolling = nt_S.durable + durable;
-	nt_S.chunk_size = (uint32_t)chunk_size;
-	nt_S.chunks_per_half = (uint32_t)cph;
-	nt_S.nslots = (uint32_t)(2 * cph);
-	nt_S.slot_overwritten = (uint64_t *)(void *)(nt_S.rolling + 2 * cph * chunk_size);
-	nt_S.mode = mode;
-	nt_S.next_seq = 0;
-	nt_S.rolling_full = 0;
-	nt_S.durable_head = 0;
+	arena_adopt(&L, mode);
+	return NT_OK;
+}
+
+int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
+{
+	nt_arena_layout L;
+	int rc = layout_for("the trace manager's buffer", buffer_size, chunk_size, &L);
+	if (rc != NT_OK)
+		return rc;
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		nt_set_error("the trace manager's buffer (fd %d): fstat: %s", fd, strerror(errno));
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != L.map_size) {
+		nt_set_error("the trace manager's buffer (fd %d) is %s of %lld bytes; buffer_size "
+			     "%zu with chunk_size %u needs exactly %llu",
+			     fd, S_ISREG(sb.st_mode) ? "a file" : "not a regular file or memfd",
+			     (long long)sb.st_size, buffer_size, L.chunk_size,
+			     (unsigned long long)L.map_size);
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	void *m = mmap(NULL, (size_t)L.map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		       fd, 0);
+	if (m == MAP_FAILED) {
+		nt_set_error("the trace manager's buffer (fd %d, %llu bytes) cannot be mapped: %s",
+			     fd, (unsigned long long)L.map_size, strerror(errno));
+		return NT_ERR_IO;
+	}
+	arena_unmap();
+	/* A fork() child never writes into the manager's buffer (see nt_arena_forget). */
+	madvise(m, (size_t)L.map_size, MADV_DONTFORK);
+	nt_S.map = m;
+	nt_S.map_size = (size_t)L.map_size;
+	nt_S.fd = fd;
+	nt_S.file_backed = 1;
+	nt_S.manager_buffer = 1;
+	free(nt_S.path);
+	nt_S.path = NULL;
+	arena_adopt(&L, mode);
 	return NT_OK;
 }
 
@@ -213,7 +251,7 @@ int nt_arena_publish(nt_archive_info *info)
 	info->chunks_per_half = nt_S.chunks_per_half;
 	info->buffering_mode = (uint8_t)nt_S.mode;
 	info->stream_offset = nt_S.mode == NT_MODE_STREAMING ? nt_S.map_size : 0;
-	info->slot_overwritten_offset = (uint64_t)((uint8_t *)nt_S.slot_overwritten - nt_S.map);
+	info->slot_overwritten_offset = nt_S.layout.slot_overwritten_offset;
 	info->stream_end = info->stream_offset;
 	if (nt_header_encode(info, nt_S.map, NT_ARENA_HEADER_BYTES, nt_S.hdr_field) == 0) {
 		nt_set_error("nt_start: the archive header does not fit %u bytes",
@@ -230,7 +268,7 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.values_truncated = nt_header_u64(NT_HDR_VALUES_TRUNCATED);
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
-	if (nt_S.file_backed) {
+	if (nt_S.file_backed && pending_name != NULL) {
 		/* rename() replaces a link at the path itself, never its target. */
 		if (rename(pending_name, nt_S.path) != 0) {
 			nt_set_error("nt_start: cannot rename '%s' to '%s': %s", pending_name,
@@ -413,6 +451,8 @@ void nt_arena_clear(int durable)
 {
 	memset(nt_S.rolling, 0, (size_t)nt_S.nslots * nt_S.chunk_size);
 	memset(nt_S.slot_overwritten, 0, (size_t)nt_S.nslots * sizeof(uint64_t));
+	/* The sequences start again: a stale saved-claim word could match a new claim. */
+	memset(nt_S.saved_claim, 0, (size_t)nt_S.nslots * sizeof(uint64_t));
 	nt_S.next_seq = 0;
 	nt_S.rolling_full = 0;
 	if (durable) {

@@ -1,11 +1,12 @@
 /*
  * nt_internal.h - the writer's session state, shared by its mechanisms (not installed).
  *
- * One process records one session at a time. The arena is one mapping, anonymous or (with
- * nt_config.path) of the output file itself, laid out exactly as an Arena-layout archive:
+ * One process records one session at a time. The arena is one mapping, anonymous, of the
+ * output file itself (nt_config.path), or of a memfd the trace manager made, laid out exactly
+ * as an Arena-layout archive by format/nt_arena_layout.h (the one place of that arithmetic):
  *
  *   [4 KiB header: the ArchiveHeader FlatBuffer][durable region][rolling half 0][half 1]
- *   [one overwrite counter per chunk slot]
+ *   [one overwrite counter per chunk slot][one saved-claim word per chunk slot]
  *
  * The loss counters are fields of that header, updated atomically in place, so a process
  * killed at any moment leaves a file whose header is current.
@@ -26,6 +27,7 @@
 #include "nt_core.h"
 #include "nt_archive_header.h"
 #include "nt_archive_header_encode.h"
+#include "nt_arena_layout.h"
 #include "nt_atomic.h"
 #include "nt_clock.h"
 #include "nt_format.h"
@@ -79,8 +81,11 @@ typedef struct nt_session {
 	uint64_t full_gens __attribute__((aligned(NT_CACHELINE))); /* generations complete */
 	uint32_t full_signal;  /* futex word: bumped when full_gens grows */
 	uint64_t saved_gens __attribute__((aligned(NT_CACHELINE))); /* generations saved */
-	uint64_t *saved_claim; /* per slot: the claim word of the chunk saved in full */
-	int fd;                /* the archive, for appending the saved stream */
+	uint64_t *saved_claim; /* per slot, in the mapping after the overwrite counters: the
+				  claim word of the chunk the saver holds in full (written by the
+				  saver, format/nt_arena_saver.c, in this process or the manager) */
+	int fd;                /* the archive, for appending the saved stream; or the manager's
+				  memfd */
 
 	/* Written by chunk claims, one cache line each so claims do not slow each other. */
 	uint64_t next_seq __attribute__((aligned(NT_CACHELINE)));
@@ -99,7 +104,9 @@ typedef struct nt_session {
 	/* Set by nt_start(). */
 	uint8_t *map;
 	size_t map_size;
-	int file_backed;
+	int file_backed;         /* a shared mapping: the output file, or the manager's memfd */
+	int manager_buffer;      /* the arena is the trace manager's memfd (nt_arena_map_fd) */
+	nt_arena_layout layout;  /* where each part of the arena lives */
 	unsigned file_mode;
 	char *path;                               /* the file-backed arena, or NULL */
 	uint32_t hdr_field[NT_HDR_FIELD_COUNT];   /* byte offset of each header field in map */
@@ -156,7 +163,13 @@ static inline void nt_count_drop(uint64_t *reason, uint64_t n)
 int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
 /* Map the arena on `fd`, a memfd the trace manager made and sized to the layout's map_size
  * (format/nt_arena_layout.h): it is mapped shared, never resized, and closed by
- * nt_arena_forget()/the next map. The arena is as nt_arena_map() leaves it. */
+ * nt_arena_forget()/the next map. The arena is as nt_arena_map() leaves it (no path: its
+ * header is published by nt_arena_publish() without a rename), and treated as file-backed
+ * (fork children let go of it; the fatal-signal handlers record the end in its header).
+ * NT_ERR_INVALID_ARGUMENT with a message when the sizes are refused or fd's size (fstat) is
+ * not exactly the layout's map_size; NT_ERR_IO when it cannot be mapped. On failure `fd`
+ * stays the caller's (not closed); on success it is the arena's. Cost: one mmap that
+ * populates the whole buffer. */
 int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode);
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
@@ -208,7 +221,15 @@ static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 /* Start the provider and saver threads; `fresh` for the first run of a buffer. */
 int nt_stream_start(int fresh);
 /* The same with the saver at the other end of `fifo_fd` (the trace manager): this process
- * runs only the provider thread, which speaks format/nt_fifo.h on fifo_fd (not closed). */
+ * runs only the provider thread, which speaks format/nt_fifo.h on fifo_fd (never closed
+ * here). All the streaming packets of a run are the stream code's: STARTED is sent here,
+ * before this returns (so it precedes every SAVE_BUFFER); SAVE_BUFFER(wrap count, durable
+ * head) each time a half fills, counted in buffers_saved when BUFFER_SAVED echoes it; and at
+ * nt_stream_stop() the final SAVE_BUFFER(NT_FIFO_SAVE_ALL) and then STOPPED. The caller sends
+ * neither STARTED nor STOPPED for a streaming run. Never blocks the program: sends do not
+ * wait; a manager that closes, errs or answers wrongly is not asked again this run (writers
+ * drop and count at the unsaved half); a stop waits at most 2 s for the pending answer and
+ * the final save together. Answers left over from a previous run are discarded at start. */
 int nt_stream_start_remote(int fresh, int fifo_fd);
 void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
@@ -255,5 +276,42 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 int nt_archive_write(const char *path, const nt_archive_info *info);
 /* Events published in the arena's chunks now (what an archive written now would hold). */
 uint64_t nt_arena_event_count(void);
+
+/* ---- The trace manager's provider (nt_registry.c, nt_registry_wire.c) ----------------
+ * While the process is registered with a trace manager, the session belongs to the manager:
+ * the provider thread initializes, starts, stops and terminates it from the manager's
+ * messages (format/nt_wire.h), and the program's own nt_start()/nt_finish() defer to it. */
+
+/* Nonzero from a registration on, for the process's lifetime (also once the manager went
+ * away or the program's nt_finish() unregistered it): the program's own session calls are
+ * then answered without a session of their own. Cost: one load. */
+int nt_registry_owns_session(void);
+/* The program's nt_finish() or exit() while registered: stop (streaming: the final save),
+ * STOPPED on the FIFO, close the connection. The section ends EXITED. */
+void nt_registry_exit(void);
+/* fork(): the registry lock is held across fork() (taken before intern_lock), and the child
+ * lets go of the parent's connection, FIFO and buffer and registers anew, synchronously. */
+void nt_registry_before_fork(void);
+void nt_registry_after_fork_in_parent(void);
+void nt_registry_after_fork_in_child(void);
+
+/* nt_session.c: the pthread_atfork handlers (installed once; the registry needs them before
+ * any session exists). */
+void nt_session_install_fork_handlers(void);
+/* Initialize a session in the memfd `memfd` the trace manager gave (nt_arena_map_fd takes
+ * it), with cfg's mode, sizes, categories and process name; cfg->path must be NULL. */
+nt_result nt_session_initialize_fd(const nt_config *cfg, int memfd);
+/* Let go of a manager-given arena (TERMINATE, fork child): recording off, the mapping
+ * replaced by private zero pages (a writer still inside an event writes there harmlessly),
+ * the memfd closed, the session IDLE. */
+void nt_session_release_fd(void);
+
+/* nt_provider.c: the lifecycle without the manager-mode guard of the public functions, for
+ * the provider thread. `fifo` >= 0: streaming saves go to the manager over it. */
+nt_result nt_lifecycle_initialize_fd(const nt_config *cfg, int memfd, int fifo);
+nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *additional);
+nt_result nt_lifecycle_stop(void);
+/* Nonzero when the session's mode is streaming and its saves go to the manager. */
+int nt_lifecycle_remote_streaming(void);
 
 #endif /* NT_INTERNAL_H */

@@ -1,5 +1,6 @@
 /*
- * nt_header_decode.c - verifies and decodes the ArchiveHeader FlatBuffer.
+ * nt_archive_header_decode.c - verifies and decodes the ArchiveHeader FlatBuffer
+ * (nt_archive_header_decode.h): shared by the reader and the trace manager.
  *
  * Written by hand instead of with flatc's C++ Verifier because the reader is a C library;
  * it performs the Verifier's checks on every access: the table, its vtable and each field or
@@ -9,7 +10,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nt_reader_internal.h"
+#include "nt_archive_header_decode.h"
+#include "nt_format.h"
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	__builtin_memcpy(&v, p, 2);
+	return v;
+}
 
 typedef struct fb_view {
 	const uint8_t *buf; /* start of the size-prefixed buffer (the size field) */

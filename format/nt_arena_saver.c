@@ -1,0 +1,369 @@
+/*
+ * nt_arena_saver.c - turns a live arena into archive bytes (nt_arena_saver.h): the one saver
+ * of the writer's in-process streaming thread, of its finish-time compaction, and of the
+ * trace manager.
+ *
+ * The protocol with the writers (writer/core/nt_arena.c claims and closes chunks):
+ *   writers   a thread owns a chunk from its claim to its close; it appends records with
+ *             plain stores, each published by a release store of its first word, and closes
+ *             the chunk by storing event_count and then (release) the claim word without the
+ *             active bit. In streaming mode a writer reuses a slot only once the slot's
+ *             saved-claim word (acquire) equals the claim word of the chunk there: the saver
+ *             holds all of it.
+ *   saver     a save appends everything published since the previous save: first the new
+ *             durable records, then, in claim order, each chunk's new records as a chunk
+ *             piece of its own (time base and event ordinal recomputed at the cut), so every
+ *             piece decodes alone and each thread's pieces stay in order. A chunk still being
+ *             written is saved up to its last published record (acquire loads of first
+ *             words) and continued at the next save. Once the output has the bytes, the
+ *             saver commits (out->commit) and only then release-stores the claim word of
+ *             each closed chunk it holds in full into the slot's saved-claim word.
+ * The saver never writes anything else into the arena.
+ *
+ * The arena is hostile: another process may change any byte at any moment. So the saver
+ * takes every size from its own layout, copies each chunk header once (atomic loads) and
+ * checks it, frames records with format/nt_record.h within the chunk (the copy it writes is
+ * framed again), bounds thread indices by NT_MAX_THREAD_INDEX, and does a bounded amount of
+ * work per save: a few passes over the slots, one walk of each chunk and of the durable
+ * region. A lie costs the liar's records, never memory safety or termination.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_arena_saver.h"
+#include "nt_record.h"
+
+typedef struct slot_progress {
+	uint64_t claim;       /* chunk being tracked (0 = none) */
+	uint32_t saved;       /* payload bytes already in the output */
+	uint32_t events;      /* events among them */
+	uint64_t ticks;       /* running clock at the cut */
+	uint64_t first_event; /* the chunk's, as first seen */
+	uint32_t thread;      /* the chunk's, as first seen */
+} slot_progress;
+
+/* A chunk header as read once: claim 0 when the slot holds no usable chunk. */
+typedef struct chunk_view {
+	uint64_t claim;
+	uint32_t thread;
+	uint64_t base_ticks, first_event;
+} chunk_view;
+
+typedef struct piece {
+	uint32_t slot;
+	uint64_t sequence;
+} piece;
+
+struct nt_arena_saver {
+	uint8_t *map;
+	nt_arena_layout layout;
+	uint64_t end;           /* the output's end: start + bytes appended */
+	uint64_t events;        /* events in the pieces appended */
+	uint64_t durable_saved; /* bytes of the durable region in the output */
+	int failure;            /* the errno that stopped the saving, or 0 */
+	slot_progress *progress;
+	piece *order;
+	uint32_t *used, *full; /* per save: published bytes per slot; slots saved in full */
+	uint64_t *seen;        /* per save: each slot's claim word in the first pass */
+	uint64_t *block;       /* per save, by thread: oldest unsaved chunk seen too late */
+	uint32_t nblock;
+	uint8_t *buf; /* one chunk piece */
+};
+
+static uint8_t *slot_at(const nt_arena_saver *s, uint32_t slot)
+{
+	return s->map + s->layout.rolling_offset + (uint64_t)slot * s->layout.chunk_size;
+}
+
+static uint64_t *saved_claim_word(const nt_arena_saver *s, uint32_t slot)
+{
+	return (uint64_t *)(void *)(s->map + s->layout.saved_claim_offset) + slot;
+}
+
+static uint64_t load_acquire_64(const void *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+}
+
+/* Copies slot `slot`'s chunk header once and checks it: a chunk whose first word (acquire,
+ * after the claim word) is a chunk header of that claim's wrap, with a thread index in
+ * bounds. The writer changes the claim word before it invalidates and rewrites the header,
+ * so a consistent pair is this claim's chunk. */
+static chunk_view view_chunk(const nt_arena_saver *s, uint32_t slot)
+{
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)slot_at(s, slot);
+	chunk_view v = { 0, 0, 0, 0 };
+	uint64_t claim = __atomic_load_n(&h->claim, __ATOMIC_ACQUIRE);
+	uint64_t w0 = load_acquire_64(h);
+	if (nt_record_kind(w0) != NT_KIND_CHUNK || claim < 2 ||
+	    nt_record_bits16(w0) != (uint16_t)(nt_claim_sequence(claim) / s->layout.nslots))
+		return v;
+	v.thread = __atomic_load_n(&h->thread, __ATOMIC_RELAXED);
+	if (v.thread > NT_MAX_THREAD_INDEX)
+		return v;
+	v.base_ticks = __atomic_load_n(&h->base_ticks, __ATOMIC_RELAXED);
+	v.first_event = __atomic_load_n(&h->first_event, __ATOMIC_RELAXED);
+	v.claim = claim;
+	return v;
+}
+
+/* Bytes of published records in a slot's payload (at most the payload), counting *events. */
+static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, uint32_t *events)
+{
+	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
+	const uint32_t cap = s->layout.chunk_size - (uint32_t)sizeof(nt_chunk_header);
+	uint32_t off = 0, n = 0;
+	uint64_t size;
+	while (off + 8 <= cap) {
+		uint64_t w0 = load_acquire_64(payload + off);
+		if (nt_record_frame(w0, cap - off, 0, &size) != NT_FRAME_OK)
+			break;
+		n += nt_kind_is_event(nt_record_kind(w0));
+		off += (uint32_t)size;
+	}
+	*events = n;
+	return off;
+}
+
+nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, uint64_t start)
+{
+	if (map == NULL || layout == NULL || layout->nslots == 0 ||
+	    layout->chunk_size < NT_MIN_CHUNK || layout->chunk_size > NT_MAX_CHUNK)
+		return NULL;
+	nt_arena_saver *s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return NULL;
+	uint32_t n = layout->nslots;
+	s->map = map;
+	s->layout = *layout;
+	s->end = start;
+	s->progress = calloc(n, sizeof(*s->progress));
+	s->order = calloc(n, sizeof(*s->order));
+	s->used = calloc(n, sizeof(*s->used));
+	s->full = calloc(n, sizeof(*s->full));
+	s->seen = calloc(n, sizeof(*s->seen));
+	s->buf = malloc(layout->chunk_size);
+	if (!s->progress || !s->order || !s->used || !s->full || !s->seen || !s->buf) {
+		nt_arena_saver_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void nt_arena_saver_free(nt_arena_saver *s)
+{
+	if (s == NULL)
+		return;
+	free(s->progress);
+	free(s->order);
+	free(s->used);
+	free(s->full);
+	free(s->seen);
+	free(s->block);
+	free(s->buf);
+	free(s);
+}
+
+uint64_t nt_arena_saver_events(const nt_arena_saver *s)
+{
+	return s ? s->events : 0;
+}
+
+uint64_t nt_arena_saver_end(const nt_arena_saver *s)
+{
+	return s ? s->end : 0;
+}
+
+/* Appends to the output; the first failure stops the saving for good. */
+static int append(nt_arena_saver *s, const nt_saver_output *out, const void *data, size_t len)
+{
+	if (s->failure != 0)
+		return 0;
+	if (len == 0)
+		return 1;
+	int err = out->append(out->ctx, data, len);
+	if (err != 0) {
+		s->failure = err;
+		return 0;
+	}
+	s->end += len;
+	return 1;
+}
+
+static int by_sequence(const void *a, const void *b)
+{
+	const piece *x = a, *y = b;
+	return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
+}
+
+/* The per-thread table covers thread index `t` (at most NT_MAX_THREAD_INDEX). */
+static int grow_block(nt_arena_saver *s, uint32_t t)
+{
+	uint32_t cap = s->nblock ? s->nblock : 16;
+	while (cap <= t)
+		cap *= 2;
+	if (cap > NT_MAX_THREAD_INDEX + 1)
+		cap = NT_MAX_THREAD_INDEX + 1;
+	uint64_t *b = realloc(s->block, cap * sizeof(*b));
+	if (b == NULL) {
+		s->failure = ENOMEM;
+		return 0;
+	}
+	for (uint32_t i = s->nblock; i < cap; i++)
+		b[i] = UINT64_MAX;
+	s->block = b;
+	s->nblock = cap;
+	return 1;
+}
+
+/* Step 1 of a save: which chunks this save may take. Each thread's pieces must reach the
+ * output in order, and a thread publishes a chunk completely (and closes it) before it
+ * claims the next. So: (a) a first pass notes every slot's chunk; (b) a second pass finds
+ * the chunks that appeared since and are not saved in full: a thread with such a chunk keeps
+ * its newer chunks for the next save (block holds, per thread, the oldest such sequence);
+ * (c) the measuring pass (measure_slots) walks the rest, and anything older than a chunk
+ * seen in (a) is complete by then. A slot whose chunk changed after (a) waits for the next
+ * save. Returns 0 when memory runs out. */
+static int find_slots(nt_arena_saver *s)
+{
+	const uint32_t nslots = s->layout.nslots;
+	for (uint32_t i = 0; i < nslots; i++)
+		s->seen[i] = view_chunk(s, i).claim;
+	for (uint32_t t = 0; t < s->nblock; t++)
+		s->block[t] = UINT64_MAX;
+	for (uint32_t i = 0; i < nslots; i++) {
+		chunk_view v = view_chunk(s, i);
+		if (v.claim == 0 || (v.claim | 1u) == (s->seen[i] | 1u) ||
+		    __atomic_load_n(saved_claim_word(s, i), __ATOMIC_RELAXED) == v.claim)
+			continue;
+		if (v.thread >= s->nblock && !grow_block(s, v.thread))
+			return 0;
+		if (nt_claim_sequence(v.claim) < s->block[v.thread])
+			s->block[v.thread] = nt_claim_sequence(v.claim);
+	}
+	return 1;
+}
+
+/* Step 1 (c): measures the chunks this save takes. Sets used[slot] (published payload
+ * bytes), lists the slots with new records in order (*n) and the slots whose chunk is
+ * closed and already saved in full in full (*nfull). Every durable record the measured
+ * records use was published before them, so the durable copy that follows covers it. */
+static void measure_slots(nt_arena_saver *s, uint32_t *n, uint32_t *nfull)
+{
+	for (uint32_t i = 0; i < s->layout.nslots; i++) {
+		s->used[i] = 0;
+		if (s->seen[i] == 0)
+			continue;
+		chunk_view v = view_chunk(s, i);
+		if (v.claim == 0 || (v.claim | 1u) != (s->seen[i] | 1u))
+			continue;
+		if (__atomic_load_n(saved_claim_word(s, i), __ATOMIC_RELAXED) == v.claim)
+			continue; /* saved in full already: the slot may be reused right now */
+		/* From here the slot cannot be reused before this save marks it saved, so its
+		 * header and published records are stable (in an honest arena). */
+		if (v.thread < s->nblock && nt_claim_sequence(v.claim) > s->block[v.thread])
+			continue; /* an older chunk of its thread is not saved yet */
+		uint32_t events;
+		uint32_t bytes = walk_chunk(s, i, &events);
+		slot_progress *p = &s->progress[i];
+		if ((p->claim | 1u) != (v.claim | 1u)) { /* a new chunk in this slot */
+			p->saved = 0;
+			p->events = 0;
+			p->ticks = v.base_ticks;
+			p->first_event = v.first_event;
+			p->thread = v.thread;
+		}
+		p->claim = v.claim; /* the active bit may have cleared since */
+		s->used[i] = bytes;
+		if (bytes > p->saved)
+			s->order[(*n)++] = (piece){ i, nt_claim_sequence(v.claim) };
+		else if (!(v.claim & 1u))
+			s->full[(*nfull)++] = i; /* closed, and all of it saved before */
+	}
+}
+
+/* Step 2: the new durable records, up to the first one not yet published. */
+static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
+{
+	const uint8_t *durable = s->map + s->layout.durable_offset;
+	const uint64_t dsize = s->layout.durable_size;
+	uint64_t end = s->durable_saved, size;
+	while (end + 8 <= dsize &&
+	       nt_record_frame(load_acquire_64(durable + end), dsize - end, 0, &size) == NT_FRAME_OK)
+		end += size;
+	if (append(s, out, durable + s->durable_saved, end - s->durable_saved))
+		s->durable_saved = end;
+}
+
+/* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
+ * piece of its own (time base and event ordinal recomputed at the cut, from the copy that
+ * is written). The slot keeps this chunk until the commit marks it saved. */
+static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t slot,
+		      uint32_t *nfull)
+{
+	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
+	slot_progress *p = &s->progress[slot];
+	uint32_t from = p->saved, to = s->used[slot], len = to - from;
+	uint8_t *body = s->buf + sizeof(nt_chunk_header);
+	memcpy(body, payload + from, len);
+	nt_chunk_clock after = { p->ticks, p->events };
+	uint64_t off = 0, size;
+	while (off < len && nt_record_frame(nt_record_word_at(body + off), len - off, 0, &size) ==
+				    NT_FRAME_OK) {
+		nt_chunk_clock_step(&after, body + off, size);
+		off += size;
+	}
+	nt_chunk_header hdr;
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.kind = NT_KIND_CHUNK;
+	hdr.slot_wrap = (uint16_t)(nt_claim_sequence(p->claim) / s->layout.nslots);
+	hdr.size_bytes = (uint32_t)sizeof(hdr) + len;
+	hdr.thread = p->thread;
+	hdr.event_count = (uint32_t)(after.events - p->events);
+	hdr.claim = p->claim;
+	hdr.base_ticks = p->ticks;
+	hdr.first_event = p->first_event + p->events;
+	memcpy(s->buf, &hdr, sizeof(hdr));
+	if (!append(s, out, s->buf, sizeof(hdr) + len))
+		return 0;
+	p->ticks = after.ticks;
+	p->events = (uint32_t)after.events;
+	p->saved = to;
+	s->events += hdr.event_count;
+	if (!(p->claim & 1u))
+		s->full[(*nfull)++] = slot;
+	return 1;
+}
+
+int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events)
+{
+	uint64_t before = s->events;
+	uint32_t n = 0, nfull = 0;
+	if (events != NULL)
+		*events = 0;
+	if (s->failure != 0)
+		return s->failure;
+	/* 1. Find the chunks, then measure them. */
+	if (!find_slots(s))
+		return s->failure;
+	measure_slots(s, &n, &nfull);
+	/* 2. The durable records the measured ones use. */
+	save_durable(s, out);
+	/* 3. The chunk pieces, in claim order. */
+	qsort(s->order, n, sizeof(*s->order), by_sequence);
+	for (uint32_t i = 0; i < n && s->failure == 0; i++)
+		save_piece(s, out, s->order[i].slot, &nfull);
+	if (events != NULL)
+		*events = s->events - before;
+	if (s->failure != 0)
+		return s->failure;
+	/* 4. Commit: the output is consistent up to here (a crash after this point loses
+	 *    nothing this save wrote), and only now may writers reuse the slots it emptied. */
+	if (out->commit != NULL)
+		out->commit(out->ctx, s->end);
+	for (uint32_t i = 0; i < nfull; i++)
+		__atomic_store_n(saved_claim_word(s, s->full[i]), s->progress[s->full[i]].claim,
+				 __ATOMIC_RELEASE);
+	return 0;
+}
