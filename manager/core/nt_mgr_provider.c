@@ -35,7 +35,7 @@ static const char *state_name(int state)
 static void set_state(nt_manager *m, nt_mgr_provider *p, int state)
 {
 	p->state = state;
-	if (m->cfg.verbose)
+	if (m->cfg.verbose && state != NT_PROVIDER_STATE_STARTED) /* logged always, with more */
 		nt_mgr_log(m, "provider %u (%s, pid %d): %s", p->id, p->name, (int)p->pid,
 			   state_name(state));
 }
@@ -48,6 +48,25 @@ int nt_mgr_provider_selected(const nt_manager *m, const char *name)
 		if (strcmp(m->trace.select[i], name) == 0)
 			return 1;
 	return 0;
+}
+
+/* Sends to a provider; on failure the provider is dropped: DAMAGED when it does not read
+ * (its socket is full), gone (KILLED or EXITED, after what its FIFO still holds) when it
+ * closed. Returns 0, or -1 when it was dropped. */
+static int send_or_drop(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, const int *fds,
+			int nfds)
+{
+	if (nt_mgr_send(c->fd, msg, fds, nfds) == 0)
+		return 0;
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		char what[96];
+		snprintf(what, sizeof(what), "does not read its messages (%s)",
+			 nt_wire_type_name(msg->type));
+		nt_mgr_provider_damaged(m, c, what);
+	} else {
+		nt_mgr_provider_gone(m, c);
+	}
+	return -1;
 }
 
 static void do_register(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
@@ -76,8 +95,7 @@ static void do_register(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 		nt_wire_msg ans;
 		nt_wire_init(&ans, NT_WIRE_REGISTERED);
 		ans.a = (uint64_t)started;
-		if (nt_mgr_send(c->fd, &ans, NULL, 0) != 0)
-			nt_mgr_provider_damaged(m, c, "does not read its messages (REGISTERED)");
+		send_or_drop(m, c, &ans, NULL, 0);
 	}
 }
 
@@ -104,11 +122,11 @@ static int send_init_start(nt_manager *m, nt_mgr_conn *c, int their_fifo)
 	msg.d = p->layout.map_size;
 	nt_wire_set_text(&msg, m->trace.categories);
 	int fds[2] = { p->memfd, their_fifo };
-	if (nt_mgr_send(c->fd, &msg, fds, 2) != 0)
+	if (send_or_drop(m, c, &msg, fds, 2) != 0)
 		return -1;
 	nt_wire_init(&msg, NT_WIRE_START);
 	msg.a = 0; /* NT_BUFFER_CLEAR_ENTIRE: every trace hands out a fresh buffer */
-	return nt_mgr_send(c->fd, &msg, NULL, 0);
+	return send_or_drop(m, c, &msg, NULL, 0);
 }
 
 int nt_mgr_provider_begin(nt_manager *m, nt_mgr_conn *c)
@@ -131,11 +149,9 @@ int nt_mgr_provider_begin(nt_manager *m, nt_mgr_conn *c)
 	int sent = send_init_start(m, c, pair[1]);
 	close(pair[1]);
 	m->trace.started++;
+	if (sent != 0)
+		return -1; /* dropped, its section written */
 	set_state(m, p, NT_PROVIDER_STATE_INITIALIZED);
-	if (sent != 0) {
-		nt_mgr_provider_damaged(m, c, "does not read its messages (INITIALIZE, START)");
-		return -1;
-	}
 	return 0;
 fail:
 	nt_mgr_log(m, "provider %u (%s, pid %d) not started: %s", p->id, p->name, (int)p->pid, why);
@@ -161,12 +177,8 @@ void nt_mgr_provider_end(nt_manager *m, nt_mgr_conn *c, int end_state, const cha
 	if (terminate && !c->closing) {
 		nt_wire_msg msg;
 		nt_wire_init(&msg, NT_WIRE_TERMINATE);
-		if (nt_mgr_send(c->fd, &msg, NULL, 0) != 0) {
-			nt_mgr_log(m, "provider %u (%s, pid %d) dropped: does not read its messages "
-				   "(TERMINATE)", p->id, p->name, (int)p->pid);
-			nt_mgr_conn_close(m, c);
-		}
 		set_state(m, p, NT_PROVIDER_STATE_REGISTERED);
+		send_or_drop(m, c, &msg, NULL, 0); /* the section is written: only the link goes */
 	} else {
 		set_state(m, p, c->closing ? NT_PROVIDER_STATE_GONE : NT_PROVIDER_STATE_REGISTERED);
 	}
@@ -316,8 +328,7 @@ void nt_mgr_provider_send_stop(nt_manager *m, nt_mgr_conn *c)
 	p->stop_sent = 1;
 	p->stop_deadline_ms = nt_mgr_now_ms() + m->cfg.stop_timeout_ms;
 	set_state(m, p, NT_PROVIDER_STATE_STOPPING);
-	if (nt_mgr_send(c->fd, &msg, NULL, 0) != 0)
-		nt_mgr_provider_damaged(m, c, "does not read its messages (STOP)");
+	send_or_drop(m, c, &msg, NULL, 0);
 }
 
 void nt_mgr_provider_timers(nt_manager *m, nt_mgr_conn *c, int64_t now)

@@ -170,6 +170,34 @@ static void copy_stream(nt_manager *m, const nt_mgr_saver *s, uint64_t bytes)
 	}
 }
 
+static int discard(void *ctx, const void *data, size_t len)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+static void no_commit(void *ctx, uint64_t end)
+{
+	(void)ctx;
+	(void)end;
+}
+
+/* The events a oneshot or circular arena holds, counted by the shared saver with its output
+ * thrown away (the header's events_written is only final when a process finishes itself).
+ * Run after the section is copied: a save marks chunks saved in the arena. */
+static uint64_t count_events(nt_mgr_provider *p)
+{
+	nt_arena_saver *s = nt_arena_saver_new(p->map, &p->layout, 0);
+	nt_saver_output out = { .append = discard, .commit = no_commit, .ctx = NULL };
+	uint64_t events = 0;
+	if (s != NULL && nt_arena_saver_save(s, &out, &events) != 0)
+		events = 0;
+	nt_arena_saver_free(s);
+	return events;
+}
+
 /* The re-encoded header block; 0, or -1 when the header does not fit. */
 static int encode_header(const nt_mgr_provider *p, nt_archive_info *info, uint64_t stream_bytes,
 			 uint8_t *block)
@@ -230,7 +258,7 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 		out_extend(m);
 	}
 	m->trace.sections++;
-	m->trace.events += !have ? 0 : p->stream ? saved_events : info.events_written;
+	m->trace.events += !have ? 0 : p->stream ? saved_events : count_events(p);
 	m->trace.drops += have ? info.events_dropped : 0;
 	if (end_state != NT_SECTION_FINISHED && end_state != NT_SECTION_EXITED)
 		nt_mgr_trace_problem(m, "provider %u (%s, pid %d): %s%s%s", p->id, p->name,
