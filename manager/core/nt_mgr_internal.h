@@ -27,6 +27,7 @@
 #define NT_MGR_MSGS_PER_TURN 8      /* messages read from one connection per loop turn */
 #define NT_MGR_HELLO_TIMEOUT_MS 5000 /* a connection that says nothing this long is closed */
 #define NT_MGR_PROGRESS_MS 250
+#define NT_MGR_ACCEPT_PAUSE_MS 200  /* after accept() ran out of descriptors */
 #define NT_MGR_DEFAULT_BUFFER (4u << 20)
 #define NT_MGR_MAX_MESSAGE 1024     /* a section's message (nt_bundle_frame.message_len) */
 
@@ -111,6 +112,7 @@ struct nt_manager {
 	nt_mgr_conn conns[NT_MGR_MAX_CONNS];
 	int nconns;
 	uint32_t next_id;
+	int64_t accept_paused_until_ms;
 	nt_mgr_trace trace;
 	char pending_select[NT_MGR_MAX_SELECT][NT_WIRE_MAX_NAME + 1];
 	int npending_select;

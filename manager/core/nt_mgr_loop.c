@@ -104,8 +104,13 @@ static void accept_all(nt_manager *m)
 	for (int i = 0; i < 16; i++) {
 		int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				nt_mgr_log(m, "accept: %s", strerror(errno));
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return;
+			/* Out of descriptors: the listening socket stays readable, so wait a little
+			 * instead of spinning on it. */
+			nt_mgr_log(m, "accept: %s (new connections wait %d ms)", strerror(errno),
+				   NT_MGR_ACCEPT_PAUSE_MS);
+			m->accept_paused_until_ms = nt_mgr_now_ms() + NT_MGR_ACCEPT_PAUSE_MS;
 			return;
 		}
 		accept_one(m, fd);
@@ -255,7 +260,8 @@ static int turn(nt_manager *m)
 	int who[2 + 2 * NT_MGR_MAX_CONNS]; /* conn index * 2 + (1 = its FIFO) */
 	int n = 0;
 	pfd[n++] = (struct pollfd){ .fd = m->stop_fd, .events = POLLIN };
-	pfd[n++] = (struct pollfd){ .fd = m->listen_fd, .events = POLLIN };
+	int paused = nt_mgr_now_ms() < m->accept_paused_until_ms;
+	pfd[n++] = (struct pollfd){ .fd = paused ? -1 : m->listen_fd, .events = POLLIN };
 	for (int i = 0; i < m->nconns; i++) {
 		who[n] = 2 * i;
 		pfd[n++] = (struct pollfd){ .fd = m->conns[i].fd, .events = POLLIN };

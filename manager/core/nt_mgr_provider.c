@@ -82,6 +82,9 @@ static void do_register(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 	p->fifo = -1;
 	p->memfd = -1;
 	nt_wire_str(msg->name, msg->name_len, p->name);
+	for (char *ch = p->name; *ch; ch++) /* it goes into logs and the list: one printable line */
+		if ((unsigned char)*ch < 0x20 || *ch == 0x7f)
+			*ch = '?';
 	if (p->name[0] == '\0')
 		snprintf(p->name, sizeof(p->name), "pid-%d", (int)p->pid);
 	p->sync = (msg->a & NT_WIRE_SYNC) != 0;
@@ -318,6 +321,12 @@ void nt_mgr_provider_send_stop(nt_manager *m, nt_mgr_conn *c)
 {
 	nt_mgr_provider *p = c->prov;
 	if (p == NULL || !p->in_trace || p->stop_sent)
+		return;
+	/* A STOPPED already waiting in the FIFO means the process stopped by itself first. */
+	int r = p->fifo >= 0 ? read_fifo(m, c, 64) : 0;
+	if (r == 1)
+		nt_mgr_provider_gone(m, c);
+	if (r != 0 || !p->in_trace)
 		return;
 	if (p->self_stopped) {
 		nt_mgr_provider_end(m, c, NT_SECTION_EXITED, "", 1);

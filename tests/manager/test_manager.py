@@ -5,6 +5,7 @@ trace-record's options and exit codes, and a manager killed mid-run.
 Run by meson (suite manager) with NT_MANAGER, NT_TRACE_RECORD, NT_ARENA_HEADER, NT_WORKDIR.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -281,3 +282,57 @@ def test_manager_killed_mid_run(mgr, workdir):
     # The provider that stayed keeps its buffer mapped and may go on.
     stayer.map[4096:4104] = b'still ok'
     stayer.close()
+
+
+def test_daemon_detaches_logs_and_stops_on_sigterm(workdir):
+    d = os.path.join(workdir, 'daemon%d' % os.getpid())
+    path = os.path.join(d, 'manager.sock')
+    p = subprocess.run([MANAGER, '--socket', path], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    log = os.path.join(d, 'manager.log')
+    assert os.stat(log).st_mode & 0o777 == 0o600
+    text = open(log).read()
+    pid = int(re.search(r'\[(\d+)\] listening on', text).group(1))
+    assert Controller(type('M', (), {'path': path})).list() == []
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 10
+    while os.path.exists(path):
+        assert time.time() < deadline, open(log).read()
+        time.sleep(0.02)
+    assert 'stopped' in open(log).read()
+    # A second daemon on a live socket says so and fails, before detaching.
+    m = Manager(workdir, 'daemon-live')
+    try:
+        p = subprocess.run([MANAGER, '--socket', m.path], capture_output=True, text=True,
+                           timeout=10)
+        assert p.returncode == 2 and 'already runs' in p.stderr, p.stderr
+    finally:
+        m.stop()
+
+
+def test_progress_line_on_a_tty(mgr, workdir):
+    import pty
+    f = FakeProvider(mgr, 'progress')
+    assert mgr.wait_log('name progress')
+    master, slave = pty.openpty()
+    out = os.path.join(workdir, 'progress.ntbundle')
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--duration', '0.8', '--buffer-size', '128K'],
+                           env=mgr.env(), stderr=slave)
+    os.close(slave)
+    f.run_honest()
+    f.answer_stop()
+    rec.wait(30)
+    text = b''
+    try:
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            text += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert rec.returncode == 0, text
+    assert b'\rtrace-record: 1 providers, ' in text, text
+    f.close()

@@ -175,3 +175,48 @@ def test_each_mode_under_trace_record(workdir, tmp_path, mode):
                            text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     check_accounting(parse_bundle(out), made_lines(log), workdir, 'mode-' + mode)
+
+
+def test_manager_killed_providers_keep_running(workdir):
+    m = Manager(workdir, 'killed-daemon')
+    try:
+        log = os.path.join(workdir, 'orphan.out')
+        out = os.path.join(workdir, 'orphan.ntbundle')
+        rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--buffering-mode', 'streaming',
+                                '--buffer-size', '128K'], env=m.env(), stderr=subprocess.PIPE,
+                               text=True)
+        assert m.wait_log('trace started'), m.log()
+        prog = subprocess.Popen([PROG, '--sync', '--events', '2000', '--hold-ms', '1500'],
+                                env=m.env(), stdout=open(log, 'w'))
+        assert m.wait_log('(provider_prog, pid %d) started' % prog.pid), m.log()
+        m.proc.kill()
+        _, err = rec.communicate(timeout=30)
+        assert rec.returncode == 3, err
+        assert 'the manager went away while recording' in err, err
+        b = parse_bundle(out)
+        assert b['end']['state'] == 'manager lost' and b['sections'] == [], b
+        assert prog.wait(30) == 0, 'the provider keeps running and exits normally'
+        assert made_lines(log)[prog.pid] == 4000
+    finally:
+        m.stop()
+
+
+def test_trace2_program(workdir, tmp_path):
+    out = os.path.join(workdir, 'trace2.ntbundle')
+    log = os.path.join(workdir, 'trace2.out')
+    with open(log, 'w') as f:
+        p = subprocess.run([TRACE_RECORD, '-o', out, '--', PROG, '--sync', '--trace2',
+                            '--events', '100', '--finish'], env=recorder_env(tmp_path),
+                           stdout=f, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    b = parse_bundle(out)
+    sec = b['sections'][0]
+    st = section_stats(sec, workdir, 'trace2')
+    # provider_prog counts its workers' events; Trace2's process events (version, start,
+    # exit) come on top.
+    made = made_lines(log)[sec['pid']]
+    assert st['dropped'] == 0 and made <= st['events'] <= made + 8, (st['text'], made)
+    path = os.path.join(workdir, 'trace2-%d.ntrace' % b['sections'][0]['pid'])
+    n = subprocess.run([TRACE_DUMP, '--format', 'normal', path], capture_output=True, text=True,
+                       timeout=60)
+    assert n.returncode == 0 and 'version' in n.stdout, (n.stdout[:500], n.stderr)
