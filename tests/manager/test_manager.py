@@ -292,8 +292,11 @@ def test_daemon_detaches_logs_and_stops_on_sigterm(workdir):
     assert os.stat(d).st_mode & 0o777 == 0o700
     log = os.path.join(d, 'manager.log')
     assert os.stat(log).st_mode & 0o777 == 0o600
-    text = open(log).read()
-    pid = int(re.search(r'\[(\d+)\] listening on', text).group(1))
+    deadline = time.time() + 10
+    while not re.search(r'\[(\d+)\] listening on', open(log).read()):
+        assert time.time() < deadline, open(log).read()
+        time.sleep(0.02)
+    pid = int(re.search(r'\[(\d+)\] listening on', open(log).read()).group(1))
     assert Controller(type('M', (), {'path': path})).list() == []
     os.kill(pid, signal.SIGTERM)
     deadline = time.time() + 10

@@ -213,9 +213,10 @@ def test_trace2_program(workdir, tmp_path):
     sec = b['sections'][0]
     st = section_stats(sec, workdir, 'trace2')
     # provider_prog counts its workers' events; Trace2's process events (version, start,
-    # exit) come on top.
+    # exit, atexit: one may come after --finish stopped recording, counted as dropped
+    # 'stopped') come on top.
     made = made_lines(log)[sec['pid']]
-    assert st['dropped'] == 0 and made <= st['events'] <= made + 8, (st['text'], made)
+    assert made <= st['events'] + st['dropped'] <= made + 8, (st['text'], made)
     path = os.path.join(workdir, 'trace2-%d.ntrace' % b['sections'][0]['pid'])
     n = subprocess.run([TRACE_DUMP, '--format', 'normal', path], capture_output=True, text=True,
                        timeout=60)
