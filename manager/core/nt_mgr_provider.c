@@ -345,6 +345,12 @@ void nt_mgr_provider_timers(nt_manager *m, nt_mgr_conn *c, int64_t now)
 	nt_mgr_provider *p = c->prov;
 	if (p == NULL || !p->in_trace || !p->stop_sent || now < p->stop_deadline_ms)
 		return;
+	/* The loop may have been busy (writing sections): an answer already waiting counts. */
+	int r = p->fifo >= 0 ? read_fifo(m, c, 64) : 0;
+	if (r == 1)
+		nt_mgr_provider_gone(m, c);
+	if (r != 0 || !p->in_trace)
+		return;
 	char msg[128];
 	snprintf(msg, sizeof(msg), "the provider did not answer STOP within %u ms",
 		 m->cfg.stop_timeout_ms);

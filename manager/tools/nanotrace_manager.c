@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nt_manager.h"
+#include "../core/nt_manager.h"
 #include "nt_version.h"
 
 static nt_manager *the_manager; /* for the signal handler only */

@@ -32,7 +32,7 @@
 #include "../../format/nt_arena_layout.h"
 #include "../../format/nt_bundle.h"
 #include "../../format/nt_wire.h"
-#include "nt_manager.h"
+#include "../core/nt_manager.h"
 #include "nt_record_bundle.h"
 #include "nt_version.h"
 
