@@ -339,3 +339,26 @@ def test_progress_line_on_a_tty(mgr, workdir):
     assert rec.returncode == 0, text
     assert b'\rtrace-record: 1 providers, ' in text, text
     f.close()
+
+
+def test_provider_selection(mgr, workdir):
+    wanted = FakeProvider(mgr, 'wanted')
+    other = FakeProvider(mgr, 'other')
+    assert mgr.wait_log('name other')
+    out = os.path.join(workdir, 'select.ntbundle')
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--provider', 'wanted', '--duration', '0.5',
+                            '--buffer-size', '128K', '--categories', 'acct,io'],
+                           env=mgr.env(), stderr=subprocess.PIPE, text=True)
+    wanted.run_honest()
+    assert wanted.init['text'] == 'acct,io', wanted.init
+    wanted.answer_stop()
+    _, err = rec.communicate(timeout=30)
+    assert rec.returncode == 0, err
+    b = parse_bundle(out)
+    assert [s['name'] for s in b['sections']] == ['wanted'], b['sections']
+    # The other one was never given a buffer: nothing waits on its socket.
+    other.sock.settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        other.sock.recv(2000)
+    wanted.close()
+    other.close()
