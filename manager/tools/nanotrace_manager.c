@@ -115,7 +115,13 @@ static void tell(int ready_fd, char code)
 	}
 }
 
-int main(int argc, char **argv)
+typedef struct args {
+	int foreground, verbose;
+	const char *socket, *log;
+} args;
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, args *a)
 {
 	static const struct option opts[] = {
 		{ "foreground", no_argument, 0, 'f' }, { "socket", required_argument, 0, 's' },
@@ -123,14 +129,13 @@ int main(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' },       { "version", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	int foreground = 0, verbose = 0, c;
-	const char *socket_opt = NULL, *log_path = NULL;
+	int c;
 	while ((c = getopt_long(argc, argv, "fs:l:vhV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': foreground = 1; break;
-		case 's': socket_opt = optarg; break;
-		case 'l': log_path = optarg; break;
-		case 'v': verbose = 1; break;
+		case 'f': a->foreground = 1; break;
+		case 's': a->socket = optarg; break;
+		case 'l': a->log = optarg; break;
+		case 'v': a->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("nanotrace-manager %s\n", NT_VERSION_STRING); return 0;
 		default: usage(stderr); return 1;
@@ -141,6 +146,17 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	args a = { 0 };
+	int done = parse_args(argc, argv, &a);
+	if (done >= 0)
+		return done;
+	int foreground = a.foreground, verbose = a.verbose;
+	const char *socket_opt = a.socket, *log_path = a.log;
 	char path[PATH_MAX], why[512], deflog[PATH_MAX + 16];
 	if (socket_opt != NULL)
 		snprintf(path, sizeof(path), "%s", socket_opt);
