@@ -247,3 +247,37 @@ def test_hostile_controllers(workdir):
         assert m.proc.poll() is None
     finally:
         m.stop()
+
+
+def test_streaming_arena_lies(workdir):
+    # Junk where chunks should be, then save requests: the shared saver reads the arena with
+    # the manager's own layout and bounds; the manager survives and the others are intact.
+    def act(h, m):
+        from mgr_support import layout
+        lay = layout(h.size, h.chunk)
+        junk = bytes([0xFF]) * (h.map_size - lay['rolling_offset'])
+        h.map[lay['rolling_offset']:h.map_size] = junk
+        h.fifo.settimeout(5)
+        for wrap in range(1, 4):
+            h.fifo.send(FIFO.pack(0x101, 0, wrap, 123456789))
+            ans = FIFO.unpack(h.fifo.recv(64))
+            assert ans[0] == 0x103 and ans[2] == wrap and ans[3] == 123456789, ans
+    b, sec, log, _ = hostile_run(workdir, 'stream-lies', act, mode='streaming',
+                                 hostile_stops=True)
+    assert sec['state'] == 'finished', sec
+    hdr = decode_header(sec['archive'])
+    assert int(hdr['stream_end']) == sec['archive_size'], (hdr, sec['archive_size'])
+
+
+def test_save_buffer_flood(workdir):
+    # SAVE_BUFFER after SAVE_BUFFER without waiting: one in flight at a time is the protocol;
+    # the manager either answers (the save was quick) or drops the provider, never blocks.
+    def act(h, m):
+        for wrap in range(200):
+            try:
+                h.fifo.send(FIFO.pack(0x101, 0, wrap, 0))
+            except OSError:
+                break
+        assert m.wait_log('(hostile, pid %d) dropped' % os.getpid()), m.log()
+    _, sec, log, _ = hostile_run(workdir, 'save-flood', act, mode='streaming')
+    expect_damaged(sec, log, 'SAVE_BUFFER while one was in flight')

@@ -221,3 +221,25 @@ def test_trace2_program(workdir, tmp_path):
     n = subprocess.run([TRACE_DUMP, '--format', 'normal', path], capture_output=True, text=True,
                        timeout=60)
     assert n.returncode == 0 and 'version' in n.stdout, (n.stdout[:500], n.stderr)
+
+
+@pytest.mark.parametrize('mode', ['streaming', 'circular'])
+def test_killed_provider_keeps_its_events(workdir, tmp_path, mode):
+    out = os.path.join(workdir, 'killed-%s.ntbundle' % mode)
+    log = os.path.join(workdir, 'killed-%s.out' % mode)
+    open(log, 'w').close()
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--buffering-mode', mode, '--buffer-size',
+                            '256K', '--', 'sh', '-c',
+                            'exec "$P" --sync --events 30000 --hold-ms 60000 > "$L"'],
+                           env=dict(recorder_env(tmp_path), P=PROG, L=log),
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not made_lines(log):
+        assert time.time() < deadline and rec.poll() is None, 'no events made'
+        time.sleep(0.02)
+    os.kill(next(iter(made_lines(log))), signal.SIGKILL)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 128 + signal.SIGKILL, err
+    b = parse_bundle(out)
+    assert b['sections'][0]['state'] == 'killed', b['sections']
+    check_accounting(b, made_lines(log), workdir, 'killed-' + mode)
