@@ -93,6 +93,10 @@ static const char *start_problem(nt_manager *m, const nt_wire_msg *msg, int fd, 
 		return "CTL_START without the output file attached";
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return "the output attached to CTL_START is not a regular file";
+	if (msg->d > 2) {
+		snprintf(why, whylen, "unknown buffer disposition %llu", (unsigned long long)msg->d);
+		return why;
+	}
 	if (msg->a > NT_MODE_STREAMING) {
 		snprintf(why, whylen, "unknown buffering mode %llu", (unsigned long long)msg->a);
 		return why;
@@ -122,6 +126,7 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 	t->out_fd = fd;
 	t->ctl_fd = c->fd;
 	t->mode = (int)msg->a;
+	t->disposition = (int)msg->d;
 	t->buffer_size = msg->b ? msg->b : NT_MGR_DEFAULT_BUFFER;
 	t->chunk_size = msg->c;
 	nt_wire_str(msg->text, msg->text_len, t->categories);

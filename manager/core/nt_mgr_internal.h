@@ -66,6 +66,9 @@ typedef struct nt_mgr_provider {
 	nt_arena_layout layout;
 	int mode;
 	int in_trace;         /* has a buffer of the current trace whose section is not written */
+	int kept;             /* holds a finished trace's buffer, stopped: the next trace may start
+	                         it again (disposition retain or clear-nondurable) */
+	char categories[NT_WIRE_MAX_TEXT + 1]; /* what INITIALIZE gave */
 	int started_seen;     /* STARTED arrived on the FIFO */
 	int stop_sent;        /* STOP sent: STOPPED answers it (FINISHED) */
 	int self_stopped;     /* STOPPED arrived without STOP: the process is leaving (EXITED) */
@@ -92,6 +95,7 @@ typedef struct nt_mgr_trace {
 	int out_error;        /* errno of a failed write: the bundle is given up, logged */
 	int ctl_fd;           /* the controller's connection, -1 once it left */
 	int mode;
+	int disposition;      /* CTL_START's d: for providers still holding a buffer (kept) */
 	uint64_t buffer_size;
 	uint64_t chunk_size;
 	char categories[NT_WIRE_MAX_TEXT + 1];
@@ -155,7 +159,9 @@ void nt_mgr_provider_fifo(nt_manager *m, nt_mgr_conn *c);
 void nt_mgr_provider_gone(nt_manager *m, nt_mgr_conn *c);
 /* Drops a provider that broke the protocol: DAMAGED with `what`, connection closed. */
 void nt_mgr_provider_damaged(nt_manager *m, nt_mgr_conn *c, const char *what);
-/* Gives the provider a buffer of the current trace and starts it; 0 or -1 (logged). */
+/* Starts the provider in the current trace: START on the buffer it kept when the trace's
+ * disposition allows (same mode, sizes and categories, not streaming), else TERMINATE of a
+ * kept buffer and a fresh INITIALIZE + START. 0, or -1 (logged; a section may be written). */
 int nt_mgr_provider_begin(nt_manager *m, nt_mgr_conn *c);
 void nt_mgr_provider_send_stop(nt_manager *m, nt_mgr_conn *c);
 /* Writes the section (end_state, message) and lets go of the buffer; TERMINATE is sent when

@@ -132,9 +132,55 @@ static int send_init_start(nt_manager *m, nt_mgr_conn *c, int their_fifo)
 	return send_or_drop(m, c, &msg, NULL, 0);
 }
 
+/* A kept buffer the current trace can start again as it is. */
+static int can_restart(const nt_manager *m, const nt_mgr_provider *p)
+{
+	const nt_mgr_trace *t = &m->trace;
+	nt_arena_layout l;
+	return p->kept && t->disposition != 0 && t->mode == p->mode &&
+	       p->mode != NT_MODE_STREAMING &&
+	       nt_arena_layout_compute(t->buffer_size, t->chunk_size, &l) == NT_LAYOUT_OK &&
+	       l.map_size == p->layout.map_size && l.chunk_size == p->layout.chunk_size &&
+	       strcmp(t->categories, p->categories) == 0;
+}
+
+static int restart(nt_manager *m, nt_mgr_conn *c)
+{
+	nt_mgr_provider *p = c->prov;
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_START);
+	msg.a = (uint64_t)m->trace.disposition;
+	p->kept = 0;
+	p->in_trace = 1;
+	p->started_seen = p->stop_sent = p->self_stopped = 0;
+	m->trace.started++;
+	if (send_or_drop(m, c, &msg, NULL, 0) != 0)
+		return -1;
+	set_state(m, p, NT_PROVIDER_STATE_INITIALIZED);
+	return 0;
+}
+
+/* Lets go of a kept buffer, and tells the provider to (TERMINATE). 0, or -1 if dropped. */
+static int terminate_kept(nt_manager *m, nt_mgr_conn *c)
+{
+	nt_mgr_provider *p = c->prov;
+	if (!p->kept)
+		return 0;
+	nt_mgr_buffer_release(p);
+	p->kept = 0;
+	set_state(m, p, NT_PROVIDER_STATE_REGISTERED);
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_TERMINATE);
+	return send_or_drop(m, c, &msg, NULL, 0);
+}
+
 int nt_mgr_provider_begin(nt_manager *m, nt_mgr_conn *c)
 {
 	nt_mgr_provider *p = c->prov;
+	if (can_restart(m, p))
+		return restart(m, c);
+	if (terminate_kept(m, c) != 0)
+		return -1;
 	char why[256];
 	int pair[2] = { -1, -1 };
 	if (nt_mgr_buffer_create(p, m->trace.buffer_size, m->trace.chunk_size, m->trace.mode, why,
@@ -145,6 +191,7 @@ int nt_mgr_provider_begin(nt_manager *m, nt_mgr_conn *c)
 		goto fail;
 	}
 	p->fifo = pair[0];
+	snprintf(p->categories, sizeof(p->categories), "%s", m->trace.categories);
 	if (p->mode == NT_MODE_STREAMING && nt_mgr_saver_start(p, why, sizeof(why)) != 0)
 		goto fail;
 	p->in_trace = 1;
@@ -175,8 +222,15 @@ void nt_mgr_provider_end(nt_manager *m, nt_mgr_conn *c, int end_state, const cha
 	if (p->stream != NULL)
 		nt_mgr_saver_finish(p->stream);
 	nt_mgr_bundle_section(m, p, end_state, message);
-	nt_mgr_buffer_release(p);
 	p->in_trace = 0;
+	if (end_state == NT_SECTION_FINISHED && terminate && !c->closing && p->stream == NULL) {
+		/* Stopped with its buffer, as a Fuchsia provider between Stop and Terminate: the
+		 * next trace starts it again (retain, clear-nondurable) or terminates it. */
+		p->kept = 1;
+		set_state(m, p, NT_PROVIDER_STATE_STOPPED);
+		return;
+	}
+	nt_mgr_buffer_release(p);
 	if (terminate && !c->closing) {
 		nt_wire_msg msg;
 		nt_wire_init(&msg, NT_WIRE_TERMINATE);
@@ -290,10 +344,18 @@ static int read_fifo(nt_manager *m, nt_mgr_conn *c, int max)
 
 void nt_mgr_provider_fifo(nt_manager *m, nt_mgr_conn *c)
 {
-	if (read_fifo(m, c, NT_MGR_MSGS_PER_TURN) == 1) {
-		nt_mgr_provider_gone(m, c);
-		nt_mgr_conn_close(m, c);
+	nt_mgr_provider *p = c->prov;
+	if (read_fifo(m, c, NT_MGR_MSGS_PER_TURN) != 1)
+		return;
+	if (p->kept && !p->in_trace) {
+		/* It let go of a kept buffer by itself: so does the manager; still registered. */
+		nt_mgr_buffer_release(p);
+		p->kept = 0;
+		set_state(m, p, NT_PROVIDER_STATE_REGISTERED);
+		return;
 	}
+	nt_mgr_provider_gone(m, c);
+	nt_mgr_conn_close(m, c);
 }
 
 void nt_mgr_provider_gone(nt_manager *m, nt_mgr_conn *c)

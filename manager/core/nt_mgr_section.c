@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,15 +187,21 @@ static void no_commit(void *ctx, uint64_t end)
 
 /* The events a oneshot or circular arena holds, counted by the shared saver with its output
  * thrown away (the header's events_written is only final when a process finishes itself).
- * Run after the section is copied: a save marks chunks saved in the arena. */
+ * On a private copy-on-write mapping: a save marks chunks saved in the arena it reads, and
+ * the provider's buffer (which a later trace may start again) must not change. */
 static uint64_t count_events(nt_mgr_provider *p)
 {
-	nt_arena_saver *s = nt_arena_saver_new(p->map, &p->layout, 0);
+	uint8_t *priv = mmap(NULL, p->layout.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+			     p->memfd, 0);
+	if (priv == MAP_FAILED)
+		return 0;
+	nt_arena_saver *s = nt_arena_saver_new(priv, &p->layout, 0);
 	nt_saver_output out = { .append = discard, .commit = no_commit, .ctx = NULL };
 	uint64_t events = 0;
 	if (s != NULL && nt_arena_saver_save(s, &out, &events) != 0)
 		events = 0;
 	nt_arena_saver_free(s);
+	munmap(priv, p->layout.map_size);
 	return events;
 }
 

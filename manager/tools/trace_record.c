@@ -43,6 +43,7 @@ typedef struct options {
 	const char *output;
 	const char *categories;
 	int mode;
+	int disposition;
 	uint64_t buffer_size;
 	double duration;
 	const char *providers[MAX_PROVIDERS];
@@ -101,7 +102,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: trace-record -o FILE [--categories LIST] [--buffering-mode MODE]\n"
-		"                    [--buffer-size SIZE] [--duration SECONDS] [--provider NAME]...\n"
+		"                    [--buffer-size SIZE] [--buffer-disposition D]\n"
+		"                    [--duration SECONDS] [--provider NAME]...\n"
 		"                    [--verbose] [-- COMMAND [ARGS...]]\n"
 		"       trace-record --list\n"
 		"Records every process registered with the nanotrace manager into one archive FILE\n"
@@ -116,6 +118,11 @@ static void usage(FILE *f)
 		"  -m, --buffering-mode M   oneshot (default), circular or streaming\n"
 		"  -b, --buffer-size SIZE   each process's buffer: bytes, or with K, M, G\n"
 		"                           (64K to 4G; default 4M)\n"
+		"  -D, --buffer-disposition clear (default: a fresh buffer), clear-nondurable or\n"
+		"                           retain: a process still holding the previous trace's\n"
+		"                           buffer (same mode, size, categories; not streaming)\n"
+		"                           starts again on it, keeping its strings and threads\n"
+		"                           (clear-nondurable) or everything (retain)\n"
 		"  -d, --duration SECONDS   stop after this long\n"
 		"  -p, --provider NAME      record only providers of this name (repeatable)\n"
 		"  -l, --list               list the registered providers (pid, name, state)\n"
@@ -160,12 +167,25 @@ static int parse_mode(const char *s)
 	return -1;
 }
 
+static int parse_disposition(const char *s)
+{
+	/* nt_buffer_disposition's numbers */
+	if (strcmp(s, "clear") == 0)
+		return 0;
+	if (strcmp(s, "clear-nondurable") == 0)
+		return 1;
+	if (strcmp(s, "retain") == 0)
+		return 2;
+	return -1;
+}
+
 static int parse_options(int argc, char **argv, options *o)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, 0, 'o' },  { "categories", required_argument, 0, 'c' },
 		{ "buffering-mode", required_argument, 0, 'm' },
 		{ "buffer-size", required_argument, 0, 'b' },
+		{ "buffer-disposition", required_argument, 0, 'D' },
 		{ "duration", required_argument, 0, 'd' }, { "provider", required_argument, 0, 'p' },
 		{ "list", no_argument, 0, 'l' },            { "verbose", no_argument, 0, 'v' },
 		{ "help", no_argument, 0, 'h' },            { "version", no_argument, 0, 'V' },
@@ -175,7 +195,7 @@ static int parse_options(int argc, char **argv, options *o)
 	o->buffer_size = 4u << 20;
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "+o:c:m:b:d:p:lvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:d:p:lvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'c': o->categories = optarg; break;
@@ -186,6 +206,13 @@ static int parse_options(int argc, char **argv, options *o)
 		case 'm':
 			if ((o->mode = parse_mode(optarg)) < 0) {
 				say("--buffering-mode: '%s' is not oneshot, circular or streaming", optarg);
+				return -1;
+			}
+			break;
+		case 'D':
+			if ((o->disposition = parse_disposition(optarg)) < 0) {
+				say("--buffer-disposition: '%s' is not clear, clear-nondurable or retain",
+				    optarg);
 				return -1;
 			}
 			break;
@@ -460,6 +487,7 @@ static int start_trace(recorder *r)
 	nt_wire_init(&msg, NT_WIRE_CTL_START);
 	msg.a = (uint64_t)r->o.mode;
 	msg.b = r->o.buffer_size;
+	msg.d = (uint64_t)r->o.disposition;
 	nt_wire_set_text(&msg, r->o.categories);
 	if (send_msg(r->ctl, &msg, r->out_fd) != 0)
 		goto lost;

@@ -166,6 +166,9 @@ class FakeProvider:
 
     def wait_initialize(self, write_header=True):
         msg, fds = recv_wire(self.sock)
+        if msg is not None and msg['type'] == 'TERMINATE':  # a kept buffer let go first
+            self.release()
+            msg, fds = recv_wire(self.sock)
         assert msg is not None and msg['type'] == 'INITIALIZE', msg
         self.initialize(msg, fds)
         msg, _ = recv_wire(self.sock)
@@ -203,10 +206,12 @@ class FakeProvider:
             ans = FIFO.unpack(self.fifo.recv(64))
             assert ans[0] == FIFO_BUFFER_SAVED and ans[2] == 0xFFFFFFFF, ans
         self.fifo.send(FIFO.pack(FIFO_STOPPED, 0, 0, 0))
-        msg, _ = recv_wire(self.sock, timeout)
-        assert msg is not None and msg['type'] == 'TERMINATE', msg
-        self.snapshot = bytes(self.map)
-        self.release()
+        if self.mode == MODES['streaming']:
+            # Streaming buffers are let go at once; the others stay with the provider,
+            # stopped, until the next trace starts them again or terminates them.
+            msg, _ = recv_wire(self.sock, timeout)
+            assert msg is not None and msg['type'] == 'TERMINATE', msg
+            self.release()
 
     def release(self):
         if self.map is not None:

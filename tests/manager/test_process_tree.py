@@ -243,3 +243,46 @@ def test_killed_provider_keeps_its_events(workdir, tmp_path, mode):
     b = parse_bundle(out)
     assert b['sections'][0]['state'] == 'killed', b['sections']
     check_accounting(b, made_lines(log), workdir, 'killed-' + mode)
+
+
+def test_buffer_dispositions_across_traces(workdir):
+    """One provider, three traces on a daemon: clear (a fresh buffer), retain (the same
+    buffer started again, keeping the first run's events), clear-nondurable (the same buffer,
+    events dropped, strings and threads kept)."""
+    m = Manager(workdir, 'dispositions')
+    try:
+        log = os.path.join(workdir, 'dispositions.out')
+        prog = subprocess.Popen([PROG, '--sync', '--rounds', '3', '--events', '1000',
+                                 '--hold-ms', '100'], env=m.env(), stdin=subprocess.PIPE,
+                                stdout=open(log, 'w'), text=True)
+        assert m.wait_log('name provider_prog'), m.log()
+        sections = []
+        for run, disposition in enumerate(['clear', 'retain', 'clear-nondurable']):
+            out = os.path.join(workdir, 'disposition-%d.ntbundle' % run)
+            rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--buffer-size', '1M',
+                                    '--buffer-disposition', disposition], env=m.env(),
+                                   stderr=subprocess.PIPE, text=True)
+            deadline = time.time() + 10
+            while m.log().count('(provider_prog, pid %d) started' % prog.pid) < run + 1:
+                assert time.time() < deadline and rec.poll() is None, m.log()
+                time.sleep(0.02)
+            if run > 0:
+                prog.stdin.write('next\n')
+                prog.stdin.flush()
+            while 'round=%d' % run not in open(log).read():
+                assert time.time() < deadline and prog.poll() is None, open(log).read()
+                time.sleep(0.02)
+            rec.send_signal(signal.SIGINT)
+            _, err = rec.communicate(timeout=30)
+            assert rec.returncode == 0, err
+            sec = parse_bundle(out)['sections'][0]
+            assert sec['state'] == 'finished', sec
+            sections.append(section_stats(sec, workdir, 'disposition%d' % run))
+        prog.wait(30)
+        rounds = [int(x) for x in re.findall(r'round=\d+ events=(\d+)', open(log).read())]
+        decoded = [s['events'] for s in sections]
+        assert decoded == [rounds[0], rounds[0] + rounds[1], rounds[2]], (decoded, rounds)
+        assert m.log().count('(provider_prog, pid %d): initialized' % prog.pid) == 3, \
+            'each trace started it (fresh or again)'
+    finally:
+        m.stop()
