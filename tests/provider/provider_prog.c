@@ -31,8 +31,9 @@
  *                  nt_provider_start() NT_ERR_STATE; exit 5 if not
  *
  * Output: after each round, one line on stdout (flushed), per process:
- *   made pid=PID round=R events=E total=T threads=N recording=0|1
- * where E is the events this round made and T the events made since the start. Exit 0.
+ *   made pid=PID round=R events=E total=T threads=N recording=0|1 registered=0|1
+ * where E is the events this round made, T the events made since the start, recording
+ * nt_is_recording() and registered nt_provider_is_registered() after the round. Exit 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -129,9 +130,14 @@ static int run_rounds(void)
 		}
 		uint64_t made = round_of_workers(r);
 		total += made;
+		/* nt_provider_is_registered() takes the registry's lock, which the provider
+		 * thread holds while it obeys the manager: what the manager does after reading
+		 * this line (a STOP, a START that clears the buffer) comes after the round's
+		 * events for ThreadSanitizer too, as it does through the pipe and socket. */
+		int registered = nt_provider_is_registered();
 		printf("made pid=%d round=%d events=%" PRIu64 " total=%" PRIu64
-		       " threads=%d recording=%d\n",
-		       (int)getpid(), r, made, total, opt.threads, nt_is_recording() ? 1 : 0);
+		       " threads=%d recording=%d registered=%d\n", (int)getpid(), r, made, total,
+		       opt.threads, nt_is_recording() ? 1 : 0, registered);
 		fflush(stdout);
 	}
 	if (opt.hold_ms > 0)

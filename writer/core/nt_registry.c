@@ -451,6 +451,7 @@ static nt_result do_register(const char *who, const char *path, const char *name
 		return NT_ERR_INVALID_ARGUMENT;
 	}
 	pthread_once(&once, registry_init);
+	nt_session_prepare_manager_clock();
 	pthread_mutex_lock(&R.lock);
 	rc = connect_and_register(who, path, name, sync);
 	if (rc == NT_OK && sync) {
