@@ -200,7 +200,54 @@ static void start_twice_each_disposition(void **state)
 	two_runs(NT_MODE_ONESHOT, NT_BUFFER_CLEAR_ENTIRE);
 	two_runs(NT_MODE_ONESHOT, NT_BUFFER_CLEAR_NONDURABLE);
 	two_runs(NT_MODE_ONESHOT, NT_BUFFER_RETAIN);
+	two_runs(NT_MODE_CIRCULAR, NT_BUFFER_CLEAR_NONDURABLE);
 	two_runs(NT_MODE_CIRCULAR, NT_BUFFER_RETAIN);
+	two_runs(NT_MODE_STREAMING, NT_BUFFER_RETAIN); /* the only later start streaming takes */
+}
+
+/* TERMINATE leaves the process registered and idle; a second trace brings a new buffer,
+ * which holds only that trace's events (the first buffer is not written again). */
+static void second_trace_after_terminate(void **state)
+{
+	(void)state;
+	fm m;
+	fm_provider p;
+	fm_child c;
+	CHECK(fm_listen(&m));
+	char *args[] = { "--sync", "--rounds", "2", "--threads", "2", "--events", "3000",
+			 "--hold-ms", "1500", NULL };
+	spawn(&m, NULL, args, NULL, &c);
+	take_provider(&m, &p, NT_MODE_ONESHOT, 1u << 20, "");
+	int pid;
+	uint64_t first, second, total;
+	read_made(&c, &pid, &first, &total);
+	CHECK(fm_stop(&p));
+	CHECK(fm_send_simple(&p, NT_WIRE_TERMINATE, 0, NULL));
+	size_t old_size = p.layout.map_size;
+	uint8_t *old_map = malloc(old_size);
+	assert_non_null(old_map);
+	memcpy(old_map, p.map, old_size);
+	int old_memfd = dup(p.memfd);
+	fm_release_buffer(&p);
+	CHECK(fm_initialize(&p, NT_MODE_CIRCULAR, 65536, 4096, ""));
+	CHECK(fm_start(&p, NT_BUFFER_CLEAR_ENTIRE, NULL));
+	assert_int_equal(write(c.in, "next\n", 5), 5);
+	read_made(&c, &pid, &second, &total);
+	CHECK(fm_stop(&p));
+	check_accounting(&p, second, 0, "second trace");
+	/* The first buffer is exactly as the first trace left it. */
+	uint8_t *again = mmap(NULL, old_size, PROT_READ, MAP_SHARED, old_memfd, 0);
+	assert_true(again != MAP_FAILED);
+	assert_msg(memcmp(again, old_map, old_size) == 0,
+		   "the first trace's buffer changed after TERMINATE");
+	munmap(again, old_size);
+	close(old_memfd);
+	free(old_map);
+	CHECK(fm_send_simple(&p, NT_WIRE_TERMINATE, 0, NULL));
+	CHECK(fm_wait_eof(&p, WAIT_MS));
+	expect_exit_0(&c);
+	fm_provider_free(&p);
+	fm_close(&m);
 }
 
 /* ---- the manager misbehaves ---------------------------------------------------------------- */
@@ -506,6 +553,7 @@ int main(void)
 		cmocka_unit_test(circular_exact_accounting),
 		cmocka_unit_test(streaming_exact_accounting),
 		cmocka_unit_test(start_twice_each_disposition),
+		cmocka_unit_test(second_trace_after_terminate),
 		cmocka_unit_test(asynchronous_registration),
 		cmocka_unit_test(trace2_initialized_before_start),
 		cmocka_unit_test(fork_child_is_its_own_provider),
