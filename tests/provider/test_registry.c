@@ -63,7 +63,8 @@ static void expect_exit_0(fm_child *c)
 	fm_read_stderr(c, err, sizeof(err));
 	assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		   "provider_prog ended with status %#x; stderr: %s", status, err);
-	close(c->in);
+	if (c->in >= 0)
+		close(c->in);
 	close(c->out);
 	close(c->err);
 }
@@ -165,9 +166,9 @@ static void two_runs(int mode, int disposition)
 	fm_provider p;
 	fm_child c;
 	CHECK(fm_listen(&m));
-	/* --hold-ms: the program stays for the second STOP and the TERMINATE */
+	/* --hold-stdin: the program stays for the second STOP and the TERMINATE */
 	char *args[] = { "--sync", "--rounds", "2", "--threads", "2", "--events", "3000",
-			 "--hold-ms", "1500", NULL };
+			 "--hold-stdin", NULL };
 	spawn(&m, NULL, args, NULL, &c);
 	take_provider(&m, &p, mode, 1u << 20, "");
 	int pid;
@@ -187,6 +188,8 @@ static void two_runs(int mode, int disposition)
 	snprintf(what, sizeof(what), "second run, disposition %d", disposition);
 	check_accounting(&p, disposition == NT_BUFFER_RETAIN ? first + second : second, 0, what);
 	CHECK(fm_send_simple(&p, NT_WIRE_TERMINATE, 0, NULL));
+	close(c.in); /* the program may exit now */
+	c.in = -1;
 	CHECK(fm_wait_eof(&p, WAIT_MS)); /* exits idle: no STOPPED, just the close */
 	assert_int_equal(p.stopped_seen, 2);
 	expect_exit_0(&c);
@@ -215,7 +218,7 @@ static void second_trace_after_terminate(void **state)
 	fm_child c;
 	CHECK(fm_listen(&m));
 	char *args[] = { "--sync", "--rounds", "2", "--threads", "2", "--events", "3000",
-			 "--hold-ms", "1500", NULL };
+			 "--hold-stdin", NULL };
 	spawn(&m, NULL, args, NULL, &c);
 	take_provider(&m, &p, NT_MODE_ONESHOT, 1u << 20, "");
 	int pid;
@@ -244,6 +247,8 @@ static void second_trace_after_terminate(void **state)
 	close(old_memfd);
 	free(old_map);
 	CHECK(fm_send_simple(&p, NT_WIRE_TERMINATE, 0, NULL));
+	close(c.in);
+	c.in = -1;
 	CHECK(fm_wait_eof(&p, WAIT_MS));
 	expect_exit_0(&c);
 	fm_provider_free(&p);
@@ -332,24 +337,36 @@ static void send_controller_message(fm_provider *p)
 	CHECK(fm_send_simple(p, NT_WIRE_CTL_STOPPED, 0, NULL));
 }
 
-/* INITIALIZE whose map size disagrees with the layout (and a memfd of that size). */
-static void send_wrong_map_size(fm_provider *p)
+/* INITIALIZE with a memfd of `extra` bytes more than the layout's map size, saying so in d;
+ * not sealed. */
+static void send_initialize_of(fm_provider *p, uint64_t extra)
 {
 	nt_arena_layout L;
 	assert_int_equal(nt_arena_layout_compute(65536, 4096, &L), NT_LAYOUT_OK);
 	int sv[2], memfd = memfd_create("wrong", MFD_CLOEXEC);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(ftruncate(memfd, (off_t)L.map_size + 4096), 0);
+	assert_int_equal(ftruncate(memfd, (off_t)(L.map_size + extra)), 0);
 	nt_wire_msg msg;
 	nt_wire_init(&msg, NT_WIRE_INITIALIZE);
 	msg.b = 65536;
 	msg.c = 4096;
-	msg.d = L.map_size + 4096;
+	msg.d = L.map_size + extra;
 	int fds[2] = { memfd, sv[1] };
 	CHECK(fm_send_msg(p, &msg, fds, 2));
 	close(memfd);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+static void send_wrong_map_size(fm_provider *p)
+{
+	send_initialize_of(p, 4096);
+}
+
+/* The right size, but the manager could shrink it under the provider's mapping. */
+static void send_unsealed_buffer(fm_provider *p)
+{
+	send_initialize_of(p, 0);
 }
 
 /* A START with a descriptor attached. */
@@ -369,6 +386,7 @@ static void bad_messages_close_the_connection(void **state)
 	refused_message("START before INITIALIZE", send_start_first);
 	refused_message("a controller's message", send_controller_message);
 	refused_message("INITIALIZE of the wrong map size", send_wrong_map_size);
+	refused_message("INITIALIZE of an unsealed buffer", send_unsealed_buffer);
 	refused_message("START with a descriptor", send_fd_with_start);
 }
 
