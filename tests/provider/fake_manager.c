@@ -288,10 +288,8 @@ int fm_archive(fm_provider *p, uint8_t **data, size_t *size)
 	return 0;
 }
 
-void fm_provider_free(fm_provider *p)
+void fm_release_buffer(fm_provider *p)
 {
-	if (p->conn >= 0)
-		close(p->conn);
 	if (p->fifo >= 0)
 		close(p->fifo);
 	if (p->memfd >= 0)
@@ -300,6 +298,20 @@ void fm_provider_free(fm_provider *p)
 		munmap(p->map, p->layout.map_size);
 	nt_arena_saver_free(p->saver);
 	free(p->stream);
+	p->fifo = p->memfd = -1;
+	p->map = NULL;
+	p->saver = NULL;
+	p->stream = NULL;
+	p->stream_len = p->stream_cap = 0;
+	p->saves = 0;
+	p->stopped_seen = 0;
+}
+
+void fm_provider_free(fm_provider *p)
+{
+	fm_release_buffer(p);
+	if (p->conn >= 0)
+		close(p->conn);
 	memset(p, 0, sizeof(*p));
 	p->conn = p->fifo = p->memfd = -1;
 }

@@ -62,6 +62,8 @@ int fm_wait_eof(fm_provider *p, int timeout_ms);
 /* The buffer as an archive (a copy: the arena, then for streaming the saved stream, with the
  * header's stream end set): *data is malloc'd. */
 int fm_archive(fm_provider *p, uint8_t **data, size_t *size);
+/* Let go of the buffer and FIFO held for `p` (after TERMINATE; a new INITIALIZE may follow). */
+void fm_release_buffer(fm_provider *p);
 /* Let go of everything held for `p` (TERMINATE is not sent). */
 void fm_provider_free(fm_provider *p);
 

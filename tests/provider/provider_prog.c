@@ -7,7 +7,7 @@
  * The command line is stable (the manager's process-tree tests run it too):
  *
  *   provider_prog [--threads N] [--events N] [--rounds N] [--sync] [--fork] [--trace2]
- *                 [--hold-ms N] [--finish] [--own-calls]
+ *                 [--hold-ms N] [--hold-stdin] [--finish] [--own-calls] [--env-session]
  *
  *   --threads N    worker threads per round (default 2)
  *   --events N     iterations per worker (default 1000): seq_emit() each, so N events per
@@ -26,13 +26,18 @@
  *                  NT_T2_CMD_EXIT at the end
  *   --hold-ms N    sleep N ms after the last round, before exiting (a manager may stop,
  *                  terminate or kill it meanwhile)
+ *   --hold-stdin   then read stdin to its end before exiting (the test decides when)
  *   --finish       call nt_finish(NULL) at the end (manager mode: NT_OK); exit 4 if not OK
  *   --own-calls    check manager mode: nt_start(), nt_start_from_env() return NT_OK,
  *                  nt_provider_start() NT_ERR_STATE; exit 5 if not
+ *   --env-session  a session of its own from NANOTRACE (nt_start_from_env() first,
+ *                  nt_finish(NULL) last): the in-process comparison of the hot path
  *
  * Output: after each round, one line on stdout (flushed), per process:
- *   made pid=PID round=R events=E total=T threads=N recording=0|1
- * where E is the events this round made and T the events made since the start. Exit 0.
+ *   made pid=PID round=R events=E total=T threads=N recording=0|1 registered=0|1 ns_per_event=X
+ * where E is the events this round made, T the events made since the start, recording
+ * nt_is_recording() and registered nt_provider_is_registered() after the round, and X the
+ * workers' thread CPU time per event this round (the hot path's cost). Exit 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,7 +55,7 @@
 #include "seq_check.h"
 
 static struct {
-	int threads, rounds, sync, fork, trace2, finish, own_calls;
+	int threads, rounds, sync, fork, trace2, finish, own_calls, env_session, hold_stdin;
 	long events, hold_ms;
 } opt = { .threads = 2, .rounds = 1, .events = 1000 };
 
@@ -58,21 +63,32 @@ typedef struct worker {
 	pthread_t thread;
 	uint32_t id;
 	uint64_t made;
+	uint64_t ns; /* the worker's thread CPU time making them */
 } worker;
+
+static uint64_t thread_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *work(void *arg)
 {
 	worker *w = arg;
+	uint64_t t0 = thread_ns();
 	for (long i = 0; i < opt.events; i++)
 		w->made += seq_emit(w->id, (uint64_t)i, opt.trace2);
+	w->ns = thread_ns() - t0;
 	return NULL;
 }
 
-/* One round of workers; returns the events they made. */
-static uint64_t round_of_workers(int round)
+/* One round of workers; returns the events they made, and in *ns their CPU time. */
+static uint64_t round_of_workers(int round, uint64_t *ns)
 {
 	worker w[256];
 	uint64_t made = 0;
+	*ns = 0;
 	for (int t = 0; t < opt.threads; t++) {
 		w[t] = (worker){ .id = (uint32_t)(round * opt.threads + t) };
 		if (pthread_create(&w[t].thread, NULL, work, &w[t]) != 0) {
@@ -83,6 +99,7 @@ static uint64_t round_of_workers(int round)
 	for (int t = 0; t < opt.threads; t++) {
 		pthread_join(w[t].thread, NULL);
 		made += w[t].made;
+		*ns += w[t].ns;
 	}
 	return made;
 }
@@ -127,18 +144,29 @@ static int run_rounds(void)
 			if (fgets(line, sizeof(line), stdin) == NULL)
 				break;
 		}
-		uint64_t made = round_of_workers(r);
+		uint64_t ns, made = round_of_workers(r, &ns);
 		total += made;
+		/* nt_provider_is_registered() takes the registry's lock, which the provider
+		 * thread holds while it obeys the manager: what the manager does after reading
+		 * this line (a STOP, a START that clears the buffer) comes after the round's
+		 * events for ThreadSanitizer too, as it does through the pipe and socket. */
+		int registered = nt_provider_is_registered();
 		printf("made pid=%d round=%d events=%" PRIu64 " total=%" PRIu64
-		       " threads=%d recording=%d\n",
-		       (int)getpid(), r, made, total, opt.threads, nt_is_recording() ? 1 : 0);
+		       " threads=%d recording=%d registered=%d ns_per_event=%.1f\n", (int)getpid(),
+		       r, made, total, opt.threads, nt_is_recording() ? 1 : 0, registered,
+		       made ? (double)ns / (double)made : 0.0);
 		fflush(stdout);
 	}
 	if (opt.hold_ms > 0)
 		sleep_ms(opt.hold_ms);
+	if (opt.hold_stdin) {
+		char line[64];
+		while (fgets(line, sizeof(line), stdin) != NULL)
+			;
+	}
 	if (opt.trace2)
 		NT_T2_CMD_EXIT(0);
-	if (opt.finish && nt_finish(NULL) != NT_OK) {
+	if ((opt.finish || opt.env_session) && nt_finish(NULL) != NT_OK) {
 		fprintf(stderr, "provider_prog: nt_finish: %s\n", nt_last_error());
 		return 4;
 	}
@@ -178,6 +206,10 @@ static void parse(int argc, char **argv)
 			opt.finish = 1;
 		else if (strcmp(a, "--own-calls") == 0)
 			opt.own_calls = 1;
+		else if (strcmp(a, "--env-session") == 0)
+			opt.env_session = 1;
+		else if (strcmp(a, "--hold-stdin") == 0)
+			opt.hold_stdin = 1;
 		else {
 			fprintf(stderr, "provider_prog: unknown option '%s'\n", a);
 			exit(2);
@@ -196,6 +228,10 @@ int main(int argc, char **argv)
 		NT_T2_INITIALIZE("provider_prog");
 	if (opt.own_calls)
 		check_own_calls();
+	if (opt.env_session && nt_start_from_env() < 0) {
+		fprintf(stderr, "provider_prog: nt_start_from_env: %s\n", nt_last_error());
+		return 2;
+	}
 	if (opt.sync)
 		wait_for_start();
 	pid_t child = opt.fork ? fork() : -1;

@@ -298,6 +298,8 @@ void nt_registry_after_fork_in_child(void);
 /* nt_session.c: the pthread_atfork handlers (installed once; the registry needs them before
  * any session exists). */
 void nt_session_install_fork_handlers(void);
+/* Choose the clock of the manager's sessions now, on the registering thread (once). */
+void nt_session_prepare_manager_clock(void);
 /* Initialize a session in the memfd `memfd` the trace manager gave (nt_arena_map_fd takes
  * it), with cfg's mode, sizes, categories and process name; cfg->path must be NULL. */
 nt_result nt_session_initialize_fd(const nt_config *cfg, int memfd);

@@ -182,9 +182,10 @@ nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *addi
 	/* A cleared durable region lost the records layers wrote there: they write them again.
 	 * So does a manager's fresh buffer, which a layer initialized before (Trace2's
 	 * ProcessRecord) has never written to. */
+	void (*rewrite)(void) = __atomic_load_n(&nt_hooks.on_durable_cleared, __ATOMIC_ACQUIRE);
 	if ((disposition == NT_BUFFER_CLEAR_ENTIRE || (first_run && remote_fifo >= 0)) &&
-	    nt_hooks.on_durable_cleared != NULL)
-		nt_hooks.on_durable_cleared();
+	    rewrite != NULL)
+		rewrite();
 	return NT_OK;
 }
 

@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +55,7 @@ static struct {
 	int initialized;              /* the manager's buffer is the arena */
 	int answered, started;        /* REGISTERED and its a */
 	int closing;                  /* this process closes: end of stream is expected */
+	int loss_reported;            /* lose_manager() said so on stderr */
 	int thread_running;
 	pthread_t thread;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -76,6 +78,7 @@ static void lose_manager(const char *what, const char *detail)
 		nt_store_release_32(&nt_session_tag_, NT_TAG_HALTED);
 	fprintf(stderr, "nanotrace: %s%s%s; not tracing\n", what, detail ? ": " : "",
 		detail ? detail : "");
+	R.loss_reported = 1;
 	close(R.conn);
 	R.conn = -1;
 	R.registered = 0;
@@ -117,6 +120,10 @@ static const char *check_initialize(const nt_wire_msg *m, int nfds, const int *f
 		return "INITIALIZE whose map size disagrees with the arena layout";
 	if (fstat(fds[0], &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->d)
 		return "INITIALIZE whose buffer is not a file of the map size";
+	/* A buffer that could shrink under the mapping would kill this process (SIGBUS). */
+	int seals = fcntl(fds[0], F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return "INITIALIZE whose buffer is not sealed against shrinking (F_SEAL_SHRINK)";
 	if (fstat(fds[1], &st) != 0 || !S_ISSOCK(st.st_mode))
 		return "INITIALIZE whose FIFO is not a socket";
 	return NULL;
@@ -185,8 +192,9 @@ static int on_start(const nt_wire_msg *m, char *why, size_t cap)
 }
 
 /* Stops recording, with `ended_by` in the header; STOPPED goes on the FIFO (from the stream
- * thread after its final save, when it ran). Caller holds R.lock. Returns 0 or an errno. */
-static int stop_and_answer(uint8_t ended_by)
+ * thread after its final save, when it ran), also when it was stopped already if `always`.
+ * Caller holds R.lock. Returns 0 or an errno. */
+static int stop_and_answer(uint8_t ended_by, int always)
 {
 	int was_recording = nt_S.started == SESSION_RECORDING;
 	int streamed = was_recording && nt_lifecycle_remote_streaming();
@@ -194,7 +202,9 @@ static int stop_and_answer(uint8_t ended_by)
 		nt_lifecycle_stop();
 		*nt_header_u8(NT_HDR_ENDED_BY) = ended_by;
 	}
-	return streamed ? 0 : nt_fifo_send(R.fifo, NT_FIFO_STOPPED, 0, 0);
+	if (streamed || (!was_recording && !always))
+		return 0;
+	return nt_fifo_send(R.fifo, NT_FIFO_STOPPED, 0, 0);
 }
 
 static int on_stop(char *why, size_t cap)
@@ -203,7 +213,7 @@ static int on_stop(char *why, size_t cap)
 		snprintf(why, cap, "STOP before INITIALIZE");
 		return 0;
 	}
-	int err = stop_and_answer(NT_END_FINISHED);
+	int err = stop_and_answer(NT_END_FINISHED, 1); /* STOP is always answered */
 	if (err != 0) {
 		snprintf(why, cap, "cannot answer STOPPED: %s", strerror(err));
 		return 0;
@@ -312,7 +322,9 @@ void nt_registry_exit(void)
 			nt_S.final_state = NT_FINAL_FINISHED;
 			*nt_header_u8(NT_HDR_FINAL_STATE) = NT_FINAL_FINISHED;
 		}
-		stop_and_answer(NT_END_EXIT); /* a manager gone by now changes nothing */
+		/* STOPPED only when this ends a recording: a manager that stopped it has its
+		 * answer. A manager gone by now changes nothing. */
+		stop_and_answer(NT_END_EXIT, 0);
 	}
 	shutdown(R.conn, SHUT_RDWR); /* the provider thread wakes up and ends */
 	int join = R.thread_running && !pthread_equal(R.thread, pthread_self());
@@ -431,6 +443,7 @@ static nt_result connect_and_register(const char *who, const char *path, const c
 		snprintf(R.name, sizeof(R.name), "%s", name);
 	R.conn = fd;
 	R.registered = 1;
+	R.loss_reported = 0;
 	R.answered = 0;
 	R.started = 0;
 	__atomic_store_n(&R.owned, 1, __ATOMIC_RELEASE);
@@ -451,6 +464,7 @@ static nt_result do_register(const char *who, const char *path, const char *name
 		return NT_ERR_INVALID_ARGUMENT;
 	}
 	pthread_once(&once, registry_init);
+	nt_session_prepare_manager_clock();
 	pthread_mutex_lock(&R.lock);
 	rc = connect_and_register(who, path, name, sync);
 	if (rc == NT_OK && sync) {
@@ -513,7 +527,7 @@ static void register_by_env(const char *path, const char *name)
 	int timeout = register_timeout(), started;
 	nt_result rc = timeout == 0 ? nt_provider_register(path, name)
 				    : nt_provider_register_sync(path, name, timeout, &started);
-	if (rc != NT_OK)
+	if (rc != NT_OK && !R.loss_reported) /* one line: a lost manager said so already */
 		fprintf(stderr, "nanotrace: %s; not tracing\n", nt_last_error());
 }
 

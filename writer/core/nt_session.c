@@ -210,6 +210,19 @@ static nt_result config_check(const nt_config *cfg, int memfd)
 	return nt_category_patterns_check("nt_start", cfg->categories);
 }
 
+/* The clock of the trace manager's sessions, chosen once (NT_CLOCK_AUTO and
+ * NANOTRACE_CLOCK) on the registering thread: the provider thread that initializes them then
+ * never writes the clock choice that the program's threads read (Trace2 reads it outside
+ * sessions). 0 until nt_session_prepare_manager_clock(). */
+static uint64_t manager_clock_tps;
+
+void nt_session_prepare_manager_clock(void)
+{
+	uint64_t tps;
+	if (manager_clock_tps == 0 && nt_clock_setup(NT_CLOCK_AUTO, &tps) == 0)
+		manager_clock_tps = tps;
+}
+
 /* The arena: the file at cfg->path, anonymous memory, or the manager's memfd. */
 static nt_result session_map(const nt_config *cfg, int memfd)
 {
@@ -238,7 +251,9 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 	if (rc != NT_OK)
 		return rc;
 	uint64_t tps;
-	if (nt_clock_setup((int)cfg->clock, &tps) != 0) {
+	if (memfd >= 0 && manager_clock_tps != 0) {
+		tps = manager_clock_tps; /* decided before the provider thread existed */
+	} else if (nt_clock_setup((int)cfg->clock, &tps) != 0) {
 		nt_set_error("nt_start: the TSC was requested but this CPU's TSC is not invariant");
 		return NT_ERR_UNSUPPORTED;
 	}

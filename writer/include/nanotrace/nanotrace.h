@@ -179,7 +179,9 @@ const char *nt_version(void);
  * (see GROWING STRUCTS); NT_ERR_STATE if already initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
  * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant.
  * Fork: a child of fork() does not inherit the session (see FORK above) and may call
- * nt_start() for one of its own. */
+ * nt_start() for one of its own.
+ * Registered with a trace manager (NANOTRACE_MANAGER): returns NT_OK and starts nothing;
+ * the manager's session is the process's (see MANAGER MODE below). */
 nt_result nt_start(const nt_config *cfg);
 
 /* Start recording if the environment asks for it, as NT_T2_INITIALIZE does for Trace2
@@ -201,7 +203,8 @@ nt_result nt_start(const nt_config *cfg);
  * for it; NT_ERR_INVALID_ARGUMENT for a malformed value (nt_last_error() names the variable
  * and its value), NT_ERR_IO when the file cannot be created, and nt_start()'s errors
  * (NT_ERR_STATE when already recording). Nothing is printed. Cost: a few getenv() and one
- * file creation, then nt_start()'s. */
+ * file creation, then nt_start()'s. Registered with a trace manager: NT_OK, no file is
+ * created and nothing is started (see MANAGER MODE below). */
 nt_result nt_start_from_env(void);
 
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
@@ -218,7 +221,10 @@ nt_result nt_start_from_env(void);
  * NT_ERR_NO_MEMORY if memory ran out (compacting, or while the saver streamed).
  * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
  * arena (and, file-backed, in its file, which stays a readable archive) and nt_finish() may
- * be called again. */
+ * be called again.
+ * Registered with a trace manager: `path` is ignored; recording stops, the manager gets the
+ * final save (streaming) and STOPPED, the connection closes, and NT_OK is returned (also on
+ * later calls; see MANAGER MODE below). */
 nt_result nt_finish(const char *path);
 
 /* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
