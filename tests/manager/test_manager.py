@@ -362,3 +362,25 @@ def test_provider_selection(mgr, workdir):
         other.sock.recv(2000)
     wanted.close()
     other.close()
+
+
+def test_default_socket_path(tmp_path):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path))
+    env.pop('NANOTRACE_MANAGER', None)
+    d = subprocess.Popen([MANAGER, '--foreground'], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        path = tmp_path / 'nanotrace' / 'manager.sock'
+        deadline = time.time() + 10
+        while not path.exists():
+            assert d.poll() is None and time.time() < deadline, d.stderr.read()
+            time.sleep(0.02)
+        assert os.stat(path.parent).st_mode & 0o777 == 0o700
+        p = subprocess.run([TRACE_RECORD, '--list'], env=env, capture_output=True, text=True,
+                           timeout=10)
+        assert p.returncode == 0 and 'PID' in p.stdout and 'no manager' not in p.stderr, p
+    finally:
+        d.terminate()
+        d.wait(10)
+    p = subprocess.run([TRACE_RECORD, '--list'], env=env, capture_output=True, text=True,
+                       timeout=10)
+    assert p.returncode == 0 and 'no manager answers' in p.stderr, p.stderr
