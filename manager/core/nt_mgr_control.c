@@ -110,6 +110,20 @@ static const char *start_problem(nt_manager *m, const nt_wire_msg *msg, int fd, 
 	return NULL;
 }
 
+/* The directory of the file behind `fd` (streams are saved beside it), or "". */
+static void output_dir(int fd, char *dir, size_t cap)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, dir, cap - 1);
+	dir[n > 0 ? n : 0] = '\0';
+	char *slash = strrchr(dir, '/');
+	if (n <= 0 || dir[0] != '/' || slash == NULL)
+		dir[0] = '\0';
+	else
+		slash[slash == dir ? 1 : 0] = '\0';
+}
+
 static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd)
 {
 	char why[256];
@@ -135,6 +149,7 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 		t->nselect = m->npending_select;
 	}
 	m->pending_select_fd = -1;
+	output_dir(fd, t->out_dir, sizeof(t->out_dir));
 	if (nt_mgr_bundle_preamble(m) != 0) {
 		close(fd);
 		t->out_fd = -1;

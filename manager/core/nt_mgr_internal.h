@@ -93,6 +93,7 @@ typedef struct nt_mgr_trace {
 	int out_fd;           /* the bundle file, written with pwrite at `out_off` */
 	uint64_t out_off;
 	int out_error;        /* errno of a failed write: the bundle is given up, logged */
+	char out_dir[4096];   /* the bundle's directory (streams are saved there), or "" */
 	int ctl_fd;           /* the controller's connection, -1 once it left */
 	int mode;
 	int disposition;      /* CTL_START's d: for providers still holding a buffer (kept) */
@@ -141,8 +142,9 @@ int nt_mgr_buffer_create(nt_mgr_provider *p, uint64_t buffer_size, uint64_t chun
 			 int mode, char *why, size_t whylen);
 void nt_mgr_buffer_release(nt_mgr_provider *p);
 
-/* nt_mgr_saver.c */
-int nt_mgr_saver_start(nt_mgr_provider *p, char *why, size_t whylen);
+/* nt_mgr_saver.c: the stream goes to an O_TMPFILE in `dir` (the bundle's directory: disk,
+ * not the manager's memory), or to a memfd where that cannot be made. */
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen);
 /* Hands a SAVE_BUFFER to the thread; -1 when one is still in flight (a protocol breach). */
 int nt_mgr_saver_request(nt_mgr_saver *s, const nt_fifo_packet *pkt);
 /* Waits for the thread to be idle, stops it and makes one last save of everything

@@ -9,11 +9,13 @@
  * each, a slow save delays only its own provider, whose writers drop and count meanwhile,
  * which is the protocol's answer to a late manager. The loop only hands over requests.
  *
- * The saved stream goes to a memfd of its own (the manager's, never shown to the
- * provider); the section copies its committed bytes into the bundle at the end.
+ * The saved stream goes to a file of its own (an O_TMPFILE beside the bundle, else a memfd;
+ * the manager's, never shown to the provider); the section copies its committed bytes into
+ * the bundle at the end.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +94,13 @@ static void *saver_main(void *arg)
 	}
 }
 
-int nt_mgr_saver_start(nt_mgr_provider *p, char *why, size_t whylen)
+static int stream_file(const char *dir)
+{
+	int fd = dir[0] ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+	return fd >= 0 ? fd : memfd_create("nanotrace-stream", MFD_CLOEXEC);
+}
+
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen)
 {
 	nt_mgr_saver *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
@@ -102,7 +110,7 @@ int nt_mgr_saver_start(nt_mgr_provider *p, char *why, size_t whylen)
 	s->fifo = p->fifo;
 	s->start = p->layout.map_size;
 	s->committed = s->start;
-	s->stream_fd = memfd_create("nanotrace-stream", MFD_CLOEXEC);
+	s->stream_fd = stream_file(dir);
 	s->saver = nt_arena_saver_new(p->map, &p->layout, s->start);
 	if (s->stream_fd < 0 || s->saver == NULL) {
 		snprintf(why, whylen, "preparing the stream: %s",
