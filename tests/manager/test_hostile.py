@@ -270,14 +270,21 @@ def test_streaming_arena_lies(workdir):
 
 
 def test_save_buffer_flood(workdir):
-    # SAVE_BUFFER after SAVE_BUFFER without waiting: one in flight at a time is the protocol;
-    # the manager either answers (the save was quick) or drops the provider, never blocks.
+    # SAVE_BUFFER after SAVE_BUFFER without waiting: one in flight at a time is the protocol.
+    # The manager drops the provider when a request finds the last one still in flight, or,
+    # when each save was done before the next request was read, simply answers; it never
+    # blocks or grows.
+    dropped = []
+
     def act(h, m):
         for wrap in range(200):
             try:
                 h.fifo.send(FIFO.pack(0x101, 0, wrap, 0))
             except OSError:
                 break
-        assert m.wait_log('(hostile, pid %d) dropped' % os.getpid()), m.log()
+        dropped.append(m.wait_log('(hostile, pid %d) dropped' % os.getpid(), timeout=2))
     _, sec, log, _ = hostile_run(workdir, 'save-flood', act, mode='streaming')
-    expect_damaged(sec, log, 'SAVE_BUFFER while one was in flight')
+    if dropped[0]:
+        expect_damaged(sec, log, 'SAVE_BUFFER while one was in flight')
+    else:
+        assert sec['state'] == 'timed out', sec
