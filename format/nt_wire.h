@@ -68,9 +68,11 @@
 	/* Trace only providers of this name (repeatable; none = every provider). */               \
 	X(CTL_SELECT, 17, "C->M", "name = a provider name")                                        \
 	/* SCM_RIGHTS [output file]. a = mode, b = buffer_size (0 = the manager's default),        \
-	 * c = chunk_size (0 = automatic); text = categories. Answered by CTL_STARTED, or CTL_END   \
-	 * with a = an nt_result and text = why. */                                                \
-	X(CTL_START, 18, "C->M", "a = mode, b = buffer_size, c = chunk_size, text = categories")   \
+	 * c = chunk_size (0 = automatic), d = buffer disposition (nt_buffer_disposition) for a    \
+	 * provider that still holds the previous trace's buffer (0: a fresh buffer);              \
+	 * text = categories. Answered by CTL_STARTED, or CTL_END with a = an nt_result and        \
+	 * text = why. */                                                                          \
+	X(CTL_START, 18, "C->M", "a = mode, b = buffer_size, c = chunk_size, d = disposition, text = categories") \
 	X(CTL_STOP, 19, "C->M", "")                                                                \
 	/* pid, a = state (NT_PROVIDER_STATE_*), name */                                           \
 	X(CTL_PROVIDER, 20, "M->C", "pid, a = state, name")                                        \

@@ -258,7 +258,6 @@ int nt_arena_publish(nt_archive_info *info)
 			     NT_ARENA_HEADER_BYTES);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	nt_S.events_dropped = nt_header_u64(NT_HDR_EVENTS_DROPPED);
 	nt_S.dropped_rolling_full = nt_header_u64(NT_HDR_DROPPED_ROLLING_FULL);
 	nt_S.dropped_durable_full = nt_header_u64(NT_HDR_DROPPED_DURABLE_FULL);
 	nt_S.dropped_stopped = nt_header_u64(NT_HDR_DROPPED_STOPPED);
@@ -268,6 +267,10 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.values_truncated = nt_header_u64(NT_HDR_VALUES_TRUNCATED);
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
+	/* Last, and a release: a thread that finds events_dropped set (nt_callsite_resolve,
+	 * while a trace manager's provider thread initializes) finds the others set too. */
+	__atomic_store_n(&nt_S.events_dropped, nt_header_u64(NT_HDR_EVENTS_DROPPED),
+			 __ATOMIC_RELEASE);
 	if (nt_S.file_backed && pending_name != NULL) {
 		/* rename() replaces a link at the path itself, never its target. */
 		if (rename(pending_name, nt_S.path) != 0) {

@@ -24,9 +24,13 @@
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGPIPE };
 nt_core_hooks nt_hooks;
 
+/* Atomic stores: a trace manager's provider thread may start a session (and call
+ * on_durable_cleared) while a layer sets its hooks on another thread. */
 void nt_core_set_hooks(const nt_core_hooks *hooks)
 {
-	nt_hooks = hooks ? *hooks : (nt_core_hooks){ 0 };
+	nt_core_hooks h = hooks ? *hooks : (nt_core_hooks){ 0 };
+	__atomic_store_n(&nt_hooks.on_fatal_signal, h.on_fatal_signal, __ATOMIC_RELEASE);
+	__atomic_store_n(&nt_hooks.on_durable_cleared, h.on_durable_cleared, __ATOMIC_RELEASE);
 }
 #define NSIG_HANDLED (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 static struct sigaction previous[NSIG_HANDLED];

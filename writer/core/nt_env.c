@@ -180,6 +180,10 @@ nt_result nt_env_start(const char *unique, int *too_many_files)
 	int too_many = 0;
 	if (too_many_files != NULL)
 		*too_many_files = 0;
+	/* Registered with a trace manager (NANOTRACE_MANAGER): the manager records this
+	 * process, and NANOTRACE is not a second destination. */
+	if (nt_registry_owns_session())
+		return NT_OK;
 	if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0)
 		return NT_DISABLED;
 	if (v[0] != '/')

@@ -209,8 +209,11 @@ uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
 	if (tag == 0 || tag == NT_TAG_HALTED) {
 		/* An event that raced nt_finish(), or came after recording halted. Before the
 		 * first nt_start() there are no counters (and the macros never get here). */
-		if (nt_S.events_dropped != NULL)
-			nt_count_drop(tag == 0 ? nt_S.dropped_stopped : nt_S.dropped_durable_full, 1);
+		uint64_t *all = __atomic_load_n(&nt_S.events_dropped, __ATOMIC_ACQUIRE);
+		if (all != NULL) {
+			nt_add_64(tag == 0 ? nt_S.dropped_stopped : nt_S.dropped_durable_full, 1);
+			nt_add_64(all, 1);
+		}
 		return 0;
 	}
 	if (nt_site_registered(st, tag))

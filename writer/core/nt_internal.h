@@ -277,4 +277,43 @@ int nt_archive_write(const char *path, const nt_archive_info *info);
 /* Events published in the arena's chunks now (what an archive written now would hold). */
 uint64_t nt_arena_event_count(void);
 
+/* ---- The trace manager's provider (nt_registry.c, nt_registry_wire.c) ----------------
+ * While the process is registered with a trace manager, the session belongs to the manager:
+ * the provider thread initializes, starts, stops and terminates it from the manager's
+ * messages (format/nt_wire.h), and the program's own nt_start()/nt_finish() defer to it. */
+
+/* Nonzero from a registration on, for the process's lifetime (also once the manager went
+ * away or the program's nt_finish() unregistered it): the program's own session calls are
+ * then answered without a session of their own. Cost: one load. */
+int nt_registry_owns_session(void);
+/* The program's nt_finish() or exit() while registered: stop (streaming: the final save),
+ * STOPPED on the FIFO, close the connection. The section ends EXITED. */
+void nt_registry_exit(void);
+/* fork(): the registry lock is held across fork() (taken before intern_lock), and the child
+ * lets go of the parent's connection, FIFO and buffer and registers anew, synchronously. */
+void nt_registry_before_fork(void);
+void nt_registry_after_fork_in_parent(void);
+void nt_registry_after_fork_in_child(void);
+
+/* nt_session.c: the pthread_atfork handlers (installed once; the registry needs them before
+ * any session exists). */
+void nt_session_install_fork_handlers(void);
+/* Choose the clock of the manager's sessions now, on the registering thread (once). */
+void nt_session_prepare_manager_clock(void);
+/* Initialize a session in the memfd `memfd` the trace manager gave (nt_arena_map_fd takes
+ * it), with cfg's mode, sizes, categories and process name; cfg->path must be NULL. */
+nt_result nt_session_initialize_fd(const nt_config *cfg, int memfd);
+/* Let go of a manager-given arena (TERMINATE, fork child): recording off, the mapping
+ * replaced by private zero pages (a writer still inside an event writes there harmlessly),
+ * the memfd closed, the session IDLE. */
+void nt_session_release_fd(void);
+
+/* nt_provider.c: the lifecycle without the manager-mode guard of the public functions, for
+ * the provider thread. `fifo` >= 0: streaming saves go to the manager over it. */
+nt_result nt_lifecycle_initialize_fd(const nt_config *cfg, int memfd, int fifo);
+nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *additional);
+nt_result nt_lifecycle_stop(void);
+/* Nonzero when the session's mode is streaming and its saves go to the manager. */
+int nt_lifecycle_remote_streaming(void);
+
 #endif /* NT_INTERNAL_H */

@@ -59,9 +59,12 @@ static int set_categories(const char *extra, int *oom)
 	return changed;
 }
 
-nt_result nt_provider_initialize(const nt_config *cfg)
+/* The trace manager's FIFO when it saves this session's stream (streaming mode), else -1. */
+static int remote_fifo = -1;
+
+static nt_result initialize(const nt_config *cfg, int memfd)
 {
-	nt_result rc = nt_session_initialize(cfg);
+	nt_result rc = memfd < 0 ? nt_session_initialize(cfg) : nt_session_initialize_fd(cfg, memfd);
 	if (rc != NT_OK)
 		return rc;
 	free(base_categories);
@@ -75,7 +78,35 @@ nt_result nt_provider_initialize(const nt_config *cfg)
 	return NT_OK;
 }
 
-nt_result nt_provider_start(nt_buffer_disposition disposition, const char *additional_categories)
+/* The program's own lifecycle calls while the trace manager owns the session. */
+static nt_result owned_by_manager(const char *who)
+{
+	nt_set_error("%s: the session belongs to the trace manager this process is registered "
+		     "with (NANOTRACE_MANAGER)", who);
+	return NT_ERR_STATE;
+}
+
+nt_result nt_provider_initialize(const nt_config *cfg)
+{
+	if (nt_registry_owns_session())
+		return owned_by_manager("nt_provider_initialize");
+	remote_fifo = -1;
+	return initialize(cfg, -1);
+}
+
+nt_result nt_lifecycle_initialize_fd(const nt_config *cfg, int memfd, int fifo)
+{
+	nt_result rc = initialize(cfg, memfd);
+	remote_fifo = rc == NT_OK ? fifo : -1;
+	return rc;
+}
+
+int nt_lifecycle_remote_streaming(void)
+{
+	return remote_fifo >= 0 && nt_S.mode == NT_MODE_STREAMING;
+}
+
+nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *additional_categories)
 {
 	if (nt_S.started == SESSION_RECORDING)
 		return NT_OK; /* already started: ignored, as the protocol requires */
@@ -139,7 +170,8 @@ nt_result nt_provider_start(nt_buffer_disposition disposition, const char *addit
 	}
 	*nt_header_u8(NT_HDR_ENDED_BY) = NT_END_UNKNOWN;
 	if (nt_S.mode == NT_MODE_STREAMING) {
-		nt_result rc = nt_stream_start(first_run);
+		nt_result rc = remote_fifo >= 0 ? nt_stream_start_remote(first_run, remote_fifo)
+						 : nt_stream_start(first_run);
 		if (rc != NT_OK)
 			return rc;
 	}
@@ -147,13 +179,24 @@ nt_result nt_provider_start(nt_buffer_disposition disposition, const char *addit
 	nt_S.started = SESSION_RECORDING;
 	nt_store_release_32(&nt_session_tag_, (nt_S.generation << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED |
 						     nt_S.epoch);
-	/* A cleared durable region lost the records layers wrote there: they write them again. */
-	if (disposition == NT_BUFFER_CLEAR_ENTIRE && nt_hooks.on_durable_cleared != NULL)
-		nt_hooks.on_durable_cleared();
+	/* A cleared durable region lost the records layers wrote there: they write them again.
+	 * So does a manager's fresh buffer, which a layer initialized before (Trace2's
+	 * ProcessRecord) has never written to. */
+	void (*rewrite)(void) = __atomic_load_n(&nt_hooks.on_durable_cleared, __ATOMIC_ACQUIRE);
+	if ((disposition == NT_BUFFER_CLEAR_ENTIRE || (first_run && remote_fifo >= 0)) &&
+	    rewrite != NULL)
+		rewrite();
 	return NT_OK;
 }
 
-nt_result nt_provider_stop(void)
+nt_result nt_provider_start(nt_buffer_disposition disposition, const char *additional_categories)
+{
+	if (nt_registry_owns_session())
+		return owned_by_manager("nt_provider_start");
+	return nt_lifecycle_start(disposition, additional_categories);
+}
+
+nt_result nt_lifecycle_stop(void)
 {
 	if (nt_S.started == SESSION_READY)
 		return NT_OK; /* already stopped: ignored */
@@ -168,18 +211,36 @@ nt_result nt_provider_stop(void)
 	return NT_OK;
 }
 
+nt_result nt_provider_stop(void)
+{
+	if (nt_registry_owns_session())
+		return owned_by_manager("nt_provider_stop");
+	return nt_lifecycle_stop();
+}
+
 nt_result nt_provider_terminate(const char *path)
 {
+	if (nt_registry_owns_session())
+		return owned_by_manager("nt_provider_terminate");
 	return nt_session_finish(path, NT_END_FINISHED);
 }
 
+/* Registered with a trace manager: the manager starts and stops the session, so the
+ * program's own start is done already (NT_OK, nothing started). */
 nt_result nt_start(const nt_config *cfg)
 {
+	if (nt_registry_owns_session())
+		return NT_OK;
 	nt_result rc = nt_provider_initialize(cfg);
-	return rc != NT_OK ? rc : nt_provider_start(NT_BUFFER_CLEAR_ENTIRE, NULL);
+	return rc != NT_OK ? rc : nt_lifecycle_start(NT_BUFFER_CLEAR_ENTIRE, NULL);
 }
 
+/* Registered: the process's part ends as at exit (stop, final save, STOPPED, close). */
 nt_result nt_finish(const char *path)
 {
-	return nt_provider_terminate(path);
+	if (nt_registry_owns_session()) {
+		nt_registry_exit();
+		return NT_OK;
+	}
+	return nt_session_finish(path, NT_END_FINISHED);
 }

@@ -92,8 +92,10 @@ void nt_config_init(nt_config *cfg)
  * half-made intern table or durable record, nor a lock whose owner was not copied. */
 static int forking_pid;
 
+/* The registry's lock first: the provider thread takes intern_lock while holding it. */
 static void before_fork(void)
 {
+	nt_registry_before_fork();
 	pthread_mutex_lock(&nt_S.intern_lock);
 	forking_pid = (int)getpid();
 }
@@ -101,6 +103,7 @@ static void before_fork(void)
 static void after_fork_in_parent(void)
 {
 	pthread_mutex_unlock(&nt_S.intern_lock);
+	nt_registry_after_fork_in_parent();
 }
 
 /* Runs in the child's only thread before fork() returns there, so nothing of the child has
@@ -109,18 +112,25 @@ static void after_fork_in_parent(void)
 static void after_fork_in_child(void)
 {
 	pthread_mutex_unlock(&nt_S.intern_lock);
-	if (nt_S.started == SESSION_IDLE)
-		return;
-	nt_store_release_32(&nt_session_tag_, 0);
-	nt_stream_forget();
-	nt_arena_forget();
-	nt_S.started = SESSION_IDLE;
-	nt_S.forked_from = forking_pid;
+	if (nt_S.started != SESSION_IDLE) {
+		nt_store_release_32(&nt_session_tag_, 0);
+		nt_stream_forget();
+		nt_arena_forget(); /* also the manager's buffer: it stays the parent's alone */
+		nt_S.started = SESSION_IDLE;
+		nt_S.forked_from = forking_pid;
+	}
+	nt_registry_after_fork_in_child(); /* last: it may start a session of the child's own */
 }
 
 static void install_fork_handlers(void)
 {
 	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
+void nt_session_install_fork_handlers(void)
+{
+	static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+	pthread_once(&fork_handlers_once, install_fork_handlers);
 }
 
 /* An anonymous arena vanishes with the process: a program that forgot nt_finish() would
@@ -177,7 +187,7 @@ static nt_result config_copy_in(const nt_config *in, nt_config *out)
 	return NT_OK;
 }
 
-static nt_result config_check(const nt_config *cfg)
+static nt_result config_check(const nt_config *cfg, int memfd)
 {
 	if (cfg->mode != NT_MODE_ONESHOT && cfg->mode != NT_MODE_CIRCULAR &&
 	    cfg->mode != NT_MODE_STREAMING) {
@@ -185,7 +195,7 @@ static nt_result config_check(const nt_config *cfg)
 			     "NT_MODE_STREAMING (2)", cfg->mode);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	if (cfg->mode == NT_MODE_STREAMING && cfg->path == NULL) {
+	if (cfg->mode == NT_MODE_STREAMING && cfg->path == NULL && memfd < 0) {
 		nt_set_error("nt_start: streaming mode saves to a file: set cfg.path");
 		return NT_ERR_INVALID_ARGUMENT;
 	}
@@ -200,10 +210,30 @@ static nt_result config_check(const nt_config *cfg)
 	return nt_category_patterns_check("nt_start", cfg->categories);
 }
 
-nt_result nt_session_initialize(const nt_config *user_cfg)
+/* The clock of the trace manager's sessions, chosen once (NT_CLOCK_AUTO and
+ * NANOTRACE_CLOCK) on the registering thread: the provider thread that initializes them then
+ * never writes the clock choice that the program's threads read (Trace2 reads it outside
+ * sessions). 0 until nt_session_prepare_manager_clock(). */
+static uint64_t manager_clock_tps;
+
+void nt_session_prepare_manager_clock(void)
 {
-	static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
-	pthread_once(&fork_handlers_once, install_fork_handlers);
+	uint64_t tps;
+	if (manager_clock_tps == 0 && nt_clock_setup(NT_CLOCK_AUTO, &tps) == 0)
+		manager_clock_tps = tps;
+}
+
+/* The arena: the file at cfg->path, anonymous memory, or the manager's memfd. */
+static nt_result session_map(const nt_config *cfg, int memfd)
+{
+	if (memfd < 0)
+		return nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
+	return nt_arena_map_fd(memfd, cfg->buffer_size, cfg->chunk_size, cfg->mode);
+}
+
+static nt_result session_initialize(const nt_config *user_cfg, int memfd)
+{
+	nt_session_install_fork_handlers();
 	last_error[0] = '\0';
 	if (user_cfg == NULL) {
 		nt_set_error("nt_start: cfg is NULL");
@@ -217,16 +247,18 @@ nt_result nt_session_initialize(const nt_config *user_cfg)
 	const nt_config *cfg = &full;
 	int rc = config_copy_in(user_cfg, &full);
 	if (rc == NT_OK)
-		rc = config_check(cfg);
+		rc = config_check(cfg, memfd);
 	if (rc != NT_OK)
 		return rc;
 	uint64_t tps;
-	if (nt_clock_setup((int)cfg->clock, &tps) != 0) {
+	if (memfd >= 0 && manager_clock_tps != 0) {
+		tps = manager_clock_tps; /* decided before the provider thread existed */
+	} else if (nt_clock_setup((int)cfg->clock, &tps) != 0) {
 		nt_set_error("nt_start: the TSC was requested but this CPU's TSC is not invariant");
 		return NT_ERR_UNSUPPORTED;
 	}
 	nt_S.file_mode = cfg->file_mode & 07777;
-	rc = nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
+	rc = session_map(cfg, memfd);
 	if (rc != NT_OK)
 		return rc;
 	rc = nt_intern_init();
@@ -255,7 +287,9 @@ nt_result nt_session_initialize(const nt_config *user_cfg)
 	rc = nt_arena_publish(&info);
 	if (rc != NT_OK)
 		return rc;
-	if (nt_S.file_backed && cfg->handle_signals)
+	/* A manager's buffer outlives the process: no exit or signal handling here (the
+	 * registry's own exit handler stops it), and nothing is lost at exit to warn about. */
+	if (nt_S.file_backed && !nt_S.manager_buffer && cfg->handle_signals)
 		nt_crash_handlers_install();
 	static pthread_once_t exit_warning_once = PTHREAD_ONCE_INIT;
 	if (!nt_S.file_backed)
@@ -263,6 +297,35 @@ nt_result nt_session_initialize(const nt_config *user_cfg)
 	nt_S.started = SESSION_READY;
 	nt_S.forked_from = 0;
 	return NT_OK;
+}
+
+nt_result nt_session_initialize(const nt_config *cfg)
+{
+	return session_initialize(cfg, -1);
+}
+
+nt_result nt_session_initialize_fd(const nt_config *cfg, int memfd)
+{
+	if (cfg == NULL || cfg->path != NULL || memfd < 0) {
+		nt_set_error("nt_session_initialize_fd: needs a memfd and no path");
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	return session_initialize(cfg, memfd);
+}
+
+void nt_session_release_fd(void)
+{
+	if (!nt_S.manager_buffer)
+		return;
+	nt_store_release_32(&nt_session_tag_, 0);
+	nt_fence_full();
+	/* nt_arena_forget does not munmap: a writer that loaded the tag just before may still
+	 * store into its chunk, and private zero pages at the same addresses take that store.
+	 * The manager's memfd is no longer mapped or open here. */
+	nt_arena_forget();
+	nt_S.manager_buffer = 0;
+	nt_S.file_backed = 0;
+	nt_S.started = SESSION_IDLE;
 }
 
 void nt_session_reset_counters(void)

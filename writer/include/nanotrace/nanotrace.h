@@ -179,7 +179,9 @@ const char *nt_version(void);
  * (see GROWING STRUCTS); NT_ERR_STATE if already initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
  * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant.
  * Fork: a child of fork() does not inherit the session (see FORK above) and may call
- * nt_start() for one of its own. */
+ * nt_start() for one of its own.
+ * Registered with a trace manager (NANOTRACE_MANAGER): returns NT_OK and starts nothing;
+ * the manager's session is the process's (see MANAGER MODE below). */
 nt_result nt_start(const nt_config *cfg);
 
 /* Start recording if the environment asks for it, as NT_T2_INITIALIZE does for Trace2
@@ -201,7 +203,8 @@ nt_result nt_start(const nt_config *cfg);
  * for it; NT_ERR_INVALID_ARGUMENT for a malformed value (nt_last_error() names the variable
  * and its value), NT_ERR_IO when the file cannot be created, and nt_start()'s errors
  * (NT_ERR_STATE when already recording). Nothing is printed. Cost: a few getenv() and one
- * file creation, then nt_start()'s. */
+ * file creation, then nt_start()'s. Registered with a trace manager: NT_OK, no file is
+ * created and nothing is started (see MANAGER MODE below). */
 nt_result nt_start_from_env(void);
 
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
@@ -218,7 +221,10 @@ nt_result nt_start_from_env(void);
  * NT_ERR_NO_MEMORY if memory ran out (compacting, or while the saver streamed).
  * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
  * arena (and, file-backed, in its file, which stays a readable archive) and nt_finish() may
- * be called again. */
+ * be called again.
+ * Registered with a trace manager: `path` is ignored; recording stops, the manager gets the
+ * final save (streaming) and STOPPED, the connection closes, and NT_OK is returned (also on
+ * later calls; see MANAGER MODE below). */
 nt_result nt_finish(const char *path);
 
 /* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
@@ -256,6 +262,69 @@ nt_result nt_provider_stop(void);
 
 /* Stop if needed and write the archive, as nt_finish(). */
 nt_result nt_provider_terminate(const char *path);
+
+/* ---- The trace manager (fuchsia.tracing.provider across processes) ------------------------
+ * A trace manager (nanotrace-manager, or trace-record's embedded one) records many processes
+ * into one archive. A process registers with it over a Unix socket and then obeys it: the
+ * manager hands it its buffer (a memfd the manager keeps, so a process killed at any moment
+ * still contributes every event it published) and starts and stops it; the process's own
+ * provider thread handles those messages, never the event path (which still sees only the
+ * session tag: no lock, system call or allocation is added there).
+ *
+ * AUTOMATIC REGISTRATION
+ *   When NANOTRACE_MANAGER is set (and not empty) at start-up, libnanotrace registers the
+ *   process before main() as `program_invocation_short_name`, with no code change: the
+ *   process and every descendant that links libnanotrace (Trace2 programs included) are
+ *   traced under `trace-record -- COMMAND`. It waits for the manager's answer up to
+ *   NANOTRACE_REGISTER_TIMEOUT milliseconds (default 3000; 0 = do not wait), so that a
+ *   trace already running records the program from its first event. A malformed timeout
+ *   prints one line on stderr and the default is used. A manager out of reach prints
+ *   "nanotrace: cannot reach the trace manager at PATH: REASON; not tracing" and the
+ *   program runs on untraced (and its own nt_start() works as without a manager).
+ *
+ * MANAGER MODE
+ *   From a successful registration on, for the rest of the process, the session belongs to
+ *   the manager: nt_start(), nt_start_from_env() and Trace2's NT_T2_INITIALIZE return NT_OK
+ *   without starting a session of their own (events go to the manager's buffer whenever it
+ *   records; nt_is_recording() says when); nt_finish() (and exit()) stops recording, makes
+ *   the final save (streaming), tells the manager STOPPED and closes the connection, and
+ *   returns NT_OK (the manager records the process as exited); nt_provider_initialize(),
+ *   nt_provider_start(), nt_provider_stop() and nt_provider_terminate() fail with
+ *   NT_ERR_STATE. A manager that goes away (or breaks the protocol) costs one line on
+ *   stderr; recording stops (later events are counted as dropped in the buffer it may still
+ *   hold) and the program runs on. Events made while the manager has not started tracing are
+ *   neither recorded nor counted.
+ *
+ * FORK
+ *   A fork() child of a registered process never touches its parent's buffer; before fork()
+ *   returns in the child it registers anew as a provider of its own (same name, same
+ *   NANOTRACE_REGISTER_TIMEOUT rule), so its events go to a buffer and a section of its own.
+ *   A child that exec()s a program linking libnanotrace registers again from that program.
+ */
+
+/* Registers this process with the trace manager at `socket_path` (NULL: $NANOTRACE_MANAGER)
+ * under `name` (NULL: program_invocation_short_name; at most 100 bytes) and returns at once:
+ * the provider thread handles everything that follows (see MANAGER MODE).
+ * Cost: one socket, connect and send, and one thread.
+ * Errors: NT_ERR_INVALID_ARGUMENT for no path (NULL and NANOTRACE_MANAGER unset), a path
+ * longer than a Unix socket address or a name longer than 100 bytes; NT_ERR_IO when the
+ * manager cannot be reached (nt_last_error(): "cannot reach the trace manager at PATH:
+ * REASON"); NT_ERR_STATE when already registered or while a session of the program's own is
+ * running; NT_ERR_NO_MEMORY when the thread cannot be started. Nothing changes on error. */
+nt_result nt_provider_register(const char *socket_path, const char *name);
+
+/* The same, then waits up to `timeout_ms` for the manager's answer; *started (may be NULL)
+ * is 1 when the manager had a trace running and started this process: the session is
+ * recording on return. A timeout is not an error (*started is 0 and the registration
+ * stands). Cost: nt_provider_register()'s, plus the wait (up to timeout_ms; the manager
+ * answers in one round trip). Errors: nt_provider_register()'s, NT_ERR_INVALID_ARGUMENT for
+ * a negative timeout_ms, and NT_ERR_IO when the manager closed the connection instead of
+ * answering. */
+nt_result nt_provider_register_sync(const char *socket_path, const char *name, int timeout_ms,
+				    int *started);
+
+/* Nonzero while this process is connected to a trace manager as a provider. Cost: a mutex. */
+int nt_provider_is_registered(void);
 
 /* Counters of the current (or last) session. Cost: a few atomic loads plus the intern
  * lock (a mutex, uncontended except against threads registering a call site), about

@@ -1,0 +1,62 @@
+/*
+ * nt_manager.h - the trace manager as a library: what nanotrace-manager (a daemon) and
+ * trace-record (its embedded default) both run.
+ *
+ * One nt_manager owns one listening socket and serves, on one thread, every connection made
+ * to it: providers (the registry protocol of format/nt_wire.h, their FIFOs of
+ * format/nt_fifo.h) and controllers (trace-record). It holds each traced provider's buffer
+ * (a sealed memfd it created) so that a provider killed at any moment still contributes what
+ * it published, and writes one bundle (format/nt_bundle.h) per trace into the file a
+ * controller passes with CTL_START. Nothing a provider sends or writes is trusted: a
+ * provider that lies loses its own section (logged, and marked in the bundle), never the
+ * manager or the other providers.
+ *
+ * No global state: two managers in one process (tests) share nothing.
+ */
+#ifndef NT_MANAGER_H
+#define NT_MANAGER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct nt_manager nt_manager;
+
+/* Where log lines go: one line, no newline, NUL-terminated. */
+typedef void (*nt_manager_log_fn)(void *ctx, const char *line);
+
+typedef struct nt_manager_config {
+	const char *socket_path;  /* required: nt_manager_socket_path() gives the default */
+	nt_manager_log_fn log;    /* NULL: lines go to stderr */
+	void *log_ctx;
+	unsigned stop_timeout_ms; /* how long a provider may take to answer STOP; 0 = 2000 */
+	int verbose;              /* nonzero: log every provider's state change */
+} nt_manager_config;
+
+/* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and
+ * non-empty, else $XDG_RUNTIME_DIR/nanotrace/manager.sock, else /tmp/nanotrace-$UID/
+ * manager.sock, written into buf (of cap bytes). Returns 0, or -1 with a message in
+ * why (whylen bytes) when the path does not fit. Cost: a few getenv calls. */
+int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen);
+
+/* Creates the socket's directory when it is missing (mode 0700) and checks it: a directory
+ * (not a symlink), owned by the caller, mode 0700. Returns 0, or -1 with the reason (which
+ * names the path) in why. With create == 0 it only checks. Cost: a few system calls. */
+int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t whylen);
+
+/* A manager listening on cfg->socket_path (its directory checked as above). A socket file
+ * left by a dead manager is replaced; one that answers means another manager runs, and
+ * NULL is returned. NULL with the reason in why on every failure. */
+nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whylen);
+
+/* Serves connections until nt_manager_stop(); a trace in progress is stopped and written
+ * first. Returns 0, or -1 when the event loop itself failed (logged). Cost: runs. */
+int nt_manager_run(nt_manager *m);
+
+/* Asks nt_manager_run() to return. Async-signal-safe (one write to an eventfd); may be
+ * called from any thread. */
+void nt_manager_stop(nt_manager *m);
+
+/* Closes every connection, unlinks the socket, frees everything. NULL is ignored. */
+void nt_manager_free(nt_manager *m);
+
+#endif /* NT_MANAGER_H */

@@ -1,0 +1,313 @@
+/*
+ * nt_mgr_control.c - the controller protocol (fuchsia.tracing.controller) and the trace's
+ * lifecycle: CTL_LIST, CTL_SELECT, CTL_START (the bundle file attached), CTL_PROGRESS while
+ * recording, CTL_STOP, CTL_STOPPED once every section is written.
+ *
+ * One trace at a time: a second CTL_START is answered CTL_END with the reason. A controller
+ * that leaves mid-trace stops it (the bundle is still completed in its file).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nt_mgr_internal.h"
+
+/* CTL_END's a: the nt_result numbers of nanotrace.h, which the wire contract names. */
+enum { RESULT_OK = 0, RESULT_INVALID = -1, RESULT_STATE = -2, RESULT_IO = -4 };
+
+void nt_mgr_trace_problem(nt_manager *m, const char *fmt, ...)
+{
+	char line[NT_WIRE_MAX_TEXT];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	char *p = m->trace.problems;
+	size_t used = strlen(p), cap = sizeof(m->trace.problems);
+	if (used + 1 < cap)
+		snprintf(p + used, cap - used, "%s%s", used ? "\n" : "", line);
+}
+
+static void ctl_send(nt_manager *m, nt_mgr_conn *c, nt_wire_msg *msg)
+{
+	if (nt_mgr_send(c->fd, msg, NULL, 0) != 0) {
+		nt_mgr_log(m, "controller pid %d dropped: it does not read its answers", (int)c->pid);
+		nt_mgr_control_gone(m, c);
+		nt_mgr_conn_close(m, c);
+	}
+}
+
+static void ctl_end(nt_manager *m, nt_mgr_conn *c, int result, const char *text)
+{
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_CTL_END);
+	msg.a = (uint64_t)(int64_t)result;
+	nt_wire_set_text(&msg, text);
+	ctl_send(m, c, &msg);
+}
+
+static void ctl_list(nt_manager *m, nt_mgr_conn *c)
+{
+	for (int i = 0; i < m->nconns && !c->closing; i++) {
+		nt_mgr_provider *p = m->conns[i].prov;
+		if (p == NULL || m->conns[i].closing)
+			continue;
+		nt_wire_msg msg;
+		nt_wire_init(&msg, NT_WIRE_CTL_PROVIDER);
+		msg.pid = (uint32_t)p->pid;
+		msg.a = (uint64_t)p->state;
+		nt_wire_set_name(&msg, p->name);
+		ctl_send(m, c, &msg);
+	}
+	if (!c->closing)
+		ctl_end(m, c, RESULT_OK, "");
+}
+
+static void ctl_select(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
+{
+	if (m->pending_select_fd != c->fd) {
+		m->pending_select_fd = c->fd;
+		m->npending_select = 0;
+	}
+	if (m->npending_select == NT_MGR_MAX_SELECT) {
+		ctl_end(m, c, RESULT_INVALID, "more than 64 provider names selected");
+		return;
+	}
+	nt_wire_str(msg->name, msg->name_len, m->pending_select[m->npending_select++]);
+}
+
+/* Checks CTL_START's numbers and file; NULL, or why it is refused. */
+static const char *start_problem(nt_manager *m, const nt_wire_msg *msg, int fd, char *why,
+				 size_t whylen)
+{
+	struct stat st;
+	nt_arena_layout l;
+	uint64_t size = msg->b ? msg->b : NT_MGR_DEFAULT_BUFFER;
+	if (m->trace.active)
+		return "a trace is already recording (one trace at a time)";
+	if (fd < 0)
+		return "CTL_START without the output file attached";
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return "the output attached to CTL_START is not a regular file";
+	if (msg->d > 2) {
+		snprintf(why, whylen, "unknown buffer disposition %llu", (unsigned long long)msg->d);
+		return why;
+	}
+	if (msg->a > NT_MODE_STREAMING) {
+		snprintf(why, whylen, "unknown buffering mode %llu", (unsigned long long)msg->a);
+		return why;
+	}
+	if (nt_arena_layout_compute(size, msg->c, &l) != NT_LAYOUT_OK) {
+		snprintf(why, whylen, "buffer size %llu with chunk size %llu is not a valid arena "
+			 "(64 KiB to 4 GiB; chunks a power of two from 4 to 64 KiB, 2 per half at least)",
+			 (unsigned long long)size, (unsigned long long)msg->c);
+		return why;
+	}
+	return NULL;
+}
+
+/* The directory of the file behind `fd` (streams are saved beside it), or "". */
+static void output_dir(int fd, char *dir, size_t cap)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, dir, cap - 1);
+	dir[n > 0 ? n : 0] = '\0';
+	char *slash = strrchr(dir, '/');
+	if (n <= 0 || dir[0] != '/' || slash == NULL)
+		dir[0] = '\0';
+	else
+		slash[slash == dir ? 1 : 0] = '\0';
+}
+
+static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd)
+{
+	char why[256];
+	const char *bad = start_problem(m, msg, fd, why, sizeof(why));
+	if (bad != NULL) {
+		if (fd >= 0)
+			close(fd);
+		nt_mgr_log(m, "refused CTL_START from pid %d: %s", (int)c->pid, bad);
+		ctl_end(m, c, m->trace.active ? RESULT_STATE : RESULT_INVALID, bad);
+		return;
+	}
+	nt_mgr_trace *t = &m->trace;
+	memset(t, 0, sizeof(*t));
+	t->out_fd = fd;
+	t->ctl_fd = c->fd;
+	t->mode = (int)msg->a;
+	t->disposition = (int)msg->d;
+	t->buffer_size = msg->b ? msg->b : NT_MGR_DEFAULT_BUFFER;
+	t->chunk_size = msg->c;
+	nt_wire_str(msg->text, msg->text_len, t->categories);
+	if (m->pending_select_fd == c->fd) {
+		memcpy(t->select, m->pending_select, sizeof(t->select));
+		t->nselect = m->npending_select;
+	}
+	m->pending_select_fd = -1;
+	output_dir(fd, t->out_dir, sizeof(t->out_dir));
+	if (nt_mgr_bundle_preamble(m) != 0) {
+		close(fd);
+		t->out_fd = -1;
+		ctl_end(m, c, RESULT_IO, "cannot write the output file");
+		return;
+	}
+	t->active = 1;
+	nt_mgr_log(m, "trace started by pid %d: mode %d, buffer %llu bytes, categories '%s'",
+		   (int)c->pid, t->mode, (unsigned long long)t->buffer_size, t->categories);
+	for (int i = 0; i < m->nconns; i++) {
+		nt_mgr_conn *pc = &m->conns[i];
+		if (pc->prov != NULL && !pc->closing && !pc->prov->in_trace &&
+		    nt_mgr_provider_selected(m, pc->prov->name))
+			nt_mgr_provider_begin(m, pc);
+	}
+	nt_wire_msg ans;
+	nt_wire_init(&ans, NT_WIRE_CTL_STARTED);
+	ans.a = t->started;
+	t->next_progress_ms = nt_mgr_now_ms() + NT_MGR_PROGRESS_MS;
+	ctl_send(m, c, &ans);
+}
+
+static void begin_stop(nt_manager *m)
+{
+	if (m->trace.stopping)
+		return;
+	m->trace.stopping = 1;
+	nt_mgr_log(m, "stopping the trace");
+	for (int i = 0; i < m->nconns; i++)
+		if (m->conns[i].prov != NULL && !m->conns[i].closing)
+			nt_mgr_provider_send_stop(m, &m->conns[i]);
+}
+
+void nt_mgr_control_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd)
+{
+	switch (msg->type) {
+	case NT_WIRE_CTL_LIST:
+		ctl_list(m, c);
+		return;
+	case NT_WIRE_CTL_SELECT:
+		ctl_select(m, c, msg);
+		return;
+	case NT_WIRE_CTL_START:
+		ctl_start(m, c, msg, fd);
+		return;
+	case NT_WIRE_CTL_STOP:
+		if (m->trace.active && m->trace.ctl_fd == c->fd)
+			begin_stop(m);
+		else
+			ctl_end(m, c, RESULT_STATE, "no trace of this controller is recording");
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	nt_mgr_log(m, "controller pid %d dropped: it sent %s", (int)c->pid,
+		   nt_wire_type_name(msg->type));
+	nt_mgr_control_gone(m, c);
+	nt_mgr_conn_close(m, c);
+}
+
+void nt_mgr_control_gone(nt_manager *m, nt_mgr_conn *c)
+{
+	if (m->pending_select_fd == c->fd)
+		m->pending_select_fd = -1;
+	if (!m->trace.active || m->trace.ctl_fd != c->fd)
+		return;
+	m->trace.ctl_fd = -1;
+	if (!m->trace.stopping) {
+		nt_mgr_log(m, "the controller left: stopping its trace");
+		begin_stop(m);
+	}
+}
+
+static void send_progress(nt_manager *m)
+{
+	uint64_t events = 0, drops = 0, providers = 0;
+	for (int i = 0; i < m->nconns; i++) {
+		nt_mgr_provider *p = m->conns[i].prov;
+		if (p == NULL || !p->in_trace)
+			continue;
+		uint64_t e, d;
+		nt_mgr_provider_counts(p, &e, &d);
+		events += e;
+		drops += d;
+		providers++;
+	}
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_CTL_PROGRESS);
+	msg.a = providers + m->trace.sections;
+	msg.b = events + m->trace.events;
+	msg.c = m->trace.out_off;
+	msg.d = drops + m->trace.drops;
+	for (int i = 0; i < m->nconns; i++)
+		if (m->conns[i].fd == m->trace.ctl_fd && !m->conns[i].closing)
+			ctl_send(m, &m->conns[i], &msg);
+}
+
+static int providers_in_trace(const nt_manager *m)
+{
+	int n = 0;
+	for (int i = 0; i < m->nconns; i++)
+		n += m->conns[i].prov != NULL && m->conns[i].prov->in_trace;
+	return n;
+}
+
+static void finish(nt_manager *m)
+{
+	nt_mgr_trace *t = &m->trace;
+	nt_mgr_bundle_end(m, NT_SECTION_FINISHED, "");
+	nt_mgr_log(m, "trace written: %u sections, %llu events, %llu bytes, %llu dropped",
+		   t->sections, (unsigned long long)t->events, (unsigned long long)t->out_off,
+		   (unsigned long long)t->drops);
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_CTL_STOPPED);
+	msg.a = t->sections;
+	msg.b = t->events;
+	msg.c = t->out_off;
+	msg.d = t->drops;
+	nt_wire_set_text(&msg, t->problems);
+	if (t->out_error != 0) {
+		nt_wire_init(&msg, NT_WIRE_CTL_END);
+		msg.a = (uint64_t)(int64_t)RESULT_IO;
+		nt_wire_set_text(&msg, t->problems);
+	}
+	for (int i = 0; i < m->nconns; i++)
+		if (m->conns[i].fd == t->ctl_fd && !m->conns[i].closing)
+			ctl_send(m, &m->conns[i], &msg);
+	close(t->out_fd);
+	memset(t, 0, sizeof(*t));
+	t->out_fd = -1;
+	t->ctl_fd = -1;
+}
+
+void nt_mgr_trace_tick(nt_manager *m, int64_t now)
+{
+	nt_mgr_trace *t = &m->trace;
+	if (!t->active)
+		return;
+	if (!t->stopping && t->ctl_fd >= 0 && now >= t->next_progress_ms) {
+		t->next_progress_ms = now + NT_MGR_PROGRESS_MS;
+		send_progress(m);
+	}
+	if (t->stopping && providers_in_trace(m) == 0)
+		finish(m);
+}
+
+void nt_mgr_trace_abort(nt_manager *m, const char *why)
+{
+	begin_stop(m);
+	for (int i = 0; i < m->nconns; i++)
+		if (m->conns[i].prov != NULL && m->conns[i].prov->in_trace)
+			nt_mgr_provider_end(m, &m->conns[i], NT_SECTION_TIMED_OUT, why, 1);
+	finish(m);
+}
+
+/* The manager was asked to stop while recording: STOP every provider and let the loop run
+ * until each answered or timed out. */
+void nt_mgr_trace_stop_gracefully(nt_manager *m)
+{
+	begin_stop(m);
+}

@@ -1,0 +1,377 @@
+/*
+ * nt_mgr_loop.c - the manager's poll() loop: accepting (SO_PEERCRED: same uid or root),
+ * reading every connection's messages (checked with nt_wire_check before anything else),
+ * the first message deciding whether a connection is a provider or a controller, timers,
+ * and closing connections at the end of a turn (so pointers stay valid within one).
+ *
+ * Fairness: at most NT_MGR_MSGS_PER_TURN messages are read from one connection per turn, and
+ * every socket is non-blocking, so a flooding or stalled peer cannot starve the others.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nt_mgr_internal.h"
+
+void nt_mgr_log(nt_manager *m, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (m->cfg.log != NULL)
+		m->cfg.log(m->cfg.log_ctx, line);
+	else
+		fprintf(stderr, "nanotrace-manager: %s\n", line);
+}
+
+int64_t nt_mgr_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds)
+{
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = sizeof(*msg) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds > 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	ssize_t n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return n == (ssize_t)sizeof(*msg) ? 0 : -1;
+}
+
+void nt_mgr_conn_close(nt_manager *m, nt_mgr_conn *c)
+{
+	(void)m;
+	c->closing = 1;
+}
+
+static void accept_one(nt_manager *m, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+		nt_mgr_log(m, "refused a connection: SO_PEERCRED: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		nt_mgr_log(m, "refused connection from pid %d uid %u: not uid %u", (int)cred.pid,
+			   (unsigned)cred.uid, (unsigned)geteuid());
+		close(fd);
+		return;
+	}
+	if (m->nconns == NT_MGR_MAX_CONNS) {
+		nt_mgr_log(m, "refused connection from pid %d: %d connections already", (int)cred.pid,
+			   NT_MGR_MAX_CONNS);
+		close(fd);
+		return;
+	}
+	nt_mgr_conn *c = &m->conns[m->nconns++];
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->kind = NT_CONN_NEW;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->since_ms = nt_mgr_now_ms();
+}
+
+static void accept_all(nt_manager *m)
+{
+	for (int i = 0; i < 16; i++) {
+		int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return;
+			/* Out of descriptors: the listening socket stays readable, so wait a little
+			 * instead of spinning on it. */
+			nt_mgr_log(m, "accept: %s (new connections wait %d ms)", strerror(errno),
+				   NT_MGR_ACCEPT_PAUSE_MS);
+			m->accept_paused_until_ms = nt_mgr_now_ms() + NT_MGR_ACCEPT_PAUSE_MS;
+			return;
+		}
+		accept_one(m, fd);
+	}
+}
+
+static void close_fds(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* One datagram: its size (0 = the peer closed, -1 = nothing now or an error), with up to
+ * four received descriptors in fds. */
+static ssize_t receive(int sock, nt_wire_msg *msg, int *fds, int *nfds, int *truncated)
+{
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(*msg) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	*nfds = 0;
+	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*nfds < 4)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	*truncated = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+	return n;
+}
+
+static void dispatch(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd)
+{
+	if (c->kind == NT_CONN_NEW)
+		c->kind = msg->type == NT_WIRE_REGISTER ? NT_CONN_PROVIDER
+			: msg->type >= NT_WIRE_CTL_LIST && msg->type <= NT_WIRE_CTL_STOP
+				? NT_CONN_CONTROLLER
+				: NT_CONN_NEW;
+	if (c->kind == NT_CONN_CONTROLLER) {
+		nt_mgr_control_message(m, c, msg, fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (c->kind == NT_CONN_PROVIDER) {
+		nt_mgr_provider_message(m, c, msg);
+		return;
+	}
+	nt_mgr_log(m, "closed connection from pid %d: it began with %s, neither REGISTER nor a "
+		   "controller's request", (int)c->pid, nt_wire_type_name(msg->type));
+	nt_mgr_conn_close(m, c);
+}
+
+static void bad_message(nt_manager *m, nt_mgr_conn *c, const char *what)
+{
+	if (c->kind == NT_CONN_PROVIDER) {
+		nt_mgr_provider_damaged(m, c, what);
+		return;
+	}
+	nt_mgr_log(m, "closed connection from pid %d: %s", (int)c->pid, what);
+	if (c->kind == NT_CONN_CONTROLLER)
+		nt_mgr_control_gone(m, c);
+	nt_mgr_conn_close(m, c);
+}
+
+static void read_conn(nt_manager *m, nt_mgr_conn *c)
+{
+	for (int i = 0; i < NT_MGR_MSGS_PER_TURN && !c->closing; i++) {
+		nt_wire_msg msg;
+		int fds[4], nfds, truncated = 0;
+		ssize_t n = receive(c->fd, &msg, fds, &nfds, &truncated);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			if (c->kind == NT_CONN_PROVIDER)
+				nt_mgr_provider_gone(m, c);
+			else if (c->kind == NT_CONN_CONTROLLER)
+				nt_mgr_control_gone(m, c);
+			nt_mgr_conn_close(m, c);
+			return;
+		}
+		const char *bad = truncated ? "message of the wrong size" : nt_wire_check(&msg, (size_t)n);
+		if (bad != NULL || (nfds > 0 && msg.type != NT_WIRE_CTL_START) || nfds > 1) {
+			close_fds(fds, nfds);
+			char what[160];
+			snprintf(what, sizeof(what), "sent a %s", bad ? bad : "message with descriptors attached");
+			bad_message(m, c, what);
+			return;
+		}
+		dispatch(m, c, &msg, nfds == 1 ? fds[0] : -1);
+	}
+}
+
+static void compact(nt_manager *m)
+{
+	int j = 0;
+	for (int i = 0; i < m->nconns; i++) {
+		nt_mgr_conn *c = &m->conns[i];
+		if (!c->closing) {
+			m->conns[j++] = *c;
+			continue;
+		}
+		if (c->prov != NULL) {
+			nt_mgr_buffer_release(c->prov);
+			free(c->prov);
+		}
+		close(c->fd);
+	}
+	m->nconns = j;
+}
+
+static void timers(nt_manager *m)
+{
+	int64_t now = nt_mgr_now_ms();
+	for (int i = 0; i < m->nconns; i++) {
+		nt_mgr_conn *c = &m->conns[i];
+		if (c->closing)
+			continue;
+		if (c->kind == NT_CONN_NEW && now - c->since_ms > NT_MGR_HELLO_TIMEOUT_MS) {
+			nt_mgr_log(m, "closed connection from pid %d: it said nothing for %d ms",
+				   (int)c->pid, NT_MGR_HELLO_TIMEOUT_MS);
+			nt_mgr_conn_close(m, c);
+		} else if (c->kind == NT_CONN_PROVIDER) {
+			nt_mgr_provider_timers(m, c, now);
+		}
+	}
+	nt_mgr_trace_tick(m, now);
+}
+
+/* Runs one turn: poll, read, timers. Returns 1 to go on, 0 when asked to stop, -1. */
+static int turn(nt_manager *m)
+{
+	struct pollfd pfd[2 + 2 * NT_MGR_MAX_CONNS];
+	int who[2 + 2 * NT_MGR_MAX_CONNS]; /* conn index * 2 + (1 = its FIFO) */
+	int n = 0;
+	pfd[n++] = (struct pollfd){ .fd = m->stop_fd, .events = POLLIN };
+	int paused = nt_mgr_now_ms() < m->accept_paused_until_ms;
+	pfd[n++] = (struct pollfd){ .fd = paused ? -1 : m->listen_fd, .events = POLLIN };
+	for (int i = 0; i < m->nconns; i++) {
+		who[n] = 2 * i;
+		pfd[n++] = (struct pollfd){ .fd = m->conns[i].fd, .events = POLLIN };
+		nt_mgr_provider *p = m->conns[i].prov;
+		if (p != NULL && p->fifo >= 0) {
+			who[n] = 2 * i + 1;
+			pfd[n++] = (struct pollfd){ .fd = p->fifo, .events = POLLIN };
+		}
+	}
+	int timeout = m->nconns > 0 || m->trace.active ? 50 : 1000;
+	if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+		nt_mgr_log(m, "poll: %s", strerror(errno));
+		return -1;
+	}
+	if (pfd[0].revents != 0)
+		return 0;
+	int nconns = m->nconns; /* connections accepted this turn are read next turn */
+	for (int k = 2; k < n; k++) {
+		if (pfd[k].revents == 0)
+			continue;
+		nt_mgr_conn *c = &m->conns[who[k] / 2];
+		if (who[k] / 2 >= nconns || c->closing)
+			continue;
+		if (who[k] % 2 == 0)
+			read_conn(m, c);
+		else if (c->prov != NULL && c->prov->fifo >= 0)
+			nt_mgr_provider_fifo(m, c);
+	}
+	if (pfd[1].revents != 0)
+		accept_all(m);
+	timers(m);
+	compact(m);
+	return 1;
+}
+
+nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whylen)
+{
+	if (cfg == NULL || cfg->socket_path == NULL) {
+		snprintf(why, whylen, "no socket path given");
+		return NULL;
+	}
+	nt_manager *m = calloc(1, sizeof(*m));
+	if (m == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	m->cfg = *cfg;
+	if (m->cfg.stop_timeout_ms == 0)
+		m->cfg.stop_timeout_ms = 2000;
+	m->listen_fd = -1;
+	m->trace.out_fd = -1;
+	m->trace.ctl_fd = -1;
+	m->pending_select_fd = -1;
+	m->next_id = 1;
+	m->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->stop_fd < 0) {
+		snprintf(why, whylen, "eventfd: %s", strerror(errno));
+		free(m);
+		return NULL;
+	}
+	if (nt_mgr_listen(m, why, whylen) != 0) {
+		close(m->stop_fd);
+		free(m);
+		return NULL;
+	}
+	m->cfg.socket_path = m->path;
+	return m;
+}
+
+int nt_manager_run(nt_manager *m)
+{
+	nt_mgr_log(m, "listening on %s", m->path);
+	int rc;
+	while ((rc = turn(m)) > 0)
+		;
+	if (rc == 0 && m->trace.active) {
+		/* Stop the trace as CTL_STOP would; every provider answers or times out. */
+		nt_mgr_log(m, "stopping: finishing the trace first");
+		uint64_t drain;
+		ssize_t r = read(m->stop_fd, &drain, sizeof(drain));
+		(void)r;
+		nt_mgr_trace_stop_gracefully(m);
+		while (m->trace.active && (rc = turn(m)) >= 0)
+			;
+	}
+	if (m->trace.active)
+		nt_mgr_trace_abort(m, "the manager is stopping");
+	return rc < 0 ? -1 : 0;
+}
+
+void nt_manager_stop(nt_manager *m)
+{
+	uint64_t one = 1;
+	ssize_t r = write(m->stop_fd, &one, sizeof(one));
+	(void)r;
+}
+
+void nt_manager_free(nt_manager *m)
+{
+	if (m == NULL)
+		return;
+	if (m->trace.active)
+		nt_mgr_trace_abort(m, "the manager is stopping");
+	for (int i = 0; i < m->nconns; i++)
+		m->conns[i].closing = 1;
+	compact(m);
+	if (m->listen_fd >= 0) {
+		close(m->listen_fd);
+		unlink(m->path);
+	}
+	close(m->stop_fd);
+	free(m);
+}

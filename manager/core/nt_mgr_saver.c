@@ -1,0 +1,193 @@
+/*
+ * nt_mgr_saver.c - streaming across the process boundary: a thread per streaming provider
+ * runs the shared saver (format/nt_arena_saver.h) on the manager's mapping of that
+ * provider's buffer and answers its SAVE_BUFFER with BUFFER_SAVED.
+ *
+ * Why a thread per provider rather than saves on the loop: a save copies up to half an
+ * arena, and sixteen providers filling halves together would hold the loop (and every other
+ * provider's answers, timers and controllers) for the sum of their saves. With a thread
+ * each, a slow save delays only its own provider, whose writers drop and count meanwhile,
+ * which is the protocol's answer to a late manager. The loop only hands over requests.
+ *
+ * The saved stream goes to a file of its own (an O_TMPFILE beside the bundle, else a memfd;
+ * the manager's, never shown to the provider); the section copies its committed bytes into
+ * the bundle at the end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "nt_mgr_internal.h"
+
+static int out_append(void *ctx, const void *data, size_t len)
+{
+	nt_mgr_saver *s = ctx;
+	const uint8_t *p = data;
+	while (len > 0) {
+		ssize_t n = write(s->stream_fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void out_commit(void *ctx, uint64_t end)
+{
+	nt_mgr_saver *s = ctx;
+	pthread_mutex_lock(&s->lock);
+	s->committed = end;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* One save; records its result under the lock. Runs on the saver thread, or on the loop's
+ * thread once the saver thread has returned. */
+static void save_once(nt_mgr_saver *s)
+{
+	nt_saver_output out = { .append = out_append, .commit = out_commit, .ctx = s };
+	uint64_t events = 0;
+	pthread_mutex_lock(&s->lock);
+	int failed = s->error;
+	pthread_mutex_unlock(&s->lock);
+	int err = failed ? failed : nt_arena_saver_save(s->saver, &out, &events);
+	pthread_mutex_lock(&s->lock);
+	if (err != 0)
+		s->error = err;
+	s->events += events;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *saver_main(void *arg)
+{
+	nt_mgr_saver *s = arg;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		while (!s->pending && !s->quit)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (!s->pending) {
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		nt_fifo_packet req = s->request;
+		pthread_mutex_unlock(&s->lock);
+		save_once(s);
+		pthread_mutex_lock(&s->lock);
+		s->saves++;
+		s->pending = 0; /* before the answer: the provider may send the next request at once */
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		nt_fifo_packet ans = { .request = NT_FIFO_BUFFER_SAVED, .data32 = req.data32,
+				       .data64 = req.data64 };
+		/* A provider that does not read its FIFO only loses its own answers. */
+		ssize_t n = send(s->fifo, &ans, sizeof(ans), MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)n;
+	}
+}
+
+static int stream_file(const char *dir)
+{
+	int fd = dir[0] ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+	return fd >= 0 ? fd : memfd_create("nanotrace-stream", MFD_CLOEXEC);
+}
+
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen)
+{
+	nt_mgr_saver *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	s->fifo = p->fifo;
+	s->start = p->layout.map_size;
+	s->committed = s->start;
+	s->stream_fd = stream_file(dir);
+	s->saver = nt_arena_saver_new(p->map, &p->layout, s->start);
+	if (s->stream_fd < 0 || s->saver == NULL) {
+		snprintf(why, whylen, "preparing the stream: %s",
+			 s->stream_fd < 0 ? strerror(errno) : "out of memory");
+		goto fail;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	int rc = pthread_create(&s->thread, NULL, saver_main, s);
+	if (rc != 0) {
+		snprintf(why, whylen, "starting the saver thread: %s", strerror(rc));
+		pthread_mutex_destroy(&s->lock);
+		pthread_cond_destroy(&s->cond);
+		goto fail;
+	}
+	s->started = 1;
+	p->stream = s;
+	return 0;
+fail:
+	if (s->stream_fd >= 0)
+		close(s->stream_fd);
+	nt_arena_saver_free(s->saver);
+	free(s);
+	return -1;
+}
+
+int nt_mgr_saver_request(nt_mgr_saver *s, const nt_fifo_packet *pkt)
+{
+	pthread_mutex_lock(&s->lock);
+	int busy = s->pending || s->quit;
+	if (!busy) {
+		s->request = *pkt;
+		s->pending = 1;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return busy ? -1 : 0;
+}
+
+void nt_mgr_saver_finish(nt_mgr_saver *s)
+{
+	if (!s->started)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->quit = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	s->started = 0;
+	/* Whatever was published since the last save: the provider may be dead (KILLED), or
+	 * late (TIMED_OUT); its buffer is still here. */
+	save_once(s);
+}
+
+void nt_mgr_saver_totals(nt_mgr_saver *s, uint64_t *bytes, uint64_t *events)
+{
+	pthread_mutex_lock(&s->lock);
+	*bytes = s->committed >= s->start ? s->committed - s->start : 0;
+	*events = s->events;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void nt_mgr_saver_free(nt_mgr_saver *s)
+{
+	if (s == NULL)
+		return;
+	if (s->started) {
+		pthread_mutex_lock(&s->lock);
+		s->quit = 1;
+		s->pending = 0;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+	}
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	close(s->stream_fd);
+	nt_arena_saver_free(s->saver);
+	free(s);
+}

@@ -1,0 +1,221 @@
+/*
+ * nanotrace-manager - the trace manager daemon: providers register with it, trace-record
+ * drives it (manager/core/nt_manager.h says what it does).
+ *
+ *   nanotrace-manager [--foreground] [--socket PATH] [--log FILE] [--verbose]
+ *
+ * By default it detaches (double fork, setsid) and logs to manager.log (0600) in its
+ * socket's directory; --foreground keeps it attached and logs to stderr. SIGTERM and SIGINT
+ * stop it cleanly: a trace in progress is finished, the socket removed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/nt_manager.h"
+#include "nt_version.h"
+
+static nt_manager *the_manager; /* for the signal handler only */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (the_manager != NULL)
+		nt_manager_stop(the_manager);
+}
+
+static void log_line(void *ctx, const char *line)
+{
+	FILE *f = ctx;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	fprintf(f, "%02d:%02d:%02d.%06ld [%d] %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
+		ts.tv_nsec / 1000, (int)getpid(), line);
+	fflush(f);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: nanotrace-manager [--foreground] [--socket PATH] [--log FILE] [--verbose]\n"
+		"The nanotrace trace manager: programs linking libnanotrace register with it when\n"
+		"NANOTRACE_MANAGER names its socket; trace-record records them into one archive.\n"
+		"  --foreground   stay attached; log to stderr (unless --log)\n"
+		"  --socket PATH  listen on PATH (default: $NANOTRACE_MANAGER, else\n"
+		"                 $XDG_RUNTIME_DIR/nanotrace/manager.sock, else\n"
+		"                 /tmp/nanotrace-$UID/manager.sock; the directory must be yours, 0700)\n"
+		"  --log FILE     append the log to FILE (created 0600; default: manager.log in the\n"
+		"                 socket's directory when detached)\n"
+		"  --verbose      log every provider's state change\n"
+		"Exit: 0 stopped by SIGTERM/SIGINT, 1 usage, 2 cannot listen or run.\n");
+}
+
+static FILE *open_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "nanotrace-manager: cannot open log '%s': %s\n", path, strerror(errno));
+		return NULL;
+	}
+	return fdopen(fd, "a");
+}
+
+/* Double fork: the daemon is no session leader and cannot regain a terminal. The parent
+ * returns only once the daemon listens (or says why it cannot), through a pipe. */
+static int detach(int *ready_fd)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0) {
+		close(pipefd[1]);
+		char c = 2;
+		ssize_t n = read(pipefd[0], &c, 1);
+		_exit(n == 1 ? c : 2);
+	}
+	close(pipefd[0]);
+	setsid();
+	pid = fork();
+	if (pid < 0)
+		_exit(2);
+	if (pid > 0)
+		_exit(0); /* the first parent still waits on the pipe, kept by the grandchild */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+	}
+	if (chdir("/") != 0)
+		return -1;
+	*ready_fd = pipefd[1];
+	return 0;
+}
+
+static void tell(int ready_fd, char code)
+{
+	if (ready_fd >= 0) {
+		ssize_t n = write(ready_fd, &code, 1);
+		(void)n;
+		close(ready_fd);
+	}
+}
+
+typedef struct args {
+	int foreground, verbose;
+	const char *socket, *log;
+} args;
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, args *a)
+{
+	static const struct option opts[] = {
+		{ "foreground", no_argument, 0, 'f' }, { "socket", required_argument, 0, 's' },
+		{ "log", required_argument, 0, 'l' },  { "verbose", no_argument, 0, 'v' },
+		{ "help", no_argument, 0, 'h' },       { "version", no_argument, 0, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "fs:l:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': a->foreground = 1; break;
+		case 's': a->socket = optarg; break;
+		case 'l': a->log = optarg; break;
+		case 'v': a->verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("nanotrace-manager %s\n", NT_VERSION_STRING); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "nanotrace-manager: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	args a = { 0 };
+	int done = parse_args(argc, argv, &a);
+	if (done >= 0)
+		return done;
+	int foreground = a.foreground, verbose = a.verbose;
+	const char *socket_opt = a.socket, *log_path = a.log;
+	char path[PATH_MAX], why[512], deflog[PATH_MAX + 16];
+	if (socket_opt != NULL)
+		snprintf(path, sizeof(path), "%s", socket_opt);
+	else if (nt_manager_socket_path(path, sizeof(path), why, sizeof(why)) != 0) {
+		fprintf(stderr, "nanotrace-manager: %s\n", why);
+		return 2;
+	}
+	if (path[0] != '/') {
+		fprintf(stderr, "nanotrace-manager: socket path '%s' is not absolute\n", path);
+		return 1;
+	}
+	int ready_fd = -1;
+	if (!foreground && detach(&ready_fd) != 0) {
+		fprintf(stderr, "nanotrace-manager: cannot detach: %s\n", strerror(errno));
+		return 2;
+	}
+	FILE *log = stderr;
+	if (log_path == NULL && !foreground) {
+		snprintf(deflog, sizeof(deflog), "%s", path);
+		char *slash = strrchr(deflog, '/');
+		snprintf(slash + 1, sizeof(deflog) - (size_t)(slash + 1 - deflog), "manager.log");
+		if (nt_manager_check_dir(path, 1, why, sizeof(why)) == 0)
+			log_path = deflog;
+	}
+	if (log_path != NULL && (log = open_log(log_path)) == NULL) {
+		tell(ready_fd, 2);
+		return 2;
+	}
+	nt_manager_config cfg = { .socket_path = path, .log = log_line, .log_ctx = log,
+				  .verbose = verbose };
+	nt_manager *m = nt_manager_new(&cfg, why, sizeof(why));
+	if (m == NULL) {
+		fprintf(stderr, "nanotrace-manager: %s\n", why);
+		if (log != stderr)
+			log_line(log, why);
+		tell(ready_fd, 2);
+		return 2;
+	}
+	the_manager = m;
+	/* Each provider holds a connection, a FIFO, a buffer and (streaming) a stream file. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	tell(ready_fd, 0);
+	if (!foreground) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0)
+			dup2(null, 2);
+	}
+	int rc = nt_manager_run(m);
+	log_line(log, rc == 0 ? "stopped" : "stopped after an error");
+	the_manager = NULL;
+	nt_manager_free(m);
+	return rc == 0 ? 0 : 2;
+}

@@ -1,0 +1,742 @@
+/*
+ * trace-record - the trace client: records every registered provider (or the COMMAND it
+ * runs and every descendant linking libnanotrace) into one bundle archive.
+ *
+ * It speaks the controller protocol (format/nt_wire.h) to the manager on the default socket;
+ * when none answers there it runs the manager core itself, on a thread, on a private socket
+ * in a fresh 0700 directory (the embedded default), so it works with nothing else started.
+ * The bundle is created beside -o FILE under a random name (mkostemp, 0600), written by the
+ * manager through the descriptor passed with CTL_START, and renamed onto FILE at the end
+ * (rename replaces a link planted at FILE, never its target).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../format/nt_arena_layout.h"
+#include "../../format/nt_bundle.h"
+#include "../../format/nt_wire.h"
+#include "../core/nt_manager.h"
+#include "nt_record_bundle.h"
+#include "nt_version.h"
+
+enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3 };
+#define MAX_PROVIDERS 64
+
+typedef struct options {
+	const char *output;
+	const char *categories;
+	int mode;
+	int disposition;
+	uint64_t buffer_size;
+	double duration;
+	const char *providers[MAX_PROVIDERS];
+	int nproviders;
+	int list, verbose;
+	char **command;
+} options;
+
+typedef struct recorder {
+	options o;
+	char socket_path[PATH_MAX];
+	int ctl;                 /* controller connection */
+	nt_manager *embedded;    /* the manager on our own thread, or NULL */
+	pthread_t embedded_thread;
+	char embedded_dir[PATH_MAX];
+	char tmp_path[PATH_MAX]; /* the bundle until it is renamed onto o.output */
+	int out_fd;
+	pid_t child;
+	int child_status;        /* exit code for the command, once it ended */
+	int child_done;
+	int stop_sent;
+	int tty;
+	int64_t t0_ns;
+} recorder;
+
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+	ssize_t n = write(sig_pipe[1], &c, 1);
+	(void)n;
+	errno = saved;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "trace-record: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: trace-record -o FILE [--categories LIST] [--buffering-mode MODE]\n"
+		"                    [--buffer-size SIZE] [--buffer-disposition D]\n"
+		"                    [--duration SECONDS] [--provider NAME]...\n"
+		"                    [--verbose] [-- COMMAND [ARGS...]]\n"
+		"       trace-record --list\n"
+		"Records every process registered with the nanotrace manager into one archive FILE\n"
+		"(one section per process; trace-dump reads it). With COMMAND, runs it with\n"
+		"NANOTRACE_MANAGER set, so it and every descendant linking libnanotrace register,\n"
+		"and stops when it exits. Without COMMAND, records until --duration or Ctrl-C.\n"
+		"When no manager answers on its socket ($NANOTRACE_MANAGER, else\n"
+		"$XDG_RUNTIME_DIR/nanotrace/manager.sock, else /tmp/nanotrace-$UID/manager.sock),\n"
+		"trace-record runs one itself on a private socket.\n"
+		"  -o, --output FILE        the archive (created beside FILE, renamed at the end)\n"
+		"  -c, --categories LIST    category patterns, comma-separated (default: all)\n"
+		"  -m, --buffering-mode M   oneshot (default), circular or streaming\n"
+		"  -b, --buffer-size SIZE   each process's buffer: bytes, or with K, M, G\n"
+		"                           (64K to 4G; default 4M)\n"
+		"  -D, --buffer-disposition clear (default: a fresh buffer), clear-nondurable or\n"
+		"                           retain: a process still holding the previous trace's\n"
+		"                           buffer (same mode, size, categories; not streaming)\n"
+		"                           starts again on it, keeping its strings and threads\n"
+		"                           (clear-nondurable) or everything (retain)\n"
+		"  -d, --duration SECONDS   stop after this long\n"
+		"  -p, --provider NAME      record only providers of this name (repeatable)\n"
+		"  -l, --list               list the registered providers (pid, name, state)\n"
+		"  -v, --verbose            log the manager's events (timestamps from the start)\n"
+		"Exit status: COMMAND's own status (128 + signal if it was killed), or 0 without\n"
+		"COMMAND, when the archive was written; 1 usage error; 2 recording failed (no\n"
+		"archive); 3 the manager went away mid-run (FILE holds the sections written before,\n"
+		"ended by a 'manager lost' frame).\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || s[0] == '-')
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if (*end == 'B' && shift)
+		end++;
+	if (*end != '\0' || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_mode(const char *s)
+{
+	if (strcmp(s, "oneshot") == 0)
+		return NT_MODE_ONESHOT;
+	if (strcmp(s, "circular") == 0)
+		return NT_MODE_CIRCULAR;
+	if (strcmp(s, "streaming") == 0)
+		return NT_MODE_STREAMING;
+	return -1;
+}
+
+static int parse_disposition(const char *s)
+{
+	/* nt_buffer_disposition's numbers */
+	if (strcmp(s, "clear") == 0)
+		return 0;
+	if (strcmp(s, "clear-nondurable") == 0)
+		return 1;
+	if (strcmp(s, "retain") == 0)
+		return 2;
+	return -1;
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, 0, 'o' },  { "categories", required_argument, 0, 'c' },
+		{ "buffering-mode", required_argument, 0, 'm' },
+		{ "buffer-size", required_argument, 0, 'b' },
+		{ "buffer-disposition", required_argument, 0, 'D' },
+		{ "duration", required_argument, 0, 'd' }, { "provider", required_argument, 0, 'p' },
+		{ "list", no_argument, 0, 'l' },            { "verbose", no_argument, 0, 'v' },
+		{ "help", no_argument, 0, 'h' },            { "version", no_argument, 0, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	memset(o, 0, sizeof(*o));
+	o->buffer_size = 4u << 20;
+	int c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:d:p:lvhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o->output = optarg; break;
+		case 'c': o->categories = optarg; break;
+		case 'l': o->list = 1; break;
+		case 'v': o->verbose = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("trace-record %s\n", NT_VERSION_STRING); exit(0);
+		case 'm':
+			if ((o->mode = parse_mode(optarg)) < 0) {
+				say("--buffering-mode: '%s' is not oneshot, circular or streaming", optarg);
+				return -1;
+			}
+			break;
+		case 'D':
+			if ((o->disposition = parse_disposition(optarg)) < 0) {
+				say("--buffer-disposition: '%s' is not clear, clear-nondurable or retain",
+				    optarg);
+				return -1;
+			}
+			break;
+		case 'b':
+			if (parse_size(optarg, &o->buffer_size) != 0 || o->buffer_size < NT_MIN_BUFFER ||
+			    o->buffer_size > NT_MAX_BUFFER) {
+				say("--buffer-size: '%s' is not a size from 64K to 4G", optarg);
+				return -1;
+			}
+			break;
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' || !(o->duration > 0) ||
+			    !isfinite(o->duration)) {
+				say("--duration: '%s' is not a positive number of seconds", optarg);
+				return -1;
+			}
+			break;
+		case 'p':
+			if (o->nproviders == MAX_PROVIDERS || strlen(optarg) > NT_WIRE_MAX_NAME) {
+				say("--provider: at most %d names of at most %u bytes", MAX_PROVIDERS,
+				    NT_WIRE_MAX_NAME);
+				return -1;
+			}
+			o->providers[o->nproviders++] = optarg;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	if (o->list)
+		return o->output || o->command ? (say("--list takes no other option"), -1) : 0;
+	if (o->output == NULL) {
+		say("-o FILE is required");
+		return -1;
+	}
+	if (o->categories && strlen(o->categories) > NT_WIRE_MAX_TEXT) {
+		say("--categories: longer than %u bytes", NT_WIRE_MAX_TEXT);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the connection ---------------------------------------------------------------- */
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -1;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int send_msg(int sock, const nt_wire_msg *msg, int fd)
+{
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = sizeof(*msg) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*msg) ? 0 : -1;
+}
+
+/* One message from the manager within timeout_ms: 1, 0 on timeout, -1 when the manager
+ * closed or sent something malformed (why says which). */
+static int recv_msg(int sock, nt_wire_msg *msg, int timeout_ms, const char **why)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	int r = poll(&p, 1, timeout_ms);
+	if (r == 0 || (r < 0 && errno == EINTR))
+		return 0;
+	ssize_t n = recv(sock, msg, sizeof(*msg), MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		*why = "the manager closed its connection";
+		return -1;
+	}
+	if ((*why = nt_wire_check(msg, (size_t)n)) != NULL)
+		return -1;
+	return 1;
+}
+
+static void embedded_log(void *ctx, const char *line)
+{
+	recorder *r = ctx;
+	if (r->o.verbose)
+		fprintf(stderr, "trace-record: [+%.3f ms] %s\n", (double)(mono_ns() - r->t0_ns) / 1e6,
+			line);
+}
+
+static void *embedded_main(void *arg)
+{
+	nt_manager_run(arg);
+	return NULL;
+}
+
+/* Connects to the manager on the default path, or starts the embedded one. */
+static int connect_manager(recorder *r, int may_embed)
+{
+	char why[512];
+	if (nt_manager_socket_path(r->socket_path, sizeof(r->socket_path), why, sizeof(why)) != 0) {
+		say("%s", why);
+		return -1;
+	}
+	if ((r->ctl = connect_to(r->socket_path)) >= 0) {
+		if (r->o.verbose)
+			say("[+%.3f ms] using the manager at %s", (double)(mono_ns() - r->t0_ns) / 1e6,
+			    r->socket_path);
+		return 0;
+	}
+	if (!may_embed)
+		return -1;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(r->embedded_dir, sizeof(r->embedded_dir), "%s/nanotrace-record-XXXXXX",
+		 tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (mkdtemp(r->embedded_dir) == NULL) {
+		say("cannot create a private directory for the embedded manager: %s", strerror(errno));
+		r->embedded_dir[0] = '\0';
+		return -1;
+	}
+	snprintf(r->socket_path, sizeof(r->socket_path), "%.4000s/%s", r->embedded_dir,
+		 NT_MANAGER_SOCKET_NAME);
+	nt_manager_config cfg = { .socket_path = r->socket_path, .log = embedded_log, .log_ctx = r,
+				  .verbose = r->o.verbose };
+	r->embedded = nt_manager_new(&cfg, why, sizeof(why));
+	if (r->embedded == NULL) {
+		say("cannot run the embedded manager: %s", why);
+		return -1;
+	}
+	int rc = pthread_create(&r->embedded_thread, NULL, embedded_main, r->embedded);
+	if (rc != 0) {
+		say("cannot start the embedded manager: %s", strerror(rc));
+		nt_manager_free(r->embedded);
+		r->embedded = NULL;
+		return -1;
+	}
+	if (r->o.verbose)
+		say("[+%.3f ms] no manager at the default socket: running one at %s",
+		    (double)(mono_ns() - r->t0_ns) / 1e6, r->socket_path);
+	if ((r->ctl = connect_to(r->socket_path)) < 0) {
+		say("cannot connect to the embedded manager: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_embedded(recorder *r)
+{
+	if (r->embedded != NULL) {
+		nt_manager_stop(r->embedded);
+		pthread_join(r->embedded_thread, NULL);
+		nt_manager_free(r->embedded);
+		r->embedded = NULL;
+	}
+	if (r->embedded_dir[0] != '\0') {
+		rmdir(r->embedded_dir);
+		r->embedded_dir[0] = '\0';
+	}
+}
+
+static const char *state_text(uint64_t state)
+{
+	switch (state) {
+#define NT_STATE_TEXT(name, value, text)                                                         \
+	case value:                                                                                \
+		return text;
+		NT_PROVIDER_STATES(NT_STATE_TEXT)
+#undef NT_STATE_TEXT
+	}
+	return "unknown";
+}
+
+static int do_list(recorder *r)
+{
+	if (connect_manager(r, 0) != 0) {
+		say("no manager answers at %s: no providers are registered", r->socket_path);
+		return 0;
+	}
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_CTL_LIST);
+	if (send_msg(r->ctl, &msg, -1) != 0) {
+		say("cannot ask the manager: %s", strerror(errno));
+		return EXIT_FAILED;
+	}
+	printf("%8s  %-12s  %s\n", "PID", "STATE", "NAME");
+	for (;;) {
+		const char *why = "no answer within 5 s";
+		if (recv_msg(r->ctl, &msg, 5000, &why) != 1) {
+			say("listing providers: %s", why);
+			return EXIT_FAILED;
+		}
+		if (msg.type == NT_WIRE_CTL_END)
+			return 0;
+		if (msg.type != NT_WIRE_CTL_PROVIDER) {
+			say("listing providers: the manager sent %s", nt_wire_type_name(msg.type));
+			return EXIT_FAILED;
+		}
+		char name[NT_WIRE_MAX_NAME + 1];
+		printf("%8u  %-12s  %s\n", msg.pid, state_text(msg.a),
+		       nt_wire_str(msg.name, msg.name_len, name));
+	}
+}
+
+
+/* ---- recording ----------------------------------------------------------------------- */
+
+static int make_output(recorder *r)
+{
+	const char *slash = strrchr(r->o.output, '/');
+	int dirlen = slash ? (int)(slash - r->o.output) : 1;
+	const char *dir = slash ? r->o.output : ".";
+	const char *base = slash ? slash + 1 : r->o.output;
+	if (base[0] == '\0') {
+		say("-o '%s' names a directory, not a file", r->o.output);
+		return -1;
+	}
+	if (slash == r->o.output)
+		dirlen = 0; /* "/file": the root */
+	int n = snprintf(r->tmp_path, sizeof(r->tmp_path), "%.*s/.%s.XXXXXX", dirlen, dir, base);
+	if (n < 0 || (size_t)n >= sizeof(r->tmp_path)) {
+		say("-o '%s': path too long", r->o.output);
+		return -1;
+	}
+	r->out_fd = mkostemp(r->tmp_path, O_CLOEXEC); /* 0600, O_EXCL: never an existing file */
+	if (r->out_fd < 0) {
+		say("cannot create the archive beside '%s': %s", r->o.output, strerror(errno));
+		r->tmp_path[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+static void drop_output(recorder *r)
+{
+	if (r->tmp_path[0] != '\0')
+		unlink(r->tmp_path);
+	r->tmp_path[0] = '\0';
+}
+
+static int start_trace(recorder *r)
+{
+	nt_wire_msg msg;
+	for (int i = 0; i < r->o.nproviders; i++) {
+		nt_wire_init(&msg, NT_WIRE_CTL_SELECT);
+		nt_wire_set_name(&msg, r->o.providers[i]);
+		if (send_msg(r->ctl, &msg, -1) != 0)
+			goto lost;
+	}
+	nt_wire_init(&msg, NT_WIRE_CTL_START);
+	msg.a = (uint64_t)r->o.mode;
+	msg.b = r->o.buffer_size;
+	msg.d = (uint64_t)r->o.disposition;
+	nt_wire_set_text(&msg, r->o.categories);
+	if (send_msg(r->ctl, &msg, r->out_fd) != 0)
+		goto lost;
+	for (;;) {
+		const char *why = "no answer to CTL_START within 10 s";
+		if (recv_msg(r->ctl, &msg, 10000, &why) != 1) {
+			say("starting the trace: %s", why);
+			return -1;
+		}
+		if (msg.type == NT_WIRE_CTL_STARTED)
+			break;
+		if (msg.type == NT_WIRE_CTL_END) {
+			char text[NT_WIRE_MAX_TEXT + 1];
+			say("the manager refused to start: %s", nt_wire_str(msg.text, msg.text_len, text));
+			return -1;
+		}
+	}
+	if (r->o.verbose)
+		say("[+%.3f ms] trace started: %llu providers", (double)(mono_ns() - r->t0_ns) / 1e6,
+		    (unsigned long long)msg.a);
+	return 0;
+lost:
+	say("cannot talk to the manager: %s", strerror(errno));
+	return -1;
+}
+
+static int spawn(recorder *r)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		say("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setenv(NT_MANAGER_ENV, r->socket_path, 1);
+		execvp(r->o.command[0], r->o.command);
+		fprintf(stderr, "trace-record: cannot run '%s': %s\n", r->o.command[0], strerror(errno));
+		_exit(127);
+	}
+	r->child = pid;
+	return 0;
+}
+
+static void reap(recorder *r, int block)
+{
+	int status;
+	if (r->child <= 0 || r->child_done)
+		return;
+	pid_t p = waitpid(r->child, &status, block ? 0 : WNOHANG);
+	if (p != r->child)
+		return;
+	r->child_done = 1;
+	r->child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (r->o.verbose)
+		say("[+%.3f ms] '%s' ended with status %d", (double)(mono_ns() - r->t0_ns) / 1e6,
+		    r->o.command[0], r->child_status);
+}
+
+static void progress(recorder *r, const nt_wire_msg *m)
+{
+	if (!r->tty)
+		return;
+	fprintf(stderr, "\rtrace-record: %llu providers, %llu events, %llu bytes, %llu dropped   ",
+		(unsigned long long)m->a, (unsigned long long)m->b, (unsigned long long)m->c,
+		(unsigned long long)m->d);
+	fflush(stderr);
+}
+
+static void end_progress(recorder *r)
+{
+	if (r->tty)
+		fputc('\n', stderr);
+}
+
+static int put_in_place(recorder *r)
+{
+	if (fsync(r->out_fd) != 0 && errno != EINVAL) {
+		say("syncing '%s': %s", r->tmp_path, strerror(errno));
+		return -1;
+	}
+	if (rename(r->tmp_path, r->o.output) != 0) {
+		say("cannot rename '%s' to '%s': %s", r->tmp_path, r->o.output, strerror(errno));
+		return -1;
+	}
+	r->tmp_path[0] = '\0';
+	return 0;
+}
+
+static int finished(recorder *r, const nt_wire_msg *m)
+{
+	char text[NT_WIRE_MAX_TEXT + 1];
+	nt_wire_str(m->text, m->text_len, text);
+	end_progress(r);
+	if (m->type == NT_WIRE_CTL_END) {
+		say("the manager could not write the archive: %s", text);
+		return EXIT_FAILED;
+	}
+	if (put_in_place(r) != 0)
+		return EXIT_FAILED;
+	say("wrote %s: %llu processes, %llu events, %llu bytes, %llu dropped", r->o.output,
+	    (unsigned long long)m->a, (unsigned long long)m->b, (unsigned long long)m->c,
+	    (unsigned long long)m->d);
+	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		say("%s", line);
+	return r->child > 0 ? r->child_status : 0;
+}
+
+static int manager_lost(recorder *r, const char *why)
+{
+	end_progress(r);
+	char msg[256], err[256];
+	snprintf(msg, sizeof(msg), "the manager went away while recording: %s", why);
+	uint32_t sections = 0;
+	if (nt_record_bundle_salvage(r->out_fd, NT_SECTION_MANAGER_LOST, msg, &sections, err,
+				     sizeof(err)) != 0 || put_in_place(r) != 0) {
+		say("%s; the archive could not be kept: %s", msg, err);
+		return EXIT_MANAGER_LOST;
+	}
+	say("error: %s; %s keeps the %u process sections written before", msg, r->o.output,
+	    sections);
+	if (r->child > 0 && !r->child_done) {
+		say("waiting for '%s' to end", r->o.command[0]);
+		reap(r, 1);
+	}
+	return EXIT_MANAGER_LOST;
+}
+
+static void send_stop(recorder *r)
+{
+	if (r->stop_sent)
+		return;
+	nt_wire_msg msg;
+	nt_wire_init(&msg, NT_WIRE_CTL_STOP);
+	r->stop_sent = 1;
+	if (send_msg(r->ctl, &msg, -1) != 0 && r->o.verbose)
+		say("sending CTL_STOP: %s", strerror(errno));
+	if (r->o.verbose)
+		say("[+%.3f ms] stopping", (double)(mono_ns() - r->t0_ns) / 1e6);
+}
+
+static void on_signal_byte(recorder *r, char sig)
+{
+	if (sig == SIGCHLD) {
+		reap(r, 0);
+		if (r->child_done)
+			send_stop(r);
+		return;
+	}
+	/* SIGINT, SIGTERM: without a command, stop; with one, pass SIGTERM on (a terminal's
+	 * Ctrl-C already reached the whole process group) and stop when it ends. */
+	if (r->child <= 0)
+		send_stop(r);
+	else if (sig == SIGTERM && !r->child_done)
+		kill(r->child, SIGTERM);
+}
+
+/* Until CTL_STOPPED: progress, signals, the command's end, --duration. */
+static int run_loop(recorder *r)
+{
+	int64_t deadline = r->o.duration > 0 ? mono_ns() + (int64_t)(r->o.duration * 1e9) : 0;
+	int64_t stop_deadline = 0;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = r->ctl, .events = POLLIN },
+				       { .fd = sig_pipe[0], .events = POLLIN } };
+		if (poll(p, 2, 100) < 0 && errno != EINTR)
+			return manager_lost(r, strerror(errno));
+		if (p[1].revents) {
+			char sigs[16];
+			ssize_t n = read(sig_pipe[0], sigs, sizeof(sigs));
+			for (ssize_t i = 0; i < n; i++)
+				on_signal_byte(r, sigs[i]);
+		}
+		reap(r, 0);
+		if (r->child > 0 && r->child_done)
+			send_stop(r);
+		int64_t now = mono_ns();
+		if (deadline && now >= deadline)
+			send_stop(r);
+		if (r->stop_sent && stop_deadline == 0)
+			stop_deadline = now + 60 * (int64_t)1000000000;
+		if (stop_deadline && now > stop_deadline)
+			return manager_lost(r, "it did not finish the archive within 60 s of CTL_STOP");
+		if (!p[0].revents)
+			continue;
+		nt_wire_msg msg;
+		const char *why = NULL;
+		int got = recv_msg(r->ctl, &msg, 0, &why);
+		if (got < 0)
+			return manager_lost(r, why);
+		if (got == 0)
+			continue;
+		if (msg.type == NT_WIRE_CTL_PROGRESS)
+			progress(r, &msg);
+		else if (msg.type == NT_WIRE_CTL_STOPPED ||
+			 (msg.type == NT_WIRE_CTL_END && r->stop_sent && (int64_t)msg.a != -2))
+			return finished(r, &msg);
+	}
+}
+
+static int record(recorder *r)
+{
+	r->tty = isatty(2);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		say("pipe: %s", strerror(errno));
+		return EXIT_FAILED;
+	}
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int rc = EXIT_FAILED;
+	if (make_output(r) != 0)
+		return EXIT_FAILED;
+	if (connect_manager(r, 1) != 0 || start_trace(r) != 0) {
+		drop_output(r);
+		stop_embedded(r);
+		return EXIT_FAILED;
+	}
+	int spawn_failed = r->o.command != NULL && spawn(r) != 0;
+	if (spawn_failed)
+		send_stop(r);
+	rc = run_loop(r);
+	if (spawn_failed && rc == 0)
+		rc = EXIT_FAILED;
+	if (r->child > 0 && !r->child_done)
+		reap(r, 1);
+	close(r->ctl);
+	stop_embedded(r);
+	drop_output(r);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	recorder r;
+	memset(&r, 0, sizeof(r));
+	r.ctl = r.out_fd = -1;
+	r.t0_ns = mono_ns();
+	if (parse_options(argc, argv, &r.o) != 0) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (r.o.list)
+		return do_list(&r);
+	return record(&r);
+}

@@ -1,0 +1,386 @@
+"""The trace manager and trace-record with fake providers (mgr_support.py): the socket
+directory rules, SO_PEERCRED, listing, a start/stop cycle whose bundle parses frame by frame,
+trace-record's options and exit codes, and a manager killed mid-run.
+
+Run by meson (suite manager) with NT_MANAGER, NT_TRACE_RECORD, NT_ARENA_HEADER, NT_WORKDIR.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from mgr_support import (FIFO, FRAME, PREAMBLE, TRACE_RECORD, WIRE, Controller, FakeProvider,  # noqa: E402
+                         Manager, decode_header, layout, parse_bundle, MANAGER)
+
+
+@pytest.fixture
+def mgr(workdir, request):
+    m = Manager(workdir, 'm-' + request.node.name[:40])
+    yield m
+    m.stop()
+
+
+def test_struct_sizes():
+    # The sizes the headers assert; the parsers here depend on them.
+    assert (WIRE.size, FIFO.size, PREAMBLE.size, FRAME.size) == (1176, 16, 64, 64)
+
+
+def run_manager(path, *extra):
+    return subprocess.run([MANAGER, '--foreground', '--socket', path, *extra],
+                          capture_output=True, text=True, timeout=10)
+
+
+def test_socket_directory_rules(workdir):
+    base = os.path.join(workdir, 'dirs')
+    os.makedirs(base, exist_ok=True)
+    real = os.path.join(base, 'real')
+    os.makedirs(real, mode=0o700, exist_ok=True)
+    link = os.path.join(base, 'link')
+    if not os.path.islink(link):
+        os.symlink(real, link)
+    p = run_manager(os.path.join(link, 'manager.sock'))
+    assert p.returncode == 2 and 'symbolic link' in p.stderr, p.stderr
+    wide = os.path.join(base, 'wide')
+    os.makedirs(wide, exist_ok=True)
+    os.chmod(wide, 0o755)
+    p = run_manager(os.path.join(wide, 'manager.sock'))
+    assert p.returncode == 2 and 'mode 755, not 0700' in p.stderr, p.stderr
+    if os.geteuid() == 0:
+        other = os.path.join(base, 'other')
+        os.makedirs(other, mode=0o700, exist_ok=True)
+        os.chown(other, 65534, 65534)
+        p = run_manager(os.path.join(other, 'manager.sock'))
+        assert p.returncode == 2 and 'owned by uid 65534' in p.stderr, p.stderr
+    # A missing directory is created 0700.
+    fresh = os.path.join(base, 'fresh%d' % os.getpid())
+    m = Manager(base, os.path.basename(fresh))
+    try:
+        assert os.stat(fresh).st_mode & 0o777 == 0o700
+    finally:
+        m.stop()
+
+
+def test_stale_socket_replaced_live_one_refused(mgr, workdir):
+    p = run_manager(mgr.path)
+    assert p.returncode == 2 and 'a manager already runs' in p.stderr, p.stderr
+    mgr.proc.kill()  # leaves its socket file behind
+    mgr.proc.wait()
+    assert os.path.exists(mgr.path)
+    again = subprocess.Popen([MANAGER, '--foreground', '--socket', mgr.path],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 5
+        while not mgr.answers():
+            assert again.poll() is None and time.time() < deadline, again.stderr.read()
+            time.sleep(0.02)
+    finally:
+        again.terminate()
+        again.wait(5)
+    assert not os.path.exists(mgr.path), 'SIGTERM removes the socket'
+
+
+def test_other_uid_refused(mgr):
+    if os.geteuid() != 0:
+        pytest.skip('switching uid needs root')
+    # Open the directory and socket to everyone: only SO_PEERCRED stands in the way now.
+    os.chmod(mgr.dir, 0o711)
+    os.chmod(mgr.path, 0o777)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(mgr.path)
+            s.settimeout(5)
+            s.send(WIRE.pack(0x4D57544E, 16, 1, 0, 0, 0, 0, 0, 0, 0, b'', b''))
+            data = s.recv(2000)
+            os._exit(0 if data == b'' else 1)
+        except (ConnectionResetError, BrokenPipeError):
+            os._exit(0)
+        except BaseException as e:  # noqa: B036 (a forked child must not return)
+            os.write(2, ('child as uid 65534: %r\n' % e).encode())
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, 'the other uid got an answer'
+    assert mgr.wait_log('uid 65534: not uid 0'), mgr.log()
+    assert Controller(mgr).list() == [], 'the manager still serves its own uid'
+
+
+def test_list(mgr):
+    a = FakeProvider(mgr, 'alpha')
+    b = FakeProvider(mgr, 'beta', sync=True)
+    assert b.registered['a'] == 0, 'no trace: not started'
+    assert mgr.wait_log('name alpha')
+    p = subprocess.run([TRACE_RECORD, '--list'], env=mgr.env(), capture_output=True, text=True,
+                       timeout=10)
+    assert p.returncode == 0, p.stderr
+    lines = [l.split() for l in p.stdout.splitlines()[1:]]
+    assert sorted(l[2] for l in lines) == ['alpha', 'beta'], p.stdout
+    assert all(l[0] == str(os.getpid()) and l[1] == 'registered' for l in lines), p.stdout
+    a.close()
+    b.close()
+
+
+def check_honest_section(sec, fake, state='finished'):
+    assert sec['state'] == state, sec
+    assert sec['name'] == fake.name and sec['pid'] == os.getpid(), sec
+    assert sec['archive_size'] == fake.map_size, sec
+    hdr = decode_header(sec['archive'])
+    assert hdr.get('layout') == '1' and int(hdr['arena_size']) == fake.map_size, hdr
+    lay = layout(fake.size, fake.chunk)
+    off = lay['rolling_offset'] - 8
+    assert sec['archive'][off:off + 8] == b'HONEST!!', 'the arena bytes are the provider\'s'
+
+
+def test_start_stop_cycle(mgr, workdir):
+    fakes = [FakeProvider(mgr, 'one'), FakeProvider(mgr, 'two')]
+    assert mgr.wait_log('name two')
+    ctl = Controller(mgr)
+    out = os.path.join(workdir, 'cycle.ntbundle')
+    started = ctl.start(out, size=256 << 10)
+    assert started['type'] == 'CTL_STARTED' and started['a'] == 2, started
+    for f in fakes:
+        f.run_honest()
+    assert mgr.wait_log('(two, pid %d) started' % os.getpid()), mgr.log()
+    # A second trace while one runs is refused, with the reason.
+    other = Controller(mgr)
+    refused = other.start(os.path.join(workdir, 'second.ntbundle'))
+    assert refused['type'] == 'CTL_END' and 'already recording' in refused['text'], refused
+    threads = [threading.Thread(target=f.answer_stop) for f in fakes]
+    for t in threads:
+        t.start()
+    stopped = ctl.stop()
+    for t in threads:
+        t.join()
+    assert stopped['type'] == 'CTL_STOPPED' and stopped['a'] == 2, stopped
+    b = parse_bundle(out)
+    assert b['preamble']['producer'].startswith('nanotrace '), b['preamble']
+    # Sections come in the order the providers answered STOP.
+    secs = sorted(b['sections'], key=lambda s: s['name'])
+    assert [s['name'] for s in secs] == ['one', 'two'], b['sections']
+    for sec, fake in zip(secs, fakes):
+        check_honest_section(sec, fake)
+    assert b['end']['state'] == 'finished' and b['end']['sections'] == 2, b['end']
+    assert stopped['c'] == b['size'], 'CTL_STOPPED counts the bundle bytes'
+    # The buffer of an idle 256 KiB arena is mostly holes: the bundle is sparse.
+    assert os.stat(out).st_blocks * 512 < b['size'], 'sections copied sparsely'
+    # Providers stay registered and idle after TERMINATE; a second trace starts them again.
+    assert sorted(p['name'] for p in ctl.list()) == ['one', 'two']
+    for f in fakes:
+        f.close()
+
+
+def test_late_registration_joins_the_trace(mgr, workdir):
+    ctl = Controller(mgr)
+    out = os.path.join(workdir, 'late.ntbundle')
+    assert ctl.start(out, mode='streaming', size=128 << 10)['a'] == 0
+    f = FakeProvider(mgr, 'late', sync=True)  # INITIALIZE, START, then REGISTERED(1)
+    assert f.registered['a'] == 1 and f.mode == 2, f.registered
+    f.write_header()
+    f.marker()
+    f.started()
+    # One SAVE_BUFFER round trip while recording.
+    f.fifo.send(FIFO.pack(0x101, 0, 1, 0))
+    f.fifo.settimeout(5)
+    ans = FIFO.unpack(f.fifo.recv(64))
+    assert ans[0] == 0x103 and ans[2] == 1, ans
+    t = threading.Thread(target=f.answer_stop)
+    t.start()
+    stopped = ctl.stop()
+    t.join()
+    assert stopped['type'] == 'CTL_STOPPED', stopped
+    sec = parse_bundle(out)['sections'][0]
+    assert sec['state'] == 'finished' and sec['mode'] == 2, sec
+    hdr = decode_header(sec['archive'])
+    assert int(hdr['stream_offset']) == f.map_size, hdr
+    assert int(hdr['stream_end']) == sec['archive_size'], (hdr, sec['archive_size'])
+    f.close()
+
+
+def test_trace_record_usage(workdir):
+    for args, text in ((['--buffering-mode', 'ring', '-o', 'x'], 'oneshot, circular or streaming'),
+                       (['--buffer-size', '1K', '-o', 'x'], 'from 64K to 4G'),
+                       (['--duration', '-1', '-o', 'x'], 'positive number'),
+                       ([], '-o FILE is required')):
+        p = subprocess.run([TRACE_RECORD, *args], capture_output=True, text=True, timeout=10)
+        assert p.returncode == 1 and text in p.stderr, (args, p.stderr)
+    p = subprocess.run([TRACE_RECORD, '--help'], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0 and 'Exit status' in p.stdout
+
+
+def test_trace_record_embedded_and_command_status(workdir, tmp_path):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), TMPDIR=str(tmp_path))
+    env.pop('NANOTRACE_MANAGER', None)
+    out = os.path.join(workdir, 'embedded.ntbundle')
+    # A link planted at the output is replaced, never followed.
+    victim = os.path.join(workdir, 'victim')
+    open(victim, 'w').write('keep')
+    if os.path.lexists(out):
+        os.unlink(out)
+    os.symlink(victim, out)
+    p = subprocess.run([TRACE_RECORD, '-o', out, '--', 'sh', '-c',
+                        'test -S "$NANOTRACE_MANAGER" || exit 9; exit 5'],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 5, p.stderr
+    assert open(victim).read() == 'keep' and not os.path.islink(out)
+    assert os.stat(out).st_mode & 0o777 == 0o600
+    b = parse_bundle(out)
+    assert b['sections'] == [] and b['end']['state'] == 'finished', b
+    assert not [n for n in os.listdir(tmp_path) if n.startswith('nanotrace-record-')], \
+        'the private socket directory is removed'
+    p = subprocess.run([TRACE_RECORD, '-o', out, '--', 'sh', '-c', 'kill -TERM $$'],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM, p.stderr
+
+
+def test_trace_record_duration_with_a_daemon(mgr, workdir):
+    f = FakeProvider(mgr, 'steady')
+    assert mgr.wait_log('name steady')
+    out = os.path.join(workdir, 'duration.ntbundle')
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--duration', '0.5', '--buffer-size', '128K'],
+                           env=mgr.env(), stderr=subprocess.PIPE, text=True)
+    f.run_honest()
+    f.answer_stop()
+    _, err = rec.communicate(timeout=30)
+    assert rec.returncode == 0, err
+    b = parse_bundle(out)
+    check_honest_section(b['sections'][0], f)
+    assert 'wrote %s: 1 processes' % out in err, err
+    f.close()
+
+
+def test_manager_killed_mid_run(mgr, workdir):
+    leaver = FakeProvider(mgr, 'leaver')
+    stayer = FakeProvider(mgr, 'stayer')
+    assert mgr.wait_log('name stayer')
+    out = os.path.join(workdir, 'lost.ntbundle')
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--buffer-size', '128K', '--duration', '30'],
+                           env=mgr.env(), stderr=subprocess.PIPE, text=True)
+    leaver.run_honest()
+    stayer.run_honest()
+    # The leaver stops itself and exits: its section is written at once (EXITED).
+    leaver.fifo.send(FIFO.pack(0x102, 0, 0, 0))
+    leaver.close()
+    assert mgr.wait_log('(leaver, pid %d) exited' % os.getpid()), mgr.log()
+    time.sleep(0.2)
+    mgr.proc.kill()
+    _, err = rec.communicate(timeout=30)
+    assert rec.returncode == 3, err
+    assert 'the manager went away' in err and '1 process sections' in err, err
+    b = parse_bundle(out)
+    assert [s['name'] for s in b['sections']] == ['leaver'], b['sections']
+    assert b['sections'][0]['state'] == 'exited'
+    assert b['end']['state'] == 'manager lost' and 'went away' in b['end']['message'], b['end']
+    # The provider that stayed keeps its buffer mapped and may go on.
+    stayer.map[4096:4104] = b'still ok'
+    stayer.close()
+
+
+def test_daemon_detaches_logs_and_stops_on_sigterm(workdir):
+    d = os.path.join(workdir, 'daemon%d' % os.getpid())
+    path = os.path.join(d, 'manager.sock')
+    p = subprocess.run([MANAGER, '--socket', path], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    log = os.path.join(d, 'manager.log')
+    assert os.stat(log).st_mode & 0o777 == 0o600
+    deadline = time.time() + 10
+    while not re.search(r'\[(\d+)\] listening on', open(log).read()):
+        assert time.time() < deadline, open(log).read()
+        time.sleep(0.02)
+    pid = int(re.search(r'\[(\d+)\] listening on', open(log).read()).group(1))
+    assert Controller(type('M', (), {'path': path})).list() == []
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 10
+    while os.path.exists(path):
+        assert time.time() < deadline, open(log).read()
+        time.sleep(0.02)
+    assert 'stopped' in open(log).read()
+    # A second daemon on a live socket says so and fails, before detaching.
+    m = Manager(workdir, 'daemon-live')
+    try:
+        p = subprocess.run([MANAGER, '--socket', m.path], capture_output=True, text=True,
+                           timeout=10)
+        assert p.returncode == 2 and 'already runs' in p.stderr, p.stderr
+    finally:
+        m.stop()
+
+
+def test_progress_line_on_a_tty(mgr, workdir):
+    import pty
+    f = FakeProvider(mgr, 'progress')
+    assert mgr.wait_log('name progress')
+    master, slave = pty.openpty()
+    out = os.path.join(workdir, 'progress.ntbundle')
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--duration', '0.8', '--buffer-size', '128K'],
+                           env=mgr.env(), stderr=slave)
+    os.close(slave)
+    f.run_honest()
+    f.answer_stop()
+    rec.wait(30)
+    text = b''
+    try:
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            text += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert rec.returncode == 0, text
+    assert b'\rtrace-record: 1 providers, ' in text, text
+    f.close()
+
+
+def test_provider_selection(mgr, workdir):
+    wanted = FakeProvider(mgr, 'wanted')
+    other = FakeProvider(mgr, 'other')
+    assert mgr.wait_log('name other')
+    out = os.path.join(workdir, 'select.ntbundle')
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--provider', 'wanted', '--duration', '0.5',
+                            '--buffer-size', '128K', '--categories', 'acct,io'],
+                           env=mgr.env(), stderr=subprocess.PIPE, text=True)
+    wanted.run_honest()
+    assert wanted.init['text'] == 'acct,io', wanted.init
+    wanted.answer_stop()
+    _, err = rec.communicate(timeout=30)
+    assert rec.returncode == 0, err
+    b = parse_bundle(out)
+    assert [s['name'] for s in b['sections']] == ['wanted'], b['sections']
+    # The other one was never given a buffer: nothing waits on its socket.
+    other.sock.settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        other.sock.recv(2000)
+    wanted.close()
+    other.close()
+
+
+def test_default_socket_path(tmp_path):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path))
+    env.pop('NANOTRACE_MANAGER', None)
+    d = subprocess.Popen([MANAGER, '--foreground'], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        path = tmp_path / 'nanotrace' / 'manager.sock'
+        deadline = time.time() + 10
+        while not path.exists():
+            assert d.poll() is None and time.time() < deadline, d.stderr.read()
+            time.sleep(0.02)
+        assert os.stat(path.parent).st_mode & 0o777 == 0o700
+        p = subprocess.run([TRACE_RECORD, '--list'], env=env, capture_output=True, text=True,
+                           timeout=10)
+        assert p.returncode == 0 and 'PID' in p.stdout and 'no manager' not in p.stderr, p
+    finally:
+        d.terminate()
+        d.wait(10)
+    p = subprocess.run([TRACE_RECORD, '--list'], env=env, capture_output=True, text=True,
+                       timeout=10)
+    assert p.returncode == 0 and 'no manager answers' in p.stderr, p.stderr
