@@ -230,6 +230,11 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	if (p->stream != NULL)
 		nt_mgr_saver_totals(p->stream, &stream_bytes, &saved_events);
 	int have = provider_header(p, &info, why, sizeof(why)) == 0;
+	/* The archive's own count of what it holds, as a finished archive states it (a
+	 * provider's header says 0 until the process finishes itself). */
+	uint64_t events = !have ? 0 : p->stream ? saved_events : count_events(p);
+	if (have)
+		info.events_written = events + (p->stream ? 0 : info.events_overwritten);
 	if (have && encode_header(p, &info, stream_bytes, block) != 0) {
 		snprintf(why, sizeof(why), "its arena header does not fit %u bytes re-encoded",
 			 NT_ARENA_HEADER_BYTES);
@@ -265,7 +270,7 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 		out_extend(m);
 	}
 	m->trace.sections++;
-	m->trace.events += !have ? 0 : p->stream ? saved_events : count_events(p);
+	m->trace.events += events;
 	m->trace.drops += have ? info.events_dropped : 0;
 	if (end_state != NT_SECTION_FINISHED && end_state != NT_SECTION_EXITED)
 		nt_mgr_trace_problem(m, "provider %u (%s, pid %d): %s%s%s", p->id, p->name,
