@@ -86,26 +86,37 @@ static uint64_t load_acquire_64(const void *p)
 	return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
 }
 
-/* Copies slot `slot`'s chunk header once and checks it: a chunk whose first word (acquire,
- * after the claim word) is a chunk header of that claim's wrap, with a thread index in
- * bounds. The writer changes the claim word before it invalidates and rewrites the header,
- * so a consistent pair is this claim's chunk. */
-static chunk_view view_chunk(const nt_arena_saver *s, uint32_t slot)
+/* The claim word of slot `slot`'s chunk when its first word (acquire, after the claim word)
+ * is a chunk header of that claim's wrap, else 0 (empty, or being re-claimed: the writer
+ * changes the claim word before it invalidates and rewrites the header, so a consistent
+ * pair is this claim's chunk). */
+static uint64_t chunk_claim(const nt_arena_saver *s, uint32_t slot)
 {
 	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)slot_at(s, slot);
-	chunk_view v = { 0, 0, 0, 0 };
 	uint64_t claim = __atomic_load_n(&h->claim, __ATOMIC_ACQUIRE);
 	uint64_t w0 = load_acquire_64(h);
 	if (nt_record_kind(w0) != NT_KIND_CHUNK || claim < 2 ||
 	    nt_record_bits16(w0) != (uint16_t)(nt_claim_sequence(claim) / s->layout.nslots))
-		return v;
-	v.thread = __atomic_load_n(&h->thread, __ATOMIC_RELAXED);
-	if (v.thread > NT_MAX_THREAD_INDEX)
-		return v;
-	v.base_ticks = __atomic_load_n(&h->base_ticks, __ATOMIC_RELAXED);
-	v.first_event = __atomic_load_n(&h->first_event, __ATOMIC_RELAXED);
-	v.claim = claim;
-	return v;
+		return 0;
+	return claim;
+}
+
+/* The rest of the chunk header of `claim`, copied once; read only for a chunk that is not
+ * marked saved, which its writer cannot give up until this saver marks it. 0 when the
+ * thread index is past NT_MAX_THREAD_INDEX (such a chunk is never saved). */
+static int chunk_details(const nt_arena_saver *s, uint32_t slot, uint64_t claim, chunk_view *v)
+{
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)slot_at(s, slot);
+	v->claim = claim;
+	v->thread = __atomic_load_n(&h->thread, __ATOMIC_RELAXED);
+	v->base_ticks = __atomic_load_n(&h->base_ticks, __ATOMIC_RELAXED);
+	v->first_event = __atomic_load_n(&h->first_event, __ATOMIC_RELAXED);
+	return v->thread <= NT_MAX_THREAD_INDEX;
+}
+
+static int marked_saved(const nt_arena_saver *s, uint32_t slot, uint64_t claim)
+{
+	return __atomic_load_n(saved_claim_word(s, slot), __ATOMIC_RELAXED) == claim;
 }
 
 /* Bytes of published records in a slot's payload (at most the payload), counting *events. */
@@ -229,13 +240,14 @@ static int find_slots(nt_arena_saver *s)
 {
 	const uint32_t nslots = s->layout.nslots;
 	for (uint32_t i = 0; i < nslots; i++)
-		s->seen[i] = view_chunk(s, i).claim;
+		s->seen[i] = chunk_claim(s, i);
 	for (uint32_t t = 0; t < s->nblock; t++)
 		s->block[t] = UINT64_MAX;
 	for (uint32_t i = 0; i < nslots; i++) {
-		chunk_view v = view_chunk(s, i);
-		if (v.claim == 0 || (v.claim | 1u) == (s->seen[i] | 1u) ||
-		    __atomic_load_n(saved_claim_word(s, i), __ATOMIC_RELAXED) == v.claim)
+		uint64_t claim = chunk_claim(s, i);
+		chunk_view v;
+		if (claim == 0 || (claim | 1u) == (s->seen[i] | 1u) || marked_saved(s, i, claim) ||
+		    !chunk_details(s, i, claim, &v))
 			continue;
 		if (v.thread >= s->nblock && !grow_block(s, v.thread))
 			return 0;
@@ -255,13 +267,16 @@ static void measure_slots(nt_arena_saver *s, uint32_t *n, uint32_t *nfull)
 		s->used[i] = 0;
 		if (s->seen[i] == 0)
 			continue;
-		chunk_view v = view_chunk(s, i);
-		if (v.claim == 0 || (v.claim | 1u) != (s->seen[i] | 1u))
+		uint64_t claim = chunk_claim(s, i);
+		if (claim == 0 || (claim | 1u) != (s->seen[i] | 1u))
 			continue;
-		if (__atomic_load_n(saved_claim_word(s, i), __ATOMIC_RELAXED) == v.claim)
+		if (marked_saved(s, i, claim))
 			continue; /* saved in full already: the slot may be reused right now */
 		/* From here the slot cannot be reused before this save marks it saved, so its
 		 * header and published records are stable (in an honest arena). */
+		chunk_view v;
+		if (!chunk_details(s, i, claim, &v))
+			continue;
 		if (v.thread < s->nblock && nt_claim_sequence(v.claim) > s->block[v.thread])
 			continue; /* an older chunk of its thread is not saved yet */
 		uint32_t events;

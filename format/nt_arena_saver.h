@@ -31,20 +31,28 @@ typedef struct nt_saver_output {
 	 * nothing is committed). */
 	int (*append)(void *ctx, const void *data, size_t len);
 	/* The output is a consistent stream up to `end` (the total appended so far, counted
-	 * from the output's start offset given to nt_arena_saver_new). */
+	 * from the output's start offset given to nt_arena_saver_new). May be NULL. */
 	void (*commit)(void *ctx, uint64_t end);
 	void *ctx;
 } nt_saver_output;
 
 typedef struct nt_arena_saver nt_arena_saver;
 
-/* A saver of the arena mapped at `map` with layout `*layout` (copied), whose output
- * starts at offset `start` (for commit's `end`). NULL when memory runs out. */
+/* A saver of the arena mapped at `map` (map_size bytes, readable and writable: the saver
+ * stores the saved-claim words) with layout `*layout` (copied), whose output starts at
+ * offset `start` (for commit's `end`). NULL when memory runs out, or when `map` or `layout`
+ * is NULL or the layout has no slots or a chunk size outside [NT_MIN_CHUNK, NT_MAX_CHUNK].
+ * Cost: O(slots) memory, allocated here; the per-thread table grows at most to
+ * NT_MAX_THREAD_INDEX + 1 entries. */
 nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, uint64_t start);
 
 /* One save (above). Returns 0, or the errno of the failed append or ENOMEM; after a failure
- * every later save fails the same way without writing. *events (may be NULL) gets the events
- * in the pieces this save appended. */
+ * every later save fails the same way without writing, and nothing of the failed save is
+ * committed. *events (may be NULL) gets the events in the pieces this save appended. Cost:
+ * two passes over the slot headers, one walk of each unsaved chunk's records and of the
+ * new durable records, a sort of the pieces; at most durable_size + nslots * chunk_size
+ * bytes appended. One thread at a time, and one saver per arena: a saver skips the chunks
+ * the saved-claim words mark, whoever marked them. */
 int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events);
 
 /* Totals since nt_arena_saver_new: events saved, and the output's end. */

@@ -3,8 +3,11 @@
  *
  * Layout written: the ArchiveHeader FlatBuffer, the used part of the durable region, then
  * every chunk present in the rolling halves in sequence order, each cut to its published
- * records. The file is written next to `path` under a fresh random name and renamed over it,
- * so `path` is never a half-written archive.
+ * records. The records are what one save of format/nt_arena_saver.c makes of the stopped
+ * arena (the one way an arena becomes archive bytes, shared with streaming mode and the
+ * trace manager); the header, written first with a placeholder count, is written again at
+ * the start once the saver has counted the events. The file is written next to `path`
+ * under a fresh random name and renamed over it, so `path` is never a half-written archive.
  *
  * The header is encoded by format/nt_archive_header_encode.h, shared with trace-import.
  */
@@ -15,22 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nt_arena_saver.h"
 #include "nt_internal.h"
-
-/* ---- the record stream ---------------------------------------------------------------- */
-
-typedef struct chunk_ref {
-	uint64_t sequence;
-	uint32_t slot;
-	uint32_t used;   /* payload bytes of published records */
-	uint32_t events; /* events among them */
-} chunk_ref;
-
-static int by_sequence(const void *a, const void *b)
-{
-	const chunk_ref *x = a, *y = b;
-	return x->sequence < y->sequence ? -1 : x->sequence > y->sequence;
-}
 
 typedef struct out_file {
 	int fd;
@@ -62,6 +51,13 @@ static void out_write(out_file *o, const void *data, size_t len)
 	o->n += len;
 }
 
+/* The saver's output (nt_saver_output.append). */
+static int out_append(void *ctx, const void *data, size_t len)
+{
+	out_write(ctx, data, len);
+	return ((out_file *)ctx)->err;
+}
+
 uint64_t nt_arena_event_count(void)
 {
 	uint64_t events = 0;
@@ -77,41 +73,54 @@ uint64_t nt_arena_event_count(void)
 	return events;
 }
 
+/* Header encoded for `info` (data_offset: right after it) into header[1024]; its length. */
+static size_t encode_header(nt_archive_info *info, uint8_t *header)
+{
+	info->layout = NT_LAYOUT_STREAM;
+	info->slot_overwritten_offset = 0; /* a finished archive: events_overwritten is exact */
+	info->data_offset = 0;
+	size_t hlen = nt_header_encode(info, header, 1024, NULL);
+	info->data_offset = hlen; /* a fixed-width field: the second encoding has the same size */
+	return nt_header_encode(info, header, 1024, NULL);
+}
+
+/* The records: one save of the stopped arena, after the header. Returns the errno of a
+ * failed write, or ENOMEM. */
+static int write_records(out_file *o, uint64_t start, uint64_t *events)
+{
+	nt_arena_saver *saver = nt_arena_saver_new(nt_S.map, &nt_S.layout, start);
+	if (saver == NULL)
+		return ENOMEM;
+	static const nt_saver_output out_fns = { out_append, NULL, NULL };
+	nt_saver_output out = out_fns;
+	out.ctx = o;
+	/* The saved-claim words mean something only to streaming mode's claims; a saver skips
+	 * a chunk its word marks, so they are cleared before (another saver of this arena, a
+	 * failed nt_finish() before this one, may have set them) and after. */
+	const size_t words = (size_t)nt_S.nslots * sizeof(uint64_t);
+	memset(nt_S.saved_claim, 0, words);
+	/* No durable record is half-written while the lock is held. */
+	pthread_mutex_lock(&nt_S.intern_lock);
+	int err = nt_arena_saver_save(saver, &out, events);
+	pthread_mutex_unlock(&nt_S.intern_lock);
+	nt_arena_saver_free(saver);
+	memset(nt_S.saved_claim, 0, words);
+	out_flush(o);
+	return err ? err : o->err;
+}
+
 int nt_archive_write(const char *path, const nt_archive_info *info_in)
 {
 	nt_archive_info info = *info_in;
-	chunk_ref *refs = malloc(sizeof(*refs) * (nt_S.nslots ? nt_S.nslots : 1));
 	out_file *o = malloc(sizeof(*o));
 	char *tmp = NULL;
-	if (refs == NULL || o == NULL) {
-		free(refs), free(o);
+	if (o == NULL) {
 		nt_set_error("nt_finish: out of memory writing '%s'", path);
 		return NT_ERR_NO_MEMORY;
 	}
-
-	uint32_t nchunks = 0;
-	uint64_t events = 0;
-	for (uint32_t s = 0; s < nt_S.nslots; s++) {
-		const nt_chunk_header *h = nt_chunk_slot(s);
-		uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)h);
-		if (nt_record_kind(w0) != NT_KIND_CHUNK)
-			continue;
-		chunk_ref *r = &refs[nchunks++];
-		r->slot = s;
-		r->sequence = nt_claim_sequence(nt_load_64(&h->claim));
-		r->used = nt_chunk_walk(h, &r->events);
-		events += r->events;
-	}
-	qsort(refs, nchunks, sizeof(*refs), by_sequence);
-	info.events_written = events + info.events_overwritten;
-
 	uint8_t header[1024];
-	info.layout = NT_LAYOUT_STREAM;
-	info.slot_overwritten_offset = 0; /* a finished archive: events_overwritten is exact */
-	info.data_offset = 0;
-	size_t hlen = nt_header_encode(&info, header, sizeof(header), NULL);
-	info.data_offset = hlen; /* a fixed-width field: the second encoding has the same size */
-	hlen = nt_header_encode(&info, header, sizeof(header), NULL);
+	info.events_written = 0; /* fixed width: the final count encodes to the same size */
+	size_t hlen = encode_header(&info, header);
 
 	o->fd = nt_create_beside(path, &tmp);
 	o->n = 0;
@@ -119,29 +128,17 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	if (o->fd < 0) {
 		nt_set_error("nt_finish: cannot create a file beside '%s': %s", path,
 			     strerror(errno));
-		free(refs), free(o);
+		free(o);
 		return NT_ERR_IO;
 	}
 	out_write(o, header, hlen);
-
-	/* No durable record is half-written while the lock is held. */
-	pthread_mutex_lock(&nt_S.intern_lock);
-	uint64_t dlen = nt_load_64(&nt_S.durable_head);
-	out_write(o, nt_S.durable, dlen < nt_S.durable_size ? dlen : nt_S.durable_size);
-	pthread_mutex_unlock(&nt_S.intern_lock);
-
-	for (uint32_t i = 0; i < nchunks; i++) {
-		const nt_chunk_header *h = nt_chunk_slot(refs[i].slot);
-		nt_chunk_header copy = *h;
-		copy.kind = NT_KIND_CHUNK;
-		copy.size_words = 0;
-		copy.size_bytes = (uint32_t)sizeof(copy) + refs[i].used;
-		copy.event_count = refs[i].events;
-		out_write(o, &copy, sizeof(copy));
-		out_write(o, h + 1, refs[i].used);
+	uint64_t events = 0;
+	int err = write_records(o, hlen, &events);
+	if (!err) {
+		info.events_written = events + info.events_overwritten;
+		uint64_t at = 0;
+		err = nt_write_all(o->fd, header, encode_header(&info, header), &at);
 	}
-	out_flush(o);
-	int err = o->err;
 	if (!err && fsync(o->fd) != 0 && errno != EINVAL)
 		err = errno;
 	if (close(o->fd) != 0 && !err)
@@ -155,6 +152,6 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 	}
 	if (err)
 		unlink(tmp);
-	free(refs), free(o), free(tmp);
-	return err ? NT_ERR_IO : NT_OK;
+	free(o), free(tmp);
+	return err == ENOMEM ? NT_ERR_NO_MEMORY : err ? NT_ERR_IO : NT_OK;
 }

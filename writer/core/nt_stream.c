@@ -45,7 +45,7 @@ static struct {
 	int provider_fd, manager_fd;
 	int running;
 	int remote;             /* the saver is the trace manager at the end of provider_fd */
-	int remote_gone;        /* it closed, lied or was late at a stop: no more requests */
+	int manager_gone;       /* it closed, lied or was late at a stop: no more requests */
 	int64_t stop_deadline;  /* remote: when a stop stops waiting for answers (-1: none) */
 	uint32_t stop;          /* futex-woken flag for the provider */
 	nt_arena_saver *saver;  /* in-process */
@@ -100,10 +100,16 @@ static void save_in_process(void)
 	}
 }
 
-static int send_packet(int fd, uint16_t request, uint32_t data32, uint64_t data64)
+/* `flags` adds MSG_DONTWAIT for the remote manager: a full socket is a manager that is late,
+ * never a reason to block. */
+static int send_packet(int fd, int flags, uint16_t request, uint32_t data32, uint64_t data64)
 {
 	nt_fifo_packet pk = { request, 0, data32, data64 };
-	return send(fd, &pk, sizeof(pk), MSG_NOSIGNAL) == (ssize_t)sizeof(pk);
+	ssize_t n;
+	do
+		n = send(fd, &pk, sizeof(pk), MSG_NOSIGNAL | flags);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(pk);
 }
 
 static int recv_packet(int fd, nt_fifo_packet *pk)
@@ -128,46 +134,11 @@ static void *manager_main(void *arg)
 		if (pk.request != NT_FIFO_SAVE_BUFFER)
 			continue;
 		save_in_process();
-		nt_add_64(nt_S.buffers_saved, pk.data32 == NT_FIFO_SAVE_ALL ? 0 : 1);
-		if (!send_packet(st.manager_fd, NT_FIFO_BUFFER_SAVED, pk.data32, pk.data64))
+		if (!send_packet(st.manager_fd, 0, NT_FIFO_BUFFER_SAVED, pk.data32, pk.data64))
 			break;
 	}
 	return NULL;
 }
-
-/* One SAVE_BUFFER round trip; returns 0 when the manager is gone. */
-static int request_save(uint32_t wraps)
-{
-	nt_fifo_packet pk;
-	if (!send_packet(st.provider_fd, NT_FIFO_SAVE_BUFFER, wraps, nt_load_64(&nt_S.durable_head)))
-		return 0;
-	return recv_packet(st.provider_fd, &pk) && pk.request == NT_FIFO_BUFFER_SAVED &&
-	       pk.data32 == wraps;
-}
-
-static void *provider_main(void *arg)
-{
-	(void)arg;
-	send_packet(st.provider_fd, NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
-	for (;;) {
-		uint32_t seen = __atomic_load_n(&nt_S.full_signal, __ATOMIC_ACQUIRE);
-		uint64_t saved = nt_load_64(&nt_S.saved_gens);
-		if (nt_load_acquire_64(&nt_S.full_gens) > saved) {
-			if (!request_save((uint32_t)saved))
-				break;
-			nt_store_release_64(&nt_S.saved_gens, saved + 1);
-			continue;
-		}
-		if (__atomic_load_n(&st.stop, __ATOMIC_ACQUIRE))
-			break;
-		futex_wait(&nt_S.full_signal, seen, 100);
-	}
-	request_save(NT_FIFO_SAVE_ALL);
-	send_packet(st.provider_fd, NT_FIFO_STOPPED, 0, 0);
-	return NULL;
-}
-
-/* ---- the remote manager ------------------------------------------------------------- */
 
 static int64_t now_ms(void)
 {
@@ -176,21 +147,20 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A packet to the remote manager, never blocking: a full socket is a manager that is late. */
-static int send_remote(uint16_t request, uint32_t data32, uint64_t data64)
+/* To the manager: never blocking when it is the remote one (a full socket is a manager
+ * that is late). */
+static int send_to_manager(uint16_t request, uint32_t data32, uint64_t data64)
 {
-	nt_fifo_packet pk = { request, 0, data32, data64 };
-	ssize_t n;
-	do
-		n = send(st.provider_fd, &pk, sizeof(pk), MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(pk);
+	return send_packet(st.provider_fd, st.remote ? MSG_DONTWAIT : 0, request, data32, data64);
 }
 
-/* Milliseconds the provider may still wait for an answer now: 100 while recording (then it
+/* Milliseconds the provider may still wait for an answer now: without end in-process (the
+ * saver is this process's own thread); from a remote manager 100 while recording (then it
  * looks again), what is left of the stop's budget once a stop is asked for, 0 when spent. */
-static int remote_wait_ms(void)
+static int answer_wait_ms(void)
 {
+	if (!st.remote)
+		return -1;
 	if (!__atomic_load_n(&st.stop, __ATOMIC_ACQUIRE))
 		return 100;
 	if (st.stop_deadline < 0)
@@ -199,14 +169,14 @@ static int remote_wait_ms(void)
 	return left <= 0 ? 0 : left < 100 ? (int)left : 100;
 }
 
-/* One SAVE_BUFFER round trip with the trace manager. Returns 0 when it is gone (EOF, an
- * error), answers something else, or is still silent when a stop's budget is spent. */
-static int remote_request_save(uint32_t wraps)
+/* One SAVE_BUFFER round trip. Returns 0 when the manager is gone (EOF, an error), answers
+ * something else, or (remote) is still silent when a stop's budget is spent. */
+static int request_save(uint32_t wraps)
 {
-	if (!send_remote(NT_FIFO_SAVE_BUFFER, wraps, nt_load_64(&nt_S.durable_head)))
+	if (!send_to_manager(NT_FIFO_SAVE_BUFFER, wraps, nt_load_64(&nt_S.durable_head)))
 		return 0;
 	for (;;) {
-		int wait = remote_wait_ms();
+		int wait = answer_wait_ms();
 		if (wait == 0)
 			return 0;
 		struct pollfd p = { .fd = st.provider_fd, .events = POLLIN };
@@ -224,27 +194,27 @@ static int remote_request_save(uint32_t wraps)
 	}
 }
 
-/* The provider thread alone: the trace manager saves. A manager that is gone stays gone
- * for this run: writers drop and count at the unsaved half, as when it is late. */
-static void *remote_provider_main(void *arg)
+/* The provider: asks for each full half to be saved. A manager that is gone stays gone for
+ * this run: writers drop and count at the unsaved half, as when it is late. */
+static void *provider_main(void *arg)
 {
 	(void)arg;
 	/* STARTED says "recording": it waits for the start to store the session tag (just
-	 * after nt_stream_start_remote returns), so an event made once the manager has seen
-	 * STARTED is recorded or counted, never neither. Sent by this thread, it still goes
-	 * before any SAVE_BUFFER. */
+	 * after nt_stream_start*() returns), so an event made once a manager has seen STARTED
+	 * is recorded or counted, never neither. Sent by this thread, it still goes before any
+	 * SAVE_BUFFER. */
 	while (nt_load_acquire_32(&nt_session_tag_) == 0 &&
 	       !__atomic_load_n(&st.stop, __ATOMIC_ACQUIRE)) {
 		struct timespec ts = { 0, 50000 };
 		nanosleep(&ts, NULL);
 	}
-	st.remote_gone = !send_remote(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
+	st.manager_gone = !send_to_manager(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&nt_S.full_signal, __ATOMIC_ACQUIRE);
 		uint64_t saved = nt_load_64(&nt_S.saved_gens);
-		if (!st.remote_gone && nt_load_acquire_64(&nt_S.full_gens) > saved) {
-			if (!remote_request_save((uint32_t)saved)) {
-				st.remote_gone = 1;
+		if (!st.manager_gone && nt_load_acquire_64(&nt_S.full_gens) > saved) {
+			if (!request_save((uint32_t)saved)) {
+				st.manager_gone = 1;
 				continue;
 			}
 			nt_add_64(nt_S.buffers_saved, 1);
@@ -255,9 +225,9 @@ static void *remote_provider_main(void *arg)
 			break;
 		futex_wait(&nt_S.full_signal, seen, 100);
 	}
-	if (!st.remote_gone && !remote_request_save(NT_FIFO_SAVE_ALL))
-		st.remote_gone = 1;
-	send_remote(NT_FIFO_STOPPED, 0, 0);
+	if (!st.manager_gone && !request_save(NT_FIFO_SAVE_ALL))
+		st.manager_gone = 1;
+	send_to_manager(NT_FIFO_STOPPED, 0, 0);
 	return NULL;
 }
 
@@ -303,6 +273,8 @@ int nt_stream_start(int fresh)
 	st.manager_fd = sv[1];
 	st.stop = 0;
 	st.remote = 0;
+	st.stop_deadline = -1;
+	st.manager_gone = 0; /* STARTED: provider_main */
 	if (pthread_create(&st.manager, NULL, manager_main, NULL) != 0 ||
 	    pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
 		nt_set_error("nt_start: cannot start the streaming threads");
@@ -331,12 +303,12 @@ int nt_stream_start_remote(int fresh, int fifo_fd)
 	st.remote = 1;
 	st.stop_deadline = -1;
 	/* An answer that came after the previous run gave up on it would be taken for this
-	 * run's: drop whatever is waiting. */
+	 * run's: drop what is waiting (a bounded number: one request is ever in flight). */
 	nt_fifo_packet stale;
-	while (recv(fifo_fd, &stale, sizeof(stale), MSG_DONTWAIT) > 0)
+	for (int i = 0; i < 64 && recv(fifo_fd, &stale, sizeof(stale), MSG_DONTWAIT) > 0; i++)
 		;
-	st.remote_gone = 0;
-	if (pthread_create(&st.provider, NULL, remote_provider_main, NULL) != 0) {
+	st.manager_gone = 0; /* STARTED: provider_main, once recording is on */
+	if (pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
 		nt_set_error("nt_start: cannot start the streaming thread");
 		return NT_ERR_NO_MEMORY;
 	}

@@ -1,0 +1,259 @@
+/*
+ * test_remote_stream.c - streaming with the saver at the other end of a FIFO
+ * (nt_stream_start_remote), as the trace manager runs it: a thread here plays the manager
+ * with the shared saver (format/nt_arena_saver.h) and format/nt_fifo.h packets.
+ *
+ *   answering_manager_saves_everything  STARTED first, every SAVE_BUFFER answered: the
+ *       manager's saved records read back with decoded + dropped == made, each writer's
+ *       events in order; the final SAVE_ALL and STOPPED come at stop; nt_finish() says the
+ *       stream is the manager's.
+ *   silent_manager_costs_at_most_the_stop_budget  a manager that never answers: writers drop
+ *       and count, and the stop returns after the 2 s budget, not later.
+ *   closed_manager_stops_at_once       a manager that goes away after one answer: no more
+ *       requests, drops counted, the stop is immediate.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nt_cmocka.h"
+#include <nanotrace/nanotrace.h>
+#include "../../writer/core/nt_internal.h" /* nt_stream_start_remote, the session's arena */
+#include "nt_archive_header_decode.h"
+#include "nt_arena_saver.h"
+#include "nt_fifo.h"
+#include "nt_test_util.h"
+
+enum { ANSWER, SILENT, CLOSE_AFTER_ONE };
+
+typedef struct fake_manager {
+	int fd;
+	int behaviour;
+	nt_arena_saver *saver;
+	uint8_t *out;
+	size_t len, cap;
+	unsigned started, save_requests, save_all, stopped, out_of_order;
+} fake_manager;
+
+static int out_append(void *ctx, const void *d, size_t n)
+{
+	fake_manager *m = ctx;
+	if (m->len + n > m->cap) {
+		m->cap = (m->len + n) * 2;
+		m->out = realloc(m->out, m->cap);
+		if (m->out == NULL)
+			return ENOMEM;
+	}
+	memcpy(m->out + m->len, d, n);
+	m->len += n;
+	return 0;
+}
+
+static void *manager_main(void *arg)
+{
+	fake_manager *m = arg;
+	const nt_saver_output out = { out_append, NULL, m };
+	nt_fifo_packet pk;
+	while (recv(m->fd, &pk, sizeof(pk), 0) == (ssize_t)sizeof(pk)) {
+		if (pk.request == NT_FIFO_STARTED) {
+			m->out_of_order += m->started || m->save_requests;
+			m->started += pk.data32 == NT_FIFO_PROTOCOL_VERSION;
+			continue;
+		}
+		if (pk.request == NT_FIFO_STOPPED) {
+			m->stopped++;
+			break;
+		}
+		if (pk.request != NT_FIFO_SAVE_BUFFER) {
+			m->out_of_order++;
+			continue;
+		}
+		m->out_of_order += !m->started;
+		m->save_requests++;
+		m->save_all += pk.data32 == NT_FIFO_SAVE_ALL;
+		if (m->behaviour == SILENT)
+			continue;
+		if (nt_arena_saver_save(m->saver, &out, NULL) != 0)
+			break;
+		nt_fifo_packet answer = { NT_FIFO_BUFFER_SAVED, 0, pk.data32, pk.data64 };
+		if (send(m->fd, &answer, sizeof(answer), MSG_NOSIGNAL) != (ssize_t)sizeof(answer))
+			break;
+		if (m->behaviour == CLOSE_AFTER_ONE)
+			break;
+	}
+	close(m->fd);
+	return NULL;
+}
+
+#define WRITERS 2
+
+static uint64_t per_writer;
+
+static void *writer_main(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+	for (uint64_t i = 0; i < per_writer; i++) {
+		NT_INSTANT("remote", "ev", NT_U32("t", t), NT_U64("seq", i));
+		if (i % 512 == 0)
+			usleep(50); /* the manager keeps up with some of it */
+	}
+	return NULL;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+typedef struct run {
+	char path[256];
+	fake_manager m;
+	pthread_t manager;
+	double stop_seconds;
+	nt_stats stats;
+} run;
+
+/* A streaming session whose saves go to a fake manager behaving as `behaviour`; writers
+ * write, then the run stops. The arena stays mapped (the session is only stopped). */
+static void record(run *r, int behaviour, const char *tag)
+{
+	memset(r, 0, sizeof(*r));
+	test_tmp_path(r->path, sizeof(r->path), tag);
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.path = r->path;
+	cfg.mode = NT_MODE_STREAMING;
+	cfg.buffer_size = 64u << 10;
+	cfg.chunk_size = 4096;
+	assert_int_equal(nt_provider_initialize(&cfg), NT_OK);
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	r->m.fd = sv[1];
+	r->m.behaviour = behaviour;
+	r->m.saver = nt_arena_saver_new(nt_S.map, &nt_S.layout, 0);
+	assert_non_null(r->m.saver);
+	/* The remote stream first: nt_provider_start finds streaming running and keeps it. */
+	assert_int_equal(nt_stream_start_remote(1, sv[0]), NT_OK);
+	assert_int_equal(pthread_create(&r->manager, NULL, manager_main, &r->m), 0);
+	assert_int_equal(nt_provider_start(NT_BUFFER_RETAIN, NULL), NT_OK);
+
+	pthread_t w[WRITERS];
+	for (uintptr_t t = 0; t < WRITERS; t++)
+		assert_int_equal(pthread_create(&w[t], NULL, writer_main, (void *)t), 0);
+	for (int t = 0; t < WRITERS; t++)
+		pthread_join(w[t], NULL);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(nt_provider_stop(), NT_OK);
+	r->stop_seconds = seconds_since(&t0);
+	nt_get_stats(&r->stats);
+	pthread_join(r->manager, NULL);
+	close(sv[0]); /* the FIFO is the caller's: the stream code never closes it */
+}
+
+/* The session ends: its stream is the manager's, so nt_finish() writes nothing. */
+static void end(run *r)
+{
+	assert_int_equal(nt_finish(NULL), NT_ERR_STATE);
+	assert_non_null(strstr(nt_last_error(), "trace manager"));
+	nt_arena_saver_free(r->m.saver);
+	free(r->m.out);
+	unlink(r->path);
+}
+
+static void answering_manager_saves_everything(void **state)
+{
+	(void)state;
+	per_writer = 40000;
+	run r;
+	record(&r, ANSWER, "remote-answer");
+	assert_int_equal(r.m.started, 1);
+	assert_int_equal(r.m.out_of_order, 0);
+	assert_int_equal(r.m.stopped, 1);
+	assert_int_equal(r.m.save_all, 1);
+	assert_true(r.m.save_requests > 2);
+	assert_int_equal(*nt_S.buffers_saved, r.m.save_requests - 1);
+
+	/* The manager's records behind a header made from the arena's. */
+	uint8_t copy[NT_ARENA_HEADER_BYTES], hdr[1024];
+	memcpy(copy, nt_S.map, sizeof(copy));
+	nt_archive_info info;
+	char why[200];
+	uint64_t where;
+	assert_true(nt_header_decode(copy, sizeof(copy), &info, why, sizeof(why), &where) != 0);
+	info.layout = NT_LAYOUT_STREAM;
+	info.slot_overwritten_offset = info.stream_offset = info.stream_end = 0;
+	info.events_written = nt_arena_saver_events(r.m.saver);
+	info.data_offset = 0;
+	info.data_offset = nt_header_encode(&info, hdr, sizeof(hdr), NULL);
+	size_t hlen = nt_header_encode(&info, hdr, sizeof(hdr), NULL);
+	uint8_t *archive = malloc(hlen + r.m.len);
+	assert_non_null(archive);
+	memcpy(archive, hdr, hlen);
+	memcpy(archive + hlen, r.m.out, r.m.len);
+	test_trace tr;
+	assert_int_equal(test_read_memory(archive, hlen + r.m.len, NT_ORDER_STREAM, &tr), 0);
+	assert_msg(tr.errors == 0, "%s", tr.first_error);
+	uint64_t made = WRITERS * per_writer;
+	assert_msg(tr.n + info.events_dropped == made, "decoded %zu + dropped %llu != made %llu",
+		   tr.n, (unsigned long long)info.events_dropped, (unsigned long long)made);
+	int64_t last[WRITERS] = { -1, -1 };
+	for (size_t i = 0; i < tr.n; i++) {
+		uint64_t t = tr.ev[i].args[0].value.u64, seq = tr.ev[i].args[1].value.u64;
+		assert_true(t < WRITERS);
+		assert_msg((int64_t)seq > last[t], "writer %llu: seq %llu after %lld",
+			   (unsigned long long)t, (unsigned long long)seq, (long long)last[t]);
+		last[t] = (int64_t)seq;
+	}
+	print_message("%u saves, %zu events saved, %llu dropped, stop %.3f s\n",
+		      r.m.save_requests, tr.n, (unsigned long long)info.events_dropped,
+		      r.stop_seconds);
+	test_trace_free(&tr);
+	free(archive);
+	end(&r);
+}
+
+static void silent_manager_costs_at_most_the_stop_budget(void **state)
+{
+	(void)state;
+	per_writer = 20000;
+	run r;
+	record(&r, SILENT, "remote-silent");
+	assert_int_equal(r.m.save_requests, 1); /* one request in flight, never answered */
+	assert_int_equal(r.m.stopped, 1);
+	assert_true(r.stats.events_dropped > 0);
+	assert_int_equal(r.stats.events_dropped, r.stats.dropped_rolling_full);
+	assert_msg(r.stop_seconds >= 1.5 && r.stop_seconds < 4.0,
+		   "the stop took %.3f s; the budget is 2 s", r.stop_seconds);
+	end(&r);
+}
+
+static void closed_manager_stops_at_once(void **state)
+{
+	(void)state;
+	per_writer = 20000;
+	run r;
+	record(&r, CLOSE_AFTER_ONE, "remote-closed");
+	assert_int_equal(r.m.save_requests, 1);
+	assert_int_equal(*nt_S.buffers_saved, 1);
+	assert_true(r.stats.events_dropped > 0);
+	assert_msg(r.stop_seconds < 1.0, "the stop took %.3f s", r.stop_seconds);
+	end(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(answering_manager_saves_everything),
+		cmocka_unit_test(silent_manager_costs_at_most_the_stop_budget),
+		cmocka_unit_test(closed_manager_stops_at_once),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
