@@ -563,6 +563,45 @@ static void api_refusals(void **state)
 	fm_close(&m);
 }
 
+/* The API itself, in this process: an explicit registration under a name of its own, a
+ * second one refused, manager mode for the program's own calls, nt_finish() closing. Last:
+ * the process belongs to the manager from here on. */
+static void explicit_registration(void **state)
+{
+	(void)state;
+	fm m;
+	fm_provider p;
+	CHECK(fm_listen(&m));
+	assert_int_equal(nt_provider_register(m.path, "explicit-name"), NT_OK);
+	CHECK(fm_accept_register(&m, &p, WAIT_MS));
+	assert_string_equal(p.name, "explicit-name");
+	assert_int_equal(p.pid, (uint32_t)getpid());
+	assert_false(p.flags & NT_WIRE_SYNC);
+	assert_true(nt_provider_is_registered());
+	assert_int_equal(nt_provider_register(m.path, NULL), NT_ERR_STATE);
+	assert_non_null(strstr(nt_last_error(), "already registered"));
+	CHECK(fm_initialize(&p, NT_MODE_ONESHOT, 1u << 20, 0, ""));
+	CHECK(fm_start(&p, NT_BUFFER_CLEAR_ENTIRE, NULL));
+	assert_true(nt_is_recording());
+	nt_config cfg;
+	nt_config_init(&cfg);
+	assert_int_equal(nt_start(&cfg), NT_OK); /* the manager's session stays */
+	assert_int_equal(nt_provider_stop(), NT_ERR_STATE);
+	assert_non_null(strstr(nt_last_error(), "belongs to the trace manager"));
+	for (int i = 0; i < 100; i++)
+		NT_INSTANT("acct", "ev", NT_U32("t", 0), NT_U64("seq", (uint64_t)i));
+	assert_int_equal(nt_finish("/nonexistent/ignored.ntrace"), NT_OK);
+	assert_false(nt_is_recording());
+	assert_false(nt_provider_is_registered());
+	CHECK(fm_wait_stopped(&p, WAIT_MS));
+	CHECK(fm_wait_eof(&p, WAIT_MS));
+	p.pid = (uint32_t)getpid();
+	check_accounting(&p, 100, 0, "explicit");
+	assert_int_equal(nt_finish(NULL), NT_OK); /* still the manager's: nothing to do */
+	fm_provider_free(&p);
+	fm_close(&m);
+}
+
 int main(void)
 {
 	prog = getenv("NT_PROVIDER_PROG");
@@ -584,6 +623,7 @@ int main(void)
 		cmocka_unit_test(fork_child_is_its_own_provider),
 		cmocka_unit_test(manager_gone_mid_run),
 		cmocka_unit_test(bad_messages_close_the_connection),
+		cmocka_unit_test(explicit_registration), /* last: the process is a provider */
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
