@@ -385,6 +385,18 @@ static void send_fd_with_start(fm_provider *p)
 	CHECK(fm_send_msg(p, &msg, &fd, 1));
 }
 
+/* A manager that never reads its FIFO while asking for STARTED and STOPPED again and again:
+ * once the FIFO is full the provider closes (it never waits on a manager), and runs on. */
+static void send_until_fifo_full(fm_provider *p)
+{
+	CHECK(fm_initialize(p, NT_MODE_ONESHOT, 65536, 4096, ""));
+	for (int i = 0; i < 100000; i++)
+		if (fm_send_simple(p, i % 2 ? NT_WIRE_STOP : NT_WIRE_START, NT_BUFFER_RETAIN,
+				   NULL) != 0)
+			return; /* the provider closed */
+	fail_msg("the provider still takes messages with a full FIFO");
+}
+
 static void bad_messages_close_the_connection(void **state)
 {
 	(void)state;
@@ -395,6 +407,7 @@ static void bad_messages_close_the_connection(void **state)
 	refused_message("INITIALIZE of the wrong map size", send_wrong_map_size);
 	refused_message("INITIALIZE of an unsealed buffer", send_unsealed_buffer);
 	refused_message("START with a descriptor", send_fd_with_start);
+	refused_message("a FIFO nobody reads", send_until_fifo_full);
 }
 
 /* ---- fork -------------------------------------------------------------------------------- */

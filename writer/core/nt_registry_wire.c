@@ -116,8 +116,10 @@ int nt_fifo_send(int fd, uint16_t request, uint32_t data32, uint64_t data64)
 {
 	nt_fifo_packet pk = { request, 0, data32, data64 };
 	ssize_t n;
+	/* Never waits: a manager that lets its FIFO fill up is one that does not listen, and
+	 * the program (its exit included) must not hang on it. */
 	do
-		n = send(fd, &pk, sizeof(pk), MSG_NOSIGNAL);
+		n = send(fd, &pk, sizeof(pk), MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(pk))
 		return 0;
