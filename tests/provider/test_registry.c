@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -541,6 +542,45 @@ static void unreachable_manager(void **state)
 	fm_close(&m);
 }
 
+/* A manager that never accepts, its accept queue full: the program does not block in
+ * connect(); it says it cannot reach the manager and runs on. */
+static void manager_not_accepting(void **state)
+{
+	(void)state;
+	fm m;
+	fm_child c;
+	CHECK(fm_listen(&m));
+	assert_int_equal(listen(m.listen_fd, 0), 0);
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	memcpy(addr.sun_path, m.path, strlen(m.path) + 1);
+	int filler[8], n = 0;
+	for (; n < 8; n++) {
+		filler[n] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (connect(filler[n], (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(filler[n]);
+			break;
+		}
+	}
+	assert_true(n < 8);
+	char *args[] = { "--threads", "1", "--events", "10", NULL };
+	spawn(&m, NULL, args, NULL, &c);
+	int pid;
+	uint64_t events, total;
+	read_made(&c, &pid, &events, &total);
+	int status = fm_wait_child(&c, WAIT_MS);
+	char err[4096], want[400];
+	fm_read_stderr(&c, err, sizeof(err));
+	assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x",
+		   status);
+	snprintf(want, sizeof(want), "nanotrace: cannot reach the trace manager at %s: %s; "
+		 "not tracing\n", m.path, strerror(EAGAIN));
+	assert_msg(strstr(err, want) != NULL, "stderr '%s' lacks '%s'", err, want);
+	for (int i = 0; i < n; i++)
+		close(filler[i]);
+	fm_close(&m);
+}
+
 static void api_refusals(void **state)
 {
 	(void)state;
@@ -626,6 +666,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(api_refusals),
 		cmocka_unit_test(unreachable_manager),
+		cmocka_unit_test(manager_not_accepting),
 		cmocka_unit_test(oneshot_exact_accounting),
 		cmocka_unit_test(circular_exact_accounting),
 		cmocka_unit_test(streaming_exact_accounting),
