@@ -33,9 +33,7 @@
 #include "nt_cmocka.h"
 #include <nanotrace/nanotrace.h>
 #include "../../writer/core/nt_internal.h" /* nt_arena_map_fd and the session it fills */
-#include "nt_archive_header_decode.h"
-#include "nt_arena_saver.h"
-#include "nt_test_util.h"
+#include "nt_saver_test.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
@@ -47,72 +45,6 @@
 #ifndef UNDER_TSAN
 #define UNDER_TSAN 0
 #endif
-
-/* ---- an output in memory ------------------------------------------------------------- */
-
-typedef struct sink {
-	uint8_t *data;
-	size_t len, cap;
-	int keep;          /* keep the bytes (else only count them) */
-	int fail_with;     /* append returns this errno */
-	unsigned appends, commits;
-	uint64_t committed_end;
-} sink;
-
-static int sink_append(void *ctx, const void *d, size_t n)
-{
-	sink *s = ctx;
-	s->appends++;
-	if (s->fail_with)
-		return s->fail_with;
-	if (s->keep) {
-		if (s->len + n > s->cap) {
-			s->cap = (s->len + n) * 2;
-			s->data = realloc(s->data, s->cap);
-			if (s->data == NULL)
-				abort();
-		}
-		memcpy(s->data + s->len, d, n);
-	}
-	s->len += n;
-	return 0;
-}
-
-static void sink_commit(void *ctx, uint64_t end)
-{
-	sink *s = ctx;
-	s->commits++;
-	s->committed_end = end;
-}
-
-static nt_saver_output output_to(sink *s)
-{
-	nt_saver_output out = { sink_append, sink_commit, s };
-	return out;
-}
-
-/* A Stream-layout header for saved records that follow it, made from the arena header at
- * `map` (decoded from a copy, as a manager does); its length. */
-static size_t stream_header(const uint8_t *map, uint64_t events, uint8_t out[1024])
-{
-	uint8_t copy[NT_ARENA_HEADER_BYTES];
-	memcpy(copy, map, sizeof(copy));
-	nt_archive_info info;
-	char why[200];
-	uint64_t where;
-	assert_msg(nt_header_decode(copy, sizeof(copy), &info, why, sizeof(why), &where) != 0,
-		   "the arena header does not decode: %s at byte %llu", why,
-		   (unsigned long long)where);
-	info.layout = NT_LAYOUT_STREAM;
-	info.slot_overwritten_offset = 0;
-	info.stream_offset = 0;
-	info.stream_end = 0;
-	info.events_written = events;
-	info.data_offset = 0;
-	size_t h = nt_header_encode(&info, out, 1024, NULL);
-	info.data_offset = h;
-	return nt_header_encode(&info, out, 1024, NULL);
-}
 
 /* A second, shared mapping of the arena file at `path` (what the manager holds). */
 static uint8_t *map_arena_file(const char *path, const nt_arena_layout *L, int *fd_out)
@@ -202,11 +134,12 @@ static void saves_exactly_what_was_published(void **state)
 	int fd;
 	uint8_t *map = start_and_map(path, NT_MODE_ONESHOT, 8u << 20, &L, &fd);
 	uint8_t hdr[1024];
-	size_t hlen = stream_header(map, 0, hdr);
+	size_t hlen = test_stream_header(map, 0, hdr);
+	assert_true(hlen > 0);
 	nt_arena_saver *saver = nt_arena_saver_new(map, &L, hlen);
 	assert_non_null(saver);
-	sink out = { .keep = 1 };
-	nt_saver_output o = output_to(&out);
+	test_sink out = { .keep = 1 };
+	nt_saver_output o = test_sink_output(&out);
 
 	writers_done = 0;
 	pthread_t th[WRITERS];
@@ -241,14 +174,9 @@ static void saves_exactly_what_was_published(void **state)
 	}
 
 	/* The saved records behind a header: exactly the events made. */
-	size_t size = hlen + out.len;
-	uint8_t *archive = malloc(size);
-	assert_non_null(archive);
-	stream_header(map, nt_arena_saver_events(saver), hdr);
-	memcpy(archive, hdr, hlen);
-	memcpy(archive + hlen, out.data, out.len);
 	test_trace tr;
-	assert_int_equal(test_read_memory(archive, size, NT_ORDER_STREAM, &tr), 0);
+	assert_int_equal(test_read_saved(map, nt_arena_saver_events(saver), out.data, out.len,
+					 NT_ORDER_STREAM, &tr), 0);
 	assert_msg(tr.errors == 0, "saved records: %lu errors, first: %s", tr.errors,
 		   tr.first_error);
 	assert_int_equal(tr.n, WRITERS * PER_WRITER);
@@ -264,7 +192,6 @@ static void saves_exactly_what_was_published(void **state)
 	test_trace_free(&tr);
 
 	nt_arena_saver_free(saver);
-	free(archive);
 	free(out.data);
 	munmap(map, L.map_size);
 	close(fd);
@@ -396,22 +323,6 @@ static void corrupt(uint8_t *m, const nt_arena_layout *L, const uint8_t *pristin
 	}
 }
 
-/* Reads what one save of the arena made, behind a header: it may be damaged, never fatal. */
-static void read_saved(const uint8_t *pristine, const sink *out)
-{
-	uint8_t hdr[1024];
-	size_t hlen = stream_header(pristine, 0, hdr);
-	uint8_t *archive = malloc(hlen + out->len);
-	assert_non_null(archive);
-	memcpy(archive, hdr, hlen);
-	if (out->len > 0)
-		memcpy(archive + hlen, out->data, out->len);
-	test_trace tr;
-	test_read_memory(archive, hlen + out->len, NT_ORDER_TIME, &tr);
-	test_trace_free(&tr);
-	free(archive);
-}
-
 static void hostile_rounds(int mode, unsigned rounds)
 {
 	arena_copy a;
@@ -441,16 +352,18 @@ static void hostile_rounds(int mode, unsigned rounds)
 		unsigned lies = (unsigned)(rng_next(&x) % 8);
 		for (unsigned i = 0; i < lies; i++)
 			corrupt(work, L, a.pristine, &x);
-		sink out = { .keep = round % 100 == 99 };
-		nt_saver_output o = output_to(&out);
+		test_sink out = { .keep = round % 100 == 99 };
+		nt_saver_output o = test_sink_output(&out);
 		uint64_t before = nt_arena_saver_end(saver);
 		assert_int_equal(nt_arena_saver_save(saver, &o, NULL), 0);
 		assert_msg(out.len <= most, "round %u: one save appended %zu bytes, more than the "
 			   "arena's %llu", round, out.len, (unsigned long long)most);
 		assert_int_equal(nt_arena_saver_end(saver) - before, out.len);
 		saved_bytes += out.len;
-		if (out.keep)
-			read_saved(a.pristine, &out);
+		test_trace tr; /* what one save made, read back: maybe damaged, never fatal */
+		if (out.keep && test_read_saved(a.pristine, 0, out.data, out.len, NT_ORDER_TIME,
+						&tr) == 0)
+			test_trace_free(&tr);
 		free(out.data);
 		if (round == 100)
 			heap_start = mallinfo2().uordblks;
@@ -486,8 +399,8 @@ static void failed_append_stops_the_saving(void **state)
 	make_arena(&a, NT_MODE_ONESHOT);
 	nt_arena_saver *saver = nt_arena_saver_new(a.pristine, &a.L, 100);
 	assert_non_null(saver);
-	sink out = { .fail_with = ENOSPC };
-	nt_saver_output o = output_to(&out);
+	test_sink out = { .fail_with = ENOSPC };
+	nt_saver_output o = test_sink_output(&out);
 	assert_int_equal(nt_arena_saver_save(saver, &o, NULL), ENOSPC);
 	unsigned appends = out.appends;
 	assert_int_equal(nt_arena_saver_save(saver, &o, NULL), ENOSPC);

@@ -24,10 +24,8 @@
 #include "nt_cmocka.h"
 #include <nanotrace/nanotrace.h>
 #include "../../writer/core/nt_internal.h" /* nt_stream_start_remote, the session's arena */
-#include "nt_archive_header_decode.h"
-#include "nt_arena_saver.h"
 #include "nt_fifo.h"
-#include "nt_test_util.h"
+#include "nt_saver_test.h"
 
 enum { ANSWER, SILENT, CLOSE_AFTER_ONE };
 
@@ -35,29 +33,15 @@ typedef struct fake_manager {
 	int fd;
 	int behaviour;
 	nt_arena_saver *saver;
-	uint8_t *out;
-	size_t len, cap;
+	test_sink out;
 	unsigned started, save_requests, save_all, stopped, out_of_order;
 } fake_manager;
-
-static int out_append(void *ctx, const void *d, size_t n)
-{
-	fake_manager *m = ctx;
-	if (m->len + n > m->cap) {
-		m->cap = (m->len + n) * 2;
-		m->out = realloc(m->out, m->cap);
-		if (m->out == NULL)
-			return ENOMEM;
-	}
-	memcpy(m->out + m->len, d, n);
-	m->len += n;
-	return 0;
-}
 
 static void *manager_main(void *arg)
 {
 	fake_manager *m = arg;
-	const nt_saver_output out = { out_append, NULL, m };
+	m->out.keep = 1;
+	const nt_saver_output out = test_sink_output(&m->out);
 	nt_fifo_packet pk;
 	while (recv(m->fd, &pk, sizeof(pk), 0) == (ssize_t)sizeof(pk)) {
 		if (pk.request == NT_FIFO_STARTED) {
@@ -164,7 +148,7 @@ static void end(run *r)
 	assert_int_equal(nt_finish(NULL), NT_ERR_STATE);
 	assert_non_null(strstr(nt_last_error(), "trace manager"));
 	nt_arena_saver_free(r->m.saver);
-	free(r->m.out);
+	free(r->m.out.data);
 	unlink(r->path);
 }
 
@@ -182,25 +166,12 @@ static void answering_manager_saves_everything(void **state)
 	assert_int_equal(*nt_S.buffers_saved, r.m.save_requests - 1);
 
 	/* The manager's records behind a header made from the arena's. */
-	uint8_t copy[NT_ARENA_HEADER_BYTES], hdr[1024];
-	memcpy(copy, nt_S.map, sizeof(copy));
 	nt_archive_info info;
-	char why[200];
-	uint64_t where;
-	assert_true(nt_header_decode(copy, sizeof(copy), &info, why, sizeof(why), &where) != 0);
-	info.layout = NT_LAYOUT_STREAM;
-	info.slot_overwritten_offset = info.stream_offset = info.stream_end = 0;
-	info.events_written = nt_arena_saver_events(r.m.saver);
-	info.data_offset = 0;
-	info.data_offset = nt_header_encode(&info, hdr, sizeof(hdr), NULL);
-	size_t hlen = nt_header_encode(&info, hdr, sizeof(hdr), NULL);
-	uint8_t *archive = malloc(hlen + r.m.len);
-	assert_non_null(archive);
-	memcpy(archive, hdr, hlen);
-	memcpy(archive + hlen, r.m.out, r.m.len);
 	test_trace tr;
-	assert_int_equal(test_read_memory(archive, hlen + r.m.len, NT_ORDER_STREAM, &tr), 0);
+	assert_int_equal(test_read_saved(nt_S.map, nt_arena_saver_events(r.m.saver), r.m.out.data,
+					 r.m.out.len, NT_ORDER_STREAM, &tr), 0);
 	assert_msg(tr.errors == 0, "%s", tr.first_error);
+	info = tr.info;
 	uint64_t made = WRITERS * per_writer;
 	assert_msg(tr.n + info.events_dropped == made, "decoded %zu + dropped %llu != made %llu",
 		   tr.n, (unsigned long long)info.events_dropped, (unsigned long long)made);
@@ -216,7 +187,6 @@ static void answering_manager_saves_everything(void **state)
 		      r.m.save_requests, tr.n, (unsigned long long)info.events_dropped,
 		      r.stop_seconds);
 	test_trace_free(&tr);
-	free(archive);
 	end(&r);
 }
 
