@@ -8,6 +8,7 @@
  *
  *   provider_prog [--threads N] [--events N] [--rounds N] [--sync] [--fork] [--trace2]
  *                 [--hold-ms N] [--hold-stdin] [--finish] [--own-calls] [--env-session]
+ *                 [--seccomp]
  *
  *   --threads N    worker threads per round (default 2)
  *   --events N     iterations per worker (default 1000): seq_emit() each, so N events per
@@ -30,6 +31,10 @@
  *   --finish       call nt_finish(NULL) at the end (manager mode: NT_OK); exit 4 if not OK
  *   --own-calls    check manager mode: nt_start(), nt_start_from_env() return NT_OK,
  *                  nt_provider_start() NT_ERR_STATE; exit 5 if not
+ *   --seccomp      (after the wait) the main thread makes --events events (seq_emit, worker
+ *                  0) under a seccomp filter that kills on any system call but exit_group,
+ *                  then exits 0 at once, printing nothing: the hot path of a registered
+ *                  provider makes no system call (exit 77 where not x86-64)
  *   --env-session  a session of its own from NANOTRACE (nt_start_from_env() first,
  *                  nt_finish(NULL) last): the in-process comparison of the hot path
  *
@@ -42,6 +47,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +67,7 @@
 
 static struct {
 	int threads, rounds, sync, fork, trace2, finish, own_calls, env_session, hold_stdin;
+	int seccomp;
 	long events, hold_ms;
 } opt = { .threads = 2, .rounds = 1, .events = 1000 };
 
@@ -120,6 +132,40 @@ static void wait_for_start(void)
 		fprintf(stderr, "provider_prog %d: tracing never started\n", (int)getpid());
 		exit(3);
 	}
+}
+
+/* --seccomp: the main thread makes its events under a filter that kills the process on any
+ * system call but exit_group (and clock_gettime, which the vDSO issues only when the kernel
+ * clock cannot be read in user space), then _exit(0)s: it survives only if the event path
+ * of a registered provider made none. The first event (thread and call site registration)
+ * comes before the filter. */
+static void events_under_seccomp(void)
+{
+#if defined(__x86_64__)
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit_group, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clock_gettime, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	seq_emit(0, 0, 0);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		perror("provider_prog: seccomp");
+		exit(2);
+	}
+	for (long i = 1; i < opt.events; i++)
+		seq_emit(0, (uint64_t)i, 0);
+	syscall(SYS_exit_group, 0);
+#else
+	fprintf(stderr, "provider_prog: --seccomp is for x86-64\n");
+	exit(77);
+#endif
 }
 
 static void check_own_calls(void)
@@ -210,6 +256,8 @@ static void parse(int argc, char **argv)
 			opt.env_session = 1;
 		else if (strcmp(a, "--hold-stdin") == 0)
 			opt.hold_stdin = 1;
+		else if (strcmp(a, "--seccomp") == 0)
+			opt.seccomp = 1;
 		else {
 			fprintf(stderr, "provider_prog: unknown option '%s'\n", a);
 			exit(2);
@@ -234,6 +282,8 @@ int main(int argc, char **argv)
 	}
 	if (opt.sync)
 		wait_for_start();
+	if (opt.seccomp)
+		events_under_seccomp();
 	pid_t child = opt.fork ? fork() : -1;
 	if (opt.fork && child < 0) {
 		perror("provider_prog: fork");

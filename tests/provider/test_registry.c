@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,6 +159,33 @@ static void streaming_exact_accounting(void **state)
 	run_to_exit(NT_MODE_STREAMING, 65536, 1, "streaming 64 KiB trace2");
 }
 
+/* The event path of a registered provider makes no system call (the filter kills the
+ * process otherwise), across chunk claims and drops (oneshot) or wraps (circular). */
+static void hot_path_without_system_calls(void **state)
+{
+	(void)state;
+#if !defined(__x86_64__) || defined(__SANITIZE_THREAD__)
+	/* The filter is x86-64's; ThreadSanitizer's runtime makes system calls of its own
+	 * inside instrumented code. */
+	printf("hot_path_without_system_calls: not run here\n");
+	skip();
+#endif
+	for (int mode = NT_MODE_ONESHOT; mode <= NT_MODE_CIRCULAR; mode++) {
+		fm m;
+		fm_provider p;
+		fm_child c;
+		CHECK(fm_listen(&m));
+		char *args[] = { "--sync", "--seccomp", "--events", "200000", NULL };
+		spawn(&m, NULL, args, NULL, &c);
+		take_provider(&m, &p, mode, 65536, "");
+		CHECK(fm_wait_eof(&p, WAIT_MS)); /* gone without STOPPED: exit_group at once */
+		expect_exit_0(&c);
+		check_accounting(&p, 200000, 0, mode ? "seccomp circular" : "seccomp oneshot");
+		fm_provider_free(&p);
+		fm_close(&m);
+	}
+}
+
 /* ---- two runs in one buffer --------------------------------------------------------------- */
 
 static void two_runs(int mode, int disposition)
@@ -276,15 +304,22 @@ static void manager_gone_mid_run(void **state)
 	close(p.fifo);
 	p.conn = p.fifo = -1;
 	fm_close(&m);
+	/* The provider thread notices (its one line), and only then the second round runs. */
+	char err[4096] = "";
+	size_t have = 0;
+	for (int i = 0; i < WAIT_MS / 10 && strstr(err, " went away") == NULL; i++) {
+		usleep(10000);
+		fm_read_stderr(&c, err + have, sizeof(err) - have);
+		have = strlen(err);
+	}
+	assert_msg(strstr(err, "nanotrace: the trace manager at ") && strstr(err, " went away"),
+		   "stderr: %s", err);
 	assert_int_equal(write(c.in, "next\n", 5), 5);
 	read_made(&c, &pid, &second, &total);
 	int status = fm_wait_child(&c, WAIT_MS);
-	char err[4096];
-	fm_read_stderr(&c, err, sizeof(err));
+	fm_read_stderr(&c, err + have, sizeof(err) - have);
 	assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		   "status %#x; stderr: %s", status, err);
-	assert_msg(strstr(err, "nanotrace: the trace manager at ") && strstr(err, " went away"),
-		   "stderr: %s", err);
 	check_accounting(&p, first + second, 0, "manager gone");
 	fm_provider_free(&p);
 }
@@ -378,6 +413,18 @@ static void send_fd_with_start(fm_provider *p)
 	CHECK(fm_send_msg(p, &msg, &fd, 1));
 }
 
+/* A manager that never reads its FIFO while asking for STARTED and STOPPED again and again:
+ * once the FIFO is full the provider closes (it never waits on a manager), and runs on. */
+static void send_until_fifo_full(fm_provider *p)
+{
+	CHECK(fm_initialize(p, NT_MODE_ONESHOT, 65536, 4096, ""));
+	for (int i = 0; i < 100000; i++)
+		if (fm_send_simple(p, i % 2 ? NT_WIRE_STOP : NT_WIRE_START, NT_BUFFER_RETAIN,
+				   NULL) != 0)
+			return; /* the provider closed */
+	fail_msg("the provider still takes messages with a full FIFO");
+}
+
 static void bad_messages_close_the_connection(void **state)
 {
 	(void)state;
@@ -388,6 +435,7 @@ static void bad_messages_close_the_connection(void **state)
 	refused_message("INITIALIZE of the wrong map size", send_wrong_map_size);
 	refused_message("INITIALIZE of an unsealed buffer", send_unsealed_buffer);
 	refused_message("START with a descriptor", send_fd_with_start);
+	refused_message("a FIFO nobody reads", send_until_fifo_full);
 }
 
 /* ---- fork -------------------------------------------------------------------------------- */
@@ -521,6 +569,45 @@ static void unreachable_manager(void **state)
 	fm_close(&m);
 }
 
+/* A manager that never accepts, its accept queue full: the program does not block in
+ * connect(); it says it cannot reach the manager and runs on. */
+static void manager_not_accepting(void **state)
+{
+	(void)state;
+	fm m;
+	fm_child c;
+	CHECK(fm_listen(&m));
+	assert_int_equal(listen(m.listen_fd, 0), 0);
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	memcpy(addr.sun_path, m.path, strlen(m.path) + 1);
+	int filler[8], n = 0;
+	for (; n < 8; n++) {
+		filler[n] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (connect(filler[n], (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(filler[n]);
+			break;
+		}
+	}
+	assert_true(n < 8);
+	char *args[] = { "--threads", "1", "--events", "10", NULL };
+	spawn(&m, NULL, args, NULL, &c);
+	int pid;
+	uint64_t events, total;
+	read_made(&c, &pid, &events, &total);
+	int status = fm_wait_child(&c, WAIT_MS);
+	char err[4096], want[400];
+	fm_read_stderr(&c, err, sizeof(err));
+	assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x",
+		   status);
+	snprintf(want, sizeof(want), "nanotrace: cannot reach the trace manager at %s: %s; "
+		 "not tracing\n", m.path, strerror(EAGAIN));
+	assert_msg(strstr(err, want) != NULL, "stderr '%s' lacks '%s'", err, want);
+	for (int i = 0; i < n; i++)
+		close(filler[i]);
+	fm_close(&m);
+}
+
 static void api_refusals(void **state)
 {
 	(void)state;
@@ -556,6 +643,45 @@ static void api_refusals(void **state)
 	fm_close(&m);
 }
 
+/* The API itself, in this process: an explicit registration under a name of its own, a
+ * second one refused, manager mode for the program's own calls, nt_finish() closing. Last:
+ * the process belongs to the manager from here on. */
+static void explicit_registration(void **state)
+{
+	(void)state;
+	fm m;
+	fm_provider p;
+	CHECK(fm_listen(&m));
+	assert_int_equal(nt_provider_register(m.path, "explicit-name"), NT_OK);
+	CHECK(fm_accept_register(&m, &p, WAIT_MS));
+	assert_string_equal(p.name, "explicit-name");
+	assert_int_equal(p.pid, (uint32_t)getpid());
+	assert_false(p.flags & NT_WIRE_SYNC);
+	assert_true(nt_provider_is_registered());
+	assert_int_equal(nt_provider_register(m.path, NULL), NT_ERR_STATE);
+	assert_non_null(strstr(nt_last_error(), "already registered"));
+	CHECK(fm_initialize(&p, NT_MODE_ONESHOT, 1u << 20, 0, ""));
+	CHECK(fm_start(&p, NT_BUFFER_CLEAR_ENTIRE, NULL));
+	assert_true(nt_is_recording());
+	nt_config cfg;
+	nt_config_init(&cfg);
+	assert_int_equal(nt_start(&cfg), NT_OK); /* the manager's session stays */
+	assert_int_equal(nt_provider_stop(), NT_ERR_STATE);
+	assert_non_null(strstr(nt_last_error(), "belongs to the trace manager"));
+	for (int i = 0; i < 100; i++)
+		NT_INSTANT("acct", "ev", NT_U32("t", 0), NT_U64("seq", (uint64_t)i));
+	assert_int_equal(nt_finish("/nonexistent/ignored.ntrace"), NT_OK);
+	assert_false(nt_is_recording());
+	assert_false(nt_provider_is_registered());
+	CHECK(fm_wait_stopped(&p, WAIT_MS));
+	CHECK(fm_wait_eof(&p, WAIT_MS));
+	p.pid = (uint32_t)getpid();
+	check_accounting(&p, 100, 0, "explicit");
+	assert_int_equal(nt_finish(NULL), NT_OK); /* still the manager's: nothing to do */
+	fm_provider_free(&p);
+	fm_close(&m);
+}
+
 int main(void)
 {
 	prog = getenv("NT_PROVIDER_PROG");
@@ -567,9 +693,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(api_refusals),
 		cmocka_unit_test(unreachable_manager),
+		cmocka_unit_test(manager_not_accepting),
 		cmocka_unit_test(oneshot_exact_accounting),
 		cmocka_unit_test(circular_exact_accounting),
 		cmocka_unit_test(streaming_exact_accounting),
+		cmocka_unit_test(hot_path_without_system_calls),
 		cmocka_unit_test(start_twice_each_disposition),
 		cmocka_unit_test(second_trace_after_terminate),
 		cmocka_unit_test(asynchronous_registration),
@@ -577,6 +705,7 @@ int main(void)
 		cmocka_unit_test(fork_child_is_its_own_provider),
 		cmocka_unit_test(manager_gone_mid_run),
 		cmocka_unit_test(bad_messages_close_the_connection),
+		cmocka_unit_test(explicit_registration), /* last: the process is a provider */
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,8 +222,9 @@ static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 int nt_stream_start(int fresh);
 /* The same with the saver at the other end of `fifo_fd` (the trace manager): this process
  * runs only the provider thread, which speaks format/nt_fifo.h on fifo_fd (never closed
- * here). All the streaming packets of a run are the stream code's: STARTED is sent here,
- * before this returns (so it precedes every SAVE_BUFFER); SAVE_BUFFER(wrap count, durable
+ * here). All the streaming packets of a run are the stream code's: STARTED is sent by its
+ * thread once the caller has stored the session tag (so the manager never sees STARTED
+ * before recording is on), and before every SAVE_BUFFER; SAVE_BUFFER(wrap count, durable
  * head) each time a half fills, counted in buffers_saved when BUFFER_SAVED echoes it; and at
  * nt_stream_stop() the final SAVE_BUFFER(NT_FIFO_SAVE_ALL) and then STOPPED. The caller sends
  * neither STARTED nor STOPPED for a streaming run. Never blocks the program: sends do not

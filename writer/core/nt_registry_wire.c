@@ -2,9 +2,11 @@
  * with SCM_RIGHTS in or out, one FIFO packet out. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nt_fifo.h"
@@ -19,14 +21,23 @@ int nt_wire_connect(const char *path)
 	if (len == 0 || len >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(addr.sun_path, path, len);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* Non-blocking while connecting: a manager whose accept queue is full (busy, or stuck)
+	 * answers EAGAIN, tried again for up to a second, instead of blocking the program. */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	int rc;
-	do
+	for (int tries = 0;; tries++) {
 		rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr));
-	while (rc != 0 && errno == EINTR);
-	if (rc != 0) {
+		if (rc == 0 || (errno != EINTR && (errno != EAGAIN || tries >= 100)))
+			break;
+		if (errno == EAGAIN) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	int flags = rc == 0 ? fcntl(fd, F_GETFL) : -1;
+	if (rc != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
 		int err = errno;
 		close(fd);
 		return -err;
@@ -116,8 +127,10 @@ int nt_fifo_send(int fd, uint16_t request, uint32_t data32, uint64_t data64)
 {
 	nt_fifo_packet pk = { request, 0, data32, data64 };
 	ssize_t n;
+	/* Never waits: a manager that lets its FIFO fill up is one that does not listen, and
+	 * the program (its exit included) must not hang on it. */
 	do
-		n = send(fd, &pk, sizeof(pk), MSG_NOSIGNAL);
+		n = send(fd, &pk, sizeof(pk), MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(pk))
 		return 0;

@@ -26,7 +26,8 @@ int nt_wire_send(int fd, const nt_wire_msg *m);
  * message (*why says which; descriptors that came with it are closed). */
 int nt_wire_recv(int fd, nt_wire_msg *m, int fds[NT_WIRE_MAX_FDS], int *nfds, const char **why);
 
-/* One format/nt_fifo.h packet; returns 0 or an errno. */
+/* One format/nt_fifo.h packet, without waiting (a full FIFO is EAGAIN); returns 0 or an
+ * errno. */
 int nt_fifo_send(int fd, uint16_t request, uint32_t data32, uint64_t data64);
 
 #endif /* NT_REGISTRY_WIRE_H */

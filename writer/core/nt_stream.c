@@ -199,6 +199,16 @@ static int request_save(uint32_t wraps)
 static void *provider_main(void *arg)
 {
 	(void)arg;
+	/* STARTED says "recording": it waits for the start to store the session tag (just
+	 * after nt_stream_start*() returns), so an event made once a manager has seen STARTED
+	 * is recorded or counted, never neither. Sent by this thread, it still goes before any
+	 * SAVE_BUFFER. */
+	while (nt_load_acquire_32(&nt_session_tag_) == 0 &&
+	       !__atomic_load_n(&st.stop, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+	}
+	st.manager_gone = !send_to_manager(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&nt_S.full_signal, __ATOMIC_ACQUIRE);
 		uint64_t saved = nt_load_64(&nt_S.saved_gens);
@@ -264,7 +274,7 @@ int nt_stream_start(int fresh)
 	st.stop = 0;
 	st.remote = 0;
 	st.stop_deadline = -1;
-	st.manager_gone = !send_to_manager(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
+	st.manager_gone = 0; /* STARTED: provider_main */
 	if (pthread_create(&st.manager, NULL, manager_main, NULL) != 0 ||
 	    pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
 		nt_set_error("nt_start: cannot start the streaming threads");
@@ -297,8 +307,7 @@ int nt_stream_start_remote(int fresh, int fifo_fd)
 	nt_fifo_packet stale;
 	for (int i = 0; i < 64 && recv(fifo_fd, &stale, sizeof(stale), MSG_DONTWAIT) > 0; i++)
 		;
-	/* STARTED goes before any SAVE_BUFFER: sent here, before a writer can fill a half. */
-	st.manager_gone = !send_to_manager(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
+	st.manager_gone = 0; /* STARTED: provider_main, once recording is on */
 	if (pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
 		nt_set_error("nt_start: cannot start the streaming thread");
 		return NT_ERR_NO_MEMORY;

@@ -292,20 +292,26 @@ nt_result nt_provider_terminate(const char *path);
  *   nt_provider_start(), nt_provider_stop() and nt_provider_terminate() fail with
  *   NT_ERR_STATE. A manager that goes away (or breaks the protocol) costs one line on
  *   stderr; recording stops (later events are counted as dropped in the buffer it may still
- *   hold) and the program runs on. Events made while the manager has not started tracing are
- *   neither recorded nor counted.
+ *   hold) and the program runs on. NT_* events made while the manager is not recording
+ *   are neither recorded nor counted (Trace2 messages made while a started buffer is
+ *   stopped are counted as dropped, as in-process). exit() waits for the final save of a
+ *   streaming manager at most 2 s, and never for a manager that does not read its FIFO.
  *
  * FORK
  *   A fork() child of a registered process never touches its parent's buffer; before fork()
  *   returns in the child it registers anew as a provider of its own (same name, same
  *   NANOTRACE_REGISTER_TIMEOUT rule), so its events go to a buffer and a section of its own.
- *   A child that exec()s a program linking libnanotrace registers again from that program.
+ *   fork() therefore takes up to a round trip to the manager in the child (with a trace
+ *   running: its buffer's INITIALIZE and START too). A child that exec()s a program linking
+ *   libnanotrace registers again from that program (the forked registration ends at exec).
+ *   posix_spawn(), system() and popen() run no fork handlers: no registration before exec.
  */
 
 /* Registers this process with the trace manager at `socket_path` (NULL: $NANOTRACE_MANAGER)
  * under `name` (NULL: program_invocation_short_name; at most 100 bytes) and returns at once:
  * the provider thread handles everything that follows (see MANAGER MODE).
- * Cost: one socket, connect and send, and one thread.
+ * Cost: one socket, connect and send, and one thread (a manager whose accept queue is full
+ * is tried again for up to 1 s, then NT_ERR_IO).
  * Errors: NT_ERR_INVALID_ARGUMENT for no path (NULL and NANOTRACE_MANAGER unset), a path
  * longer than a Unix socket address or a name longer than 100 bytes; NT_ERR_IO when the
  * manager cannot be reached (nt_last_error(): "cannot reach the trace manager at PATH:
