@@ -93,4 +93,21 @@ static inline size_t nt_header_encode(const nt_archive_info *in, uint8_t *out, s
 	return pos;
 }
 
+/* The header of a compact Stream-layout archive whose records follow it at once, as the
+ * writer's nt_finish() and the manager's finished sections write it: layout Stream, no slot
+ * counters (events_overwritten is exact once recording stopped), data_offset = the header's
+ * own length. Returns that length, or 0 when cap is too small. Every field has a fixed width,
+ * so re-encoding with other counts gives the same length. */
+static inline size_t nt_header_encode_stream(nt_archive_info *info, uint8_t *out, size_t cap)
+{
+	info->layout = NT_LAYOUT_STREAM;
+	info->slot_overwritten_offset = 0;
+	info->stream_offset = 0;
+	info->stream_end = 0;
+	info->data_offset = 0;
+	size_t len = nt_header_encode(info, out, cap, NULL);
+	info->data_offset = len;
+	return len == 0 ? 0 : nt_header_encode(info, out, cap, NULL);
+}
+
 #endif /* NT_ARCHIVE_HEADER_ENCODE_H */

@@ -145,6 +145,8 @@ void nt_mgr_buffer_release(nt_mgr_provider *p);
 /* nt_mgr_saver.c: the stream goes to an O_TMPFILE in `dir` (the bundle's directory: disk,
  * not the manager's memory), or to a memfd where that cannot be made. */
 int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen);
+/* A private scratch file, by the same rule (O_TMPFILE in `dir`, else a memfd); -1 with errno. */
+int nt_mgr_scratch_file(const char *dir);
 /* Hands a SAVE_BUFFER to the thread; -1 when one is still in flight (a protocol breach). */
 int nt_mgr_saver_request(nt_mgr_saver *s, const nt_fifo_packet *pkt);
 /* Waits for the thread to be idle, stops it and makes one last save of everything

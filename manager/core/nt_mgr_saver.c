@@ -94,7 +94,7 @@ static void *saver_main(void *arg)
 	}
 }
 
-static int stream_file(const char *dir)
+int nt_mgr_scratch_file(const char *dir)
 {
 	int fd = dir[0] ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
 	return fd >= 0 ? fd : memfd_create("nanotrace-stream", MFD_CLOEXEC);
@@ -110,7 +110,7 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t wh
 	s->fifo = p->fifo;
 	s->start = p->layout.map_size;
 	s->committed = s->start;
-	s->stream_fd = stream_file(dir);
+	s->stream_fd = nt_mgr_scratch_file(dir);
 	s->saver = nt_arena_saver_new(p->map, &p->layout, s->start);
 	if (s->stream_fd < 0 || s->saver == NULL) {
 		snprintf(why, whylen, "preparing the stream: %s",

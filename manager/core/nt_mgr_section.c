@@ -3,14 +3,22 @@
  * controller passed: the preamble, one SECTION per provider as soon as its recording is
  * final, the END frame.
  *
- * A section's archive is the provider's arena as the manager holds it, made a complete
- * Arena-layout archive: the provider's 4 KiB header is copied once, decoded and checked
- * against the layout the manager itself gave (a header that does not verify, or that
- * disagrees, costs the section: DAMAGED, no archive), then re-encoded with the manager's own
- * sizes and offsets (streaming: stream_offset = map_size, stream_end = map_size + the bytes
- * the manager saved); then the arena bytes after the header, copied sparsely (SEEK_DATA:
- * the untouched pages of an idle buffer stay holes in the bundle); then the saved stream.
- * Every size written comes from the manager's layout, never from the provider.
+ * A section's archive is made from the provider's arena as the manager holds it. The
+ * provider's 4 KiB header is copied once, decoded and checked against the layout the manager
+ * itself gave (a header that does not verify, or that disagrees, costs the section: DAMAGED,
+ * no archive); every size written comes from the manager's layout, never from the provider.
+ * Then, as compact as the way the recording ended allows:
+ *   compact  a Stream-layout archive, exactly what nt_finish() would have written: the
+ *            header (format/nt_archive_header_encode.h) and the shared saver's records
+ *            (format/nt_arena_saver.h): for a streaming provider the stream it saved (its
+ *            last save made after the provider ended), else one save of the arena into a
+ *            scratch file. For every streaming and oneshot provider, and for a circular one
+ *            that stopped (FINISHED, EXITED).
+ *   arena    a circular provider killed or late: a claim it was making may be cut between
+ *            counting a chunk overwritten and invalidating it, which only the per-slot
+ *            counters of an Arena-layout archive account exactly. The header re-encoded with
+ *            the manager's sizes, then the arena bytes after it with all-zero blocks left as
+ *            holes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -136,30 +144,30 @@ static int all_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
-/* The arena after its header: data ranges copied, holes skipped. */
+/* The arena after its header; all-zero blocks (a buffer's unused part: the provider
+ * pre-faults every page, so SEEK_HOLE finds none) stay holes in the bundle. */
 static void copy_sparse(nt_manager *m, const nt_mgr_provider *p)
 {
+	enum { BLOCK = 64 * 1024 };
 	uint64_t base = m->trace.out_off - NT_ARENA_HEADER_BYTES;
-	uint64_t end = p->layout.map_size, off = NT_ARENA_HEADER_BYTES;
-	while (off < end && m->trace.out_error == 0) {
-		off_t data = lseek(p->memfd, (off_t)off, SEEK_DATA);
-		if (data < 0 || (uint64_t)data >= end)
-			break; /* ENXIO: the rest is a hole */
-		off_t hole = lseek(p->memfd, data, SEEK_HOLE);
-		uint64_t stop = hole < 0 || (uint64_t)hole > end ? end : (uint64_t)hole;
-		m->trace.out_off = base + (uint64_t)data;
-		out_write(m, p->map + data, stop - (uint64_t)data);
-		off = stop;
+	uint64_t end = p->layout.map_size;
+	for (uint64_t off = NT_ARENA_HEADER_BYTES; off < end && m->trace.out_error == 0;) {
+		size_t n = end - off < BLOCK ? (size_t)(end - off) : BLOCK;
+		if (!all_zero(p->map + off, n)) {
+			m->trace.out_off = base + off;
+			out_write(m, p->map + off, n);
+		}
+		off += n;
 	}
 	m->trace.out_off = base + end;
 }
 
-static void copy_stream(nt_manager *m, const nt_mgr_saver *s, uint64_t bytes)
+static void copy_file(nt_manager *m, int fd, uint64_t bytes)
 {
 	uint8_t buf[65536];
 	for (uint64_t off = 0; off < bytes && m->trace.out_error == 0;) {
 		size_t want = bytes - off < sizeof(buf) ? (size_t)(bytes - off) : sizeof(buf);
-		ssize_t n = pread(s->stream_fd, buf, want, (off_t)off);
+		ssize_t n = pread(fd, buf, want, (off_t)off);
 		if (n <= 0) {
 			nt_mgr_trace_problem(m, "reading a saved stream: %s",
 					     n < 0 ? strerror(errno) : "short");
@@ -171,53 +179,127 @@ static void copy_stream(nt_manager *m, const nt_mgr_saver *s, uint64_t bytes)
 	}
 }
 
-static int discard(void *ctx, const void *data, size_t len)
+typedef struct scratch_out {
+	int fd; /* -1: only count */
+	uint64_t bytes;
+} scratch_out;
+
+static int scratch_append(void *ctx, const void *data, size_t len)
 {
-	(void)ctx;
-	(void)data;
-	(void)len;
+	scratch_out *o = ctx;
+	const uint8_t *d = data;
+	for (size_t done = 0; o->fd >= 0 && done < len;) {
+		ssize_t n = write(o->fd, d + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		done += (size_t)n;
+	}
+	o->bytes += len;
 	return 0;
 }
 
-static void no_commit(void *ctx, uint64_t end)
+/* One save of a oneshot or circular arena by the shared saver, into `fd` (-1: counted
+ * only); its bytes and events, or -1 with errno. On a private copy-on-write mapping: a
+ * save marks chunks saved in the arena it reads, and the provider's buffer (which a later
+ * trace may start again) must not change. */
+static int save_private(nt_mgr_provider *p, int fd, uint64_t *bytes, uint64_t *events)
 {
-	(void)ctx;
-	(void)end;
-}
-
-/* The events a oneshot or circular arena holds, counted by the shared saver with its output
- * thrown away (the header's events_written is only final when a process finishes itself).
- * On a private copy-on-write mapping: a save marks chunks saved in the arena it reads, and
- * the provider's buffer (which a later trace may start again) must not change. */
-static uint64_t count_events(nt_mgr_provider *p)
-{
+	*bytes = *events = 0;
 	uint8_t *priv = mmap(NULL, p->layout.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
 			     p->memfd, 0);
 	if (priv == MAP_FAILED)
-		return 0;
+		return -1;
 	nt_arena_saver *s = nt_arena_saver_new(priv, &p->layout, 0);
-	nt_saver_output out = { .append = discard, .commit = no_commit, .ctx = NULL };
-	uint64_t events = 0;
-	if (s != NULL && nt_arena_saver_save(s, &out, &events) != 0)
-		events = 0;
+	scratch_out o = { fd, 0 };
+	nt_saver_output out = { .append = scratch_append, .commit = NULL, .ctx = &o };
+	int err = s == NULL ? ENOMEM : nt_arena_saver_save(s, &out, events);
 	nt_arena_saver_free(s);
 	munmap(priv, p->layout.map_size);
-	return events;
+	*bytes = o.bytes;
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
-/* The re-encoded header block; 0, or -1 when the header does not fit. */
-static int encode_header(const nt_mgr_provider *p, nt_archive_info *info, uint64_t stream_bytes,
-			 uint8_t *block)
+/* Whether the section can be a compact Stream-layout archive (see the top of the file). */
+static int compactable(const nt_mgr_provider *p, int end_state)
 {
-	const nt_arena_layout *l = &p->layout;
+	return p->stream != NULL || p->mode == NT_MODE_ONESHOT ||
+	       end_state == NT_SECTION_FINISHED || end_state == NT_SECTION_EXITED;
+}
+
+/* A section's archive, ready to write: its header, and where its records are. */
+typedef struct section_body {
+	int compact;        /* a Stream-layout archive; else the arena as it is */
+	int scratch;        /* the records of a compact oneshot/circular section, or -1 */
+	int records_fd;     /* compact: the file holding the records (stream or scratch) */
+	uint64_t records;   /* compact: bytes of records */
+	uint64_t events;    /* events the archive holds (the saver's count) */
+	size_t header_len;  /* compact: the header's length; arena: the 4 KiB block */
+	uint8_t block[NT_ARENA_HEADER_BYTES];
+} section_body;
+
+/* The header block of an Arena-layout section: the provider's fields, the manager's sizes. */
+static size_t encode_arena_header(const nt_mgr_provider *p, nt_archive_info *info,
+				  uint8_t *block)
+{
 	info->layout = NT_LAYOUT_ARENA;
 	info->data_offset = NT_ARENA_HEADER_BYTES;
-	info->arena_size = l->map_size;
+	info->arena_size = p->layout.map_size;
+	info->stream_offset = 0;
+	info->stream_end = 0;
+	return nt_header_encode(info, block, NT_ARENA_HEADER_BYTES, NULL) ? NT_ARENA_HEADER_BYTES
+									     : 0;
+}
+
+/* Prepares the body of a section whose provider header verified (in *info): 0, or -1 with
+ * why (the section is then DAMAGED). */
+static int prepare_body(nt_manager *m, nt_mgr_provider *p, int end_state, nt_archive_info *info,
+			section_body *b, char *why, size_t whylen)
+{
+	uint64_t ignored;
+	b->compact = compactable(p, end_state);
+	b->scratch = b->records_fd = -1;
+	b->records = b->events = 0;
+	if (p->stream != NULL) { /* its last save was made when it ended */
+		nt_mgr_saver_totals(p->stream, &b->records, &b->events);
+		b->records_fd = p->stream->stream_fd;
+	} else if (b->compact) {
+		b->scratch = b->records_fd = nt_mgr_scratch_file(m->trace.out_dir);
+		if (b->scratch < 0 || save_private(p, b->scratch, &b->records, &b->events) != 0) {
+			snprintf(why, whylen, "saving its arena: %s", strerror(errno));
+			return -1;
+		}
+	} else if (save_private(p, -1, &ignored, &b->events) != 0) {
+		b->events = 0; /* only the progress figure; the reader counts for itself */
+	}
+	/* The archive's own count of what it holds, as a finished archive states it (the
+	 * provider's header says 0 until the process finishes itself). */
+	info->events_written = b->events + (p->stream ? 0 : info->events_overwritten);
 	info->pid = (uint32_t)p->pid;
-	info->stream_offset = p->mode == NT_MODE_STREAMING ? l->map_size : 0;
-	info->stream_end = info->stream_offset + stream_bytes;
-	memset(block, 0, NT_ARENA_HEADER_BYTES);
-	return nt_header_encode(info, block, NT_ARENA_HEADER_BYTES, NULL) == 0 ? -1 : 0;
+	memset(b->block, 0, sizeof(b->block));
+	b->header_len = b->compact ? nt_header_encode_stream(info, b->block, sizeof(b->block))
+				   : encode_arena_header(p, info, b->block);
+	if (b->header_len == 0) {
+		snprintf(why, whylen, "its arena header does not fit %u bytes re-encoded",
+			 NT_ARENA_HEADER_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+/* The message of a section: the manager's, then what it found (why), into joined. */
+static const char *join_message(const char *message, const char *why, char *joined, size_t cap,
+				const char *sep)
+{
+	size_t n = strnlen(message, cap / 2);
+	memcpy(joined, message, n);
+	snprintf(joined + n, cap - n, "%s%s", n ? sep : "", why);
+	return joined;
 }
 
 void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
@@ -225,21 +307,14 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 {
 	nt_archive_info info;
 	char why[512], joined[NT_MGR_MAX_MESSAGE];
-	uint8_t block[NT_ARENA_HEADER_BYTES];
-	uint64_t stream_bytes = 0, saved_events = 0;
-	if (p->stream != NULL)
-		nt_mgr_saver_totals(p->stream, &stream_bytes, &saved_events);
-	int have = provider_header(p, &info, why, sizeof(why)) == 0;
-	/* The archive's own count of what it holds, as a finished archive states it (a
-	 * provider's header says 0 until the process finishes itself). */
-	uint64_t events = !have ? 0 : p->stream ? saved_events : count_events(p);
-	if (have)
-		info.events_written = events + (p->stream ? 0 : info.events_overwritten);
-	if (have && encode_header(p, &info, stream_bytes, block) != 0) {
-		snprintf(why, sizeof(why), "its arena header does not fit %u bytes re-encoded",
-			 NT_ARENA_HEADER_BYTES);
-		have = 0;
-	}
+	section_body b = { .scratch = -1 };
+	int have = provider_header(p, &info, why, sizeof(why)) == 0 &&
+		   prepare_body(m, p, end_state, &info, &b, why, sizeof(why)) == 0;
+	if (have && end_state == NT_SECTION_KILLED && info.chunks_claimed == 0 &&
+	    info.events_dropped == 0) /* not necessarily a death: a fork() child registers at
+					 once, and its exec() closes the connection */
+		message = join_message(message, "before recording any event (as a fork() child "
+				       "that exec()s leaves it)", joined, sizeof(joined), ", ");
 	if (!have) {
 		if (end_state == NT_SECTION_KILLED && all_zero(p->map, NT_ARENA_HEADER_BYTES)) {
 			snprintf(why, sizeof(why), "killed before it wrote its arena header: nothing "
@@ -248,10 +323,7 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 			nt_mgr_log(m, "provider %u (%s, pid %d): %s", p->id, p->name, (int)p->pid, why);
 			end_state = NT_SECTION_DAMAGED;
 		}
-		size_t n = strnlen(message, sizeof(joined) / 2);
-		memcpy(joined, message, n);
-		snprintf(joined + n, sizeof(joined) - n, "%s%s", n ? "; " : "", why);
-		message = joined;
+		message = join_message(message, why, joined, sizeof(joined), "; ");
 	}
 	nt_bundle_frame f;
 	memset(&f, 0, sizeof(f));
@@ -260,17 +332,21 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	f.mode = (uint8_t)p->mode;
 	f.pid = (uint32_t)p->pid;
 	f.provider_id = p->id;
-	f.archive_size = have ? p->layout.map_size + stream_bytes : 0;
+	f.archive_size = !have ? 0 : b.compact ? b.header_len + b.records : p->layout.map_size;
 	write_frame(m, &f, p->name, message);
-	if (have) {
-		out_write(m, block, sizeof(block));
+	if (have && b.compact) {
+		out_write(m, b.block, b.header_len);
+		copy_file(m, b.records_fd, b.records);
+		out_pad8(m, f.archive_size);
+	} else if (have) {
+		out_write(m, b.block, sizeof(b.block));
 		copy_sparse(m, p);
-		copy_stream(m, p->stream, stream_bytes);
-		out_pad8(m, stream_bytes);
 		out_extend(m);
 	}
+	if (b.scratch >= 0)
+		close(b.scratch);
 	m->trace.sections++;
-	m->trace.events += events;
+	m->trace.events += b.events;
 	m->trace.drops += have ? info.events_dropped : 0;
 	if (end_state != NT_SECTION_FINISHED && end_state != NT_SECTION_EXITED)
 		nt_mgr_trace_problem(m, "provider %u (%s, pid %d): %s%s%s", p->id, p->name,

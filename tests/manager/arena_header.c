@@ -56,13 +56,15 @@ static int encode(char **argv)
 
 static int decode(void)
 {
+	/* An Arena-layout header block, or the start of a compact archive (shorter). */
 	static uint8_t block[NT_ARENA_HEADER_BYTES];
-	if (fread(block, 1, sizeof(block), stdin) != sizeof(block))
+	size_t n = fread(block, 1, sizeof(block), stdin);
+	if (n == 0)
 		return 1;
 	nt_archive_info i;
 	char why[256];
 	uint64_t where;
-	if (nt_header_decode(block, sizeof(block), &i, why, sizeof(why), &where) == 0) {
+	if (nt_header_decode(block, n, &i, why, sizeof(why), &where) == 0) {
 		printf("error=%s\n", why);
 		return 2;
 	}

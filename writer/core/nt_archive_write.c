@@ -76,12 +76,7 @@ uint64_t nt_arena_event_count(void)
 /* Header encoded for `info` (data_offset: right after it) into header[1024]; its length. */
 static size_t encode_header(nt_archive_info *info, uint8_t *header)
 {
-	info->layout = NT_LAYOUT_STREAM;
-	info->slot_overwritten_offset = 0; /* a finished archive: events_overwritten is exact */
-	info->data_offset = 0;
-	size_t hlen = nt_header_encode(info, header, 1024, NULL);
-	info->data_offset = hlen; /* a fixed-width field: the second encoding has the same size */
-	return nt_header_encode(info, header, 1024, NULL);
+	return nt_header_encode_stream(info, header, 1024);
 }
 
 /* The records: one save of the stopped arena, after the header. Returns the errno of a
