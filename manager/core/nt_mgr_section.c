@@ -297,7 +297,7 @@ static const char *join_message(const char *message, const char *why, char *join
 				const char *sep)
 {
 	size_t n = strnlen(message, cap / 2);
-	memcpy(joined, message, n);
+	memmove(joined, message, n); /* message may be joined already */
 	snprintf(joined + n, cap - n, "%s%s", n ? sep : "", why);
 	return joined;
 }
@@ -315,6 +315,11 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 					 once, and its exec() closes the connection */
 		message = join_message(message, "before recording any event (as a fork() child "
 				       "that exec()s leaves it)", joined, sizeof(joined), ", ");
+	if (have && end_state == NT_SECTION_KILLED && info.ended_by == NT_END_SIGNAL) {
+		char sig[64];
+		snprintf(sig, sizeof(sig), "its buffer says it ended by signal %u", info.end_signal);
+		message = join_message(message, sig, joined, sizeof(joined), "; ");
+	}
 	if (!have) {
 		if (end_state == NT_SECTION_KILLED && all_zero(p->map, NT_ARENA_HEADER_BYTES)) {
 			snprintf(why, sizeof(why), "killed before it wrote its arena header: nothing "

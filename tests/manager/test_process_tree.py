@@ -245,6 +245,39 @@ def test_killed_provider_keeps_its_events(workdir, tmp_path, mode):
     check_accounting(b, made_lines(log), workdir, 'killed-' + mode)
 
 
+def test_fatal_signal_recorded(workdir, tmp_path):
+    """A provider ended by a fatal signal: its buffer says which (the crash handler records
+    it in the header, Trace2 writes its 'signal' event), the section is killed and names the
+    signal, and every event it made is accounted for."""
+    out = os.path.join(workdir, 'segv.ntbundle')
+    log = os.path.join(workdir, 'segv.out')
+    open(log, 'w').close()
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--', 'sh', '-c',
+                            'exec "$P" --sync --trace2 --events 400 --hold-ms 60000 > "$L"'],
+                           env=dict(recorder_env(tmp_path), P=PROG, L=log),
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not made_lines(log):
+        assert time.time() < deadline and rec.poll() is None, 'no events made'
+        time.sleep(0.02)
+    os.kill(next(iter(made_lines(log))), signal.SIGSEGV)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 128 + signal.SIGSEGV, err
+    sec = parse_bundle(out)['sections'][0]
+    assert sec['state'] == 'killed', sec
+    assert 'ended by signal %d' % signal.SIGSEGV in sec['message'], sec['message']
+    path = os.path.join(workdir, 'segv-section.ntrace')
+    with open(path, 'wb') as f:
+        f.write(sec['archive'])
+    ev = subprocess.run([TRACE_DUMP, '--format', 'event', path], capture_output=True, text=True,
+                        timeout=60)
+    assert '"event":"signal"' in ev.stdout and '"signo":%d' % signal.SIGSEGV in ev.stdout, \
+        ev.stdout[-600:]
+    st = section_stats(sec, workdir, 'segv')
+    made = made_lines(log)[sec['pid']]  # workers' events; Trace2's version, start, signal on top
+    assert made <= st['events'] + st['dropped'] <= made + 8, (st['text'], made)
+
+
 def test_buffer_dispositions_across_traces(workdir):
     """One provider, three traces on a daemon: clear (a fresh buffer), retain (the same
     buffer started again, keeping the first run's events), clear-nondurable (the same buffer,

@@ -1,5 +1,6 @@
 /*
- * nt_crash.c - a file-backed session ends cleanly however the process ends.
+ * nt_crash.c - a file-backed session (or one in a trace manager's buffer) ends cleanly
+ * however the process ends.
  *
  *   exit()            an atexit handler finishes the archive (compacts it in place) and
  *                     records that the process exited while recording.
@@ -51,7 +52,8 @@ static void on_fatal_signal(int sig)
 
 static void on_exit_finish(void)
 {
-	if (nt_is_recording() && nt_S.file_backed)
+	/* A manager's buffer is the manager's to finish (the registry's exit handler stops it). */
+	if (nt_is_recording() && nt_S.file_backed && !nt_S.manager_buffer)
 		nt_session_finish(NULL, NT_END_EXIT);
 }
 

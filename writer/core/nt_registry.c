@@ -149,7 +149,7 @@ static int on_initialize(const nt_wire_msg *m, int *fds, int nfds, char *why, si
 	cfg.chunk_size = layout.chunk_size;
 	cfg.categories = categories; /* the wire's "" is every category: NULL */
 	cfg.process_name = R.name;
-	cfg.handle_signals = 0;
+	cfg.handle_signals = 1; /* a fatal signal is recorded in the buffer (nt_crash.c) */
 	nt_result rc = nt_lifecycle_initialize_fd(&cfg, fds[0], fds[1]);
 	if (rc != NT_OK) {
 		snprintf(why, cap, "cannot take the buffer: %s", nt_last_error());

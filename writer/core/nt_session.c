@@ -287,9 +287,10 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 	rc = nt_arena_publish(&info);
 	if (rc != NT_OK)
 		return rc;
-	/* A manager's buffer outlives the process: no exit or signal handling here (the
-	 * registry's own exit handler stops it), and nothing is lost at exit to warn about. */
-	if (nt_S.file_backed && !nt_S.manager_buffer && cfg->handle_signals)
+	/* A manager's buffer outlives the process like a file: a fatal signal is recorded in
+	 * its header (and by layers: Trace2's "signal" event) as in a file-backed arena; its
+	 * exit is the registry's exit handler's to handle, and nothing is lost to warn about. */
+	if (nt_S.file_backed && cfg->handle_signals)
 		nt_crash_handlers_install();
 	static pthread_once_t exit_warning_once = PTHREAD_ONCE_INIT;
 	if (!nt_S.file_backed)
