@@ -35,28 +35,10 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_util.h"
 #include "../writer/core/nt_clock.h"
 
 #define SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---- the measured loops ---------------------------------------------------------------- */
 
@@ -79,17 +61,6 @@ static double floor_loop(uint64_t n)
 	}
 	SINK(ring[0].a);
 	return (double)(now_ns() - t0) / (double)n;
-}
-
-/* Returns ns per event (two events per pair). */
-static double pairs_loop(uint64_t pairs)
-{
-	uint64_t t0 = now_ns();
-	for (uint64_t i = 0; i < pairs; i++) {
-		NT_BEGIN("bench", "pair");
-		NT_END("bench", "pair");
-	}
-	return (double)(now_ns() - t0) / (double)(2 * pairs);
 }
 
 /* Trace2 regions: returns ns per message (enter + leave = two). */

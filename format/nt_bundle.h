@@ -21,8 +21,11 @@
 #define NT_BUNDLE_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "nt_format.h"
+#include "nt_version.h" /* the producer string */
 
 #define NT_BUNDLE_MAGIC "NTBUNDLE" /* the first 8 bytes of the file */
 #define NT_BUNDLE_VERSION 1u
@@ -85,6 +88,16 @@ typedef struct nt_bundle_frame {
 
 NT_STATIC_ASSERT(sizeof(nt_bundle_preamble) == 64, "BundlePreamble is 64 bytes");
 NT_STATIC_ASSERT(sizeof(nt_bundle_frame) == 64, "BundleFrame is 64 bytes");
+
+/* A bundle's preamble, made at `created_wall_ns` by this version. */
+static inline void nt_bundle_preamble_init(nt_bundle_preamble *pre, int64_t created_wall_ns)
+{
+	memset(pre, 0, sizeof(*pre));
+	memcpy(pre->magic, NT_BUNDLE_MAGIC, sizeof(pre->magic));
+	pre->version = NT_BUNDLE_VERSION;
+	pre->created_wall_ns = created_wall_ns;
+	snprintf(pre->producer, sizeof(pre->producer), "nanotrace %s", NT_VERSION_STRING);
+}
 
 #define NT_BUNDLE_PAD8(n) (((n) + 7u) & ~(uint64_t)7u)
 

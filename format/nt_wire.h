@@ -108,6 +108,19 @@ enum {
 #undef NT_PROVIDER_STATE_ENUM
 };
 
+/* A provider state's name ("started"), or "unknown". */
+static inline const char *nt_provider_state_name(uint64_t state)
+{
+	switch (state) {
+#define NT_PROVIDER_STATE_CASE(name, value, text)                                                \
+	case value:                                                                                \
+		return text;
+		NT_PROVIDER_STATES(NT_PROVIDER_STATE_CASE)
+#undef NT_PROVIDER_STATE_CASE
+	}
+	return "unknown";
+}
+
 /* Mirrors schema WireMessage (checked by tests/format/layout_test.cpp). */
 typedef struct nt_wire_msg {
 	uint32_t magic;   /* NT_WIRE_MAGIC */

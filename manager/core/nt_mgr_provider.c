@@ -20,24 +20,12 @@
 
 #include "nt_mgr_internal.h"
 
-static const char *state_name(int state)
-{
-	switch (state) {
-#define NT_STATE_CASE(name, value, text)                                                         \
-	case value:                                                                                \
-		return text;
-		NT_PROVIDER_STATES(NT_STATE_CASE)
-#undef NT_STATE_CASE
-	}
-	return "?";
-}
-
 static void set_state(nt_manager *m, nt_mgr_provider *p, int state)
 {
 	p->state = state;
 	if (m->cfg.verbose && state != NT_PROVIDER_STATE_STARTED) /* logged always, with more */
 		nt_mgr_log(m, "provider %u (%s, pid %d): %s", p->id, p->name, (int)p->pid,
-			   state_name(state));
+			   nt_provider_state_name(state));
 }
 
 int nt_mgr_provider_selected(const nt_manager *m, const char *name)

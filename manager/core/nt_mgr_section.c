@@ -82,11 +82,7 @@ static void out_extend(nt_manager *m)
 int nt_mgr_bundle_preamble(nt_manager *m)
 {
 	nt_bundle_preamble pre;
-	memset(&pre, 0, sizeof(pre));
-	memcpy(pre.magic, NT_BUNDLE_MAGIC, sizeof(pre.magic));
-	pre.version = NT_BUNDLE_VERSION;
-	pre.created_wall_ns = wall_ns();
-	snprintf(pre.producer, sizeof(pre.producer), "nanotrace %s", NT_VERSION_STRING);
+	nt_bundle_preamble_init(&pre, wall_ns());
 	m->trace.out_off = 0;
 	m->trace.out_error = 0;
 	out_write(m, &pre, sizeof(pre));

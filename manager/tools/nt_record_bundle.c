@@ -43,11 +43,7 @@ static int64_t wall_ns(void)
 static int fresh_preamble(int fd)
 {
 	nt_bundle_preamble pre;
-	memset(&pre, 0, sizeof(pre));
-	memcpy(pre.magic, NT_BUNDLE_MAGIC, sizeof(pre.magic));
-	pre.version = NT_BUNDLE_VERSION;
-	pre.created_wall_ns = wall_ns();
-	snprintf(pre.producer, sizeof(pre.producer), "nanotrace %s", NT_VERSION_STRING);
+	nt_bundle_preamble_init(&pre, wall_ns());
 	return write_all(fd, &pre, sizeof(pre), 0);
 }
 

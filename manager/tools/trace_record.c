@@ -396,18 +396,6 @@ static void stop_embedded(recorder *r)
 	}
 }
 
-static const char *state_text(uint64_t state)
-{
-	switch (state) {
-#define NT_STATE_TEXT(name, value, text)                                                         \
-	case value:                                                                                \
-		return text;
-		NT_PROVIDER_STATES(NT_STATE_TEXT)
-#undef NT_STATE_TEXT
-	}
-	return "unknown";
-}
-
 static int do_list(recorder *r)
 {
 	if (connect_manager(r, 0) != 0) {
@@ -434,7 +422,7 @@ static int do_list(recorder *r)
 			return EXIT_FAILED;
 		}
 		char name[NT_WIRE_MAX_NAME + 1];
-		printf("%8u  %-12s  %s\n", msg.pid, state_text(msg.a),
+		printf("%8u  %-12s  %s\n", msg.pid, nt_provider_state_name(msg.a),
 		       nt_wire_str(msg.name, msg.name_len, name));
 	}
 }

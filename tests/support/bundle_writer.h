@@ -28,11 +28,8 @@ static int bw_pad(FILE *f, uint64_t n)
 static int bw_preamble(FILE *f, int64_t created_wall_ns)
 {
 	nt_bundle_preamble p;
-	memset(&p, 0, sizeof(p));
-	memcpy(p.magic, NT_BUNDLE_MAGIC, 8);
-	p.version = NT_BUNDLE_VERSION;
-	p.created_wall_ns = created_wall_ns;
-	snprintf(p.producer, sizeof(p.producer), "nanotrace make_bundle");
+	nt_bundle_preamble_init(&p, created_wall_ns);
+	snprintf(p.producer, sizeof(p.producer), "nanotrace make_bundle"); /* tests' own bundles */
 	return fwrite(&p, sizeof(p), 1, f) == 1 ? 0 : -1;
 }
 
