@@ -49,6 +49,11 @@
  *                               and NT_T2_LIST_ENV_VARS report as def_param.
  *   NANOTRACE_REDACT=0          keep URL passwords (by default user:pass@ in argv and
  *                               def_param values is recorded as user:<REDACTED>@).
+ *   NANOTRACE_MANAGER=<socket> the process registered with a trace manager (nanotrace.h,
+ *                               AUTOMATIC REGISTRATION), as every process under
+ *                               `trace-record -- COMMAND` is: NANOTRACE and the variables
+ *                               above are then not read; the manager's trace records the
+ *                               Trace2 messages (and the process's section says how it ended).
  *   NANOTRACE_PARENT_SID, NANOTRACE_PARENT_NAME
  *                               set by nanotrace for child processes: the SID is
  *                               "<parent SID>/<own>", the command hierarchy "<parent>/<name>".
