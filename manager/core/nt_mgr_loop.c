@@ -344,8 +344,12 @@ int nt_manager_run(nt_manager *m)
 		ssize_t r = read(m->stop_fd, &drain, sizeof(drain));
 		(void)r;
 		nt_mgr_trace_stop_gracefully(m);
-		while (m->trace.active && (rc = turn(m)) >= 0)
+		while (m->trace.active && (rc = turn(m)) > 0)
 			;
+		if (rc == 0 && m->trace.active) { /* asked again: end now, as things are */
+			r = read(m->stop_fd, &drain, sizeof(drain));
+			nt_mgr_log(m, "stopping again: the trace ends without waiting for answers");
+		}
 	}
 	if (m->trace.active)
 		nt_mgr_trace_abort(m, "the manager is stopping");

@@ -306,9 +306,10 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	section_body b = { .scratch = -1 };
 	int have = provider_header(p, &info, why, sizeof(why)) == 0 &&
 		   prepare_body(m, p, end_state, &info, &b, why, sizeof(why)) == 0;
-	if (have && end_state == NT_SECTION_KILLED && info.chunks_claimed == 0 &&
-	    info.events_dropped == 0) /* not necessarily a death: a fork() child registers at
-					 once, and its exec() closes the connection */
+	if (have && end_state == NT_SECTION_KILLED && b.events == 0 && info.events_dropped == 0)
+		/* not necessarily a death: a fork() child registers at once, and its exec()
+		 * closes the connection (the saver's count: the header's chunk count is only
+		 * written when a process finishes) */
 		message = join_message(message, "before recording any event (as a fork() child "
 				       "that exec()s leaves it)", joined, sizeof(joined), ", ");
 	if (have && end_state == NT_SECTION_KILLED && info.ended_by == NT_END_SIGNAL) {

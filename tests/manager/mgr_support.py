@@ -12,6 +12,8 @@ import os
 import socket
 import struct
 import subprocess
+import shutil
+import tempfile
 import time
 
 from conftest import program
@@ -61,11 +63,14 @@ class Manager:
     """nanotrace-manager --foreground on a socket in a fresh 0700 directory."""
 
     def __init__(self, workdir, name, stop_timeout=None):
-        self.dir = os.path.join(workdir, name)
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        os.chmod(self.dir, 0o700)
+        # The socket in a short private directory (mkdtemp: 0700): a Unix socket path holds
+        # 107 bytes, less than a build tree's work folder and a test's name may take. The
+        # log stays in the work folder, for reading after a failure.
+        self.dir = tempfile.mkdtemp(prefix='ntm-')
         self.path = os.path.join(self.dir, 'manager.sock')
-        self.log_path = os.path.join(self.dir, 'manager.log')
+        logs = os.path.join(workdir, name)
+        os.makedirs(logs, exist_ok=True)
+        self.log_path = os.path.join(logs, 'manager.log')
         self.log_file = open(self.log_path, 'w')
         self.proc = subprocess.Popen([MANAGER, '--foreground', '--verbose', '--socket', self.path],
                                      stdout=self.log_file, stderr=subprocess.STDOUT)
@@ -108,6 +113,7 @@ class Manager:
                 self.proc.kill()
                 self.proc.wait()
         self.log_file.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def layout(size, chunk=0):
