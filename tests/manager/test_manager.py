@@ -8,8 +8,10 @@ import os
 import re
 import signal
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -59,12 +61,21 @@ def test_socket_directory_rules(workdir):
         p = run_manager(os.path.join(other, 'manager.sock'))
         assert p.returncode == 2 and 'owned by uid 65534' in p.stderr, p.stderr
     # A missing directory is created 0700.
-    fresh = os.path.join(base, 'fresh%d' % os.getpid())
-    m = Manager(base, os.path.basename(fresh))
+    short = tempfile.mkdtemp(prefix='ntm-')
+    fresh = os.path.join(short, 'fresh')
+    sock = os.path.join(fresh, 'manager.sock')
+    p = subprocess.Popen([MANAGER, '--foreground', '--socket', sock],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        deadline = time.time() + 10
+        while not os.path.exists(sock):
+            assert p.poll() is None and time.time() < deadline, 'manager did not listen'
+            time.sleep(0.02)
         assert os.stat(fresh).st_mode & 0o777 == 0o700
     finally:
-        m.stop()
+        p.terminate()
+        p.wait(10)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_stale_socket_replaced_live_one_refused(mgr, workdir):
