@@ -201,6 +201,47 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
 	return NT_OK;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+typedef struct prefault_range {
+	void *addr;
+	size_t len;
+} prefault_range;
+
+/* Faults the buffer in off the caller's path. The range stays mapped however the session
+ * ends (a TERMINATE replaces it with zero pages), so a late prefault touches nothing else;
+ * a kernel without MADV_POPULATE_WRITE leaves the faults to the first events. */
+static void *prefault_main(void *arg)
+{
+	prefault_range r = *(prefault_range *)arg;
+	free(arg);
+	madvise(r.addr, r.len, MADV_POPULATE_WRITE);
+	return NULL;
+}
+
+/* MAP_POPULATE is what keeps page faults off the event path, but it costs the whole buffer
+ * before the mapping returns: in a fork() child, which registers before fork() returns,
+ * that would be paid by every fork, exec()ing ones included. There a thread faults it in. */
+static void prefault_in_background(void *m, size_t len, int lazily)
+{
+	if (!lazily)
+		return;
+	prefault_range *r = malloc(sizeof(*r));
+	pthread_attr_t attr;
+	pthread_t t;
+	if (r == NULL || pthread_attr_init(&attr) != 0) {
+		free(r);
+		return;
+	}
+	*r = (prefault_range){ m, len };
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, prefault_main, r) != 0)
+		free(r);
+	pthread_attr_destroy(&attr);
+}
+
 int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
 {
 	nt_arena_layout L;
@@ -220,8 +261,9 @@ int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
 			     (unsigned long long)L.map_size);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
-	void *m = mmap(NULL, (size_t)L.map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		       fd, 0);
+	int lazily = nt_S.map_lazily;
+	void *m = mmap(NULL, (size_t)L.map_size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | (lazily ? 0 : MAP_POPULATE), fd, 0);
 	if (m == MAP_FAILED) {
 		nt_set_error("the trace manager's buffer (fd %d, %llu bytes) cannot be mapped: %s",
 			     fd, (unsigned long long)L.map_size, strerror(errno));
@@ -230,6 +272,7 @@ int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
 	arena_unmap();
 	/* A fork() child never writes into the manager's buffer (see nt_arena_forget). */
 	madvise(m, (size_t)L.map_size, MADV_DONTFORK);
+	prefault_in_background(m, (size_t)L.map_size, lazily);
 	nt_S.map = m;
 	nt_S.map_size = (size_t)L.map_size;
 	nt_S.fd = fd;

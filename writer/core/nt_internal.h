@@ -106,6 +106,7 @@ typedef struct nt_session {
 	size_t map_size;
 	int file_backed;         /* a shared mapping: the output file, or the manager's memfd */
 	int manager_buffer;      /* the arena is the trace manager's memfd (nt_arena_map_fd) */
+	int map_lazily;          /* a fork() child: fault the manager's buffer in on a thread */
 	nt_arena_layout layout;  /* where each part of the arena lives */
 	unsigned file_mode;
 	char *path;                               /* the file-backed arena, or NULL */

@@ -571,5 +571,6 @@ void nt_registry_after_fork_in_child(void)
 		return;
 	char path[sizeof(R.path)];
 	snprintf(path, sizeof(path), "%s", R.path);
+	nt_S.map_lazily = 1; /* fork() returns before the buffer is faulted in (nt_arena.c) */
 	register_by_env(path, R.name);
 }
