@@ -130,7 +130,8 @@ static void usage(FILE *f)
 		"  -v, --verbose            log the manager's events (timestamps from the start)\n"
 		"Exit status: COMMAND's own status (128 + signal if it was killed), or 0 without\n"
 		"COMMAND, when the archive was written; 1 usage error; 2 recording failed (no\n"
-		"archive); 3 the manager went away mid-run (FILE holds the sections written before,\n"
+		"archive, or one kept under the temporary name it names when FILE cannot be\n"
+		"replaced); 3 the manager went away mid-run (FILE holds the sections written before,\n"
 		"ended by a 'manager lost' frame).\n");
 }
 
@@ -251,6 +252,12 @@ static int parse_options(int argc, char **argv, options *o)
 		return o->output || o->command ? (say("--list takes no other option"), -1) : 0;
 	if (o->output == NULL) {
 		say("-o FILE is required");
+		return -1;
+	}
+	struct stat st;
+	if (lstat(o->output, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* Refused now, not when the trace is over and could not be renamed onto it. */
+		say("-o '%s' is a directory; name a file", o->output);
 		return -1;
 	}
 	if (o->categories && strlen(o->categories) > NT_WIRE_MAX_TEXT) {
@@ -551,18 +558,25 @@ static void end_progress(recorder *r)
 		fputc('\n', stderr);
 }
 
+/* Syncs and renames the bundle onto -o FILE. On failure the recording is kept under its
+ * temporary name (said here): a finished trace cannot be made again, so it is never
+ * deleted because its final name was taken. */
 static int put_in_place(recorder *r)
 {
-	if (fsync(r->out_fd) != 0 && errno != EINVAL) {
-		say("syncing '%s': %s", r->tmp_path, strerror(errno));
-		return -1;
+	const char *what = "syncing the archive for";
+	int ok = fsync(r->out_fd) == 0 || errno == EINVAL;
+	if (ok) {
+		what = "renaming the archive to";
+		ok = rename(r->tmp_path, r->o.output) == 0;
 	}
-	if (rename(r->tmp_path, r->o.output) != 0) {
-		say("cannot rename '%s' to '%s': %s", r->tmp_path, r->o.output, strerror(errno));
-		return -1;
+	if (ok) {
+		r->tmp_path[0] = '\0';
+		return 0;
 	}
-	r->tmp_path[0] = '\0';
-	return 0;
+	say("%s '%s': %s; the recording is kept in '%s'", what, r->o.output, strerror(errno),
+	    r->tmp_path);
+	r->tmp_path[0] = '\0'; /* not dropped */
+	return -1;
 }
 
 static int finished(recorder *r, const nt_wire_msg *m)
@@ -591,8 +605,12 @@ static int manager_lost(recorder *r, const char *why)
 	snprintf(msg, sizeof(msg), "the manager went away while recording: %s", why);
 	uint32_t sections = 0;
 	if (nt_record_bundle_salvage(r->out_fd, NT_SECTION_MANAGER_LOST, msg, &sections, err,
-				     sizeof(err)) != 0 || put_in_place(r) != 0) {
+				     sizeof(err)) != 0) {
 		say("%s; the archive could not be kept: %s", msg, err);
+		return EXIT_MANAGER_LOST;
+	}
+	if (put_in_place(r) != 0) {
+		say("%s", msg);
 		return EXIT_MANAGER_LOST;
 	}
 	say("error: %s; %s keeps the %u process sections written before", msg, r->o.output,

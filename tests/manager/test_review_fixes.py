@@ -6,6 +6,7 @@ whole; connection slots are shared fairly; connects never block against a stuck 
 Run by meson (suite manager) with NT_MANAGER, NT_TRACE_RECORD, NT_PROVIDER_PROG, NT_WORKDIR.
 """
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,7 +17,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mgr_support import TRACE_RECORD, Controller, FakeProvider, Manager  # noqa: E402
+from mgr_support import (TRACE_RECORD, Controller, FakeProvider, Manager,  # noqa: E402
+                         parse_bundle)
 from conftest import program  # noqa: E402
 
 PROG = program('NT_PROVIDER_PROG')
@@ -155,3 +157,29 @@ def test_trace_record_still_uses_its_own_manager(mgr, tmp_path):
                        timeout=30)
     assert p.returncode == 0 and 'mine' in p.stdout, p.stderr
     f.close()
+
+
+def test_output_that_is_a_directory_is_a_usage_error(workdir, tmp_path):
+    d = tmp_path / 'adir'
+    d.mkdir()
+    p = subprocess.run([TRACE_RECORD, '-o', str(d), '--', 'true'], capture_output=True,
+                       text=True, timeout=30, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert p.returncode == 1 and "-o '%s' is a directory" % d in p.stderr, p.stderr
+    assert os.listdir(d) == [] and os.listdir(tmp_path) == ['adir'], 'nothing was created'
+
+
+def test_failed_rename_keeps_the_recording(workdir, tmp_path):
+    # The command takes the output's name with a directory while it is recorded: the final
+    # rename fails, and the finished recording stays under its temporary name.
+    env = dict(os.environ, TMPDIR=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path))
+    env.pop('NANOTRACE_MANAGER', None)
+    out = tmp_path / 'run.ntbundle'
+    p = subprocess.run([TRACE_RECORD, '-o', str(out), '--', 'mkdir', str(out)],
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    m = re.search(r"the recording is kept in '([^']+)'", p.stderr)
+    assert m and 'renaming the archive to' in p.stderr, p.stderr
+    kept = m.group(1)
+    assert os.path.dirname(kept) == str(tmp_path) and os.path.isfile(kept), kept
+    b = parse_bundle(kept)
+    assert b['end']['state'] == 'finished', b
