@@ -191,7 +191,9 @@ static void bad_message(nt_manager *m, nt_mgr_conn *c, const char *what)
 
 static void read_conn(nt_manager *m, nt_mgr_conn *c)
 {
-	for (int i = 0; i < NT_MGR_MSGS_PER_TURN && !c->closing; i++) {
+	/* A controller owing answers is not read: its requests wait in its socket until it
+	 * takes what it was sent (back-pressure, so what it is owed stays bounded). */
+	for (int i = 0; i < NT_MGR_MSGS_PER_TURN && !c->closing && !nt_mgr_control_busy(c); i++) {
 		nt_wire_msg msg;
 		int fds[4], nfds, truncated = 0;
 		ssize_t n = receive(c->fd, &msg, fds, &nfds, &truncated);
@@ -230,6 +232,7 @@ static void compact(nt_manager *m)
 			nt_mgr_buffer_release(c->prov);
 			free(c->prov);
 		}
+		nt_mgr_control_free(c);
 		close(c->fd);
 	}
 	m->nconns = j;
@@ -264,7 +267,8 @@ static int turn(nt_manager *m)
 	pfd[n++] = (struct pollfd){ .fd = paused ? -1 : m->listen_fd, .events = POLLIN };
 	for (int i = 0; i < m->nconns; i++) {
 		who[n] = 2 * i;
-		pfd[n++] = (struct pollfd){ .fd = m->conns[i].fd, .events = POLLIN };
+		short ev = nt_mgr_control_busy(&m->conns[i]) ? POLLOUT : POLLIN;
+		pfd[n++] = (struct pollfd){ .fd = m->conns[i].fd, .events = ev };
 		nt_mgr_provider *p = m->conns[i].prov;
 		if (p != NULL && p->fifo >= 0) {
 			who[n] = 2 * i + 1;
@@ -285,7 +289,9 @@ static int turn(nt_manager *m)
 		nt_mgr_conn *c = &m->conns[who[k] / 2];
 		if (who[k] / 2 >= nconns || c->closing)
 			continue;
-		if (who[k] % 2 == 0)
+		if (who[k] % 2 == 0 && nt_mgr_control_busy(c))
+			nt_mgr_control_flush(m, c);
+		else if (who[k] % 2 == 0)
 			read_conn(m, c);
 		else if (c->prov != NULL && c->prov->fifo >= 0)
 			nt_mgr_provider_fifo(m, c);

@@ -17,8 +17,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mgr_support import (TRACE_RECORD, Controller, FakeProvider, Manager,  # noqa: E402
-                         parse_bundle)
+from mgr_support import (TRACE_RECORD, T, Controller, FakeProvider, Manager,  # noqa: E402
+                         parse_bundle, recv_wire, wire)
 from conftest import program  # noqa: E402
 
 PROG = program('NT_PROVIDER_PROG')
@@ -183,3 +183,86 @@ def test_failed_rename_keeps_the_recording(workdir, tmp_path):
     assert os.path.dirname(kept) == str(tmp_path) and os.path.isfile(kept), kept
     b = parse_bundle(kept)
     assert b['end']['state'] == 'finished', b
+
+
+def register_many(manager, n, per_process=4, name='many'):
+    """n registered providers (names name0, name1, ...), each connection made and
+    REGISTERed by a short-lived child process (a few per process: the manager limits
+    connections per pid) and handed to this one with SCM_RIGHTS, which keeps them open
+    and never reads them. Returns the sockets."""
+    socks = []
+    for first in range(0, n, per_process):
+        count = min(per_process, n - first)
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                here.close()
+                for k in range(first, first + count):
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    s.connect(manager.path)
+                    s.send(wire(T['REGISTER'], pid=os.getpid(),
+                                name=('%s%d' % (name, k)).encode()))
+                    socket.send_fds(there, [b'x'], [s.fileno()])
+                    s.close()
+                os._exit(0)
+            except BaseException as e:  # noqa: B036 (a forked child must not return)
+                os.write(2, ('register_many child: %r\n' % e).encode())
+                os._exit(3)
+        there.close()
+        for _ in range(count):
+            _, fds, _, _ = socket.recv_fds(here, 1, 1)
+            assert len(fds) == 1, 'the child did not hand its connection over'
+            socks.append(socket.socket(fileno=fds[0]))
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        here.close()
+    deadline = time.time() + 20
+    while len(Controller(manager).list()) < n:
+        assert time.time() < deadline, 'not all %d providers registered' % n
+        time.sleep(0.1)
+    return socks
+
+
+def test_list_of_200_providers_is_complete(mgr):
+    socks = register_many(mgr, 200)
+    try:
+        p = subprocess.run([TRACE_RECORD, '--list'], env=mgr.env(), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        names = sorted(line.split()[-1] for line in p.stdout.splitlines()[1:])
+        assert names == sorted('many%d' % k for k in range(200)), p.stdout
+        assert 'dropped' not in mgr.log(), mgr.log()
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_controller_that_stops_reading_keeps_its_trace(mgr, tmp_path):
+    # 150 providers the trace does not select: listing them fills the controller's socket
+    # (about 93 messages), and the controller then reads nothing for 4 s.
+    socks = register_many(mgr, 150)
+    try:
+        c = Controller(mgr)
+        c.sock.send(wire(T['CTL_SELECT'], name=b'nobody-of-these'))
+        out = str(tmp_path / 'quiet.ntbundle')
+        assert c.start(out)['type'] == 'CTL_STARTED'
+        c.sock.send(wire(T['CTL_LIST']))
+        time.sleep(4)
+        assert 'dropped' not in mgr.log() and 'stopping' not in mgr.log(), mgr.log()
+        listed, progress = 0, 0
+        while True:
+            msg, _ = recv_wire(c.sock)
+            assert msg is not None, 'the manager closed the controller'
+            if msg['type'] == 'CTL_END':
+                break
+            listed += msg['type'] == 'CTL_PROVIDER'
+            progress += msg['type'] == 'CTL_PROGRESS'
+        assert listed == 150, listed
+        assert c.until('CTL_PROGRESS')['type'] == 'CTL_PROGRESS', 'progress goes on'
+        assert c.stop()['type'] == 'CTL_STOPPED'
+        assert parse_bundle(out)['end']['state'] == 'finished'
+        c.close()
+    finally:
+        for s in socks:
+            s.close()
