@@ -386,7 +386,9 @@ void nt_mgr_trace_tick(nt_manager *m, int64_t now)
 	nt_mgr_trace *t = &m->trace;
 	if (!t->active)
 		return;
-	if (!t->stopping && t->ctl_fd >= 0 && now >= t->next_progress_ms) {
+	/* Stopping too: the progress is the controller's heartbeat, which tells a manager
+	 * still writing sections from one that is stuck or gone. */
+	if (t->ctl_fd >= 0 && now >= t->next_progress_ms) {
 		t->next_progress_ms = now + NT_MGR_PROGRESS_MS;
 		send_progress(m);
 	}

@@ -32,7 +32,8 @@ void nt_record_usage(FILE *f)
 	fprintf(f,
 		"usage: trace-record -o FILE [--categories LIST] [--buffering-mode MODE]\n"
 		"                    [--buffer-size SIZE] [--buffer-disposition D]\n"
-		"                    [--duration SECONDS] [--provider NAME]...\n"
+		"                    [--duration SECONDS] [--manager-timeout SECONDS]\n"
+		"                    [--provider NAME]...\n"
 		"                    [--verbose] [-- COMMAND [ARGS...]]\n"
 		"       trace-record --list\n"
 		"Records every process registered with the nanotrace manager into one archive FILE\n"
@@ -53,6 +54,9 @@ void nt_record_usage(FILE *f)
 		"                           starts again on it, keeping its strings and threads\n"
 		"                           (clear-nondurable) or everything (retain)\n"
 		"  -d, --duration SECONDS   stop after this long\n"
+		"  -T, --manager-timeout S  how long the manager may send nothing while the trace\n"
+		"                           stops (it sends progress 4 times a second) before it\n"
+		"                           counts as lost (default 60)\n"
 		"  -p, --provider NAME      record only providers of this name (repeatable)\n"
 		"  -l, --list               list the registered providers (pid, name, state)\n"
 		"  -v, --verbose            log the manager's events (timestamps from the start)\n"
@@ -86,6 +90,17 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || !isfinite(v) || v > 1e9)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_mode(const char *s)
 {
 	if (strcmp(s, "oneshot") == 0)
@@ -116,16 +131,17 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 		{ "buffering-mode", required_argument, 0, 'm' },
 		{ "buffer-size", required_argument, 0, 'b' },
 		{ "buffer-disposition", required_argument, 0, 'D' },
-		{ "duration", required_argument, 0, 'd' }, { "provider", required_argument, 0, 'p' },
+		{ "duration", required_argument, 0, 'd' },
+		{ "manager-timeout", required_argument, 0, 'T' }, { "provider", required_argument, 0, 'p' },
 		{ "list", no_argument, 0, 'l' },            { "verbose", no_argument, 0, 'v' },
 		{ "help", no_argument, 0, 'h' },            { "version", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof(*o));
 	o->buffer_size = 4u << 20;
+	o->manager_timeout = 60;
 	int c;
-	char *end;
-	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:d:p:lvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:d:T:p:lvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'c': o->categories = optarg; break;
@@ -154,11 +170,10 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 			}
 			break;
 		case 'd':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno != 0 || end == optarg || *end != '\0' || !(o->duration > 0) ||
-			    !isfinite(o->duration)) {
-				say("--duration: '%s' is not a positive number of seconds", optarg);
+		case 'T':
+			if (parse_seconds(optarg, c == 'd' ? &o->duration : &o->manager_timeout) != 0) {
+				say("--%s: '%s' is not a positive number of seconds",
+				    c == 'd' ? "duration" : "manager-timeout", optarg);
 				return -1;
 			}
 			break;

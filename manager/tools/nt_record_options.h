@@ -17,6 +17,7 @@ typedef struct options {
 	int disposition;
 	uint64_t buffer_size;
 	double duration;
+	double manager_timeout; /* seconds the manager may stay silent while stopping */
 	const char *providers[NT_RECORD_MAX_PROVIDERS];
 	int nproviders;
 	int list, verbose;

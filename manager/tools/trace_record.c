@@ -36,6 +36,7 @@
 enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3 };
 #define CONNECT_TIMEOUT_MS 2000 /* a manager whose accept queue stays full this long is stuck */
 #define say nt_record_say
+#define EMBEDDED_JOIN_S 10 /* an embedded manager asked to stop ends within its stop budget */
 
 typedef struct recorder {
 	options o;
@@ -50,6 +51,8 @@ typedef struct recorder {
 	int child_status;        /* exit code for the command, once it ended */
 	int child_done;
 	int stop_sent;
+	int embedded_stuck;      /* its thread did not end when asked: it owns the file still */
+	int64_t heard_ns;        /* the manager's last message, or CTL_STOP if later */
 	int tty;
 	int64_t t0_ns;
 } recorder;
@@ -188,11 +191,22 @@ static int connect_manager(recorder *r, int may_embed)
 	return 0;
 }
 
-static void stop_embedded(recorder *r)
+/* Stops the embedded manager and joins it (it finishes the trace first, as on SIGTERM).
+ * 0 once it is gone (or there was none); -1 when its thread did not end within
+ * EMBEDDED_JOIN_S: it is stuck, may still write the bundle, and is left alone. */
+static int stop_embedded(recorder *r)
 {
 	if (r->embedded != NULL) {
 		nt_manager_stop(r->embedded);
-		pthread_join(r->embedded_thread, NULL);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += EMBEDDED_JOIN_S;
+		if (pthread_timedjoin_np(r->embedded_thread, NULL, &until) != 0) {
+			say("the embedded manager did not stop within %d s", EMBEDDED_JOIN_S);
+			r->embedded = NULL; /* never freed under its running thread */
+			r->embedded_stuck = 1;
+			return -1;
+		}
 		nt_manager_free(r->embedded);
 		r->embedded = NULL;
 	}
@@ -200,6 +214,7 @@ static void stop_embedded(recorder *r)
 		rmdir(r->embedded_dir);
 		r->embedded_dir[0] = '\0';
 	}
+	return r->embedded_stuck ? -1 : 0;
 }
 
 static int do_list(recorder *r)
@@ -403,11 +418,25 @@ static int finished(recorder *r, const nt_wire_msg *m)
 	return r->child > 0 ? r->child_status : 0;
 }
 
+/* The recording as it is, unfinished: what still holds the file may write to it, so it is
+ * neither salvaged nor renamed. */
+static int keep_unfinished(recorder *r, const char *why)
+{
+	say("error: %s; the unfinished recording is kept in '%s'", why, r->tmp_path);
+	r->tmp_path[0] = '\0';
+	return EXIT_MANAGER_LOST;
+}
+
+/* The manager's connection closed (or failed): it is gone, so the sections it wrote are
+ * kept and the bundle ended with MANAGER_LOST. The embedded manager is stopped and joined
+ * first, so that nothing writes the file while it is salvaged. */
 static int manager_lost(recorder *r, const char *why)
 {
 	end_progress(r);
 	char msg[256], err[256];
 	snprintf(msg, sizeof(msg), "the manager went away while recording: %s", why);
+	if (stop_embedded(r) != 0)
+		return keep_unfinished(r, msg);
 	uint32_t sections = 0;
 	if (nt_record_bundle_salvage(r->out_fd, NT_SECTION_MANAGER_LOST, msg, &sections, err,
 				     sizeof(err)) != 0) {
@@ -427,6 +456,21 @@ static int manager_lost(recorder *r, const char *why)
 	return EXIT_MANAGER_LOST;
 }
 
+/* The manager's connection is open but it has said nothing for --manager-timeout while
+ * stopping (it sends progress 4 times a second): stuck. A manager still holding the file
+ * is never raced; the embedded one is ours to stop, and once joined the file is ours. */
+static int manager_silent(recorder *r)
+{
+	char why[160];
+	snprintf(why, sizeof(why), "it sent nothing for %g s while stopping", r->o.manager_timeout);
+	end_progress(r);
+	if (r->embedded != NULL)
+		return manager_lost(r, why);
+	char msg[PATH_MAX + 256];
+	snprintf(msg, sizeof(msg), "the manager at %s %s", r->socket_path, why);
+	return keep_unfinished(r, msg);
+}
+
 static void send_stop(recorder *r)
 {
 	if (r->stop_sent)
@@ -434,6 +478,7 @@ static void send_stop(recorder *r)
 	nt_wire_msg msg;
 	nt_wire_init(&msg, NT_WIRE_CTL_STOP);
 	r->stop_sent = 1;
+	r->heard_ns = mono_ns(); /* the manager's silence counts from here at the earliest */
 	if (send_msg(r->ctl, &msg, -1) != 0 && r->o.verbose)
 		say("sending CTL_STOP: %s", strerror(errno));
 	if (r->o.verbose)
@@ -460,7 +505,6 @@ static void on_signal_byte(recorder *r, char sig)
 static int run_loop(recorder *r)
 {
 	int64_t deadline = r->o.duration > 0 ? mono_ns() + (int64_t)(r->o.duration * 1e9) : 0;
-	int64_t stop_deadline = 0;
 	for (;;) {
 		struct pollfd p[2] = { { .fd = r->ctl, .events = POLLIN },
 				       { .fd = sig_pipe[0], .events = POLLIN } };
@@ -478,10 +522,8 @@ static int run_loop(recorder *r)
 		int64_t now = mono_ns();
 		if (deadline && now >= deadline)
 			send_stop(r);
-		if (r->stop_sent && stop_deadline == 0)
-			stop_deadline = now + 60 * (int64_t)1000000000;
-		if (stop_deadline && now > stop_deadline)
-			return manager_lost(r, "it did not finish the archive within 60 s of CTL_STOP");
+		if (r->stop_sent && now - r->heard_ns > (int64_t)(r->o.manager_timeout * 1e9))
+			return manager_silent(r);
 		if (!p[0].revents)
 			continue;
 		nt_wire_msg msg;
@@ -491,6 +533,7 @@ static int run_loop(recorder *r)
 			return manager_lost(r, why);
 		if (got == 0)
 			continue;
+		r->heard_ns = now;
 		if (msg.type == NT_WIRE_CTL_PROGRESS)
 			progress(r, &msg);
 		else if (msg.type == NT_WIRE_CTL_STOPPED ||

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -266,3 +267,102 @@ def test_controller_that_stops_reading_keeps_its_trace(mgr, tmp_path):
     finally:
         for s in socks:
             s.close()
+
+
+def test_manager_sends_progress_while_stopping(mgr, tmp_path):
+    # A provider that never answers STOP holds the trace for the stop budget (2 s): the
+    # controller hears progress all that time, so it can tell a busy manager from a lost one.
+    f = FakeProvider(mgr, 'slow')
+    assert mgr.wait_log('name slow')
+    c = Controller(mgr)
+    out = str(tmp_path / 'slow.ntbundle')
+    assert c.start(out)['type'] == 'CTL_STARTED'
+    f.run_honest()
+    c.sock.send(wire(T['CTL_STOP']))
+    beats = []
+    while True:
+        msg, _ = recv_wire(c.sock, 10)
+        assert msg is not None
+        if msg['type'] == 'CTL_PROGRESS':
+            beats.append(time.time())
+        if msg['type'] in ('CTL_STOPPED', 'CTL_END'):
+            break
+    assert msg['type'] == 'CTL_STOPPED', msg
+    assert len(beats) >= 4, 'only %d progress messages while stopping' % len(beats)
+    assert parse_bundle(out)['sections'][0]['state'] == 'timed out'
+    c.close()
+    f.close()
+
+
+class FakeController:
+    """A "manager" of ours (same uid, private 0700 directory) that answers one controller:
+    CTL_STARTED, then after CTL_STOP `beats` progress messages 0.2 s apart and CTL_STOPPED,
+    or (silent) nothing at all, holding the connection open until release()."""
+
+    def __init__(self, beats=0, silent=False):
+        self.dir = tempfile.mkdtemp(prefix='ntc-')
+        self.path = os.path.join(self.dir, 'manager.sock')
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(self.path)
+        self.listener.listen(4)
+        self.beats, self.silent = beats, silent
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        conn, _ = self.listener.accept()
+        while True:
+            msg, fds = recv_wire(conn, 30)
+            for fd in fds:
+                os.close(fd)
+            if msg is None:
+                return
+            if msg['type'] == 'CTL_START':
+                conn.send(wire(T['CTL_STARTED']))
+            if msg['type'] == 'CTL_STOP':
+                break
+        if self.silent:
+            self.done.wait(30)
+        else:
+            for _ in range(self.beats):
+                conn.send(wire(T['CTL_PROGRESS']))
+                time.sleep(0.2)
+            conn.send(wire(T['CTL_STOPPED']))
+            self.done.wait(30)
+        conn.close()
+
+    def release(self):
+        self.done.set()
+        self.thread.join(10)
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def test_trace_record_waits_while_the_manager_sends_progress(tmp_path):
+    fake = FakeController(beats=15)  # 3 s of progress, three times --manager-timeout
+    try:
+        out = tmp_path / 'beats.ntbundle'
+        p = subprocess.run([TRACE_RECORD, '-o', str(out), '--manager-timeout', '1', '--',
+                            'true'], env=dict(os.environ, NANOTRACE_MANAGER=fake.path),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and out.exists(), p.stderr
+    finally:
+        fake.release()
+
+
+def test_silent_manager_with_an_open_connection_is_never_raced(tmp_path):
+    fake = FakeController(silent=True)
+    try:
+        out = tmp_path / 'silent.ntbundle'
+        p = subprocess.run([TRACE_RECORD, '-o', str(out), '--manager-timeout', '1', '--',
+                            'true'], env=dict(os.environ, NANOTRACE_MANAGER=fake.path),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 3, (p.returncode, p.stderr)
+        m = re.search(r"sent nothing for 1 s while stopping; the unfinished recording is kept "
+                      r"in '([^']+)'", p.stderr)
+        assert m, p.stderr
+        assert not out.exists(), 'renamed while the manager still held the file'
+        assert os.path.getsize(m.group(1)) == 0, 'salvaged while the manager held the file'
+    finally:
+        fake.release()
