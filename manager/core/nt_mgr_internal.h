@@ -22,7 +22,9 @@
 #include "../../format/nt_wire.h"
 #include "nt_manager.h"
 
-#define NT_MGR_MAX_CONNS 256        /* connections of every kind at once */
+#define NT_MGR_MAX_CONNS 1024       /* connections of every kind at once */
+#define NT_MGR_MAX_PER_PID 8        /* connections of one process: none takes every slot */
+#define NT_MGR_CTL_RESERVE 16       /* slots providers never take: controllers get in */
 #define NT_MGR_MAX_SELECT 64        /* CTL_SELECT names per trace */
 #define NT_MGR_MSGS_PER_TURN 8      /* messages read from one connection per loop turn */
 #define NT_MGR_HELLO_TIMEOUT_MS 5000 /* a connection that says nothing this long is closed */

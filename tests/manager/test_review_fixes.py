@@ -7,6 +7,7 @@ Run by meson (suite manager) with NT_MANAGER, NT_TRACE_RECORD, NT_PROVIDER_PROG,
 """
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -366,3 +367,76 @@ def test_silent_manager_with_an_open_connection_is_never_raced(tmp_path):
         assert os.path.getsize(m.group(1)) == 0, 'salvaged while the manager held the file'
     finally:
         fake.release()
+
+
+def test_one_process_gets_at_most_8_connections(mgr):
+    # A child process (a pid of its own) asks for 12 connections and registers on each:
+    # 8 are served, and a controller still gets in.
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            socks = []
+            for k in range(12):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                s.connect(mgr.path)
+                s.send(wire(T['REGISTER'], pid=os.getpid(), name=b'greedy%d' % k))
+                socks.append(s)
+            there.send(b'r')
+            there.recv(1)  # hold them until the test is done
+            os._exit(0)
+        except BaseException as e:  # noqa: B036 (a forked child must not return)
+            os.write(2, ('greedy child: %r\n' % e).encode())
+            os._exit(3)
+    try:
+        assert here.recv(1) == b'r'
+        assert mgr.wait_log('refused connection from pid %d: it has 8 already' % pid), mgr.log()
+        deadline = time.time() + 10
+        while True:
+            greedy = [p for p in Controller(mgr).list() if p['name'].startswith('greedy')]
+            if len(greedy) == 8 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        assert len(greedy) == 8, greedy
+        p = subprocess.run([TRACE_RECORD, '--list'], env=mgr.env(), capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 0 and p.stdout.count('greedy') == 8, p
+    finally:
+        here.send(b'x')
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+
+
+def test_providers_leave_slots_for_controllers(mgr):
+    # 1008 providers (the cap, 1024, less the 16 kept for controllers) fill every slot they
+    # may have; the next is refused and a controller still gets in.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            pytest.skip('needs 1200 descriptors, the hard limit is %d' % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    socks = register_many(mgr, 1008, per_process=8, name='crowd')
+    try:
+        extra = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # a pid of its own: the limit per process is not what refuses it
+            try:
+                extra.connect(mgr.path)
+                extra.send(wire(T['REGISTER'], pid=os.getpid(), name=b'one-too-many'))
+                extra.settimeout(10)
+                os._exit(0 if extra.recv(2000) == b'' else 1)
+            except ConnectionResetError:
+                os._exit(0)
+            except BaseException as e:  # noqa: B036
+                os.write(2, ('extra provider: %r\n' % e).encode())
+                os._exit(3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, 'the 1009th provider was kept'
+        assert mgr.wait_log('refused REGISTER from pid %d: 1008 providers already' % pid), \
+            mgr.log()[-2000:]
+        p = subprocess.run([TRACE_RECORD, '--list'], env=mgr.env(), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout.count('crowd') == 1008, p.stderr
+    finally:
+        for s in socks:
+            s.close()
