@@ -19,7 +19,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mgr_support import (TRACE_RECORD, T, Controller, FakeProvider, Manager,  # noqa: E402
+from mgr_support import (MANAGER, TRACE_RECORD, T, Controller, FakeProvider, Manager,  # noqa: E402
                          parse_bundle, recv_wire, wire)
 from conftest import program  # noqa: E402
 
@@ -440,3 +440,44 @@ def test_providers_leave_slots_for_controllers(mgr):
     finally:
         for s in socks:
             s.close()
+
+
+def test_a_stuck_manager_hangs_no_connect(tmp_path):
+    # A listener that never accepts, its accept queue full: every connect would block.
+    d = tempfile.mkdtemp(prefix='nts-')
+    path = os.path.join(d, 'manager.sock')
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stuck.bind(path)
+    stuck.listen(0)
+    fillers = []
+    try:
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.setblocking(False)
+            try:
+                s.connect(path)
+            except BlockingIOError:
+                s.close()
+                break
+            fillers.append(s)
+            assert len(fillers) < 100, 'the accept queue never fills'
+        t0 = time.time()
+        p = subprocess.run([MANAGER, '--foreground', '--socket', path], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 2 and 'a manager already runs' in p.stderr, p.stderr
+        assert time.time() - t0 < 5
+        t0 = time.time()
+        p = subprocess.run([TRACE_RECORD, '--list'], capture_output=True, text=True,
+                           timeout=30, env=dict(os.environ, NANOTRACE_MANAGER=path))
+        assert p.returncode == 0 and 'no manager answers' in p.stderr, p.stderr
+        assert time.time() - t0 < 10
+        t0 = time.time()
+        p = subprocess.run([PROG, '--events', '10'], env=dict(os.environ, NANOTRACE_MANAGER=path),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and 'not tracing' in p.stderr, p.stderr
+        assert time.time() - t0 < 10
+    finally:
+        for s in fillers:
+            s.close()
+        stuck.close()
+        shutil.rmtree(d, ignore_errors=True)
