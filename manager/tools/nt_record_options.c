@@ -124,6 +124,28 @@ static int parse_disposition(const char *s)
 	return -1;
 }
 
+/* What the options say together: -1 after saying what is wrong. */
+static int check_options(const options *o)
+{
+	if (o->list)
+		return o->output || o->command ? (say("--list takes no other option"), -1) : 0;
+	if (o->output == NULL) {
+		say("-o FILE is required");
+		return -1;
+	}
+	struct stat st;
+	if (lstat(o->output, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* Refused now, not when the trace is over and could not be renamed onto it. */
+		say("-o '%s' is a directory; name a file", o->output);
+		return -1;
+	}
+	if (o->categories && strlen(o->categories) > NT_WIRE_MAX_TEXT) {
+		say("--categories: longer than %u bytes", NT_WIRE_MAX_TEXT);
+		return -1;
+	}
+	return 0;
+}
+
 int nt_record_parse_options(int argc, char **argv, options *o)
 {
 	static const struct option opts[] = {
@@ -191,22 +213,7 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 	}
 	if (optind < argc)
 		o->command = argv + optind;
-	if (o->list)
-		return o->output || o->command ? (say("--list takes no other option"), -1) : 0;
-	if (o->output == NULL) {
-		say("-o FILE is required");
-		return -1;
-	}
-	struct stat st;
-	if (lstat(o->output, &st) == 0 && S_ISDIR(st.st_mode)) {
-		/* Refused now, not when the trace is over and could not be renamed onto it. */
-		say("-o '%s' is a directory; name a file", o->output);
-		return -1;
-	}
-	if (o->categories && strlen(o->categories) > NT_WIRE_MAX_TEXT) {
-		say("--categories: longer than %u bytes", NT_WIRE_MAX_TEXT);
-		return -1;
-	}
-	return 0;
+	return check_options(o);
 }
+
 
