@@ -384,7 +384,7 @@ static void wait_answer(int timeout_ms, int *started)
 static nt_result check_arguments(const char *who, const char **path, const char **name)
 {
 	if (*path == NULL)
-		*path = getenv(NT_MANAGER_ENV);
+		*path = secure_getenv(NT_MANAGER_ENV); /* as the constructor reads it */
 	if (*path == NULL || (*path)[0] == '\0') {
 		nt_set_error("%s: no socket path given and " NT_MANAGER_ENV " is not set", who);
 		return NT_ERR_INVALID_ARGUMENT;
