@@ -2,7 +2,9 @@
  * trace-record - the trace client: records every registered provider (or the COMMAND it
  * runs and every descendant linking libnanotrace) into one bundle archive.
  *
- * It speaks the controller protocol (format/nt_wire.h) to the manager on the default socket;
+ * It speaks the controller protocol (format/nt_wire.h) to the manager on the default socket,
+ * once nt_manager_connect() has checked that the socket's directory and the server are the
+ * user's (else the output file and the providers would go to whoever planted the socket);
  * when none answers there it runs the manager core itself, on a thread, on a private socket
  * in a fresh 0700 directory (the embedded default), so it works with nothing else started.
  * The bundle is created beside -o FILE under a random name (mkostemp, 0600), written by the
