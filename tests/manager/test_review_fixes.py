@@ -481,3 +481,25 @@ def test_a_stuck_manager_hangs_no_connect(tmp_path):
             s.close()
         stuck.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_default_socket_directory_of_another_owner_is_refused(tmp_path):
+    # The default path ($XDG_RUNTIME_DIR/nanotrace/manager.sock here; /tmp/nanotrace-$UID
+    # without it) is checked as $NANOTRACE_MANAGER is: another user made the directory.
+    need_root()
+    base = tempfile.mkdtemp(prefix='ntx-')
+    try:
+        d = os.path.join(base, 'nanotrace')
+        os.mkdir(d, 0o700)
+        os.chown(d, NOBODY, NOBODY)
+        path = os.path.join(d, 'manager.sock')
+        server = FakeServer(path, seconds=2)
+        env = dict(os.environ, XDG_RUNTIME_DIR=base, TMPDIR=str(tmp_path))
+        env.pop('NANOTRACE_MANAGER', None)
+        p = subprocess.run([TRACE_RECORD, '--list'], env=env, capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 2 and path in p.stderr and 'owned by uid %d' % NOBODY in p.stderr, \
+            p.stderr
+        assert not server.got_data()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
