@@ -43,6 +43,19 @@ int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen);
  * names the path) in why. With create == 0 it only checks. Cost: a few system calls. */
 int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t whylen);
 
+/* The client's side of the same rules: checks the socket's directory as above (create == 0),
+ * connects without blocking for longer than timeout_ms (a full accept queue is retried
+ * that long), and checks that the server (SO_PEERCRED) runs as the caller's euid or root,
+ * so that a socket another user planted cannot impersonate the manager. Returns the
+ * connected fd (blocking, close-on-exec); -1 when no manager is there (the directory or
+ * socket is missing, nobody listens: the caller may run its own); -2 when the socket is
+ * refused (wrong owner, mode, a link, another uid serving). why names path and owner. */
+int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen);
+
+/* SO_PEERCRED of a connected socket: nonzero when the peer runs as the caller's euid or as
+ * root; its uid in *peer (left alone when it cannot be read). */
+int nt_manager_peer_uid_ok(int fd, uid_t *peer);
+
 /* A manager listening on cfg->socket_path (its directory checked as above). A socket file
  * left by a dead manager is replaced; one that answers means another manager runs, and
  * NULL is returned. NULL with the reason in why on every failure. */

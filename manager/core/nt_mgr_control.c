@@ -4,12 +4,15 @@
  * recording, CTL_STOP, CTL_STOPPED once every section is written.
  *
  * One trace at a time: a second CTL_START is answered CTL_END with the reason. A controller
- * that leaves mid-trace stops it (the bundle is still completed in its file).
+ * that leaves mid-trace stops it (the bundle is still completed in its file). One that only
+ * stops reading for a while keeps its trace: progress it cannot take is skipped, answers
+ * that matter wait for its socket to drain (nt_mgr_ctl_out).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,13 +35,65 @@ void nt_mgr_trace_problem(nt_manager *m, const char *fmt, ...)
 		snprintf(p + used, cap - used, "%s%s", used ? "\n" : "", line);
 }
 
-static void ctl_send(nt_manager *m, nt_mgr_conn *c, nt_wire_msg *msg)
+/* The controller cannot be served any more: a real error, or an answer that matters
+ * could not even be kept. Its trace stops (nt_mgr_control_gone). */
+static void ctl_drop(nt_manager *m, nt_mgr_conn *c, const char *why)
 {
-	if (nt_mgr_send(c->fd, msg, NULL, 0) != 0) {
-		nt_mgr_log(m, "controller pid %d dropped: it does not read its answers", (int)c->pid);
-		nt_mgr_control_gone(m, c);
-		nt_mgr_conn_close(m, c);
+	nt_mgr_log(m, "controller pid %d dropped: %s", (int)c->pid, why);
+	nt_mgr_control_gone(m, c);
+	nt_mgr_conn_close(m, c);
+}
+
+static nt_mgr_ctl_out *ctl_out(nt_mgr_conn *c)
+{
+	if (c->out == NULL)
+		c->out = calloc(1, sizeof(*c->out));
+	return c->out;
+}
+
+int nt_mgr_control_busy(const nt_mgr_conn *c)
+{
+	return c->out != NULL && (c->out->nowed > 0 || c->out->list != NULL);
+}
+
+void nt_mgr_control_free(nt_mgr_conn *c)
+{
+	if (c->out != NULL)
+		free(c->out->list);
+	free(c->out);
+	c->out = NULL;
+}
+
+/* One message now: 1 sent, 0 the socket is full (the controller does not read now: not an
+ * error), -1 a real error (the controller is dropped). */
+static int try_send(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
+{
+	if (nt_mgr_send(c->fd, msg, NULL, 0) == 0)
+		return 1;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	char why[160];
+	snprintf(why, sizeof(why), "sending %s: %s", nt_wire_type_name(msg->type),
+		 strerror(errno));
+	ctl_drop(m, c, why);
+	return -1;
+}
+
+/* An answer that matters (CTL_STARTED, CTL_END, CTL_STOPPED): sent now, or kept in order
+ * until the socket drains. Only a controller owing more than NT_MGR_CTL_OWED is dropped
+ * (it cannot get there by itself: its requests are not read while it owes). */
+static void ctl_send(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
+{
+	if (c->closing)
+		return;
+	if (!nt_mgr_control_busy(c) && try_send(m, c, msg) != 0)
+		return; /* sent, or dropped for a real error */
+	nt_mgr_ctl_out *o = ctl_out(c);
+	if (o == NULL || o->nowed == NT_MGR_CTL_OWED) {
+		ctl_drop(m, c, "it does not read its answers");
+		return;
 	}
+	o->owed[o->nowed++] = *msg;
 }
 
 static void ctl_end(nt_manager *m, nt_mgr_conn *c, int result, const char *text)
@@ -50,21 +105,62 @@ static void ctl_end(nt_manager *m, nt_mgr_conn *c, int result, const char *text)
 	ctl_send(m, c, &msg);
 }
 
+/* Owed answers first, then the rest of a list and its CTL_END, as far as the socket takes
+ * them. A list of any length is sent whole, at the pace the controller reads it. */
+void nt_mgr_control_flush(nt_manager *m, nt_mgr_conn *c)
+{
+	nt_mgr_ctl_out *o = c->out;
+	if (o == NULL)
+		return;
+	while (o->nowed > 0 && !c->closing) {
+		if (try_send(m, c, &o->owed[0]) <= 0)
+			return;
+		o->nowed--;
+		memmove(o->owed, o->owed + 1, (size_t)o->nowed * sizeof(o->owed[0]));
+	}
+	while (o->list != NULL && o->list_next < o->nlist && !c->closing) {
+		const nt_mgr_list_entry *e = &o->list[o->list_next];
+		nt_wire_msg msg;
+		nt_wire_init(&msg, NT_WIRE_CTL_PROVIDER);
+		msg.pid = e->pid;
+		msg.a = (uint64_t)e->state;
+		nt_wire_set_name(&msg, e->name);
+		if (try_send(m, c, &msg) <= 0)
+			return;
+		o->list_next++;
+	}
+	if (o->list != NULL && !c->closing) {
+		free(o->list);
+		o->list = NULL;
+		ctl_end(m, c, RESULT_OK, "");
+	}
+}
+
+/* The providers as they are now, sent as the controller's socket drains. */
 static void ctl_list(nt_manager *m, nt_mgr_conn *c)
 {
-	for (int i = 0; i < m->nconns && !c->closing; i++) {
+	nt_mgr_ctl_out *o = ctl_out(c);
+	nt_mgr_list_entry *l = calloc((size_t)m->nconns + 1, sizeof(*l));
+	if (o == NULL || l == NULL) {
+		free(l);
+		ctl_end(m, c, RESULT_IO, "out of memory");
+		return;
+	}
+	int n = 0;
+	for (int i = 0; i < m->nconns; i++) {
 		nt_mgr_provider *p = m->conns[i].prov;
 		if (p == NULL || m->conns[i].closing)
 			continue;
-		nt_wire_msg msg;
-		nt_wire_init(&msg, NT_WIRE_CTL_PROVIDER);
-		msg.pid = (uint32_t)p->pid;
-		msg.a = (uint64_t)p->state;
-		nt_wire_set_name(&msg, p->name);
-		ctl_send(m, c, &msg);
+		l[n].pid = (uint32_t)p->pid;
+		l[n].state = p->state;
+		snprintf(l[n].name, sizeof(l[n].name), "%s", p->name);
+		n++;
 	}
-	if (!c->closing)
-		ctl_end(m, c, RESULT_OK, "");
+	free(o->list);
+	o->list = l;
+	o->nlist = n;
+	o->list_next = 0;
+	nt_mgr_control_flush(m, c);
 }
 
 static void ctl_select(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
@@ -242,9 +338,11 @@ static void send_progress(nt_manager *m)
 	msg.b = events + m->trace.events;
 	msg.c = m->trace.out_off;
 	msg.d = drops + m->trace.drops;
+	/* Never kept when the socket is full: the next one says more. */
 	for (int i = 0; i < m->nconns; i++)
-		if (m->conns[i].fd == m->trace.ctl_fd && !m->conns[i].closing)
-			ctl_send(m, &m->conns[i], &msg);
+		if (m->conns[i].fd == m->trace.ctl_fd && !m->conns[i].closing &&
+		    !nt_mgr_control_busy(&m->conns[i]))
+			try_send(m, &m->conns[i], &msg);
 }
 
 static int providers_in_trace(const nt_manager *m)
@@ -288,7 +386,9 @@ void nt_mgr_trace_tick(nt_manager *m, int64_t now)
 	nt_mgr_trace *t = &m->trace;
 	if (!t->active)
 		return;
-	if (!t->stopping && t->ctl_fd >= 0 && now >= t->next_progress_ms) {
+	/* Stopping too: the progress is the controller's heartbeat, which tells a manager
+	 * still writing sections from one that is stuck or gone. */
+	if (t->ctl_fd >= 0 && now >= t->next_progress_ms) {
 		t->next_progress_ms = now + NT_MGR_PROGRESS_MS;
 		send_progress(m);
 	}

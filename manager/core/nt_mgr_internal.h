@@ -22,7 +22,9 @@
 #include "../../format/nt_wire.h"
 #include "nt_manager.h"
 
-#define NT_MGR_MAX_CONNS 256        /* connections of every kind at once */
+#define NT_MGR_MAX_CONNS 1024       /* connections of every kind at once */
+#define NT_MGR_MAX_PER_PID 8        /* connections of one process: none takes every slot */
+#define NT_MGR_CTL_RESERVE 16       /* slots providers never take: controllers get in */
 #define NT_MGR_MAX_SELECT 64        /* CTL_SELECT names per trace */
 #define NT_MGR_MSGS_PER_TURN 8      /* messages read from one connection per loop turn */
 #define NT_MGR_HELLO_TIMEOUT_MS 5000 /* a connection that says nothing this long is closed */
@@ -30,6 +32,7 @@
 #define NT_MGR_ACCEPT_PAUSE_MS 200  /* after accept() ran out of descriptors */
 #define NT_MGR_DEFAULT_BUFFER (4u << 20)
 #define NT_MGR_MAX_MESSAGE 1024     /* a section's message (nt_bundle_frame.message_len) */
+#define NT_MGR_CTL_OWED 4           /* answers owed to a controller that does not read now */
 
 enum nt_conn_kind { NT_CONN_NEW = 0, NT_CONN_PROVIDER, NT_CONN_CONTROLLER };
 
@@ -76,6 +79,24 @@ typedef struct nt_mgr_provider {
 	nt_mgr_saver *stream; /* streaming mode only */
 } nt_mgr_provider;
 
+/* One entry of a CTL_LIST answer, taken when the request came. */
+typedef struct nt_mgr_list_entry {
+	uint32_t pid;
+	int state;
+	char name[NT_WIRE_MAX_NAME + 1];
+} nt_mgr_list_entry;
+
+/* What a controller's socket could not take yet (it was full: the controller does not read
+ * now). Sent as the socket drains (POLLOUT); while anything waits here, the controller's
+ * next requests are not read, so what is owed stays bounded. Progress is never kept: only
+ * the latest matters. */
+typedef struct nt_mgr_ctl_out {
+	nt_wire_msg owed[NT_MGR_CTL_OWED]; /* answers that matter, in order */
+	int nowed;
+	nt_mgr_list_entry *list;            /* a CTL_LIST answer still being sent, or NULL */
+	int nlist, list_next;
+} nt_mgr_ctl_out;
+
 typedef struct nt_mgr_conn {
 	int fd;
 	int kind;             /* nt_conn_kind */
@@ -84,6 +105,7 @@ typedef struct nt_mgr_conn {
 	uid_t uid;
 	int64_t since_ms;
 	nt_mgr_provider *prov; /* NT_CONN_PROVIDER */
+	nt_mgr_ctl_out *out;   /* NT_CONN_CONTROLLER: made when first needed */
 } nt_mgr_conn;
 
 /* The one trace a manager runs at a time. */
@@ -187,6 +209,12 @@ void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t
 /* nt_mgr_control.c */
 void nt_mgr_control_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd);
 void nt_mgr_control_gone(nt_manager *m, nt_mgr_conn *c);
+/* Nonzero while the controller is owed messages its socket could not take: poll it for
+ * POLLOUT, not POLLIN. */
+int nt_mgr_control_busy(const nt_mgr_conn *c);
+/* Sends what the controller is owed as far as its socket takes it (it became writable). */
+void nt_mgr_control_flush(nt_manager *m, nt_mgr_conn *c);
+void nt_mgr_control_free(nt_mgr_conn *c);
 /* Called each loop turn: progress, and the end of a stopping trace. */
 void nt_mgr_trace_tick(nt_manager *m, int64_t now);
 /* Stops the current trace now (the manager is stopping). */

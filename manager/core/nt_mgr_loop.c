@@ -5,7 +5,9 @@
  * and closing connections at the end of a turn (so pointers stay valid within one).
  *
  * Fairness: at most NT_MGR_MSGS_PER_TURN messages are read from one connection per turn, and
- * every socket is non-blocking, so a flooding or stalled peer cannot starve the others.
+ * every socket is non-blocking, so a flooding or stalled peer cannot starve the others. No
+ * process holds more than NT_MGR_MAX_PER_PID connections, and providers never take the last
+ * NT_MGR_CTL_RESERVE, so no one process and no crowd of providers locks controllers out.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -90,6 +92,15 @@ static void accept_one(nt_manager *m, int fd)
 		close(fd);
 		return;
 	}
+	int same = 0;
+	for (int i = 0; i < m->nconns; i++)
+		same += m->conns[i].pid == cred.pid && !m->conns[i].closing;
+	if (same >= NT_MGR_MAX_PER_PID) {
+		nt_mgr_log(m, "refused connection from pid %d: it has %d already", (int)cred.pid,
+			   NT_MGR_MAX_PER_PID);
+		close(fd);
+		return;
+	}
 	nt_mgr_conn *c = &m->conns[m->nconns++];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
@@ -155,8 +166,27 @@ static ssize_t receive(int sock, nt_wire_msg *msg, int *fds, int *nfds, int *tru
 	return n;
 }
 
+/* Room for one more provider: they may hold every connection but the last
+ * NT_MGR_CTL_RESERVE, so that a controller (trace-record --list, a stop) always gets in. */
+static int provider_slot(const nt_manager *m)
+{
+	int providers = 0;
+	for (int i = 0; i < m->nconns; i++)
+		providers += m->conns[i].kind == NT_CONN_PROVIDER && !m->conns[i].closing;
+	return providers < NT_MGR_MAX_CONNS - NT_MGR_CTL_RESERVE;
+}
+
 static void dispatch(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd)
 {
+	if (c->kind == NT_CONN_NEW && msg->type == NT_WIRE_REGISTER && !provider_slot(m)) {
+		nt_mgr_log(m, "refused REGISTER from pid %d: %d providers already (the last %d "
+			   "connections are kept for controllers)", (int)c->pid,
+			   NT_MGR_MAX_CONNS - NT_MGR_CTL_RESERVE, NT_MGR_CTL_RESERVE);
+		if (fd >= 0)
+			close(fd);
+		nt_mgr_conn_close(m, c);
+		return;
+	}
 	if (c->kind == NT_CONN_NEW)
 		c->kind = msg->type == NT_WIRE_REGISTER ? NT_CONN_PROVIDER
 			: msg->type >= NT_WIRE_CTL_LIST && msg->type <= NT_WIRE_CTL_STOP
@@ -191,7 +221,9 @@ static void bad_message(nt_manager *m, nt_mgr_conn *c, const char *what)
 
 static void read_conn(nt_manager *m, nt_mgr_conn *c)
 {
-	for (int i = 0; i < NT_MGR_MSGS_PER_TURN && !c->closing; i++) {
+	/* A controller owing answers is not read: its requests wait in its socket until it
+	 * takes what it was sent (back-pressure, so what it is owed stays bounded). */
+	for (int i = 0; i < NT_MGR_MSGS_PER_TURN && !c->closing && !nt_mgr_control_busy(c); i++) {
 		nt_wire_msg msg;
 		int fds[4], nfds, truncated = 0;
 		ssize_t n = receive(c->fd, &msg, fds, &nfds, &truncated);
@@ -230,6 +262,7 @@ static void compact(nt_manager *m)
 			nt_mgr_buffer_release(c->prov);
 			free(c->prov);
 		}
+		nt_mgr_control_free(c);
 		close(c->fd);
 	}
 	m->nconns = j;
@@ -264,7 +297,8 @@ static int turn(nt_manager *m)
 	pfd[n++] = (struct pollfd){ .fd = paused ? -1 : m->listen_fd, .events = POLLIN };
 	for (int i = 0; i < m->nconns; i++) {
 		who[n] = 2 * i;
-		pfd[n++] = (struct pollfd){ .fd = m->conns[i].fd, .events = POLLIN };
+		short ev = nt_mgr_control_busy(&m->conns[i]) ? POLLOUT : POLLIN;
+		pfd[n++] = (struct pollfd){ .fd = m->conns[i].fd, .events = ev };
 		nt_mgr_provider *p = m->conns[i].prov;
 		if (p != NULL && p->fifo >= 0) {
 			who[n] = 2 * i + 1;
@@ -285,7 +319,9 @@ static int turn(nt_manager *m)
 		nt_mgr_conn *c = &m->conns[who[k] / 2];
 		if (who[k] / 2 >= nconns || c->closing)
 			continue;
-		if (who[k] % 2 == 0)
+		if (who[k] % 2 == 0 && nt_mgr_control_busy(c))
+			nt_mgr_control_flush(m, c);
+		else if (who[k] % 2 == 0)
 			read_conn(m, c);
 		else if (c->prov != NULL && c->prov->fifo >= 0)
 			nt_mgr_provider_fifo(m, c);

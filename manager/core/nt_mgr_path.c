@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
@@ -69,7 +70,9 @@ int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t 
 	}
 	struct stat st;
 	if (lstat(dir, &st) != 0) {
-		snprintf(why, whylen, "socket directory '%s': %s", dir, strerror(errno));
+		int err = errno; /* kept for the caller: ENOENT is "no manager there" to a client */
+		snprintf(why, whylen, "socket directory '%s': %s", dir, strerror(err));
+		errno = err;
 		return -1;
 	}
 	if (S_ISLNK(st.st_mode)) {
@@ -100,17 +103,76 @@ static void fill_addr(struct sockaddr_un *sa, const char *path)
 	memcpy(sa->sun_path, path, strlen(path) + 1); /* length checked by the caller */
 }
 
-/* A socket file at `path`: is a manager answering there? */
-static int someone_listens(const char *path)
+/* connect() without ever blocking: a Unix socket connects at once or answers EAGAIN when
+ * the listener's accept queue is full (a busy or stuck manager), so EAGAIN is tried again
+ * every 10 ms until timeout_ms. Returns a blocking fd, or -1 with errno. */
+static int connect_bounded(const char *path, int timeout_ms)
 {
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return 0;
+		return -1;
 	struct sockaddr_un sa;
 	fill_addr(&sa, path);
-	int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return ok;
+	int rc;
+	for (int waited = 0;; waited += 10) {
+		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		if (rc == 0 || (errno != EINTR && (errno != EAGAIN || waited >= timeout_ms)))
+			break;
+		if (errno == EAGAIN)
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	int flags = rc == 0 ? fcntl(fd, F_GETFL) : -1;
+	if (rc != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* A socket file at `path`: is a manager answering there? A full accept queue (EAGAIN) is
+ * a listener too, and is not waited for: a stuck manager must not hang its successor. */
+static int someone_listens(const char *path)
+{
+	int fd = connect_bounded(path, 0);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 || errno == EAGAIN;
+}
+
+int nt_manager_peer_uid_ok(int fd, uid_t *peer)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred))
+		return 0;
+	*peer = cred.uid;
+	return cred.uid == geteuid() || cred.uid == 0;
+}
+
+int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen)
+{
+	if (nt_manager_check_dir(socket_path, 0, why, whylen) != 0)
+		return errno == ENOENT ? -1 : -2;
+	if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(why, whylen, "socket path '%s' is too long", socket_path);
+		return -2;
+	}
+	int fd = connect_bounded(socket_path, timeout_ms);
+	if (fd < 0) {
+		snprintf(why, whylen, "no manager answers at '%s': %s", socket_path,
+			 strerror(errno));
+		return -1;
+	}
+	uid_t peer = (uid_t)-1;
+	if (!nt_manager_peer_uid_ok(fd, &peer)) {
+		close(fd);
+		snprintf(why, whylen, "the manager at '%s' runs as uid %d, not uid %u (or root): "
+			 "refused", socket_path, (int)peer, (unsigned)geteuid());
+		return -2;
+	}
+	return fd;
 }
 
 static int bind_listen(int fd, const char *path)

@@ -2,7 +2,9 @@
  * trace-record - the trace client: records every registered provider (or the COMMAND it
  * runs and every descendant linking libnanotrace) into one bundle archive.
  *
- * It speaks the controller protocol (format/nt_wire.h) to the manager on the default socket;
+ * It speaks the controller protocol (format/nt_wire.h) to the manager on the default socket,
+ * once nt_manager_connect() has checked that the socket's directory and the server are the
+ * user's (else the output file and the providers would go to whoever planted the socket);
  * when none answers there it runs the manager core itself, on a thread, on a private socket
  * in a fresh 0700 directory (the embedded default), so it works with nothing else started.
  * The bundle is created beside -o FILE under a random name (mkostemp, 0600), written by the
@@ -12,13 +14,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,23 +33,12 @@
 #include "../../format/nt_wire.h"
 #include "../core/nt_manager.h"
 #include "nt_record_bundle.h"
-#include "nt_version.h"
+#include "nt_record_options.h"
 
 enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3 };
-#define MAX_PROVIDERS 64
-
-typedef struct options {
-	const char *output;
-	const char *categories;
-	int mode;
-	int disposition;
-	uint64_t buffer_size;
-	double duration;
-	const char *providers[MAX_PROVIDERS];
-	int nproviders;
-	int list, verbose;
-	char **command;
-} options;
+#define CONNECT_TIMEOUT_MS 2000 /* a manager whose accept queue stays full this long is stuck */
+#define say nt_record_say
+#define EMBEDDED_JOIN_S 10 /* an embedded manager asked to stop ends within its stop budget */
 
 typedef struct recorder {
 	options o;
@@ -65,6 +53,8 @@ typedef struct recorder {
 	int child_status;        /* exit code for the command, once it ended */
 	int child_done;
 	int stop_sent;
+	int embedded_stuck;      /* its thread did not end when asked: it owns the file still */
+	int64_t heard_ns;        /* the manager's last message, or CTL_STOP if later */
 	int tty;
 	int64_t t0_ns;
 } recorder;
@@ -87,195 +77,7 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "trace-record: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: trace-record -o FILE [--categories LIST] [--buffering-mode MODE]\n"
-		"                    [--buffer-size SIZE] [--buffer-disposition D]\n"
-		"                    [--duration SECONDS] [--provider NAME]...\n"
-		"                    [--verbose] [-- COMMAND [ARGS...]]\n"
-		"       trace-record --list\n"
-		"Records every process registered with the nanotrace manager into one archive FILE\n"
-		"(one section per process; trace-dump reads it). With COMMAND, runs it with\n"
-		"NANOTRACE_MANAGER set, so it and every descendant linking libnanotrace register,\n"
-		"and stops when it exits. Without COMMAND, records until --duration or Ctrl-C.\n"
-		"When no manager answers on its socket ($NANOTRACE_MANAGER, else\n"
-		"$XDG_RUNTIME_DIR/nanotrace/manager.sock, else /tmp/nanotrace-$UID/manager.sock),\n"
-		"trace-record runs one itself on a private socket.\n"
-		"  -o, --output FILE        the archive (created beside FILE, renamed at the end)\n"
-		"  -c, --categories LIST    category patterns, comma-separated (default: all)\n"
-		"  -m, --buffering-mode M   oneshot (default), circular or streaming\n"
-		"  -b, --buffer-size SIZE   each process's buffer: bytes, or with K, M, G\n"
-		"                           (64K to 4G; default 4M)\n"
-		"  -D, --buffer-disposition clear (default: a fresh buffer), clear-nondurable or\n"
-		"                           retain: a process still holding the previous trace's\n"
-		"                           buffer (same mode, size, categories; not streaming)\n"
-		"                           starts again on it, keeping its strings and threads\n"
-		"                           (clear-nondurable) or everything (retain)\n"
-		"  -d, --duration SECONDS   stop after this long\n"
-		"  -p, --provider NAME      record only providers of this name (repeatable)\n"
-		"  -l, --list               list the registered providers (pid, name, state)\n"
-		"  -v, --verbose            log the manager's events (timestamps from the start)\n"
-		"Exit status: COMMAND's own status (128 + signal if it was killed), or 0 without\n"
-		"COMMAND, when the archive was written; 1 usage error; 2 recording failed (no\n"
-		"archive); 3 the manager went away mid-run (FILE holds the sections written before,\n"
-		"ended by a 'manager lost' frame).\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || s[0] == '-')
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'i' && shift)
-		end++;
-	if (*end == 'B' && shift)
-		end++;
-	if (*end != '\0' || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static int parse_mode(const char *s)
-{
-	if (strcmp(s, "oneshot") == 0)
-		return NT_MODE_ONESHOT;
-	if (strcmp(s, "circular") == 0)
-		return NT_MODE_CIRCULAR;
-	if (strcmp(s, "streaming") == 0)
-		return NT_MODE_STREAMING;
-	return -1;
-}
-
-static int parse_disposition(const char *s)
-{
-	/* nt_buffer_disposition's numbers */
-	if (strcmp(s, "clear") == 0)
-		return 0;
-	if (strcmp(s, "clear-nondurable") == 0)
-		return 1;
-	if (strcmp(s, "retain") == 0)
-		return 2;
-	return -1;
-}
-
-static int parse_options(int argc, char **argv, options *o)
-{
-	static const struct option opts[] = {
-		{ "output", required_argument, 0, 'o' },  { "categories", required_argument, 0, 'c' },
-		{ "buffering-mode", required_argument, 0, 'm' },
-		{ "buffer-size", required_argument, 0, 'b' },
-		{ "buffer-disposition", required_argument, 0, 'D' },
-		{ "duration", required_argument, 0, 'd' }, { "provider", required_argument, 0, 'p' },
-		{ "list", no_argument, 0, 'l' },            { "verbose", no_argument, 0, 'v' },
-		{ "help", no_argument, 0, 'h' },            { "version", no_argument, 0, 'V' },
-		{ 0, 0, 0, 0 },
-	};
-	memset(o, 0, sizeof(*o));
-	o->buffer_size = 4u << 20;
-	int c;
-	char *end;
-	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:d:p:lvhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': o->output = optarg; break;
-		case 'c': o->categories = optarg; break;
-		case 'l': o->list = 1; break;
-		case 'v': o->verbose = 1; break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("trace-record %s\n", NT_VERSION_STRING); exit(0);
-		case 'm':
-			if ((o->mode = parse_mode(optarg)) < 0) {
-				say("--buffering-mode: '%s' is not oneshot, circular or streaming", optarg);
-				return -1;
-			}
-			break;
-		case 'D':
-			if ((o->disposition = parse_disposition(optarg)) < 0) {
-				say("--buffer-disposition: '%s' is not clear, clear-nondurable or retain",
-				    optarg);
-				return -1;
-			}
-			break;
-		case 'b':
-			if (parse_size(optarg, &o->buffer_size) != 0 || o->buffer_size < NT_MIN_BUFFER ||
-			    o->buffer_size > NT_MAX_BUFFER) {
-				say("--buffer-size: '%s' is not a size from 64K to 4G", optarg);
-				return -1;
-			}
-			break;
-		case 'd':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno != 0 || end == optarg || *end != '\0' || !(o->duration > 0) ||
-			    !isfinite(o->duration)) {
-				say("--duration: '%s' is not a positive number of seconds", optarg);
-				return -1;
-			}
-			break;
-		case 'p':
-			if (o->nproviders == MAX_PROVIDERS || strlen(optarg) > NT_WIRE_MAX_NAME) {
-				say("--provider: at most %d names of at most %u bytes", MAX_PROVIDERS,
-				    NT_WIRE_MAX_NAME);
-				return -1;
-			}
-			o->providers[o->nproviders++] = optarg;
-			break;
-		default:
-			return -1;
-		}
-	}
-	if (optind < argc)
-		o->command = argv + optind;
-	if (o->list)
-		return o->output || o->command ? (say("--list takes no other option"), -1) : 0;
-	if (o->output == NULL) {
-		say("-o FILE is required");
-		return -1;
-	}
-	if (o->categories && strlen(o->categories) > NT_WIRE_MAX_TEXT) {
-		say("--categories: longer than %u bytes", NT_WIRE_MAX_TEXT);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- the connection ---------------------------------------------------------------- */
-
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -1;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 static int send_msg(int sock, const nt_wire_msg *msg, int fd)
 {
@@ -332,7 +134,10 @@ static void *embedded_main(void *arg)
 	return NULL;
 }
 
-/* Connects to the manager on the default path, or starts the embedded one. */
+/* Connects to the manager on the default path, or starts the embedded one. -1 when none
+ * answers (and none may be embedded), -2 when the one there is refused (said here): the
+ * socket's directory or the server belongs to someone else, who would get the output file
+ * and every provider's registration. */
 static int connect_manager(recorder *r, int may_embed)
 {
 	char why[512];
@@ -340,7 +145,12 @@ static int connect_manager(recorder *r, int may_embed)
 		say("%s", why);
 		return -1;
 	}
-	if ((r->ctl = connect_to(r->socket_path)) >= 0) {
+	r->ctl = nt_manager_connect(r->socket_path, CONNECT_TIMEOUT_MS, why, sizeof(why));
+	if (r->ctl == -2) {
+		say("not using the manager at %s: %s", r->socket_path, why);
+		return -2;
+	}
+	if (r->ctl >= 0) {
 		if (r->o.verbose)
 			say("[+%.3f ms] using the manager at %s", (double)(mono_ns() - r->t0_ns) / 1e6,
 			    r->socket_path);
@@ -375,18 +185,30 @@ static int connect_manager(recorder *r, int may_embed)
 	if (r->o.verbose)
 		say("[+%.3f ms] no manager at the default socket: running one at %s",
 		    (double)(mono_ns() - r->t0_ns) / 1e6, r->socket_path);
-	if ((r->ctl = connect_to(r->socket_path)) < 0) {
-		say("cannot connect to the embedded manager: %s", strerror(errno));
+	r->ctl = nt_manager_connect(r->socket_path, CONNECT_TIMEOUT_MS, why, sizeof(why));
+	if (r->ctl < 0) {
+		say("cannot connect to the embedded manager: %s", why);
 		return -1;
 	}
 	return 0;
 }
 
-static void stop_embedded(recorder *r)
+/* Stops the embedded manager and joins it (it finishes the trace first, as on SIGTERM).
+ * 0 once it is gone (or there was none); -1 when its thread did not end within
+ * EMBEDDED_JOIN_S: it is stuck, may still write the bundle, and is left alone. */
+static int stop_embedded(recorder *r)
 {
 	if (r->embedded != NULL) {
 		nt_manager_stop(r->embedded);
-		pthread_join(r->embedded_thread, NULL);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += EMBEDDED_JOIN_S;
+		if (pthread_timedjoin_np(r->embedded_thread, NULL, &until) != 0) {
+			say("the embedded manager did not stop within %d s", EMBEDDED_JOIN_S);
+			r->embedded = NULL; /* never freed under its running thread */
+			r->embedded_stuck = 1;
+			return -1;
+		}
 		nt_manager_free(r->embedded);
 		r->embedded = NULL;
 	}
@@ -394,11 +216,15 @@ static void stop_embedded(recorder *r)
 		rmdir(r->embedded_dir);
 		r->embedded_dir[0] = '\0';
 	}
+	return r->embedded_stuck ? -1 : 0;
 }
 
 static int do_list(recorder *r)
 {
-	if (connect_manager(r, 0) != 0) {
+	int rc = connect_manager(r, 0);
+	if (rc == -2)
+		return EXIT_FAILED;
+	if (rc != 0) {
 		say("no manager answers at %s: no providers are registered", r->socket_path);
 		return 0;
 	}
@@ -554,18 +380,25 @@ static void end_progress(recorder *r)
 		fputc('\n', stderr);
 }
 
+/* Syncs and renames the bundle onto -o FILE. On failure the recording is kept under its
+ * temporary name (said here): a finished trace cannot be made again, so it is never
+ * deleted because its final name was taken. */
 static int put_in_place(recorder *r)
 {
-	if (fsync(r->out_fd) != 0 && errno != EINVAL) {
-		say("syncing '%s': %s", r->tmp_path, strerror(errno));
-		return -1;
+	const char *what = "syncing the archive for";
+	int ok = fsync(r->out_fd) == 0 || errno == EINVAL;
+	if (ok) {
+		what = "renaming the archive to";
+		ok = rename(r->tmp_path, r->o.output) == 0;
 	}
-	if (rename(r->tmp_path, r->o.output) != 0) {
-		say("cannot rename '%s' to '%s': %s", r->tmp_path, r->o.output, strerror(errno));
-		return -1;
+	if (ok) {
+		r->tmp_path[0] = '\0';
+		return 0;
 	}
-	r->tmp_path[0] = '\0';
-	return 0;
+	say("%s '%s': %s; the recording is kept in '%s'", what, r->o.output, strerror(errno),
+	    r->tmp_path);
+	r->tmp_path[0] = '\0'; /* not dropped */
+	return -1;
 }
 
 static int finished(recorder *r, const nt_wire_msg *m)
@@ -587,15 +420,33 @@ static int finished(recorder *r, const nt_wire_msg *m)
 	return r->child > 0 ? r->child_status : 0;
 }
 
+/* The recording as it is, unfinished: what still holds the file may write to it, so it is
+ * neither salvaged nor renamed. */
+static int keep_unfinished(recorder *r, const char *why)
+{
+	say("error: %s; the unfinished recording is kept in '%s'", why, r->tmp_path);
+	r->tmp_path[0] = '\0';
+	return EXIT_MANAGER_LOST;
+}
+
+/* The manager's connection closed (or failed): it is gone, so the sections it wrote are
+ * kept and the bundle ended with MANAGER_LOST. The embedded manager is stopped and joined
+ * first, so that nothing writes the file while it is salvaged. */
 static int manager_lost(recorder *r, const char *why)
 {
 	end_progress(r);
 	char msg[256], err[256];
 	snprintf(msg, sizeof(msg), "the manager went away while recording: %s", why);
+	if (stop_embedded(r) != 0)
+		return keep_unfinished(r, msg);
 	uint32_t sections = 0;
 	if (nt_record_bundle_salvage(r->out_fd, NT_SECTION_MANAGER_LOST, msg, &sections, err,
-				     sizeof(err)) != 0 || put_in_place(r) != 0) {
+				     sizeof(err)) != 0) {
 		say("%s; the archive could not be kept: %s", msg, err);
+		return EXIT_MANAGER_LOST;
+	}
+	if (put_in_place(r) != 0) {
+		say("%s", msg);
 		return EXIT_MANAGER_LOST;
 	}
 	say("error: %s; %s keeps the %u process sections written before", msg, r->o.output,
@@ -607,6 +458,21 @@ static int manager_lost(recorder *r, const char *why)
 	return EXIT_MANAGER_LOST;
 }
 
+/* The manager's connection is open but it has said nothing for --manager-timeout while
+ * stopping (it sends progress 4 times a second): stuck. A manager still holding the file
+ * is never raced; the embedded one is ours to stop, and once joined the file is ours. */
+static int manager_silent(recorder *r)
+{
+	char why[160];
+	snprintf(why, sizeof(why), "it sent nothing for %g s while stopping", r->o.manager_timeout);
+	end_progress(r);
+	if (r->embedded != NULL)
+		return manager_lost(r, why);
+	char msg[PATH_MAX + 256];
+	snprintf(msg, sizeof(msg), "the manager at %s %s", r->socket_path, why);
+	return keep_unfinished(r, msg);
+}
+
 static void send_stop(recorder *r)
 {
 	if (r->stop_sent)
@@ -614,6 +480,7 @@ static void send_stop(recorder *r)
 	nt_wire_msg msg;
 	nt_wire_init(&msg, NT_WIRE_CTL_STOP);
 	r->stop_sent = 1;
+	r->heard_ns = mono_ns(); /* the manager's silence counts from here at the earliest */
 	if (send_msg(r->ctl, &msg, -1) != 0 && r->o.verbose)
 		say("sending CTL_STOP: %s", strerror(errno));
 	if (r->o.verbose)
@@ -640,7 +507,6 @@ static void on_signal_byte(recorder *r, char sig)
 static int run_loop(recorder *r)
 {
 	int64_t deadline = r->o.duration > 0 ? mono_ns() + (int64_t)(r->o.duration * 1e9) : 0;
-	int64_t stop_deadline = 0;
 	for (;;) {
 		struct pollfd p[2] = { { .fd = r->ctl, .events = POLLIN },
 				       { .fd = sig_pipe[0], .events = POLLIN } };
@@ -658,10 +524,8 @@ static int run_loop(recorder *r)
 		int64_t now = mono_ns();
 		if (deadline && now >= deadline)
 			send_stop(r);
-		if (r->stop_sent && stop_deadline == 0)
-			stop_deadline = now + 60 * (int64_t)1000000000;
-		if (stop_deadline && now > stop_deadline)
-			return manager_lost(r, "it did not finish the archive within 60 s of CTL_STOP");
+		if (r->stop_sent && now - r->heard_ns > (int64_t)(r->o.manager_timeout * 1e9))
+			return manager_silent(r);
 		if (!p[0].revents)
 			continue;
 		nt_wire_msg msg;
@@ -671,6 +535,7 @@ static int run_loop(recorder *r)
 			return manager_lost(r, why);
 		if (got == 0)
 			continue;
+		r->heard_ns = now;
 		if (msg.type == NT_WIRE_CTL_PROGRESS)
 			progress(r, &msg);
 		else if (msg.type == NT_WIRE_CTL_STOPPED ||
@@ -719,8 +584,8 @@ int main(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.ctl = r.out_fd = -1;
 	r.t0_ns = mono_ns();
-	if (parse_options(argc, argv, &r.o) != 0) {
-		usage(stderr);
+	if (nt_record_parse_options(argc, argv, &r.o) != 0) {
+		nt_record_usage(stderr);
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -384,7 +384,7 @@ static void wait_answer(int timeout_ms, int *started)
 static nt_result check_arguments(const char *who, const char **path, const char **name)
 {
 	if (*path == NULL)
-		*path = getenv(NT_MANAGER_ENV);
+		*path = secure_getenv(NT_MANAGER_ENV); /* as the constructor reads it */
 	if (*path == NULL || (*path)[0] == '\0') {
 		nt_set_error("%s: no socket path given and " NT_MANAGER_ENV " is not set", who);
 		return NT_ERR_INVALID_ARGUMENT;
@@ -420,6 +420,13 @@ static nt_result connect_and_register(const char *who, const char *path, const c
 	int fd = nt_wire_connect(path);
 	if (fd < 0) {
 		nt_set_error("cannot reach the trace manager at %s: %s", path, strerror(-fd));
+		return NT_ERR_IO;
+	}
+	uid_t peer = (uid_t)-1;
+	if (!nt_wire_peer_uid_ok(fd, &peer)) {
+		close(fd);
+		nt_set_error("the trace manager at %s runs as uid %d, not %u", path, (int)peer,
+			     (unsigned)geteuid());
 		return NT_ERR_IO;
 	}
 	nt_wire_msg m;
@@ -535,7 +542,8 @@ static void register_by_env(const char *path, const char *name)
  * main(), so it records from its first event once the manager starts it. */
 __attribute__((constructor)) static void register_from_environment(void)
 {
-	const char *path = getenv(NT_MANAGER_ENV);
+	/* secure_getenv: a set-user-ID program must not let its caller pick the manager. */
+	const char *path = secure_getenv(NT_MANAGER_ENV);
 	if (path != NULL && path[0] != '\0')
 		register_by_env(path, NULL);
 }

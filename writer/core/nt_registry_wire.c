@@ -45,6 +45,16 @@ int nt_wire_connect(const char *path)
 	return fd;
 }
 
+int nt_wire_peer_uid_ok(int fd, uid_t *peer)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred))
+		return 0;
+	*peer = cred.uid;
+	return cred.uid == geteuid() || cred.uid == 0;
+}
+
 int nt_wire_send(int fd, const nt_wire_msg *m)
 {
 	ssize_t n;

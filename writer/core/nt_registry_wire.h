@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "nt_wire.h"
 
@@ -16,6 +17,11 @@
 /* Connects a SOCK_SEQPACKET socket (close-on-exec) to the manager at `path`. Returns the
  * fd, or -errno (-ENAMETOOLONG for a path longer than sun_path). */
 int nt_wire_connect(const char *path);
+
+/* SO_PEERCRED of the connected manager: nonzero when it runs as this process's euid or as
+ * root (a socket another user planted must not receive the registration and hand out the
+ * buffer); its uid in *peer (left alone when it cannot be read). */
+int nt_wire_peer_uid_ok(int fd, uid_t *peer);
 
 /* Sends `m` whole; returns 0 or an errno. Never raises SIGPIPE. */
 int nt_wire_send(int fd, const nt_wire_msg *m);

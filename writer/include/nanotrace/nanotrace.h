@@ -280,7 +280,11 @@ nt_result nt_provider_terminate(const char *path);
  *   trace already running records the program from its first event. A malformed timeout
  *   prints one line on stderr and the default is used. A manager out of reach prints
  *   "nanotrace: cannot reach the trace manager at PATH: REASON; not tracing" and the
- *   program runs on untraced (and its own nt_start() works as without a manager).
+ *   program runs on untraced (and its own nt_start() works as without a manager). A
+ *   manager that runs as another user than the process's effective one (root excepted:
+ *   SO_PEERCRED of its socket) is refused: "nanotrace: the trace manager at PATH runs as
+ *   uid U, not V; not tracing", so a socket planted by another user receives nothing. In
+ *   a set-user-ID or set-group-ID program NANOTRACE_MANAGER is ignored (secure_getenv).
  *
  * MANAGER MODE
  *   From a successful registration on, for the rest of the process, the session belongs to
@@ -315,7 +319,8 @@ nt_result nt_provider_terminate(const char *path);
  * Errors: NT_ERR_INVALID_ARGUMENT for no path (NULL and NANOTRACE_MANAGER unset), a path
  * longer than a Unix socket address or a name longer than 100 bytes; NT_ERR_IO when the
  * manager cannot be reached (nt_last_error(): "cannot reach the trace manager at PATH:
- * REASON"); NT_ERR_STATE when already registered or while a session of the program's own is
+ * REASON") or runs as another uid than this process's euid and not as root ("the trace
+ * manager at PATH runs as uid U, not V"); NT_ERR_STATE when already registered or while a session of the program's own is
  * running; NT_ERR_NO_MEMORY when the thread cannot be started. Nothing changes on error. */
 nt_result nt_provider_register(const char *socket_path, const char *name);
 
