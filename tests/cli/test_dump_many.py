@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -37,6 +38,15 @@ def make_bundle(out, *sections, end=None, end_message=None):
     return out
 
 
+def overwrote(path):
+    """The (live) archive at `path` counts overwritten events."""
+    if not os.path.exists(path):
+        return False
+    rc, out, _ = run('--stats', path)
+    m = re.search(r'^overwritten: (\d+) events$', out, re.M)
+    return rc == 0 and m is not None and int(m.group(1)) > 0
+
+
 @pytest.fixture(scope='module')
 def work(workdir):
     """Three demo processes (two finished, one killed mid-run), recorded at the same time."""
@@ -50,11 +60,14 @@ def work(workdir):
                                '--threads', '2', '--duration-ms', '5000'])]
     procs[0].wait()
     procs[1].wait()
-    # The third is killed once its arena holds a header (the file appears then).
-    for _ in range(200):
-        if os.path.exists(paths[2]) and os.path.getsize(paths[2]) > 65536:
-            break
-        subprocess.run(['sleep', '0.01'])
+    # The third is killed once its arena has wrapped (test_stats_per_provider and the gaps
+    # need overwritten events): a live arena file reads at any moment, so wait for that, not
+    # for the file alone, which a loaded machine may show long before the first wrap.
+    deadline = time.time() + 30
+    while not overwrote(paths[2]):
+        assert procs[2].poll() is None, 'the circular demo ended before it wrapped'
+        assert time.time() < deadline, 'the circular demo did not wrap within 30 s'
+        time.sleep(0.01)
     procs[2].kill()
     procs[2].wait()
     bundle = make_bundle(os.path.join(d, 'run.ntrace'), paths[0] + ',name=web',

@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -268,11 +269,32 @@ def test_trace_record_duration_with_a_daemon(mgr, workdir):
     f.close()
 
 
+def section_written(out):
+    """trace-record's bundle for `out` (still under its temporary name, .NAME.XXXXXX beside
+    it) holds one whole section; a frame still being written does not parse yet."""
+    d, base = os.path.split(out)
+    for name in os.listdir(d):
+        if name.startswith('.' + base + '.'):
+            try:
+                b = parse_bundle(os.path.join(d, name))
+            except (AssertionError, OSError, struct.error, UnicodeDecodeError):
+                continue
+            # Whole up to its padding, as trace-record's salvage counts a section.
+            if len(b['sections']) == 1:
+                sec = b['sections'][0]
+                head = FRAME.size + ((len(sec['name']) + len(sec['message']) + 7) & ~7)
+                if b['size'] >= PREAMBLE.size + head + ((sec['archive_size'] + 7) & ~7):
+                    return True
+    return False
+
+
 def test_manager_killed_mid_run(mgr, workdir):
     leaver = FakeProvider(mgr, 'leaver')
     stayer = FakeProvider(mgr, 'stayer')
     assert mgr.wait_log('name stayer')
     out = os.path.join(workdir, 'lost.ntbundle')
+    if os.path.exists(out):  # an earlier run's (meson test --repeat): not this one's
+        os.unlink(out)
     rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--buffer-size', '128K', '--duration', '30'],
                            env=mgr.env(), stderr=subprocess.PIPE, text=True)
     leaver.run_honest()
@@ -281,7 +303,12 @@ def test_manager_killed_mid_run(mgr, workdir):
     leaver.fifo.send(FIFO.pack(0x102, 0, 0, 0))
     leaver.close()
     assert mgr.wait_log('(leaver, pid %d) exited' % os.getpid()), mgr.log()
-    time.sleep(0.2)
+    # The log line comes before the section is written: wait for the section itself in the
+    # bundle (a fixed pause loses it when the manager is slow), then kill.
+    deadline = time.time() + 30
+    while not section_written(out):
+        assert time.time() < deadline, mgr.log()
+        time.sleep(0.02)
     mgr.proc.kill()
     _, err = rec.communicate(timeout=30)
     assert rec.returncode == 3, err

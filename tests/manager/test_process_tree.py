@@ -245,6 +245,16 @@ def test_killed_provider_keeps_its_events(workdir, tmp_path, mode):
     check_accounting(b, made_lines(log), workdir, 'killed-' + mode)
 
 
+def no_sanitizer_signal_handlers():
+    """ASAN_OPTIONS and TSAN_OPTIONS (added to what meson sets) that turn the sanitizers' own
+    fatal-signal handlers off, as crash_test's do: with them, the crash handler's re-raise
+    lands in ASan's SEGV report, which exits 1, not by the signal a program without them
+    dies of."""
+    off = 'handle_segv=0:handle_sigbus=0:handle_abort=0'
+    return {k: ':'.join(filter(None, [os.environ.get(k, ''), off]))
+            for k in ('ASAN_OPTIONS', 'TSAN_OPTIONS')}
+
+
 def test_fatal_signal_recorded(workdir, tmp_path):
     """A provider ended by a fatal signal: its buffer says which (the crash handler records
     it in the header, Trace2 writes its 'signal' event), the section is killed and names the
@@ -254,7 +264,8 @@ def test_fatal_signal_recorded(workdir, tmp_path):
     open(log, 'w').close()
     rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--', 'sh', '-c',
                             'exec "$P" --sync --trace2 --events 400 --hold-ms 60000 > "$L"'],
-                           env=dict(recorder_env(tmp_path), P=PROG, L=log),
+                           env=dict(recorder_env(tmp_path), P=PROG, L=log,
+                                    **no_sanitizer_signal_handlers()),
                            stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
     while not made_lines(log):

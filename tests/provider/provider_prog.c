@@ -8,7 +8,7 @@
  *
  *   provider_prog [--threads N] [--events N] [--rounds N] [--sync] [--fork] [--trace2]
  *                 [--hold-ms N] [--hold-stdin] [--finish] [--own-calls] [--env-session]
- *                 [--seccomp]
+ *                 [--seccomp] [--say-ready]
  *
  *   --threads N    worker threads per round (default 2)
  *   --events N     iterations per worker (default 1000): seq_emit() each, so N events per
@@ -35,6 +35,9 @@
  *                  0) under a seccomp filter that kills on any system call but exit_group,
  *                  then exits 0 at once, printing nothing: the hot path of a registered
  *                  provider makes no system call (exit 77 where not x86-64)
+ *   --say-ready    print "ready" on stdout once main()'s setup (--trace2's NT_T2_INITIALIZE,
+ *                  --own-calls, --env-session) is done, before --sync's wait, so a test
+ *                  can start the trace after it rather than after a guessed pause
  *   --env-session  a session of its own from NANOTRACE (nt_start_from_env() first,
  *                  nt_finish(NULL) last): the in-process comparison of the hot path
  *
@@ -67,6 +70,7 @@
 
 static struct {
 	int threads, rounds, sync, fork, trace2, finish, own_calls, env_session, hold_stdin;
+	int say_ready;
 	int seccomp;
 	long events, hold_ms;
 } opt = { .threads = 2, .rounds = 1, .events = 1000 };
@@ -258,6 +262,8 @@ static void parse(int argc, char **argv)
 			opt.hold_stdin = 1;
 		else if (strcmp(a, "--seccomp") == 0)
 			opt.seccomp = 1;
+		else if (strcmp(a, "--say-ready") == 0)
+			opt.say_ready = 1;
 		else {
 			fprintf(stderr, "provider_prog: unknown option '%s'\n", a);
 			exit(2);
@@ -279,6 +285,10 @@ int main(int argc, char **argv)
 	if (opt.env_session && nt_start_from_env() < 0) {
 		fprintf(stderr, "provider_prog: nt_start_from_env: %s\n", nt_last_error());
 		return 2;
+	}
+	if (opt.say_ready) {
+		printf("ready\n");
+		fflush(stdout);
 	}
 	if (opt.sync)
 		wait_for_start();

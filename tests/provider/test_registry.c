@@ -524,11 +524,16 @@ static void trace2_initialized_before_start(void **state)
 	fm_provider p;
 	fm_child c;
 	CHECK(fm_listen(&m));
-	char *args[] = { "--trace2", "--sync", "--threads", "2", "--events", "2000", NULL };
+	char *args[] = { "--trace2", "--sync", "--say-ready", "--threads", "2", "--events", "2000",
+			 NULL };
 	char *env[] = { "NANOTRACE_REGISTER_TIMEOUT=0", NULL };
 	spawn(&m, NULL, args, env, &c);
 	CHECK(fm_accept_register(&m, &p, WAIT_MS));
-	usleep(300 * 1000); /* main() runs NT_T2_INITIALIZE meanwhile, not recording */
+	/* main() has run NT_T2_INITIALIZE, not recording, when it says so: a fixed pause could
+	 * end first on a loaded machine, and the start would then precede Trace2's. */
+	char line[64];
+	CHECK(fm_read_line(&c, line, sizeof(line), WAIT_MS));
+	assert_string_equal(line, "ready");
 	CHECK(fm_initialize(&p, NT_MODE_ONESHOT, 1u << 20, 4096, ""));
 	CHECK(fm_start(&p, NT_BUFFER_CLEAR_ENTIRE, NULL));
 	CHECK(fm_wait_stopped(&p, WAIT_MS));
