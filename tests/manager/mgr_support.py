@@ -114,6 +114,9 @@ class Manager:
                 self.proc.wait()
         self.log_file.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        # A sanitizer build's manager reports into its log, not into the test's output.
+        log = self.log()
+        assert 'Sanitizer' not in log and 'runtime error:' not in log, log[-4000:]
 
 
 def layout(size, chunk=0):
