@@ -367,16 +367,24 @@ void nt_mgr_provider_gone(nt_manager *m, nt_mgr_conn *c)
 	p->state = NT_PROVIDER_STATE_GONE;
 }
 
+/* Reads what the provider has already said on its FIFO. Returns 1 when that settled it (it
+ * left, or its recording ended), so the caller has nothing more to do. */
+static int take_waiting_answers(nt_manager *m, nt_mgr_conn *c)
+{
+	nt_mgr_provider *p = c->prov;
+	int r = p->fifo >= 0 ? read_fifo(m, c, 64) : 0;
+	if (r == 1)
+		nt_mgr_provider_gone(m, c);
+	return r != 0 || !p->in_trace;
+}
+
 void nt_mgr_provider_send_stop(nt_manager *m, nt_mgr_conn *c)
 {
 	nt_mgr_provider *p = c->prov;
 	if (p == NULL || !p->in_trace || p->stop_sent)
 		return;
 	/* A STOPPED already waiting in the FIFO means the process stopped by itself first. */
-	int r = p->fifo >= 0 ? read_fifo(m, c, 64) : 0;
-	if (r == 1)
-		nt_mgr_provider_gone(m, c);
-	if (r != 0 || !p->in_trace)
+	if (take_waiting_answers(m, c))
 		return;
 	if (p->self_stopped) {
 		nt_mgr_provider_end(m, c, NT_SECTION_EXITED, "", 1);
@@ -396,10 +404,7 @@ void nt_mgr_provider_timers(nt_manager *m, nt_mgr_conn *c, int64_t now)
 	if (p == NULL || !p->in_trace || !p->stop_sent || now < p->stop_deadline_ms)
 		return;
 	/* The loop may have been busy (writing sections): an answer already waiting counts. */
-	int r = p->fifo >= 0 ? read_fifo(m, c, 64) : 0;
-	if (r == 1)
-		nt_mgr_provider_gone(m, c);
-	if (r != 0 || !p->in_trace)
+	if (take_waiting_answers(m, c))
 		return;
 	char msg[128];
 	snprintf(msg, sizeof(msg), "the provider did not answer STOP within %u ms",
