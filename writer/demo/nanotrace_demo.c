@@ -228,14 +228,17 @@ int main(int argc, char **argv)
 		return 1;
 	NT_INSTANT("app", "shutdown");
 	free(ws);
+	/* Under a trace manager (trace-record) the session is the manager's: no file of ours. */
+	int managed = nt_provider_is_registered();
 	if (nt_finish(NULL) != NT_OK) { /* compacts the arena file in place */
 		fprintf(stderr, "nanotrace-demo: %s\n", nt_last_error());
 		return 1;
 	}
 	nt_stats st;
 	nt_get_stats(&st);
-	fprintf(stderr, "nanotrace-demo: wrote %s (%u threads, %llu events dropped, %llu overwritten)\n",
-		a.output, st.threads, (unsigned long long)st.events_dropped,
+	fprintf(stderr, "nanotrace-demo: %s %s (%u threads, %llu events dropped, %llu overwritten)\n",
+		managed ? "recorded into the trace manager's buffer, not" : "wrote", a.output,
+		st.threads, (unsigned long long)st.events_dropped,
 		(unsigned long long)st.events_overwritten);
 	return 0;
 }
