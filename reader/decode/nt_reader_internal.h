@@ -80,6 +80,7 @@ struct nt_reader {
 	 * those events are skipped. */
 	int tail;
 	uint64_t *covered;
+	size_t ncovered;   /* entries of covered: the saved stream may define threads later */
 	size_t mapped_size;
 
 	/* Damaged durable records found while opening; the visit reports them first. */

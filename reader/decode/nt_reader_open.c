@@ -387,27 +387,36 @@ static open_step start_arena(nt_reader *r, pending_names *pn, uint64_t *off,
 		r->size = se;
 	r->tail = 1;
 	*off = r->records_start = so;
-	r->covered = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+	r->ncovered = r->nthreads ? r->nthreads : 1;
+	r->covered = calloc(r->ncovered, sizeof(uint64_t));
 	return r->covered ? STEP_OK : STEP_NO_MEMORY;
 }
 
 /* A chunk of the top-level stream: counted, and in a saved stream's tail the events it
- * holds are noted as covered (the arena's copies of them are skipped). */
-static void walk_chunk(nt_reader *r, uint64_t off, uint64_t size)
+ * holds are noted as covered (the arena's copies of them are skipped). Returns 0 when
+ * memory runs out. */
+static int walk_chunk(nt_reader *r, uint64_t off, uint64_t size)
 {
 	const char *why;
 	if (!nt_chunk_header_ok(r, off, size, &why)) {
 		r->summary.open_errors++; /* the visit reports it */
-		return;
+		return 1;
 	}
 	r->summary.chunks++;
 	r->summary.chunk_bytes += size;
 	if (r->tail) {
 		const nt_chunk_header *h = (const void *)(r->data + off);
 		uint64_t end = h->first_event + h->event_count;
-		if (h->thread < r->nthreads && end > r->covered[h->thread])
+		/* The saved stream defines threads of its own after covered was sized: grow it
+		 * (within the thread table, which bounds it). */
+		if (h->thread >= r->nthreads)
+			return 1;
+		if (!nt_grow(&r->covered, &r->ncovered, (size_t)h->thread + 1, sizeof(uint64_t)))
+			return 0;
+		if (end > r->covered[h->thread])
 			r->covered[h->thread] = end;
 	}
+	return 1;
 }
 
 /* The top-level records from *off to the end. Returns 0 when memory runs out (*off is then
@@ -426,7 +435,7 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
 		uint8_t kind = r->data[*off];
 		int ok = 1;
 		if (kind == NT_KIND_CHUNK)
-			walk_chunk(r, *off, size);
+			ok = walk_chunk(r, *off, size);
 		else if (nt_kind_is_durable(kind))
 			ok = take_durable(r, *off, size, pn);
 		*off += size;

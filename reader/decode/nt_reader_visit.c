@@ -304,7 +304,7 @@ static uint64_t next_top(visit *v, uint64_t *off, int quiet, int *stopped)
 static void cursor_open_arena(const nt_reader *r, chunk_cursor *c, uint64_t off)
 {
 	cursor_open_chunk(r, c, off, r->chunk_size);
-	if (r->tail && c->thread->index < r->nthreads) {
+	if (r->tail && c->thread->index < r->ncovered) {
 		uint64_t covered = r->covered[c->thread->index];
 		c->skip_below = covered;
 		if (c->first < covered)

@@ -20,6 +20,7 @@
 #include <nanotrace/nanotrace.h>
 #include "bundle_writer.h"
 #include "nt_cmocka.h"
+#include "nt_record.h"
 #include "nt_test_util.h"
 
 #define NPROC 4
@@ -536,6 +537,43 @@ static void test_plain_is_one_section(void **state)
 	assert_null(nt_reader_section_at(NULL, 0));
 }
 
+/* A saved stream that defines a thread the arena's durable region does not have, and a
+ * chunk of it: the reader's per-thread "covered" table was sized by the arena's threads and
+ * written past its end (found by test_bit_flips under TSan). Now it grows, and the events
+ * are read. */
+static void test_stream_defines_a_later_thread(void **state)
+{
+	(void)state;
+	nt_reader *plain = nt_reader_open_memory(arch[2], arch_size[2], "streaming", NULL);
+	assert_non_null(plain);
+	uint64_t so = nt_reader_info(plain)->stream_offset;
+	uint32_t limit = nt_reader_thread_index_limit(plain);
+	nt_reader_close(plain);
+	assert_true(so != 0 && so < arch_size[2]);
+	uint8_t *a = malloc(arch_size[2]);
+	memcpy(a, arch[2], arch_size[2]);
+	uint32_t later = limit + 40, threads = 0, chunks = 0;
+	for (uint64_t off = so; off + 8 <= arch_size[2];) {
+		uint64_t size;
+		if (nt_record_frame(nt_record_word_at(a + off), arch_size[2] - off, 1, &size) !=
+		    NT_FRAME_OK)
+			break;
+		if (a[off] == NT_KIND_THREAD && threads++ == 0)
+			((nt_thread_record *)(void *)(a + off))->index = later;
+		else if (a[off] == NT_KIND_CHUNK && threads > 0 && chunks++ == 0)
+			((nt_chunk_header *)(void *)(a + off))->thread = later;
+		off += size;
+	}
+	assert_true(threads > 0 && chunks > 0);
+	nt_reader *r = nt_reader_open_memory(a, arch_size[2], "later-thread", NULL);
+	assert_non_null(r);
+	assert_non_null(nt_reader_thread_by_index(r, later));
+	merge_check m = visit(r, NT_ORDER_TIME);
+	assert_true(m.per_section[0] > 0);
+	nt_reader_close(r);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_bit_flips),
 		cmocka_unit_test(test_open_many),
 		cmocka_unit_test(test_plain_is_one_section),
+		cmocka_unit_test(test_stream_defines_a_later_thread),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
