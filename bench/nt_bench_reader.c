@@ -1,0 +1,337 @@
+/*
+ * nt_bench_reader - how fast the reader side goes, and what memory it takes:
+ *
+ *   decode     nt_reader_visit to a counting callback, stream order and time order (M ev/s)
+ *   render     trace-dump's renderings into /dev/null: text, Chrome JSON, stats, and Git's
+ *              NORMAL, PERF and EVENT for a Trace2 archive (M ev/s)
+ *   import     trace-import of the EVENT rendering back into an archive (MB/s of JSON)
+ *   memory     the reader's private (anonymous) memory after opening and visiting an archive
+ *              of 1 M and of 10 M events, in KiB over what the process had before
+ *
+ * The archives are recorded here first, the mixed shape of issue 14 (per iteration BEGIN,
+ * an INSTANT with two int64, END), and a Trace2 command's regions and data. Each figure is
+ * the median of --reps runs.
+ *
+ *   nt_bench_reader [--events N] [--reps N] [--json]
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_reader.h>
+#include <nanotrace/nanotrace_trace2.h>
+#include "nt_bench_util.h"
+
+typedef struct reader_results {
+	double stream_mev_s, time_mev_s, text_mev_s, chrome_mev_s, stats_mev_s;
+	double t2_mev_s[3]; /* NORMAL, PERF, EVENT */
+	double import_mb_s;
+	long anon_kb_1m, anon_kb_10m;
+	uint64_t events, t2_events;
+} reader_results;
+
+static void scratch(char *buf, size_t cap, const char *tag)
+{
+	snprintf(buf, cap, "%s/nt-bench-reader-%s-%d.ntrace",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+}
+
+/* Records `iterations` of the mixed shape (3 events each) into `path`. */
+static int record_mixed(const char *path, uint64_t iterations)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = (size_t)(iterations * 3 * 24 + (16u << 20)); /* oneshot: room for all */
+	if (nt_start(&cfg) != NT_OK)
+		return fprintf(stderr, "nt_bench_reader: %s\n", nt_last_error()), 0;
+	for (uint64_t i = 0; i < iterations; i++) {
+		NT_BEGIN("bench", "iteration");
+		NT_INSTANT("bench", "point", NT_I64("x", (int64_t)i), NT_I64("y", (int64_t)(i * 7)));
+		NT_END("bench", "iteration");
+	}
+	if (nt_finish(path) != NT_OK)
+		return fprintf(stderr, "nt_bench_reader: %s\n", nt_last_error()), 0;
+	return 1;
+}
+
+/* A Trace2 command: 6 messages per iteration. */
+static int record_trace2(const char *path, int iterations)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = 64u << 20;
+	if (nt_start(&cfg) != NT_OK)
+		return fprintf(stderr, "nt_bench_reader: %s\n", nt_last_error()), 0;
+	NT_T2_INITIALIZE("bench"); /* joins the running session */
+	const char *argv[] = { "/usr/bin/git", "status", "--porcelain", NULL };
+	NT_T2_CMD_START(argv);
+	NT_T2_CMD_NAME("status");
+	for (int i = 0; i < iterations; i++) {
+		NT_T2_REGION_ENTER("index", "do_read_index", -1);
+		NT_T2_REGION_ENTER("cache_tree", "read", -1);
+		NT_T2_REGION_LEAVE("cache_tree", "read", -1);
+		NT_T2_DATA_INTMAX("index", -1, "read/cache_nr", 3003 + i);
+		NT_T2_REGION_LEAVE("index", "do_read_index", -1);
+		NT_T2_DATA_INTMAX("status", -1, "count/changed", i);
+	}
+	NT_T2_CMD_EXIT(0);
+	if (nt_finish(path) != NT_OK)
+		return fprintf(stderr, "nt_bench_reader: %s\n", nt_last_error()), 0;
+	return 1;
+}
+
+static int count_event(void *ctx, const nt_reader_event *ev)
+{
+	(void)ev;
+	++*(uint64_t *)ctx;
+	return 0;
+}
+
+/* Seconds for one visit of the archive at `path` (opened each time); *events counted. */
+static double time_visit(const char *path, nt_order order, uint64_t *events)
+{
+	uint64_t t0 = now_ns();
+	nt_reader *r = nt_reader_open(path, NULL);
+	if (r == NULL)
+		return -1;
+	*events = 0;
+	nt_reader_callbacks cb = { .on_event = count_event };
+	nt_reader_visit(r, &cb, events, order, NT_ON_CORRUPT_SKIP);
+	nt_reader_close(r);
+	return (double)(now_ns() - t0) / 1e9;
+}
+
+enum { RENDER_TEXT, RENDER_CHROME, RENDER_STATS, RENDER_NORMAL, RENDER_PERF, RENDER_EVENT };
+
+/* Seconds for one rendering into `out`. */
+static double time_render(const char *path, int what, FILE *out)
+{
+	uint64_t t0 = now_ns();
+	nt_reader *r = nt_reader_open(path, NULL);
+	if (r == NULL)
+		return -1;
+	nt_render_options opt;
+	nt_render_options_init(&opt);
+	nt_trace2_options t2;
+	nt_trace2_options_init(&t2);
+	int rc;
+	if (what == RENDER_TEXT)
+		rc = nt_render_text(r, out, &opt);
+	else if (what == RENDER_CHROME)
+		rc = nt_render_chrome(r, out, &opt);
+	else if (what == RENDER_STATS)
+		rc = nt_render_stats(r, out, &opt);
+	else {
+		t2.format = what == RENDER_NORMAL ? NT_TRACE2_NORMAL
+			    : what == RENDER_PERF ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
+		rc = nt_render_trace2(&r, 1, out, &t2);
+	}
+	fflush(out);
+	nt_reader_close(r);
+	return rc < 0 ? -1 : (double)(now_ns() - t0) / 1e9;
+}
+
+static double median_of_runs(double (*one)(const char *, int, FILE *), const char *path, int what,
+			     FILE *out, int reps)
+{
+	double v[101];
+	for (int i = 0; i < reps; i++)
+		if ((v[i] = one(path, what, out)) < 0)
+			return -1;
+	return median(v, reps);
+}
+
+/* RssAnon of this process, KiB. */
+static long anon_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return kb;
+}
+
+typedef struct peak_ctx {
+	uint64_t n;
+	long peak;
+} peak_ctx;
+
+static int sample_peak(void *ctx, const nt_reader_event *ev)
+{
+	(void)ev;
+	peak_ctx *p = ctx;
+	if (++p->n % (1u << 18) == 0) {
+		long kb = anon_kb();
+		if (kb > p->peak)
+			p->peak = kb;
+	}
+	return 0;
+}
+
+/* --child-memory PATH: in a fresh process (exec'd: no heap of earlier measurements to
+ * reuse), the reader's anonymous memory at its peak during open + time-order visit, over the
+ * process's before; printed in KiB. */
+static int child_memory(const char *path)
+{
+	long before = anon_kb();
+	nt_reader *r = nt_reader_open(path, NULL);
+	if (r == NULL)
+		return 1;
+	peak_ctx p = { 0, anon_kb() };
+	nt_reader_callbacks cb = { .on_event = sample_peak };
+	nt_reader_visit(r, &cb, &p, NT_ORDER_TIME, NT_ON_CORRUPT_SKIP);
+	long kb = anon_kb();
+	nt_reader_close(r);
+	printf("%ld\n", (kb > p.peak ? kb : p.peak) - before);
+	return 0;
+}
+
+static long reader_anon_kb(const char *path)
+{
+	int fd[2];
+	if (pipe(fd) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		execl("/proc/self/exe", "nt_bench_reader", "--child-memory", path, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	char buf[64] = { 0 };
+	ssize_t n = pid > 0 ? read(fd[0], buf, sizeof(buf) - 1) : -1;
+	close(fd[0]);
+	int st = 1;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/* trace-import of the archive's EVENT rendering: MB/s of JSON. */
+static double import_mb_s(const char *t2_path, int reps)
+{
+	char *json = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&json, &len);
+	if (mem == NULL || time_render(t2_path, RENDER_EVENT, mem) < 0) {
+		if (mem)
+			fclose(mem);
+		free(json);
+		return -1;
+	}
+	fclose(mem);
+	double v[101];
+	for (int i = 0; i < reps; i++) {
+		void *archive = NULL;
+		size_t size = 0;
+		nt_trace2_import_error err;
+		uint64_t t0 = now_ns();
+		int rc = nt_trace2_import(json, len, &archive, &size, &err);
+		v[i] = (double)len / 1e6 / ((double)(now_ns() - t0) / 1e9);
+		free(archive);
+		if (rc != 0) {
+			free(json);
+			return -1;
+		}
+	}
+	free(json);
+	return median(v, reps);
+}
+
+static double mev_s(uint64_t events, double secs)
+{
+	return secs > 0 ? (double)events / secs / 1e6 : -1;
+}
+
+static int measure(reader_results *b, uint64_t iterations, int reps)
+{
+	char mixed[256], mixed10[256], t2[256];
+	scratch(mixed, sizeof(mixed), "mixed");
+	scratch(mixed10, sizeof(mixed10), "mixed10m");
+	scratch(t2, sizeof(t2), "t2");
+	FILE *devnull = fopen("/dev/null", "w");
+	int ok = devnull && record_mixed(mixed, iterations) && record_trace2(t2, 50000);
+	if (ok) {
+		double vs[101], vt[101];
+		for (int i = 0; i < reps; i++) { /* interleaved: drift hits both orders alike */
+			vs[i] = time_visit(mixed, NT_ORDER_STREAM, &b->events);
+			vt[i] = time_visit(mixed, NT_ORDER_TIME, &b->events);
+		}
+		b->stream_mev_s = mev_s(b->events, median(vs, reps));
+		b->time_mev_s = mev_s(b->events, median(vt, reps));
+		b->text_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_TEXT, devnull, reps));
+		b->chrome_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_CHROME, devnull, reps));
+		b->stats_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_STATS, devnull, reps));
+		time_visit(t2, NT_ORDER_TIME, &b->t2_events);
+		for (int f = 0; f < 3; f++)
+			b->t2_mev_s[f] = mev_s(b->t2_events, median_of_runs(time_render, t2, RENDER_NORMAL + f, devnull, reps));
+		b->import_mb_s = import_mb_s(t2, reps);
+		/* Memory: 1 M and 10 M events (the mixed shape: a third of the iterations). */
+		ok = record_mixed(mixed10, 1000000 / 3) && (b->anon_kb_1m = reader_anon_kb(mixed10)) >= 0 &&
+		     record_mixed(mixed10, 10000000 / 3) && (b->anon_kb_10m = reader_anon_kb(mixed10)) >= 0;
+	}
+	if (devnull)
+		fclose(devnull);
+	unlink(mixed);
+	unlink(mixed10);
+	unlink(t2);
+	return ok;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--child-memory") == 0)
+		return child_memory(argv[2]);
+	uint64_t events = 3000000;
+	int reps = 5, json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (i + 1 < argc && strcmp(argv[i], "--events") == 0)
+			events = strtoull(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
+			reps = atoi(argv[++i]);
+		else {
+			fputs("usage: nt_bench_reader [--events N] [--reps N] [--json]\n", stderr);
+			return 1;
+		}
+	}
+	if (events < 3 || reps < 1 || reps > 101) {
+		fputs("nt_bench_reader: --events >= 3, --reps 1..101\n", stderr);
+		return 1;
+	}
+	reader_results b;
+	memset(&b, 0, sizeof(b));
+	if (!measure(&b, events / 3, reps))
+		return 1;
+	printf("decode, %" PRIu64 " events   stream %.1f M ev/s   time %.1f M ev/s\n", b.events,
+	       b.stream_mev_s, b.time_mev_s);
+	printf("render                 text %.2f   chrome %.2f   stats %.1f M ev/s\n", b.text_mev_s,
+	       b.chrome_mev_s, b.stats_mev_s);
+	printf("Trace2, %" PRIu64 " messages   normal %.2f   perf %.2f   event %.2f M ev/s\n",
+	       b.t2_events, b.t2_mev_s[0], b.t2_mev_s[1], b.t2_mev_s[2]);
+	printf("trace-import           %.1f MB/s of EVENT JSON\n", b.import_mb_s);
+	printf("reader private memory  %ld KiB at 1 M events, %ld KiB at 10 M\n", b.anon_kb_1m,
+	       b.anon_kb_10m);
+	if (json)
+		printf("{\"reader_mev_s_stream\": %.2f, \"reader_mev_s_time\": %.2f, "
+		       "\"render_text_mev_s\": %.3f, \"render_chrome_mev_s\": %.3f, "
+		       "\"render_stats_mev_s\": %.2f, \"render_trace2_normal_mev_s\": %.3f, "
+		       "\"render_trace2_perf_mev_s\": %.3f, \"render_trace2_event_mev_s\": %.3f, "
+		       "\"trace_import_mb_s\": %.1f, \"reader_anon_kb_1m\": %ld, "
+		       "\"reader_anon_kb_10m\": %ld}\n",
+		       b.stream_mev_s, b.time_mev_s, b.text_mev_s, b.chrome_mev_s, b.stats_mev_s,
+		       b.t2_mev_s[0], b.t2_mev_s[1], b.t2_mev_s[2], b.import_mb_s, b.anon_kb_1m,
+		       b.anon_kb_10m);
+	return 0;
+}
