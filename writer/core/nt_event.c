@@ -418,6 +418,25 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 		nt_add_64(nt_S.values_truncated, 1);
 }
 
+/* Everything but the fast path, out of line: a tail call from nt_emit_, so the fast path
+ * needs no stack frame and saves no register (it would, for a call it returns from, or for
+ * clock_gettime's fallback inlined beside it). */
+static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigned kind)
+{
+	write_event(site, kind, 0, 0, NULL, 0);
+}
+
+/* The fast path's clock: the TSC, or (no TSC session) 0, which sends the event to the slow
+ * path that reads the session's clock itself. */
+static inline uint64_t fast_ticks(void)
+{
+#if NT_HAVE_TSC
+	return __builtin_expect(nt_clock_use_tsc_, 1) ? __rdtsc() : 0;
+#else
+	return nt_clock_ticks();
+#endif
+}
+
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
 	if (__builtin_expect(!nt_kind_is_event(kind), 0))
@@ -425,8 +444,9 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag, 1)) {
-		uint64_t now = nt_clock_ticks();
+	uint64_t now;
+	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag && (now = fast_ticks()) != 0,
+			     1)) {
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
 		if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX,
@@ -440,7 +460,7 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 			return;
 		}
 	}
-	write_event(site, kind, 0, 0, NULL, 0);
+	emit_slow(site, kind);
 }
 
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)
