@@ -22,8 +22,8 @@
  *
  * The arena is hostile: another process may change any byte at any moment. So the saver
  * takes every size from its own layout, copies each chunk header once (atomic loads) and
- * checks it, frames records with format/nt_record.h within the chunk (the copy it writes is
- * framed again), bounds thread indices by NT_MAX_THREAD_INDEX, and does a bounded amount of
+ * checks it, frames records with format/nt_record.h within the chunk (once, live: a record
+ * changed after that is the reader's to frame and report), bounds thread indices by NT_MAX_THREAD_INDEX, and does a bounded amount of
  * work per save: a few passes over the slots, one walk of each chunk and of the durable
  * region. A lie costs the liar's records, never memory safety or termination.
  */
@@ -39,6 +39,7 @@ typedef struct slot_progress {
 	uint32_t saved;       /* payload bytes already in the output */
 	uint32_t events;      /* events among them */
 	uint64_t ticks;       /* running clock at the cut */
+	nt_chunk_clock after; /* per save: the clock at the end of what the measuring walked */
 	uint64_t first_event; /* the chunk's, as first seen */
 	uint32_t thread;      /* the chunk's, as first seen */
 } slot_progress;
@@ -119,21 +120,23 @@ static int marked_saved(const nt_arena_saver *s, uint32_t slot, uint64_t claim)
 	return __atomic_load_n(saved_claim_word(s, slot), __ATOMIC_RELAXED) == claim;
 }
 
-/* Bytes of published records in a slot's payload (at most the payload), counting *events. */
-static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, uint32_t *events)
+/* The end of the published records in a slot's payload (at most the payload), walking from
+ * p->saved, the end already saved, and the chunk's clock at that end (p->after): a chunk
+ * saved piece by piece is walked once in all, and only here. */
+static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, slot_progress *p)
 {
 	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
 	const uint32_t cap = s->layout.chunk_size - (uint32_t)sizeof(nt_chunk_header);
-	uint32_t off = 0, n = 0;
+	uint32_t off = p->saved;
 	uint64_t size;
+	p->after = (nt_chunk_clock){ p->ticks, p->events };
 	while (off + 8 <= cap) {
 		uint64_t w0 = load_acquire_64(payload + off);
 		if (nt_record_frame(w0, cap - off, 0, &size) != NT_FRAME_OK)
 			break;
-		n += nt_kind_is_event(nt_record_kind(w0));
+		nt_chunk_clock_step(&p->after, payload + off, size);
 		off += (uint32_t)size;
 	}
-	*events = n;
 	return off;
 }
 
@@ -279,8 +282,6 @@ static void measure_slots(nt_arena_saver *s, uint32_t *n, uint32_t *nfull)
 			continue;
 		if (v.thread < s->nblock && nt_claim_sequence(v.claim) > s->block[v.thread])
 			continue; /* an older chunk of its thread is not saved yet */
-		uint32_t events;
-		uint32_t bytes = walk_chunk(s, i, &events);
 		slot_progress *p = &s->progress[i];
 		if ((p->claim | 1u) != (v.claim | 1u)) { /* a new chunk in this slot */
 			p->saved = 0;
@@ -290,6 +291,7 @@ static void measure_slots(nt_arena_saver *s, uint32_t *n, uint32_t *nfull)
 			p->thread = v.thread;
 		}
 		p->claim = v.claim; /* the active bit may have cleared since */
+		uint32_t bytes = walk_chunk(s, i, p);
 		s->used[i] = bytes;
 		if (bytes > p->saved)
 			s->order[(*n)++] = (piece){ i, nt_claim_sequence(v.claim) };
@@ -312,8 +314,9 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
 }
 
 /* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
- * piece of its own (time base and event ordinal recomputed at the cut, from the copy that
- * is written). The slot keeps this chunk until the commit marks it saved. */
+ * piece of its own (time base and event ordinal recomputed at the cut, by step 1's walk: a
+ * liar that changes its records between that walk and this copy gets a piece whose counts
+ * disagree with its records, which the reader reports). The slot keeps this chunk until the commit marks it saved. */
 static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t slot,
 		      uint32_t *nfull)
 {
@@ -322,13 +325,7 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	uint32_t from = p->saved, to = s->used[slot], len = to - from;
 	uint8_t *body = s->buf + sizeof(nt_chunk_header);
 	memcpy(body, payload + from, len);
-	nt_chunk_clock after = { p->ticks, p->events };
-	uint64_t off = 0, size;
-	while (off < len && nt_record_frame(nt_record_word_at(body + off), len - off, 0, &size) ==
-				    NT_FRAME_OK) {
-		nt_chunk_clock_step(&after, body + off, size);
-		off += size;
-	}
+	const nt_chunk_clock after = p->after;
 	nt_chunk_header hdr;
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.kind = NT_KIND_CHUNK;

@@ -5,6 +5,9 @@
  * time. The provider sends STARTED (protocol version), then SAVE_BUFFER(wrap count, end of
  * durable data) each time a rolling half fills, and STOPPED at the end; the manager answers
  * each SAVE_BUFFER with BUFFER_SAVED echoing both values once the data is in the archive.
+ * Writers do not wait for the answer to reuse space: a slot is theirs again once the saver
+ * has marked its chunk saved (its saved-claim word), and a saver also saves unasked while a
+ * half fills (nt_saver_pace.h); SAVE_BUFFER is what wakes it when a half is full.
  * In-process the two ends are threads on a socketpair; a manager process can speak the same
  * packets over a pipe or socket.
  */

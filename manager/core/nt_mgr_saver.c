@@ -21,9 +21,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
+#include "../../format/nt_saver_pace.h"
 
 static int out_append(void *ctx, const void *data, size_t len)
 {
@@ -67,25 +69,51 @@ static void save_once(nt_mgr_saver *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Waits on the saver's condition until `wait_ms` from now; s->lock is held. */
+static void wait_for_request(nt_mgr_saver *s, int wait_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&s->cond, &s->lock, &until);
+}
+
+/* Answers each SAVE_BUFFER after a save; between requests, saves what the provider's
+ * writers publish at the pace of format/nt_saver_pace.h, so that a request finds little
+ * left to save and the provider's writers rarely wait on it. */
 static void *saver_main(void *arg)
 {
 	nt_mgr_saver *s = arg;
+	int wait_ms = NT_SAVER_POLL_MIN_MS;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		while (!s->pending && !s->quit)
-			pthread_cond_wait(&s->cond, &s->lock);
-		if (!s->pending) {
+		if (!s->pending && !s->quit)
+			wait_for_request(s, wait_ms);
+		if (s->quit && !s->pending) {
 			pthread_mutex_unlock(&s->lock);
 			return NULL;
 		}
+		int answer = s->pending;
 		nt_fifo_packet req = s->request;
+		uint64_t before = s->committed;
 		pthread_mutex_unlock(&s->lock);
 		save_once(s);
 		pthread_mutex_lock(&s->lock);
-		s->saves++;
-		s->pending = 0; /* before the answer: the provider may send the next request at once */
-		pthread_cond_broadcast(&s->cond);
+		wait_ms = answer ? NT_SAVER_POLL_MIN_MS
+				 : nt_saver_next_poll_ms(wait_ms, s->committed != before);
+		if (answer) {
+			s->saves++;
+			s->pending = 0; /* before the answer: the provider may send the next at once */
+			pthread_cond_broadcast(&s->cond);
+		}
 		pthread_mutex_unlock(&s->lock);
+		if (!answer)
+			continue;
 		nt_fifo_packet ans = { .request = NT_FIFO_BUFFER_SAVED, .data32 = req.data32,
 				       .data64 = req.data64 };
 		/* A provider that does not read its FIFO only loses its own answers. */
@@ -118,7 +146,11 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t wh
 		goto fail;
 	}
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	pthread_condattr_t monotonic;
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	int rc = pthread_create(&s->thread, NULL, saver_main, s);
 	if (rc != 0) {
 		snprintf(why, whylen, "starting the saver thread: %s", strerror(rc));

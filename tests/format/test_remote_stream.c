@@ -11,6 +11,10 @@
  *       and count, and the stop returns after the 2 s budget, not later.
  *   closed_manager_stops_at_once       a manager that goes away after one answer: no more
  *       requests, drops counted, the stop is immediate.
+ *   manager_saving_unasked_frees_slots  a manager that saves as the writers go and answers
+ *       no request until they are done: writers reuse each slot once it is saved, not a
+ *       rolling half once a request is answered, so twenty times the arena is recorded
+ *       without a drop (format/nt_saver_pace.h: why savers save unasked).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,7 +31,7 @@
 #include "nt_fifo.h"
 #include "nt_saver_test.h"
 
-enum { ANSWER, SILENT, CLOSE_AFTER_ONE };
+enum { ANSWER, SILENT, CLOSE_AFTER_ONE, SAVE_UNASKED };
 
 typedef struct fake_manager {
 	int fd;
@@ -35,12 +39,12 @@ typedef struct fake_manager {
 	nt_arena_saver *saver;
 	test_sink out;
 	unsigned started, save_requests, save_all, stopped, out_of_order;
+	int writers_done;
 } fake_manager;
 
 static void *manager_main(void *arg)
 {
 	fake_manager *m = arg;
-	m->out.keep = 1;
 	const nt_saver_output out = test_sink_output(&m->out);
 	nt_fifo_packet pk;
 	while (recv(m->fd, &pk, sizeof(pk), 0) == (ssize_t)sizeof(pk)) {
@@ -62,6 +66,8 @@ static void *manager_main(void *arg)
 		m->save_all += pk.data32 == NT_FIFO_SAVE_ALL;
 		if (m->behaviour == SILENT)
 			continue;
+		while (m->behaviour == SAVE_UNASKED && !__atomic_load_n(&m->writers_done, __ATOMIC_ACQUIRE))
+			usleep(1000); /* answers only once the writers are done */
 		if (nt_arena_saver_save(m->saver, &out, NULL) != 0)
 			break;
 		nt_fifo_packet answer = { NT_FIFO_BUFFER_SAVED, 0, pk.data32, pk.data64 };
@@ -77,13 +83,28 @@ static void *manager_main(void *arg)
 #define WRITERS 2
 
 static uint64_t per_writer;
+/* SAVE_UNASKED: the writers save for the manager (one at a time), every 32 events: a chunk
+ * holds about 120 of these. */
+static fake_manager *saving_manager;
+static pthread_mutex_t save_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void save_unasked(void)
+{
+	const nt_saver_output out = test_sink_output(&saving_manager->out);
+	pthread_mutex_lock(&save_lock);
+	int rc = nt_arena_saver_save(saving_manager->saver, &out, NULL);
+	pthread_mutex_unlock(&save_lock);
+	assert_int_equal(rc, 0);
+}
 
 static void *writer_main(void *arg)
 {
 	uint32_t t = (uint32_t)(uintptr_t)arg;
 	for (uint64_t i = 0; i < per_writer; i++) {
 		NT_INSTANT("remote", "ev", NT_U32("t", t), NT_U64("seq", i));
-		if (i % 512 == 0)
+		if (saving_manager != NULL && i % 32 == 31)
+			save_unasked();
+		else if (saving_manager == NULL && i % 512 == 0)
 			usleep(50); /* the manager keeps up with some of it */
 	}
 	return NULL;
@@ -121,6 +142,7 @@ static void record(run *r, int behaviour, const char *tag)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	r->m.fd = sv[1];
 	r->m.behaviour = behaviour;
+	r->m.out.keep = 1;
 	r->m.saver = nt_arena_saver_new(nt_S.map, &nt_S.layout, 0);
 	assert_non_null(r->m.saver);
 	/* The remote stream first: nt_provider_start finds streaming running and keeps it. */
@@ -128,11 +150,13 @@ static void record(run *r, int behaviour, const char *tag)
 	assert_int_equal(pthread_create(&r->manager, NULL, manager_main, &r->m), 0);
 	assert_int_equal(nt_provider_start(NT_BUFFER_RETAIN, NULL), NT_OK);
 
+	saving_manager = behaviour == SAVE_UNASKED ? &r->m : NULL;
 	pthread_t w[WRITERS];
 	for (uintptr_t t = 0; t < WRITERS; t++)
 		assert_int_equal(pthread_create(&w[t], NULL, writer_main, (void *)t), 0);
 	for (int t = 0; t < WRITERS; t++)
 		pthread_join(w[t], NULL);
+	__atomic_store_n(&r->m.writers_done, 1, __ATOMIC_RELEASE);
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(nt_provider_stop(), NT_OK);
@@ -152,6 +176,28 @@ static void end(run *r)
 	unlink(r->path);
 }
 
+/* The manager's records behind a header made from the arena's: decoded + dropped == made,
+ * each writer's events in order. */
+static nt_archive_info read_back_in_order(run *r, test_trace *tr)
+{
+	assert_int_equal(test_read_saved(nt_S.map, nt_arena_saver_events(r->m.saver), r->m.out.data,
+					 r->m.out.len, NT_ORDER_STREAM, tr), 0);
+	assert_msg(tr->errors == 0, "%s", tr->first_error);
+	nt_archive_info info = tr->info;
+	uint64_t made = WRITERS * per_writer;
+	assert_msg(tr->n + info.events_dropped == made, "decoded %zu + dropped %llu != made %llu",
+		   tr->n, (unsigned long long)info.events_dropped, (unsigned long long)made);
+	int64_t last[WRITERS] = { -1, -1 };
+	for (size_t i = 0; i < tr->n; i++) {
+		uint64_t t = tr->ev[i].args[0].value.u64, seq = tr->ev[i].args[1].value.u64;
+		assert_true(t < WRITERS);
+		assert_msg((int64_t)seq > last[t], "writer %llu: seq %llu after %lld",
+			   (unsigned long long)t, (unsigned long long)seq, (long long)last[t]);
+		last[t] = (int64_t)seq;
+	}
+	return info;
+}
+
 static void answering_manager_saves_everything(void **state)
 {
 	(void)state;
@@ -165,24 +211,8 @@ static void answering_manager_saves_everything(void **state)
 	assert_true(r.m.save_requests > 2);
 	assert_int_equal(*nt_S.buffers_saved, r.m.save_requests - 1);
 
-	/* The manager's records behind a header made from the arena's. */
-	nt_archive_info info;
 	test_trace tr;
-	assert_int_equal(test_read_saved(nt_S.map, nt_arena_saver_events(r.m.saver), r.m.out.data,
-					 r.m.out.len, NT_ORDER_STREAM, &tr), 0);
-	assert_msg(tr.errors == 0, "%s", tr.first_error);
-	info = tr.info;
-	uint64_t made = WRITERS * per_writer;
-	assert_msg(tr.n + info.events_dropped == made, "decoded %zu + dropped %llu != made %llu",
-		   tr.n, (unsigned long long)info.events_dropped, (unsigned long long)made);
-	int64_t last[WRITERS] = { -1, -1 };
-	for (size_t i = 0; i < tr.n; i++) {
-		uint64_t t = tr.ev[i].args[0].value.u64, seq = tr.ev[i].args[1].value.u64;
-		assert_true(t < WRITERS);
-		assert_msg((int64_t)seq > last[t], "writer %llu: seq %llu after %lld",
-			   (unsigned long long)t, (unsigned long long)seq, (long long)last[t]);
-		last[t] = (int64_t)seq;
-	}
+	nt_archive_info info = read_back_in_order(&r, &tr);
 	print_message("%u saves, %zu events saved, %llu dropped, stop %.3f s\n",
 		      r.m.save_requests, tr.n, (unsigned long long)info.events_dropped,
 		      r.stop_seconds);
@@ -218,12 +248,33 @@ static void closed_manager_stops_at_once(void **state)
 	end(&r);
 }
 
+static void manager_saving_unasked_frees_slots(void **state)
+{
+	(void)state;
+	per_writer = 20000; /* 40,000 events of 32 bytes: about 20 times the 64 KiB arena */
+	run r;
+	record(&r, SAVE_UNASKED, "remote-unasked");
+	assert_int_equal(r.m.out_of_order, 0);
+	assert_int_equal(r.m.save_all, 1);
+	assert_int_equal(r.stats.events_dropped, 0);
+	test_trace tr;
+	nt_archive_info info = read_back_in_order(&r, &tr);
+	assert_int_equal(tr.n, WRITERS * per_writer);
+	assert_int_equal(info.events_dropped, 0);
+	print_message("%u requests answered after the writers; %zu events saved\n",
+		      r.m.save_requests, tr.n);
+	test_trace_free(&tr);
+	saving_manager = NULL;
+	end(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(answering_manager_saves_everything),
 		cmocka_unit_test(silent_manager_costs_at_most_the_stop_budget),
 		cmocka_unit_test(closed_manager_stops_at_once),
+		cmocka_unit_test(manager_saving_unasked_frees_slots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -570,6 +570,42 @@ static void unfinished_session_is_reported_at_exit(void **state)
 	unlink(path);
 }
 
+/* A streaming saver saves what the writers publish without waiting for a rolling half to
+ * fill (format/nt_saver_pace.h): ten events in a 4 MiB arena reach the saved stream. */
+static void streaming_saves_before_a_half_fills(void **state)
+{
+	(void)state;
+	char path[256];
+	test_tmp_path(path, sizeof(path), "stream-pace");
+	nt_config cfg = small_config(NT_MODE_STREAMING);
+	cfg.path = path;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	for (int i = 0; i < 10; i++)
+		NT_INSTANT("pace", "ev", NT_I64("i", i));
+	nt_archive_info info = { 0 };
+	for (int tries = 0; tries < 300; tries++) { /* up to 3 s: the saver waits 1 ms */
+		test_trace t;
+		assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+		info = t.info;
+		test_trace_free(&t);
+		if (info.stream_end > info.stream_offset)
+			break;
+		usleep(10000);
+	}
+	assert_msg(info.stream_end > info.stream_offset, "nothing saved: stream %llu..%llu",
+		   (unsigned long long)info.stream_offset, (unsigned long long)info.stream_end);
+	nt_stats st;
+	nt_get_stats(&st);
+	assert_int_equal(st.wraps, 0);
+	assert_int_equal(nt_finish(NULL), NT_OK);
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+	assert_int_equal(t.n, 10);
+	assert_int_equal(t.errors, 0);
+	test_trace_free(&t);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +626,7 @@ int main(void)
 		cmocka_unit_test(config_struct_size_is_checked),
 		cmocka_unit_test(version_is_one_fact),
 		cmocka_unit_test(unfinished_session_is_reported_at_exit),
+		cmocka_unit_test(streaming_saves_before_a_half_fills),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -378,23 +378,27 @@ static nt_chunk_header *chunk_init(nt_chunk_header *h, uint64_t seq, uint64_t ol
 	return h;
 }
 
-/* Streaming: the sequence advances by CAS, and only into a half whose previous use is saved,
- * so a full arena drops events without consuming sequence numbers. */
+/* Streaming: the sequence advances by CAS, and only onto a slot whose chunk the saver holds
+ * in full (its saved-claim word), so a full arena drops events without consuming sequence
+ * numbers. Slots are given back one by one as the saver saves them, not a rolling half at a
+ * time: with a saver that saves as the writers go (format/nt_saver_pace.h), writers can run
+ * a whole arena ahead of it before they drop, not half of one. A completed half still
+ * wakes the provider thread (nt_stream_notify_full), which asks for a save. */
 static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, uint64_t first_event)
 {
 	const uint32_t nslots = nt_S.nslots, cph = nt_S.chunks_per_half;
 	for (uint32_t attempt = 0; attempt < 2 * nslots; attempt++) {
 		uint64_t seq = nt_load_64(&nt_S.next_seq);
-		uint64_t gen = seq / cph;
-		if (gen >= 2 && nt_load_acquire_64(&nt_S.saved_gens) < gen - 1)
-			return NULL; /* the half is not saved yet: drop, never wait */
-		if (!nt_cas_64(&nt_S.next_seq, seq, seq + 1))
-			continue;
-		if (seq % cph == 0 && gen >= 1)
-			nt_stream_notify_full(gen); /* generation gen - 1 is complete */
 		uint32_t slot = (uint32_t)(seq % nslots);
 		nt_chunk_header *h = nt_chunk_slot(slot);
 		uint64_t old = nt_load_64(&h->claim);
+		if (old != 0 && !(old & 1u) && nt_load_acquire_64(&nt_S.saved_claim[slot]) != old)
+			return NULL; /* its chunk is closed but not saved yet: drop, never wait */
+		if (!nt_cas_64(&nt_S.next_seq, seq, seq + 1))
+			continue;
+		if (seq % cph == 0 && seq >= cph)
+			nt_stream_notify_full(seq / cph); /* generation seq / cph - 1 is complete */
+		old = nt_load_64(&h->claim);
 		if ((old & 1u) || (old >> 1) > seq + 1)
 			continue; /* a writer still holds it, or a newer claim took it */
 		if (old != 0 && nt_load_acquire_64(&nt_S.saved_claim[slot]) != old)

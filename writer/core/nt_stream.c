@@ -1,15 +1,17 @@
 /*
- * nt_stream.c - streaming mode: full rolling halves are saved while the writers go on in
- * the other half.
+ * nt_stream.c - streaming mode: what the writers publish is saved as they go, and each
+ * chunk's space is theirs again once saved (format/nt_saver_pace.h says why).
  *
  * Two ends speak the FIFO protocol of format/nt_fifo.h:
  *   provider  (a thread of this process) waits (futex) until a half generation is complete,
- *             sends SAVE_BUFFER(g), waits for BUFFER_SAVED(g) and then lets writers reuse
- *             that half. One request is in flight at a time; writers that reach an unsaved
- *             half drop and count.
+ *             sends SAVE_BUFFER(g) and waits for BUFFER_SAVED(g). One request is in flight
+ *             at a time. Writers do not wait for it: a slot is theirs again once the saver
+ *             marks its chunk saved (claim_streaming in nt_arena.c); writers that reach an
+ *             unsaved chunk drop and count.
  *   manager   the saver (format/nt_arena_saver.c, where the protocol with the writers is
  *             written out): it answers SAVE_BUFFER by appending everything published since
- *             the last save and marking the slots it holds in full. In-process
+ *             the last save and marking the slots it holds in full, and saves the same way
+ *             unasked, every millisecond while there is something new. In-process
  *             (nt_stream_start) it is a second thread on a socketpair that appends to the
  *             archive file after the arena; remote (nt_stream_start_remote) it is the trace
  *             manager, on the FIFO it gave, saving from its own mapping of the memfd.
@@ -34,6 +36,7 @@
 
 #include "nt_arena_saver.h"
 #include "nt_fifo.h"
+#include "nt_saver_pace.h"
 #include "nt_internal.h"
 
 /* How long a stop waits for a remote manager's answers (the pending one and the final
@@ -121,12 +124,28 @@ static int recv_packet(int fd, nt_fifo_packet *pk)
 	return n == (ssize_t)sizeof(*pk);
 }
 
-/* The manager: a saver of this process's own arena. */
+/* The manager: a saver of this process's own arena. Between requests it saves what the
+ * writers have published, at the pace of format/nt_saver_pace.h, so that a request finds
+ * little left to save. */
 static void *manager_main(void *arg)
 {
 	(void)arg;
-	nt_fifo_packet pk;
-	while (recv_packet(st.manager_fd, &pk)) {
+	int wait_ms = NT_SAVER_POLL_MIN_MS;
+	for (;;) {
+		struct pollfd p = { .fd = st.manager_fd, .events = POLLIN };
+		int n = poll(&p, 1, wait_ms);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0) {
+			uint64_t before = nt_arena_saver_end(st.saver);
+			save_in_process();
+			wait_ms = nt_saver_next_poll_ms(wait_ms,
+							nt_arena_saver_end(st.saver) != before);
+			continue;
+		}
+		nt_fifo_packet pk;
+		if (!recv_packet(st.manager_fd, &pk))
+			break;
 		if (pk.request == NT_FIFO_STARTED && pk.data32 != NT_FIFO_PROTOCOL_VERSION)
 			break;
 		if (pk.request == NT_FIFO_STOPPED)
@@ -134,6 +153,7 @@ static void *manager_main(void *arg)
 		if (pk.request != NT_FIFO_SAVE_BUFFER)
 			continue;
 		save_in_process();
+		wait_ms = NT_SAVER_POLL_MIN_MS;
 		if (!send_packet(st.manager_fd, 0, NT_FIFO_BUFFER_SAVED, pk.data32, pk.data64))
 			break;
 	}
@@ -195,7 +215,7 @@ static int request_save(uint32_t wraps)
 }
 
 /* The provider: asks for each full half to be saved. A manager that is gone stays gone for
- * this run: writers drop and count at the unsaved half, as when it is late. */
+ * this run: writers drop and count at the first unsaved chunk, as when it is late. */
 static void *provider_main(void *arg)
 {
 	(void)arg;

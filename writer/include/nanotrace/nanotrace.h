@@ -118,10 +118,12 @@ typedef struct nt_config {
 	int mode;               /* NT_MODE_ONESHOT (default): record until the rolling halves
 	                           are full, then drop and count; NT_MODE_CIRCULAR: keep the
 	                           newest chunks, overwrite the oldest, count wraps;
-	                           NT_MODE_STREAMING: a saver thread appends each full rolling
-	                           half to the file at `path` (required) while writers go on in
-	                           the other; a writer that finds the other half not yet saved
-	                           drops and counts, never waits */
+	                           NT_MODE_STREAMING: a saver thread appends what the writers
+	                           publish to the file at `path` (required) as they go, and
+	                           each chunk's space is reused once it is saved; a writer that
+	                           comes round to a chunk not yet saved drops and counts, never
+	                           waits. Size the arena for the saver's worst stall: at 1 GB/s
+	                           of events a 4 MiB arena covers about 4 ms */
 	nt_clock_choice clock;  /* default NT_CLOCK_AUTO; the environment variable
 	                           NANOTRACE_CLOCK=monotonic|tsc overrides AUTO */
 	const char *categories; /* comma-separated items, each an exact name, a prefix ending
