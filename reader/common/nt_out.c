@@ -98,7 +98,7 @@ void nt_out_printf(nt_out *o, const char *fmt, ...)
 	}
 }
 
-void nt_out_fill(nt_out *o, char c, size_t n)
+void nt_out_fill_slow(nt_out *o, char c, size_t n)
 {
 	while (n > 0) {
 		size_t k = n < NT_OUT_ROOM_MAX ? n : NT_OUT_ROOM_MAX;
@@ -120,17 +120,6 @@ size_t nt_fmt_hex(char *dst, uint64_t v)
 	for (size_t i = 0; i < n; i++)
 		dst[i] = tmp[n - 1 - i];
 	return n;
-}
-
-size_t nt_fmt_fixed(char *dst, int64_t v, uint64_t unit, unsigned digits)
-{
-	uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-	size_t n = 0;
-	if (v < 0)
-		dst[n++] = '-';
-	n += nt_fmt_u64(dst + n, a / unit);
-	dst[n++] = '.';
-	return n + nt_fmt_u64_zero_padded(dst + n, a % unit, digits);
 }
 
 /* Below 10^15 us (31 years) the double us / 1e6 is within 1.2e-7 of whole.frac, so "%.6f"
@@ -155,11 +144,31 @@ static const unsigned char json_class[256] = {
 	[0x80 ... 0xFF] = J_HIGH,
 };
 
+/* Does any byte of the 8 in x need attention: below 0x20, '"', '\\', or (high) >= 0x80?
+ * The classic "has a zero byte" tests on x ^ c and x - 0x20...: exact for the bytes that
+ * matter, and a false positive only ever sends the word to the byte loop. */
+static inline int word_stops(uint64_t x, uint64_t high)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	uint64_t ctl = (x - ones * 0x20) & ~x;
+	uint64_t quote = (q - ones) & ~q;
+	uint64_t bs = (b - ones) & ~b;
+	return ((ctl | quote | bs) & highs) != 0 || (x & high) != 0;
+}
+
 size_t nt_json_plain_prefix(const char *str, size_t n, int raw_high)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	unsigned stop = raw_high ? J_ESCAPE : J_ESCAPE | J_HIGH;
+	uint64_t high = raw_high ? 0 : 0x8080808080808080ull;
 	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, s + i, 8);
+		if (word_stops(x, high))
+			break;
+	}
 	while (i < n && !(json_class[s[i]] & stop))
 		i++;
 	return i;

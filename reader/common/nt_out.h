@@ -80,7 +80,16 @@ static inline void nt_out_char(nt_out *o, char c)
 }
 
 /* n copies of c (padding). */
-void nt_out_fill(nt_out *o, char c, size_t n);
+void nt_out_fill_slow(nt_out *o, char c, size_t n);
+static inline void nt_out_fill(nt_out *o, char c, size_t n)
+{
+	if (__builtin_expect(n <= NT_OUT_ROOM_MAX, 1)) {
+		memset(nt_out_room(o, n), c, n);
+		o->len += n;
+	} else {
+		nt_out_fill_slow(o, c, n);
+	}
+}
 
 /* ---- numbers into a caller's buffer: each returns the length, writes no NUL ------------ */
 
@@ -137,7 +146,16 @@ size_t nt_fmt_hex(char *dst, uint64_t v);
 /* A signed count of units as "[-]whole.frac" with `digits` decimals of `unit` = 10^digits:
  * "%s%" PRIu64 ".%0<digits>" PRIu64 of |v| / unit and |v| % unit (INT64_MIN included).
  * 42 bytes at most. */
-size_t nt_fmt_fixed(char *dst, int64_t v, uint64_t unit, unsigned digits);
+static inline size_t nt_fmt_fixed(char *dst, int64_t v, uint64_t unit, unsigned digits)
+{
+	uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0;
+	if (v < 0)
+		dst[n++] = '-';
+	n += nt_fmt_u64(dst + n, a / unit);
+	dst[n++] = '.';
+	return n + nt_fmt_u64_zero_padded(dst + n, a % unit, digits);
+}
 
 /* (double)us / 1e6 as "%.6f" prints it: exact integer arithmetic, which is the same digits
  * while us < 2^53 (the double is then within 2^-53 relative of whole.frac, far from any
