@@ -31,6 +31,7 @@ int nt_render_options_in(const nt_render_options *in, nt_render_options *out, co
 				 "nt_render_options_init");
 }
 
+/* The public FILE * form: runs of plain bytes in one fwrite each (nt_out.h's tables). */
 void nt_json_write_string(FILE *out, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -41,13 +42,19 @@ void nt_json_write_string(FILE *out, const char *str, size_t n)
 		fwrite(s + i, 1, run, out);
 		if ((i += run) == n)
 			break;
-		size_t len = s[i] < 0x80 ? 0 : nt_utf8_seq(s + i, n - i);
-		if (s[i] < 0x80)
-			fwrite(esc, 1, nt_json_escape_byte(esc, s[i]), out), i++;
-		else if (len == 0)
-			fputs("\\ufffd", out), i++;
-		else
-			fwrite(s + i, 1, len, out), i += len;
+		if (s[i] < 0x80) { /* a quote, a backslash or a control character */
+			fwrite(esc, 1, nt_json_escape_byte(esc, s[i]), out);
+			i++;
+			continue;
+		}
+		size_t len = nt_utf8_seq(s + i, n - i);
+		if (len == 0) {
+			fputs("\\ufffd", out);
+			i++;
+		} else {
+			fwrite(s + i, 1, len, out);
+			i += len;
+		}
 	}
 }
 
