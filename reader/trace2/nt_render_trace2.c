@@ -55,6 +55,7 @@ typedef struct ev_line {
 	const t2_msg *m;
 	uint32_t keys; /* keys written */
 	uint32_t arg;  /* next argument that may be a kept key */
+	int kept;      /* the message has kept keys at all (most have none) */
 } ev_line;
 
 /* A key kept from an import: untrusted, escaped. */
@@ -106,7 +107,8 @@ static void kept_keys(ev_line *l, int all)
 
 static void key(ev_line *l, const char *k)
 {
-	kept_keys(l, 0);
+	if (l->kept)
+		kept_keys(l, 0);
 	table_key(l, k);
 }
 
@@ -280,6 +282,8 @@ int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 	    (int64_t)m->nesting > (int64_t)nesting)
 		return 0;
 	ev_line l = { .b = b, .m = m };
+	for (uint32_t i = 0; i < m->ev->arg_count && !l.kept; i++)
+		l.kept = m->ev->args[i].type == NT_ARG_JSON;
 	t2_puts(b, "{");
 	event_common(&l, brief);
 	const t2_field_list *fl = &t2_fields[m->type];
@@ -289,7 +293,8 @@ int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 		else if (m->arg[i] != NULL)
 			event_arg_field(&l, &fl->row[i], m->arg[i]);
 	}
-	kept_keys(&l, 1);
+	if (l.kept)
+		kept_keys(&l, 1);
 	t2_puts(b, "}");
 	return 1;
 }

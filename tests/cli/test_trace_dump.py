@@ -119,12 +119,13 @@ def test_output_errors(demo):
             check('%r into a full disk exits 2 with the reason' % (args,),
                   p.returncode == 2 and 'writing standard output: No space left on device' in err,
                   'rc=%d err=%r' % (p.returncode, err))
-        p = subprocess.Popen([TRACE_DUMP, *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE,
-                             preexec_fn=lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN))
-        p.stdout.close()
-        err = p.stderr.read().decode('utf-8', 'replace')
-        rc = p.wait()
+        r, w = os.pipe()
+        os.close(r)  # closed before trace-dump starts: its first write fails
+        p = subprocess.run([TRACE_DUMP, *args], stdout=w, stderr=subprocess.PIPE,
+                           preexec_fn=lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN))
+        os.close(w)
+        err = p.stderr.decode('utf-8', 'replace')
+        rc = p.returncode
         check('%r into a closed pipe exits 2 with the reason' % (args,),
               rc == 2 and 'writing standard output: Broken pipe' in err,
               'rc=%d err=%r' % (rc, err))
