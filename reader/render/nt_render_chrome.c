@@ -10,14 +10,16 @@
  * count is known only once every event is out. A Begin never ended stays open; viewers draw
  * it to the end of the trace ("Did not end" in Perfetto).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
 #include "nt_render_util.h"
 
 typedef struct chrome_ctx {
-	FILE *out;
+	nt_out out;
 	const nt_reader *r;
 	int64_t start_ns; /* the session start: "ts" counts from it */
 	const nt_render_options *opt;
@@ -25,98 +27,133 @@ typedef struct chrome_ctx {
 	int first;
 } chrome_ctx;
 
-static void json_str(FILE *out, const char *s)
+static void json_str(nt_out *out, const char *s)
 {
-	fputc('"', out);
-	nt_json_write_string(out, s, strlen(s));
-	fputc('"', out);
+	nt_out_json_str(out, s, strlen(s));
 }
 
-static void json_arg_value(FILE *out, const nt_reader_arg *a)
+/* A double as JSON: "%.17g" (no fast path: rare in traces), or a string for what JSON has
+ * no number for. */
+static void json_double(nt_out *out, double v)
+{
+	if (isfinite(v))
+		nt_out_printf(out, "%.17g", v);
+	else
+		nt_out_str(out, isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+}
+
+static void json_arg_value(nt_out *out, const nt_reader_arg *a)
 {
 	switch (a->type) {
 	case NT_ARG_INT32:
-	case NT_ARG_INT64: fprintf(out, "%" PRId64, a->value.i64); break;
+	case NT_ARG_INT64: nt_out_i64(out, a->value.i64); break;
 	case NT_ARG_UINT32:
-	case NT_ARG_UINT64: fprintf(out, "%" PRIu64, a->value.u64); break;
-	case NT_ARG_DOUBLE:
-		if (isfinite(a->value.f64))
-			fprintf(out, "%.17g", a->value.f64);
-		else /* JSON has no NaN or infinity */
-			fprintf(out, "\"%s\"", isnan(a->value.f64) ? "NaN" : a->value.f64 > 0 ? "Infinity" : "-Infinity");
+	case NT_ARG_UINT64: nt_out_u64(out, a->value.u64); break;
+	case NT_ARG_DOUBLE: json_double(out, a->value.f64); break;
+	case NT_ARG_BOOL: nt_out_str(out, a->value.u64 ? "true" : "false"); break;
+	case NT_ARG_POINTER: {
+		char *p = nt_out_room(out, 20);
+		memcpy(p, "\"0x", 3);
+		size_t n = 3 + nt_fmt_hex(p + 3, a->value.u64);
+		p[n++] = '"';
+		nt_out_commit(out, n);
 		break;
-	case NT_ARG_BOOL: fputs(a->value.u64 ? "true" : "false", out); break;
-	case NT_ARG_POINTER: fprintf(out, "\"0x%" PRIx64 "\"", a->value.u64); break;
+	}
 	case NT_ARG_STRING_LIST: nt_json_write_list(out, a); break;
-	default:
-		fputc('"', out);
-		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
-		fputc('"', out);
-		break;
+	default: nt_out_json_str(out, a->value.str.ptr, a->value.str.len); break;
 	}
 }
 
 static void begin_event(chrome_ctx *c)
 {
-	fputs(c->first ? "\n" : ",\n", c->out);
+	if (c->first)
+		nt_out_char(&c->out, '\n');
+	else
+		nt_out_bytes(&c->out, ",\n", 2);
 	c->first = 0;
+}
+
+/* `key` (with its punctuation) and microseconds since the start, exactly. */
+static void put_us(nt_out *out, const char *key, size_t klen, int64_t ns)
+{
+	char *p = nt_out_room(out, 64);
+	memcpy(p, key, klen);
+	nt_out_commit(out, klen + nt_format_offset_us(p + klen, 48, ns));
+}
+
+/* ,"pid":<pid>,"tid":<tid> */
+static void put_pid_tid(nt_out *out, uint32_t pid, uint32_t tid)
+{
+	char *p = nt_out_room(out, 64);
+	size_t n = 0;
+	memcpy(p, ",\"pid\":", 7), n = 7;
+	n += nt_fmt_u64(p + n, pid);
+	memcpy(p + n, ",\"tid\":", 7), n += 7;
+	n += nt_fmt_u64(p + n, tid);
+	nt_out_commit(out, n);
+}
+
+static void put_args(nt_out *out, const nt_reader_event *e)
+{
+	nt_out_bytes(out, ",\"args\":{", 9);
+	for (uint32_t i = 0; i < e->arg_count; i++) {
+		if (i)
+			nt_out_char(out, ',');
+		json_str(out, e->args[i].name);
+		nt_out_char(out, ':');
+		json_arg_value(out, &e->args[i]);
+	}
+	nt_out_char(out, '}');
 }
 
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	chrome_ctx *c = ctx;
-	FILE *out = c->out;
-	char ts[40];
+	nt_out *out = &c->out;
 	if (!nt_balance_admit(&c->balance, e))
 		return 0;
-	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(e->time_ns, c->start_ns));
 	begin_event(c);
-	fprintf(out, "{\"ph\":\"%s\",\"cat\":", nt_kind_phase(e->kind));
+	nt_out_bytes(out, "{\"ph\":\"", 7);
+	nt_out_str(out, nt_kind_phase(e->kind));
+	nt_out_bytes(out, "\",\"cat\":", 8);
 	json_str(out, nt_event_display_category(e));
-	fputs(",\"name\":", out);
+	nt_out_bytes(out, ",\"name\":", 8);
 	json_str(out, nt_event_display_name(e));
-	fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s", e->thread->pid,
-		e->thread->tid, ts);
-	if (e->kind == NT_KIND_COMPLETE) {
-		char dur[40];
-		nt_format_offset_us(dur, sizeof(dur), (int64_t)e->duration_ns);
-		fprintf(out, ",\"dur\":%s", dur);
-	}
+	put_pid_tid(out, e->thread->pid, e->thread->tid);
+	put_us(out, ",\"ts\":", 6, nt_sat_sub(e->time_ns, c->start_ns));
+	if (e->kind == NT_KIND_COMPLETE)
+		put_us(out, ",\"dur\":", 7, (int64_t)e->duration_ns);
 	/* A "C" series belongs to the process: pid and name, plus "id" when present (Perfetto
 	 * names the track "<name> id: <id> <arg>", chrome://tracing "<name>[<id>]"). Each thread
 	 * records its own values, so the thread's tid as "id" keeps two threads' same-named
 	 * counters two series instead of one that jumps between them. A string, because
 	 * Perfetto reads a numeric counter "id" as none. */
-	if (e->kind == NT_KIND_COUNTER)
-		fprintf(out, ",\"id\":\"%" PRIu32 "\"", e->thread->tid);
+	if (e->kind == NT_KIND_COUNTER) {
+		nt_out_bytes(out, ",\"id\":\"", 7);
+		nt_out_u64(out, e->thread->tid);
+		nt_out_char(out, '"');
+	}
 	if (e->kind == NT_KIND_INSTANT || (nt_kind_is_t2(e->kind) && !nt_event_opens(e) &&
 					     !nt_event_closes(e)))
-		fputs(",\"s\":\"t\"", out);
-	if (e->arg_count > 0) {
-		fputs(",\"args\":{", out);
-		for (uint32_t i = 0; i < e->arg_count; i++) {
-			if (i)
-				fputc(',', out);
-			json_str(out, e->args[i].name);
-			fputc(':', out);
-			json_arg_value(out, &e->args[i]);
-		}
-		fputc('}', out);
-	}
-	fputc('}', out);
-	return 0;
+		nt_out_bytes(out, ",\"s\":\"t\"", 8);
+	if (e->arg_count > 0)
+		put_args(out, e);
+	nt_out_char(out, '}');
+	return out->failed; /* a dead output stops the visit */
 }
 
 /* A gap becomes an instant event on the thread that lost events, where they were lost. */
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	chrome_ctx *c = ctx;
-	char ts[40];
-	nt_format_offset_us(ts, sizeof(ts), nt_sat_sub(g->time_ns, c->start_ns));
 	begin_event(c);
-	fprintf(c->out, "{\"ph\":\"i\",\"cat\":\"nanotrace\",\"name\":\"events lost\",\"s\":\"t\","
-			"\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"lost\":%" PRIu64 "}}",
-		g->thread->pid, g->thread->tid, ts, g->events);
+	nt_out_str(&c->out, "{\"ph\":\"i\",\"cat\":\"nanotrace\",\"name\":\"events lost\","
+			    "\"s\":\"t\"");
+	put_pid_tid(&c->out, g->thread->pid, g->thread->tid);
+	put_us(&c->out, ",\"ts\":", 6, nt_sat_sub(g->time_ns, c->start_ns));
+	nt_out_str(&c->out, ",\"args\":{\"lost\":");
+	nt_out_u64(&c->out, g->events);
+	nt_out_bytes(&c->out, "}}", 2);
 }
 
 static void on_error(void *ctx, uint64_t off, const char *msg)
@@ -129,53 +166,71 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 static void write_other_data(chrome_ctx *c)
 {
 	const nt_archive_info *info = nt_reader_info(c->r);
-	FILE *out = c->out;
-	fputs("\n],\"otherData\":{\"producer\":", out);
+	nt_out *out = &c->out;
+	nt_out_str(out, "\n],\"otherData\":{\"producer\":");
 	json_str(out, info->producer);
-	fputs(",\"archive\":", out);
+	nt_out_str(out, ",\"archive\":");
 	json_str(out, nt_reader_name(c->r));
-	fprintf(out, ",\"processes\":%" PRIu32, nt_reader_section_count(c->r));
-	fprintf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
-		     ",\"wraps\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
-		     ",\"unended_begins\":%" PRIu64 "}}\n",
-		info->events_dropped, info->events_overwritten, info->wraps,
-		c->balance.unmatched_ends, nt_balance_unended(&c->balance));
+	nt_out_printf(out, ",\"processes\":%" PRIu32, nt_reader_section_count(c->r));
+	nt_out_printf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
+			   ",\"wraps\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
+			   ",\"unended_begins\":%" PRIu64 "}}\n",
+		      info->events_dropped, info->events_overwritten, info->wraps,
+		      c->balance.unmatched_ends, nt_balance_unended(&c->balance));
+}
+
+/* Process and thread names, as "M" events before all others. */
+static void write_metadata(chrome_ctx *c, nt_reader *r)
+{
+	nt_out *out = &c->out;
+	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) { /* one per process */
+		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		if (sec->reader == NULL)
+			continue; /* unreadable: no events of its own to name */
+		begin_event(c);
+		nt_out_printf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32
+				   ",\"tid\":0,\"args\":{\"name\":", sec->pid);
+		json_str(out, sec->name);
+		nt_out_str(out, "}}");
+	}
+	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		begin_event(c);
+		nt_out_printf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32
+				   ",\"tid\":%" PRIu32 ",\"args\":{\"name\":",
+			      t->pid, t->tid);
+		json_str(out, t->name);
+		nt_out_str(out, "}}");
+	}
 }
 
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
-	const nt_render_options *opt = &copy;
 	if (nt_render_options_in(user_opt, &copy, "nt_render_chrome") != 0)
 		return -1;
-	const nt_archive_info *info = nt_reader_info(r);
-	chrome_ctx c = { .out = out, .r = r, .start_ns = (int64_t)info->start_monotonic_ns,
-			 .opt = opt, .first = 1 };
-	if (!nt_balance_init(&c.balance, r))
+	chrome_ctx *c = calloc(1, sizeof(*c)); /* the output block is 64 KiB: not on the stack */
+	if (c == NULL)
 		return -1;
-	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out);
-	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) { /* one per process */
-		const nt_reader_section *sec = nt_reader_section_at(r, i);
-		if (sec->reader == NULL)
-			continue; /* unreadable: no events of its own to name */
-		begin_event(&c);
-		fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32
-			     ",\"tid\":0,\"args\":{\"name\":", sec->pid);
-		json_str(out, sec->name);
-		fputs("}}", out);
+	nt_out_init(&c->out, out);
+	c->r = r;
+	c->start_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns;
+	c->opt = &copy;
+	c->first = 1;
+	if (!nt_balance_init(&c->balance, r)) {
+		free(c);
+		return -1;
 	}
-	for (uint32_t i = 0; i < nt_reader_thread_count(r); i++) {
-		const nt_reader_thread *t = nt_reader_thread_at(r, i);
-		begin_event(&c);
-		fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-			     ",\"args\":{\"name\":",
-			t->pid, t->tid);
-		json_str(out, t->name);
-		fputs("}}", out);
-	}
+	nt_out_str(&c->out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	write_metadata(c, r);
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
-	int rc = nt_reader_visit(r, &cb, &c, opt->order, opt->policy);
-	write_other_data(&c);
-	nt_balance_free(&c.balance);
+	int rc = nt_reader_visit(r, &cb, c, copy.order, copy.policy);
+	write_other_data(c);
+	nt_balance_free(&c->balance);
+	if (nt_out_flush(&c->out) != 0)
+		rc = -1;
+	int saved = errno;
+	free(c);
+	errno = saved;
 	return rc;
 }

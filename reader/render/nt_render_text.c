@@ -1,4 +1,5 @@
 /* nt_render_text.c - one aligned line per event, for people. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,7 @@
 #define MAX_COL 32
 
 typedef struct text_ctx {
-	FILE *out;
+	nt_out out;
 	int64_t start_ns; /* the session start: times are shown from it */
 	const nt_render_options *opt;
 	int wpid; /* width of the PID column; 0: none (one process, whose pid is its header's) */
@@ -18,26 +19,49 @@ typedef struct text_ctx {
 	int oom;
 } text_ctx;
 
-static void print_arg(FILE *out, const nt_reader_arg *a)
+/* "%-<w>.<w>s": at most w bytes of s, padded with spaces to w. */
+static void put_left(nt_out *o, const char *s, int w)
 {
-	fprintf(out, " %s=", a->name);
+	size_t n = strnlen(s, (size_t)w);
+	char *p = nt_out_room(o, (size_t)w);
+	memcpy(p, s, n);
+	memset(p + n, ' ', (size_t)w - n);
+	nt_out_commit(o, (size_t)w);
+}
+
+/* "%<w>s" of n bytes (w <= 64): spaces first, never cut. */
+static void put_right(nt_out *o, const char *s, size_t n, size_t w)
+{
+	if (n < w)
+		nt_out_fill(o, ' ', w - n);
+	nt_out_bytes(o, s, n);
+}
+
+static void print_arg(nt_out *out, const nt_reader_arg *a)
+{
+	nt_out_char(out, ' ');
+	nt_out_str(out, a->name);
+	nt_out_char(out, '=');
 	switch (a->type) {
 	case NT_ARG_INT32:
-	case NT_ARG_INT64: fprintf(out, "%" PRId64, a->value.i64); break;
+	case NT_ARG_INT64: nt_out_i64(out, a->value.i64); break;
 	case NT_ARG_UINT32:
-	case NT_ARG_UINT64: fprintf(out, "%" PRIu64, a->value.u64); break;
-	case NT_ARG_DOUBLE: fprintf(out, "%.17g", a->value.f64); break;
-	case NT_ARG_BOOL: fputs(a->value.u64 ? "true" : "false", out); break;
-	case NT_ARG_POINTER: fprintf(out, "0x%" PRIx64, a->value.u64); break;
+	case NT_ARG_UINT64: nt_out_u64(out, a->value.u64); break;
+	case NT_ARG_DOUBLE: nt_out_printf(out, "%.17g", a->value.f64); break; /* rare: no fast path */
+	case NT_ARG_BOOL: nt_out_str(out, a->value.u64 ? "true" : "false"); break;
+	case NT_ARG_POINTER: {
+		char *p = nt_out_room(out, 18);
+		memcpy(p, "0x", 2);
+		nt_out_commit(out, 2 + nt_fmt_hex(p + 2, a->value.u64));
+		break;
+	}
 	case NT_ARG_STRING:
 	case NT_ARG_STRING_REF:
 	case NT_ARG_JSON: /* the JSON text as a string: it is shown, not interpreted */
-		fputc('"', out);
-		nt_json_write_string(out, a->value.str.ptr, a->value.str.len);
-		fputc('"', out);
+		nt_out_json_str(out, a->value.str.ptr, a->value.str.len);
 		break;
 	case NT_ARG_STRING_LIST: nt_json_write_list(out, a); break;
-	default: fputs("?", out); break;
+	default: nt_out_char(out, '?'); break;
 	}
 }
 
@@ -53,34 +77,61 @@ static nt_duration_stack *stack_of(text_ctx *t, uint32_t thread)
 	return t->stacks[thread];
 }
 
-static int on_event(void *ctx, const nt_reader_event *e)
+/* The duration column's text: a Complete's own, or an End's from its Begin. */
+static size_t duration_of(text_ctx *t, const nt_reader_event *e, char *dur, size_t cap)
 {
-	text_ctx *t = ctx;
-	int64_t rel = nt_sat_sub(e->time_ns, t->start_ns);
-	uint64_t a = rel < 0 ? (uint64_t)(-(rel + 1)) + 1 : (uint64_t)rel;
-	char thread[64], dur[32] = "", when[32];
-	snprintf(when, sizeof(when), "%s%" PRIu64 ".%09" PRIu64, rel < 0 ? "-" : "", a / 1000000000u,
-		 a % 1000000000u);
-	snprintf(thread, sizeof(thread), "%s:%" PRIu32, e->thread->name[0] ? e->thread->name : "thread",
-		 e->thread->tid);
 	nt_duration_stack *s = stack_of(t, e->thread->index);
 	uint64_t d;
 	if (e->kind == NT_KIND_COMPLETE)
-		nt_format_duration(dur, sizeof(dur), e->duration_ns);
-	else if (nt_event_opens(e) && s)
+		return nt_format_duration(dur, cap, e->duration_ns);
+	if (nt_event_opens(e) && s)
 		nt_duration_stack_push(s, e->time_ns);
 	else if (nt_event_closes(e) && s && nt_duration_stack_pop(s, e->time_ns, &d))
-		nt_format_duration(dur, sizeof(dur), d);
-	fprintf(t->out, "%16s  ", when);
-	if (t->wpid)
-		fprintf(t->out, "%*" PRIu32 "  ", t->wpid, e->thread->pid);
-	fprintf(t->out, "%-*.*s  %s   %-*.*s  %-*.*s  %10s ", t->wthread, t->wthread, thread,
-		nt_kind_phase(e->kind), t->wcat, t->wcat, nt_event_display_category(e), t->wname,
-		t->wname, nt_event_display_name(e), dur);
-	for (uint32_t i = 0; i < e->arg_count; i++)
-		print_arg(t->out, &e->args[i]);
-	fputc('\n', t->out);
+		return nt_format_duration(dur, cap, d);
 	return 0;
+}
+
+/* "<name or thread>:<tid>", as much of it as the column shows. */
+static void put_thread(nt_out *o, const nt_reader_thread *th, int w)
+{
+	char label[NT_FMT_U64_MAX + 2 + MAX_COL];
+	const char *name = th->name[0] ? th->name : "thread";
+	size_t n = strnlen(name, MAX_COL);
+	memcpy(label, name, n);
+	label[n++] = ':';
+	n += nt_fmt_u64(label + n, th->tid);
+	label[n] = '\0';
+	put_left(o, label, w);
+}
+
+static int on_event(void *ctx, const nt_reader_event *e)
+{
+	text_ctx *t = ctx;
+	nt_out *o = &t->out;
+	char when[48], dur[48];
+	size_t nwhen = nt_fmt_fixed(when, nt_sat_sub(e->time_ns, t->start_ns), 1000000000u, 9);
+	size_t ndur = duration_of(t, e, dur, sizeof(dur));
+	put_right(o, when, nwhen, 16);
+	nt_out_bytes(o, "  ", 2);
+	if (t->wpid) {
+		char pid[NT_FMT_U64_MAX];
+		put_right(o, pid, nt_fmt_u64(pid, e->thread->pid), (size_t)t->wpid);
+		nt_out_bytes(o, "  ", 2);
+	}
+	put_thread(o, e->thread, t->wthread);
+	nt_out_bytes(o, "  ", 2);
+	nt_out_str(o, nt_kind_phase(e->kind));
+	nt_out_bytes(o, "   ", 3);
+	put_left(o, nt_event_display_category(e), t->wcat);
+	nt_out_bytes(o, "  ", 2);
+	put_left(o, nt_event_display_name(e), t->wname);
+	nt_out_bytes(o, "  ", 2);
+	put_right(o, dur, ndur, 10);
+	nt_out_char(o, ' ');
+	for (uint32_t i = 0; i < e->arg_count; i++)
+		print_arg(o, &e->args[i]);
+	nt_out_char(o, '\n');
+	return o->failed; /* a dead output stops the visit */
 }
 
 static void on_gap(void *ctx, const nt_reader_gap *g)
@@ -90,7 +141,7 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 	char pid[32] = ""; /* threads of two processes may share a tid: say whose it is */
 	if (t->wpid)
 		snprintf(pid, sizeof(pid), " (pid %" PRIu32 ")", g->thread->pid);
-	fprintf(t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
+	nt_out_printf(&t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
 			"%s lost (dropped or overwritten) before %s%.9f s\n",
 		g->events, g->thread->name, g->thread->tid, pid, rel < 0 ? "-" : "",
 		rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
@@ -103,7 +154,7 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 static void on_error(void *ctx, uint64_t off, const char *msg)
 {
 	text_ctx *t = ctx;
-	fprintf(t->out, "-- damaged archive at byte %" PRIu64 ": %s\n", off, msg);
+	nt_out_printf(&t->out, "-- damaged archive at byte %" PRIu64 ": %s\n", off, msg);
 	nt_render_forward_error(t->opt, off, msg);
 }
 
@@ -130,31 +181,47 @@ static int pid_width(const nt_reader *r)
 	return w < 3 ? 3 : w; /* at least as wide as "PID" */
 }
 
+/* The column titles. */
+static void print_header(text_ctx *t)
+{
+	nt_out_printf(&t->out, "%16s  ", "TIME(s)");
+	if (t->wpid)
+		nt_out_printf(&t->out, "%*s  ", t->wpid, "PID");
+	nt_out_printf(&t->out, "%-*s  %s  %-*s  %-*s  %10s  %s\n", t->wthread, "THREAD", "PH",
+		      t->wcat, "CATEGORY", t->wname, "NAME", "DURATION", "ARGS");
+}
+
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
-	const nt_render_options *opt = &copy;
 	if (nt_render_options_in(user_opt, &copy, "nt_render_text") != 0)
 		return -1;
-	text_ctx t = { .out = out, .opt = opt,
-		       .start_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns };
-	t.wpid = pid_width(r);
-	t.wthread = clamp_col(nt_reader_max_name_len(r) + 8, 6);
-	t.wcat = clamp_col(nt_reader_max_category_len(r), 8);
-	t.wname = clamp_col(nt_reader_max_event_name_len(r), 4);
-	t.nstacks = nt_reader_thread_index_limit(r);
-	t.stacks = calloc(t.nstacks ? t.nstacks : 1, sizeof(*t.stacks));
-	if (t.stacks == NULL)
+	text_ctx *t = calloc(1, sizeof(*t)); /* the output block is 64 KiB: not on the stack */
+	if (t == NULL)
 		return -1;
-	fprintf(out, "%16s  ", "TIME(s)");
-	if (t.wpid)
-		fprintf(out, "%*s  ", t.wpid, "PID");
-	fprintf(out, "%-*s  %s  %-*s  %-*s  %10s  %s\n", t.wthread, "THREAD", "PH", t.wcat,
-		"CATEGORY", t.wname, "NAME", "DURATION", "ARGS");
-	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
-	int rc = nt_reader_visit(r, &cb, &t, opt->order, opt->policy);
-	for (uint32_t i = 0; i < t.nstacks; i++)
-		free(t.stacks[i]);
-	free(t.stacks);
-	return t.oom ? -1 : rc;
+	nt_out_init(&t->out, out);
+	t->opt = &copy;
+	t->start_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns;
+	t->wpid = pid_width(r);
+	t->wthread = clamp_col(nt_reader_max_name_len(r) + 8, 6);
+	t->wcat = clamp_col(nt_reader_max_category_len(r), 8);
+	t->wname = clamp_col(nt_reader_max_event_name_len(r), 4);
+	t->nstacks = nt_reader_thread_index_limit(r);
+	t->stacks = calloc(t->nstacks ? t->nstacks : 1, sizeof(*t->stacks));
+	int rc = -1;
+	if (t->stacks != NULL) {
+		print_header(t);
+		nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error,
+					   .on_gap = on_gap };
+		rc = nt_reader_visit(r, &cb, t, copy.order, copy.policy);
+		for (uint32_t i = 0; i < t->nstacks; i++)
+			free(t->stacks[i]);
+		free(t->stacks);
+	}
+	if (nt_out_flush(&t->out) != 0 || t->oom)
+		rc = -1;
+	int saved = errno;
+	free(t);
+	errno = saved;
+	return rc;
 }

@@ -31,84 +31,74 @@ int nt_render_options_in(const nt_render_options *in, nt_render_options *out, co
 				 "nt_render_options_init");
 }
 
-/* Length of the valid UTF-8 sequence at s (of n bytes), or 0 if it is not valid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, min = 0x80;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, min = 0x800;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	unsigned cp = c & (0x7F >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
-
+/* The public FILE * form: runs of plain bytes in one fwrite each (nt_out.h's tables). */
 void nt_json_write_string(FILE *out, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0;
+	char esc[8];
 	while (i < n) {
-		unsigned c = s[i];
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc((int)c, out);
+		size_t run = nt_json_plain_prefix(str + i, n - i, 0);
+		fwrite(s + i, 1, run, out);
+		if ((i += run) == n)
+			break;
+		if (s[i] < 0x80) { /* a quote, a backslash or a control character */
+			fwrite(esc, 1, nt_json_escape_byte(esc, s[i]), out);
 			i++;
-		} else if (c < 0x20) {
-			switch (c) {
-			case '\n': fputs("\\n", out); break;
-			case '\t': fputs("\\t", out); break;
-			case '\r': fputs("\\r", out); break;
-			case '\b': fputs("\\b", out); break;
-			case '\f': fputs("\\f", out); break;
-			default: fprintf(out, "\\u%04x", c); break;
-			}
+			continue;
+		}
+		size_t len = nt_utf8_seq(s + i, n - i);
+		if (len == 0) {
+			fputs("\\ufffd", out);
 			i++;
 		} else {
-			size_t len = utf8_seq(s + i, n - i);
-			if (len == 0) {
-				fputs("\\ufffd", out);
-				i++;
-			} else {
-				fwrite(s + i, 1, len, out);
-				i += len;
-			}
+			fwrite(s + i, 1, len, out);
+			i += len;
 		}
 	}
 }
 
-void nt_format_duration(char *buf, size_t cap, uint64_t ns)
+/* "%.3f<suffix>" of (double)ns / div (div = unit ns), exactly, in integers: the quotient is
+ * rounded to 3 decimals (steps of unit / 1000 ns). Below 2^50 ns the double is within far
+ * less than one ns of the exact quotient, so it rounds the same way, except at an exact tie
+ * (the remainder half a step), where the double's binary value decides: ties go to
+ * snprintf, as do larger values. */
+static size_t duration_fixed(char *buf, size_t cap, uint64_t ns, uint64_t unit, double div,
+			     const char *suffix)
 {
-	if (ns < 1000)
-		snprintf(buf, cap, "%" PRIu64 "ns", ns);
-	else if (ns < 1000000)
-		snprintf(buf, cap, "%.3fus", (double)ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, cap, "%.3fms", (double)ns / 1e6);
-	else
-		snprintf(buf, cap, "%.3fs", (double)ns / 1e9);
+	uint64_t step = unit / 1000, q = ns / step, r = ns % step;
+	if (ns >= (1ull << 50) || (step > 1 && r * 2 == step)) {
+		int n = snprintf(buf, cap, "%.3f%s", (double)ns / div, suffix);
+		return n < 0 ? 0 : (size_t)n;
+	}
+	q += r * 2 > step;
+	size_t n = nt_fmt_fixed(buf, (int64_t)q, 1000, 3);
+	size_t sl = strlen(suffix);
+	memcpy(buf + n, suffix, sl + 1);
+	return n + sl;
 }
 
-void nt_format_offset_us(char *buf, size_t cap, int64_t ns)
+size_t nt_format_duration(char *buf, size_t cap, uint64_t ns)
 {
-	uint64_t a = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
-	snprintf(buf, cap, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", a / 1000, a % 1000);
+	if (cap < 32)
+		return 0;
+	if (ns < 1000) {
+		size_t n = nt_fmt_u64(buf, ns);
+		memcpy(buf + n, "ns", 3);
+		return n + 2;
+	}
+	if (ns < 1000000)
+		return duration_fixed(buf, cap, ns, 1000, 1e3, "us");
+	if (ns < 1000000000)
+		return duration_fixed(buf, cap, ns, 1000000, 1e6, "ms");
+	return duration_fixed(buf, cap, ns, 1000000000, 1e9, "s");
+}
+
+size_t nt_format_offset_us(char *buf, size_t cap, int64_t ns)
+{
+	if (cap < 32)
+		return 0;
+	return nt_fmt_fixed(buf, ns, 1000, 3);
 }
 
 const char *nt_kind_phase(uint8_t kind)
@@ -205,17 +195,17 @@ void nt_balance_free(nt_balance *b)
 	b->open = NULL;
 }
 
-void nt_json_write_list(FILE *out, const nt_reader_arg *a)
+void nt_json_write_list(nt_out *out, const nt_reader_arg *a)
 {
 	uint32_t pos = 0, len;
 	const char *s;
 	int first = 1;
-	fputc('[', out);
+	nt_out_char(out, '[');
 	while (nt_reader_list_next(a, &pos, &s, &len)) {
-		fputs(first ? "\"" : ",\"", out);
-		nt_json_write_string(out, s, len);
-		fputc('"', out);
+		if (!first)
+			nt_out_char(out, ',');
+		nt_out_json_str(out, s, len);
 		first = 0;
 	}
-	fputc(']', out);
+	nt_out_char(out, ']');
 }

@@ -8,6 +8,8 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
+#include "../common/nt_out.h"
+
 /* a - b, saturated: times come from untrusted archives. */
 static inline int64_t nt_sat_sub(int64_t a, int64_t b)
 {
@@ -30,10 +32,12 @@ static inline void nt_render_forward_error(const nt_render_options *opt, uint64_
 		opt->on_error(opt->error_ctx, off, msg);
 }
 
-/* "567ns", "1.234us", "12.345ms", "1.234s". */
-void nt_format_duration(char *buf, size_t cap, uint64_t ns);
-/* Nanoseconds as microseconds with three decimals, exactly ("12.345", "-0.001"). */
-void nt_format_offset_us(char *buf, size_t cap, int64_t ns);
+/* "567ns", "1.234us", "12.345ms", "1.234s" (the decimals as "%.3f" of the double prints
+ * them); NUL-terminated; returns the length (0, writing nothing, when cap < 32). */
+size_t nt_format_duration(char *buf, size_t cap, uint64_t ns);
+/* Nanoseconds as microseconds with three decimals, exactly ("12.345", "-0.001"); returns
+ * the length (0, writing nothing, when cap < 32). No NUL is written. */
+size_t nt_format_offset_us(char *buf, size_t cap, int64_t ns);
 /* Chrome phase letter of an event kind (Trace2 regions are B/E, other messages i). */
 const char *nt_kind_phase(uint8_t kind);
 /* Name and category to show for an event: a Trace2 message without a label or key is
@@ -63,7 +67,7 @@ uint64_t nt_balance_unended(const nt_balance *b);
 void nt_balance_free(nt_balance *b);
 
 /* A string list argument as a JSON array of strings. */
-void nt_json_write_list(FILE *out, const nt_reader_arg *a);
+void nt_json_write_list(nt_out *out, const nt_reader_arg *a);
 
 /* Per-thread stack of open Begin times, so an End can show its duration. Nesting deeper
  * than the stack still balances; only those durations are unknown. */

@@ -146,11 +146,15 @@ static int parse_args(int argc, char **argv, dump_args *d)
 	return -1;
 }
 
-/* The exit status, once everything is written: an output that could not be is status 2. */
-static int flush_output(int status)
+/* The exit status, once everything is written: an output that could not be is status 2.
+ * A renderer stops at the first failed write and leaves its errno (ENOSPC, EPIPE with
+ * SIGPIPE ignored, EIO), which `render_errno` carries here. */
+static int flush_output(int status, int render_errno)
 {
+	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "trace-dump: writing output: %s\n", strerror(errno));
+		int err = errno ? errno : render_errno ? render_errno : EIO;
+		fprintf(stderr, "trace-dump: writing standard output: %s\n", strerror(err));
 		status = 2;
 	}
 	return status;
@@ -187,8 +191,9 @@ static int dump_trace2(dump_args *d)
 		       0 };
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
+	errno = 0;
 	int rc = nt_render_trace2(&r, 1, stdout, t2);
-	int status = flush_output(rc < 0 || ec.count ? 2 : 0);
+	int status = flush_output(rc < 0 || ec.count ? 2 : 0, errno);
 	nt_reader_close(r);
 	return status;
 }
@@ -207,15 +212,17 @@ static int dump_one(dump_args *d)
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;
 	int rc;
+	errno = 0;
 	if (d->stats)
 		rc = nt_render_stats(r, stdout, &d->opt);
 	else if (strcmp(d->format, "chrome") == 0)
 		rc = nt_render_chrome(r, stdout, &d->opt);
 	else
 		rc = nt_render_text(r, stdout, &d->opt);
-	if (rc < 0 && ec.count == 0)
+	int render_errno = errno;
+	if (rc < 0 && ec.count == 0 && !ferror(stdout)) /* else: a write failed, said below */
 		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
-	int status = flush_output(rc < 0 || ec.count > 0 ? 2 : 0);
+	int status = flush_output(rc < 0 || ec.count > 0 ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;
 }

@@ -8,6 +8,7 @@
  * the processes' writes would have. That needs the rendered lines of all archives at once,
  * so memory is O(Trace2 lines) in that case; a single archive streams.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #include "../common/nt_grow.h"
+#include "../common/nt_out.h"
 #include "../common/nt_struct_in.h"
 #include "nt_trace2.h"
 
@@ -22,34 +24,26 @@
 
 void t2_json_str(t2_buf *b, const char *s, size_t n)
 {
-	t2_put(b, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		const char *esc = NULL;
-		char u[8];
-		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		case '\f': esc = "\\f"; break;
-		case '\b': esc = "\\b"; break;
-		default:
-			if (c < 0x20) {
-				snprintf(u, sizeof(u), "\\u%04x", c);
-				esc = u;
-			}
-			break;
-		}
-		if (esc == NULL)
-			continue;
-		t2_put(b, s + run, i - run);
-		t2_puts(b, esc);
-		run = i + 1;
+	size_t i = nt_json_plain_prefix(s, n, 1);
+	if (i == n && n < SIZE_MAX - 2 && t2_grow(b, n + 2)) { /* nothing to escape: one copy */
+		char *p = b->p + b->len;
+		p[0] = '"';
+		memcpy(p + 1, s, n);
+		p[n + 1] = '"';
+		p[n + 2] = '\0';
+		b->len += n + 2;
+		return;
 	}
-	t2_put(b, s + run, n - run);
+	t2_put(b, "\"", 1);
+	t2_put(b, s, i);
+	while (i < n) {
+		char esc[8];
+		t2_put(b, esc, nt_json_escape_byte(esc, (unsigned char)s[i]));
+		i++;
+		size_t run = nt_json_plain_prefix(s + i, n - i, 1);
+		t2_put(b, s + i, run);
+		i += run;
+	}
 	t2_put(b, "\"", 1);
 }
 
@@ -61,14 +55,34 @@ typedef struct ev_line {
 	const t2_msg *m;
 	uint32_t keys; /* keys written */
 	uint32_t arg;  /* next argument that may be a kept key */
+	int kept;      /* the message has kept keys at all (most have none) */
 } ev_line;
 
+/* A key kept from an import: untrusted, escaped. */
 static void key_name(ev_line *l, const char *k, size_t n)
 {
 	if (l->keys++ > 0)
 		t2_put(l->b, ",", 1);
 	t2_json_str(l->b, k, n);
 	t2_put(l->b, ":", 1);
+}
+
+/* A key of the field table: a C identifier, written as it is (`"key":`). */
+static void table_key(ev_line *l, const char *k)
+{
+	size_t n = strlen(k);
+	if (!t2_grow(l->b, n + 4))
+		return;
+	char *p = l->b->p + l->b->len, *start = p;
+	if (l->keys++ > 0)
+		*p++ = ',';
+	*p++ = '"';
+	memcpy(p, k, n);
+	p += n;
+	*p++ = '"';
+	*p++ = ':';
+	*p = '\0';
+	l->b->len += (size_t)(p - start);
 }
 
 /* The kept keys due at this point (all: the rest, at the end of the line). The value is
@@ -93,8 +107,9 @@ static void kept_keys(ev_line *l, int all)
 
 static void key(ev_line *l, const char *k)
 {
-	kept_keys(l, 0);
-	key_name(l, k, strlen(k));
+	if (l->kept)
+		kept_keys(l, 0);
+	table_key(l, k);
 }
 
 static void kv_str(ev_line *l, const char *k, const char *s, size_t n)
@@ -107,6 +122,13 @@ static void kv_secs(ev_line *l, const char *k, double v)
 {
 	key(l, k);
 	t2_printf(l->b, "%.6f", v);
+}
+
+/* "%.6f" of us / 1e6, without the double. */
+static void kv_us(ev_line *l, const char *k, uint64_t us)
+{
+	key(l, k);
+	t2_put_secs(l->b, us);
 }
 
 static void kv_list(ev_line *l, const char *k, const nt_reader_arg *a)
@@ -125,12 +147,32 @@ static void kv_list(ev_line *l, const char *k, const nt_reader_arg *a)
 	t2_put(l->b, "]", 1);
 }
 
-static void utc_time(t2_buf *b, int64_t us)
+/* "\"%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ\"" of the broken-down UTC time. */
+static void utc_time(t2_buf *b, int64_t us, t2_clock *cache)
 {
 	struct tm tm;
-	long frac = t2_split_time(us, 0, 0, &tm);
-	t2_printf(b, "\"%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
-		  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+	long frac = t2_split_time(us, 0, 0, &tm, cache);
+	int year = tm.tm_year + 1900;
+	if (year < 1000 || year > 9999) { /* "%4d" pads or widens: leave it to printf */
+		t2_printf(b, "\"%4d-%02d-%02dT%02d:%02d:%02d.%06ldZ\"", year, tm.tm_mon + 1,
+			  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+		return;
+	}
+	char d[32];
+	memcpy(d, "\"", 1);
+	memcpy(d + 1, nt_digit_pairs + (year / 100) * 2, 2);
+	memcpy(d + 3, nt_digit_pairs + (year % 100) * 2, 2);
+	const int two[5] = { tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec };
+	const char sep[5] = { '-', '-', 'T', ':', ':' };
+	for (int i = 0; i < 5; i++) {
+		d[5 + i * 3] = sep[i];
+		int v = two[i] < 0 || two[i] > 99 ? 0 : two[i];
+		memcpy(d + 6 + i * 3, nt_digit_pairs + v * 2, 2);
+	}
+	d[20] = '.';
+	nt_fmt_u64_zero_padded(d + 21, (uint64_t)frac, 6);
+	memcpy(d + 27, "Z\"", 2);
+	t2_put(b, d, 29);
 }
 
 /* The common keys (NT_T2_COMMON_KEYS; trace2-formats.md §4). An unknown event has only the
@@ -151,16 +193,16 @@ static void event_common(ev_line *l, int brief)
 		return;
 	if ((!brief || NT_T2_TIMED_WHEN_BRIEF(m->type)) && m->has_time) {
 		key(l, NT_T2_COMMON_NAME(time));
-		utc_time(l->b, m->time_us);
+		utc_time(l->b, m->time_us, m->clock_utc);
 	}
 	if (!brief && m->file != NULL && m->file[0] != '\0') {
 		kv_str(l, NT_T2_COMMON_NAME(file), m->file, strlen(m->file));
 		key(l, NT_T2_COMMON_NAME(line));
-		t2_printf(l->b, "%u", m->line);
+		t2_put_u64(l->b, m->line);
 	}
 	if (m->has_repo) {
 		key(l, NT_T2_COMMON_NAME(repo));
-		t2_printf(l->b, "%" PRId64, m->repo);
+		t2_put_i64(l->b, m->repo);
 	}
 }
 
@@ -172,16 +214,16 @@ static void event_model_field(ev_line *l, const t2_field *f)
 	switch (f->store) {
 	case NT_T2_STORE_T_ABS:
 		if (m->has_t_abs && m->t_abs_exact)
-			kv_secs(l, f->key, (double)m->t_abs_us / 1000000.0);
+			kv_us(l, f->key, m->t_abs_us);
 		return;
 	case NT_T2_STORE_T_REL:
 	case NT_T2_STORE_RUNTIME:
 		if (m->has_t_rel)
-			kv_secs(l, f->key, (double)m->t_rel_us / 1000000.0);
+			kv_us(l, f->key, m->t_rel_us);
 		return;
 	case NT_T2_STORE_NESTING:
 		key(l, f->key);
-		t2_printf(l->b, "%u", m->nesting);
+		t2_put_u64(l->b, m->nesting);
 		return;
 	case NT_T2_STORE_CATEGORY: s = m->category; break;
 	case NT_T2_STORE_LABEL: s = m->label; break;
@@ -215,7 +257,7 @@ static void event_arg_field(ev_line *l, const t2_field *f, const nt_reader_arg *
 		break;
 	case NT_T2_TYPE_INT:
 		key(l, f->key);
-		t2_printf(l->b, "%" PRId64, t2_int(a, 0));
+		t2_put_i64(l->b, t2_int(a, 0));
 		break;
 	case NT_T2_TYPE_BOOL:
 		key(l, f->key);
@@ -240,6 +282,8 @@ int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 	    (int64_t)m->nesting > (int64_t)nesting)
 		return 0;
 	ev_line l = { .b = b, .m = m };
+	for (uint32_t i = 0; i < m->ev->arg_count && !l.kept; i++)
+		l.kept = m->ev->args[i].type == NT_ARG_JSON;
 	t2_puts(b, "{");
 	event_common(&l, brief);
 	const t2_field_list *fl = &t2_fields[m->type];
@@ -249,7 +293,8 @@ int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting)
 		else if (m->arg[i] != NULL)
 			event_arg_field(&l, &fl->row[i], m->arg[i]);
 	}
-	kept_keys(&l, 1);
+	if (l.kept)
+		kept_keys(&l, 1);
 	t2_puts(b, "}");
 	return 1;
 }
@@ -264,7 +309,7 @@ typedef struct t2_line {
 typedef struct t2_render {
 	const nt_trace2_options *opt;
 	t2_model *model;
-	FILE *out;        /* streaming (one archive), else NULL */
+	nt_out *out;      /* streaming (one archive), else NULL */
 	t2_buf line;
 	t2_buf text;      /* collected lines (several archives) */
 	t2_line *lines;
@@ -307,8 +352,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		return 1;
 	}
 	if (rd->out != NULL) {
-		fwrite(rd->line.p, 1, rd->line.len, rd->out);
-		return 0;
+		nt_out_bytes(rd->out, rd->line.p, rd->line.len);
+		return rd->out->failed; /* a dead output stops the visit */
 	}
 	if (m.has_time)
 		rd->last_us = m.time_us;
@@ -424,12 +469,17 @@ static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
 			    const nt_trace2_options *opt)
 {
 	t2_render *rd = calloc(n, sizeof(*rd));
-	if (rd == NULL)
+	nt_out *o = malloc(sizeof(*o)); /* a 64 KiB block: not on the stack */
+	if (rd == NULL || o == NULL) {
+		free(rd);
+		free(o);
 		return -1;
+	}
+	nt_out_init(o, out);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc >= 0; i++) {
 		rd[i].opt = opt;
-		rd[i].out = n == 1 ? out : NULL;
+		rd[i].out = n == 1 ? o : NULL;
 		rd[i].model = t2_model_new(readers[i]);
 		if (rd[i].model == NULL) {
 			rc = -1;
@@ -460,7 +510,7 @@ static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
 				if (best == n)
 					break;
 				const t2_line *l = &rd[best].lines[next[best]++];
-				fwrite(rd[best].text.p + l->at, 1, l->len, out);
+				nt_out_bytes(o, rd[best].text.p + l->at, l->len);
 			}
 			free(next);
 		}
@@ -472,5 +522,10 @@ static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
 		free(rd[i].lines);
 	}
 	free(rd);
+	if (nt_out_flush(o) != 0)
+		rc = -1;
+	int saved = errno;
+	free(o);
+	errno = saved;
 	return rc;
 }

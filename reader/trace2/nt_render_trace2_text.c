@@ -11,14 +11,17 @@
 #include <time.h>
 
 #include "../common/nt_grow.h"
+#include "../common/nt_out.h"
 #include "nt_trace2.h"
 
 /* ---- line buffer ------------------------------------------------------------------------ */
 
-static int grow(t2_buf *b, size_t n)
+int t2_grow(t2_buf *b, size_t n)
 {
 	if (b->oom)
 		return 0;
+	if (n < b->cap - b->len)
+		return 1;
 	if (n >= SIZE_MAX - b->len || !nt_grow(&b->p, &b->cap, b->len + n + 1, 1)) {
 		b->oom = 1;
 		return 0;
@@ -26,27 +29,12 @@ static int grow(t2_buf *b, size_t n)
 	return 1;
 }
 
-/* Room for n more bytes and the NUL. Every byte of output passes here: the common case
- * (room left) is one comparison. */
+/* Room for n more bytes and the NUL. */
 static inline int reserve(t2_buf *b, size_t n)
 {
 	if (!b->oom && n < b->cap - b->len)
 		return 1;
-	return grow(b, n);
-}
-
-void t2_put(t2_buf *b, const char *s, size_t n)
-{
-	if (!reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-void t2_puts(t2_buf *b, const char *s)
-{
-	t2_put(b, s, strlen(s));
+	return t2_grow(b, n);
 }
 
 void t2_printf(t2_buf *b, const char *fmt, ...)
@@ -72,8 +60,59 @@ void t2_printf(t2_buf *b, const char *fmt, ...)
 
 void t2_pad(t2_buf *b, size_t col)
 {
-	while (b->len < col && !b->oom)
-		t2_put(b, " ", 1);
+	if (b->len >= col || !reserve(b, col - b->len))
+		return;
+	memset(b->p + b->len, ' ', col - b->len);
+	b->len = col;
+	b->p[b->len] = '\0';
+}
+
+void t2_put_u64(t2_buf *b, uint64_t v)
+{
+	char d[NT_FMT_U64_MAX];
+	t2_put(b, d, nt_fmt_u64(d, v));
+}
+
+void t2_put_i64(t2_buf *b, int64_t v)
+{
+	char d[NT_FMT_U64_MAX + 1];
+	t2_put(b, d, nt_fmt_i64(d, v));
+}
+
+void t2_put_secs(t2_buf *b, uint64_t us)
+{
+	char d[32];
+	t2_put(b, d, nt_fmt_us_as_secs(d, us));
+}
+
+/* "%<w>.6f" of us / 1e6: right-aligned in w columns. */
+static void put_secs_right(t2_buf *b, uint64_t us, size_t w)
+{
+	char d[32];
+	size_t n = nt_fmt_us_as_secs(d, us);
+	t2_pad(b, b->len + (n < w ? w - n : 0));
+	t2_put(b, d, n);
+}
+
+/* "%-<w>s" (never cut) and "%-<w>.<w>s" (cut at w bytes). */
+static void put_left(t2_buf *b, const char *s, size_t w)
+{
+	size_t start = b->len;
+	t2_puts(b, s);
+	t2_pad(b, start + w);
+}
+
+static void put_left_cut(t2_buf *b, const char *s, size_t w)
+{
+	size_t start = b->len;
+	t2_put(b, s, strnlen(s, w));
+	t2_pad(b, start + w);
+}
+
+/* "%02d" of 0..99. */
+static void put_2digits(char *p, int v)
+{
+	memcpy(p, nt_digit_pairs + (v < 0 || v > 99 ? 0 : v) * 2, 2);
 }
 
 /* ---- quoting (git/git quote.c) ---------------------------------------------------------- */
@@ -127,7 +166,7 @@ void t2_sq_argv(t2_buf *b, const nt_reader_arg *list)
 
 /* ---- shared pieces ---------------------------------------------------------------------- */
 
-long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm)
+long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm, t2_clock *cache)
 {
 	time_t secs = (time_t)(us / 1000000);
 	long frac = (long)(us % 1000000);
@@ -135,12 +174,20 @@ long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm)
 		frac += 1000000;
 		secs--;
 	}
+	if (cache != NULL && cache->valid && cache->secs == (int64_t)secs &&
+	    cache->local == (local == 1) && (local == 1 || cache->offset == offset)) {
+		*tm = cache->tm;
+		return frac;
+	}
+	time_t shifted = secs;
 	if (local == 1) {
 		localtime_r(&secs, tm);
 	} else {
-		secs += offset;
-		gmtime_r(&secs, tm);
+		shifted += offset;
+		gmtime_r(&shifted, tm);
 	}
+	if (cache != NULL)
+		*cache = (t2_clock){ 1, local == 1, offset, (int64_t)secs, *tm };
 	return frac;
 }
 
@@ -148,8 +195,16 @@ static void local_clock(t2_buf *b, const t2_msg *m)
 {
 	struct tm tm;
 	/* Git prints the traced process's local time; without its offset, the reader's TZ. */
-	long frac = t2_split_time(m->time_us, !m->utc_known, m->utc_offset, &tm);
-	t2_printf(b, "%02d:%02d:%02d.%06ld", tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+	long frac = t2_split_time(m->time_us, !m->utc_known, m->utc_offset, &tm, m->clock_local);
+	char hms[16]; /* "%02d:%02d:%02d.%06ld" */
+	put_2digits(hms, tm.tm_hour);
+	hms[2] = ':';
+	put_2digits(hms + 3, tm.tm_min);
+	hms[5] = ':';
+	put_2digits(hms + 6, tm.tm_sec);
+	hms[8] = '.';
+	nt_fmt_u64_zero_padded(hms + 9, (uint64_t)frac, 6);
+	t2_put(b, hms, 15);
 }
 
 /* `sep` and a string argument, when recorded. */
@@ -182,7 +237,8 @@ static void worktree(t2_buf *b, const t2_msg *m, const char *keyword)
 static void exec_code(t2_buf *b, const t2_msg *m)
 {
 	int code = (int)T2_INT(m, EXEC_RESULT, code);
-	t2_printf(b, "code:%d", code);
+	t2_puts(b, "code:");
+	t2_put_i64(b, code);
 	if (code > 0)
 		t2_printf(b, " err:%s", strerror(code));
 }
@@ -372,8 +428,12 @@ void t2_format_normal(t2_buf *b, const t2_msg *m, int brief)
 {
 	if (!brief) {
 		local_prefix(b, m);
-		if (m->file != NULL && m->file[0] != '\0')
-			t2_printf(b, "%s:%u ", m->file, m->line);
+		if (m->file != NULL && m->file[0] != '\0') {
+			t2_puts(b, m->file);
+			t2_put(b, ":", 1);
+			t2_put_u64(b, m->line);
+			t2_put(b, " ", 1);
+		}
 		t2_pad(b, NORMAL_FL_WIDTH);
 	}
 	if (!normal_process(b, m))
@@ -446,9 +506,11 @@ static void perf_prefix(t2_buf *b, const t2_msg *m)
 	local_prefix(b, m);
 	size_t end = b->len + PERF_FL_WIDTH;
 	if (m->file != NULL && m->file[0] != '\0') {
-		char fl[64];
-		int n = snprintf(fl, sizeof(fl), ":%u", m->line);
-		size_t flen = strlen(m->file) + (size_t)n;
+		char fl[NT_FMT_U64_MAX + 2];
+		size_t n = 1 + nt_fmt_u64(fl + 1, m->line);
+		fl[0] = ':';
+		fl[n] = '\0';
+		size_t flen = strlen(m->file) + n;
 		if (flen <= PERF_FL_WIDTH) {
 			t2_puts(b, m->file);
 			t2_puts(b, fl);
@@ -467,21 +529,33 @@ static void perf_prefix(t2_buf *b, const t2_msg *m)
 /* "d<depth> | thread | event | repo | t_abs | t_rel | category | " and the dots. */
 static void perf_columns(t2_buf *b, const t2_msg *m)
 {
-	t2_printf(b, "d%u | %-*s | %-*s | ", m->depth, PERF_THREAD_WIDTH, m->thread,
-		  PERF_EVENT_WIDTH, nt_t2_event_names[m->type]);
+	/* "d%u | %-24s | %-12s | " */
+	t2_put(b, "d", 1);
+	t2_put_u64(b, m->depth);
+	t2_put(b, " | ", 3);
+	put_left(b, m->thread, PERF_THREAD_WIDTH);
+	t2_put(b, " | ", 3);
+	put_left(b, nt_t2_event_names[m->type], PERF_EVENT_WIDTH);
+	t2_put(b, " | ", 3);
 	size_t col = b->len + PERF_REPO_WIDTH;
-	if (m->has_repo)
-		t2_printf(b, "r%d ", (int)m->repo);
+	if (m->has_repo) { /* "r%d " */
+		t2_put(b, "r", 1);
+		t2_put_i64(b, (int)m->repo);
+		t2_put(b, " ", 1);
+	}
 	t2_pad(b, col);
 	t2_puts(b, " | ");
+	/* "%9.6f | " of t_abs and t_rel, or blanks */
 	if (perf_has_t_abs(m->type) && m->has_t_abs)
-		t2_printf(b, "%9.6f | ", secs(m->t_abs_us));
+		put_secs_right(b, m->t_abs_us, 9);
 	else
-		t2_printf(b, "%9s | ", " ");
+		t2_pad(b, b->len + 9);
+	t2_put(b, " | ", 3);
 	if (perf_has_t_rel(m->type) && m->has_t_rel)
-		t2_printf(b, "%9.6f | ", secs(m->t_rel_us));
+		put_secs_right(b, m->t_rel_us, 9);
 	else
-		t2_printf(b, "%9s | ", " ");
+		t2_pad(b, b->len + 9);
+	t2_put(b, " | ", 3);
 	char scope[64] = "";
 	const char *cat = m->category ? m->category : "";
 	if (m->type == NT_T2E_DEF_PARAM) {
@@ -491,9 +565,13 @@ static void perf_columns(t2_buf *b, const t2_msg *m)
 			 s ? s : "");
 		cat = scope;
 	}
-	t2_printf(b, "%-*.*s | ", PERF_CATEGORY_WIDTH, PERF_CATEGORY_WIDTH, cat);
-	for (uint32_t i = 0; i < m->dots; i++)
-		t2_put(b, ".", 1);
+	put_left_cut(b, cat, PERF_CATEGORY_WIDTH);
+	t2_put(b, " | ", 3);
+	if (m->dots > 0 && reserve(b, m->dots)) {
+		memset(b->p + b->len, '.', m->dots);
+		b->len += m->dots;
+		b->p[b->len] = '\0';
+	}
 }
 
 /* The process-level messages' PERF text; 0 for other types. */
@@ -568,7 +646,7 @@ static void perf_exec(t2_buf *b, const t2_msg *m)
 static void perf_region(t2_buf *b, const t2_msg *m)
 {
 	if (m->label != NULL)
-		t2_printf(b, "label:%s", m->label);
+		t2_puts(b, "label:"), t2_puts(b, m->label);
 	sep_str(b, " ", m->type == NT_T2E_REGION_LEAVE ? T2_ARG(m, REGION_LEAVE, msg)
 						      : T2_ARG(m, REGION_ENTER, msg));
 }
@@ -599,7 +677,8 @@ static void perf_other(t2_buf *b, const t2_msg *m)
 	case NT_T2E_REGION_LEAVE: perf_region(b, m); break;
 	case NT_T2E_DATA:
 	case NT_T2E_DATA_JSON:
-		t2_printf(b, "%s:", m->label ? m->label : "");
+		t2_puts(b, m->label ? m->label : "");
+		t2_put(b, ":", 1);
 		if ((s = t2_value_text(T2_ARG(m, DATA, value), num, &len)) != NULL)
 			t2_put(b, s, len);
 		break;

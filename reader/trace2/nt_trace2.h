@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include <nanotrace/nanotrace_reader.h>
 
@@ -39,6 +41,17 @@ const t2_field *t2_field_stored(nt_t2_event t, nt_t2_store store);
 enum { T2_X_REPO, T2_X_CATEGORY, T2_X_LABEL, T2_X_EVENT, T2_X_T_ABS, T2_X_T_REL,
        T2_X_T_REL_TICKS, T2_X_NESTING, T2_NX };
 
+/* The last second broken down, per kind of clock (local, or UTC shifted by an offset):
+ * messages come many to a second, and localtime_r / gmtime_r cost more than the rest of a
+ * line. Owned by the model, one per archive. */
+typedef struct t2_clock {
+	int valid;
+	int local;
+	int32_t offset;
+	int64_t secs;
+	struct tm tm;
+} t2_clock;
+
 typedef struct t2_msg {
 	nt_t2_event type;
 	const nt_reader_event *ev;
@@ -63,6 +76,8 @@ typedef struct t2_msg {
 	int brief_capture;     /* the process was recorded brief */
 	int utc_known;
 	int32_t utc_offset;
+	t2_clock *clock_local; /* caches for t2_split_time (may be NULL: none) */
+	t2_clock *clock_utc;
 	/* The arguments of the message's ARG rows, by row (T2_ARG), and the model's own (by
 	 * T2_X_*); NULL when not recorded. The first argument of a name wins; a key kept
 	 * without being understood (NT_ARG_JSON) is never one: it is only written back in
@@ -99,14 +114,33 @@ typedef struct t2_buf {
 	size_t len, cap;
 	int oom;
 } t2_buf;
-void t2_put(t2_buf *b, const char *s, size_t n);
-void t2_puts(t2_buf *b, const char *s);
+/* Room for n more bytes and the NUL, growing the line; 0 when memory ran out (oom set). */
+int t2_grow(t2_buf *b, size_t n);
+/* Every byte of output passes here: the common case (room left) is one comparison and a
+ * copy, inline. */
+static inline void t2_put(t2_buf *b, const char *s, size_t n)
+{
+	if (__builtin_expect(b->oom || n >= b->cap - b->len, 0) && !t2_grow(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+static inline void t2_puts(t2_buf *b, const char *s)
+{
+	t2_put(b, s, strlen(s));
+}
 void t2_printf(t2_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void t2_pad(t2_buf *b, size_t col); /* spaces up to column col */
-struct tm;
+/* Numbers as Git's printf formats write them: "%" PRIu64 / PRId64 ("%u", "%d" of values
+ * in range), and "%.6f" of us / 1e6 (nt_fmt_us_as_secs). */
+void t2_put_u64(t2_buf *b, uint64_t v);
+void t2_put_i64(t2_buf *b, int64_t v);
+void t2_put_secs(t2_buf *b, uint64_t us);
 /* Microseconds since the epoch as broken-down time (local: the reader's TZ; else UTC shifted
- * by offset seconds); returns the microseconds within the second. */
-long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm);
+ * by offset seconds), through `cache` when not NULL; returns the microseconds within the
+ * second. */
+long t2_split_time(int64_t us, int local, int32_t offset, struct tm *tm, t2_clock *cache);
 /* Git's sq_quote_buf_pretty (quote.c). */
 void t2_sq_pretty(t2_buf *b, const char *s, size_t n);
 /* Git's sq_append_quote_argv_pretty over a StringList argument. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/nt_out.h"
 #include "nt_trace2.h"
 
 #define T2_STACK_MAX 128
@@ -26,6 +27,8 @@ typedef struct t2_thread {
 typedef struct t2_process {
 	int have_offset;   /* the start event gave time - t_abs: estimates for other events */
 	int64_t offset_us;
+	int have_start;    /* start_ns below is the process start's ticks, converted once */
+	int64_t start_ns;
 } t2_process;
 
 struct t2_model {
@@ -34,7 +37,36 @@ struct t2_model {
 	uint32_t nthreads;
 	t2_process *procs;  /* by process index */
 	uint32_t nprocs;
+	t2_clock clock_local, clock_utc; /* see t2_split_time */
+	const char *depth_sid; /* the last SID whose '/' were counted, and their count */
+	uint32_t depth;
 };
+
+/* The process start in ns (the ticks converted once per process, not once per message). */
+static int64_t process_start_ns(t2_model *m, const nt_reader_process *p)
+{
+	t2_process *pp = p->index < m->nprocs ? &m->procs[p->index] : NULL;
+	if (pp == NULL)
+		return nt_reader_ticks_to_ns(m->r, p->start_ticks);
+	if (!pp->have_start) {
+		pp->start_ns = nt_reader_ticks_to_ns(m->r, p->start_ticks);
+		pp->have_start = 1;
+	}
+	return pp->start_ns;
+}
+
+/* Git's SID depth: the '/' in it (counted once per SID string). */
+static uint32_t sid_depth(t2_model *m, const char *sid)
+{
+	if (sid != m->depth_sid) {
+		uint32_t d = 0;
+		for (const char *s = sid; *s; s++)
+			d += *s == '/';
+		m->depth_sid = sid;
+		m->depth = d;
+	}
+	return m->depth;
+}
 
 t2_model *t2_model_new(nt_reader *r)
 {
@@ -129,9 +161,9 @@ const char *t2_value_text(const nt_reader_arg *a, char *buf, uint32_t *len)
 	if (s != NULL || a == NULL)
 		return s;
 	if (a->type == NT_ARG_INT32 || a->type == NT_ARG_INT64)
-		*len = (uint32_t)snprintf(buf, 24, "%" PRId64, a->value.i64);
+		*len = (uint32_t)nt_fmt_i64(buf, a->value.i64);
 	else if (a->type == NT_ARG_UINT32 || a->type == NT_ARG_UINT64)
-		*len = (uint32_t)snprintf(buf, 24, "%" PRIu64, a->value.u64);
+		*len = (uint32_t)nt_fmt_u64(buf, a->value.u64);
 	else
 		return NULL;
 	return buf;
@@ -198,8 +230,6 @@ static void decode_common(const nt_reader_event *e, const nt_reader_process *p, 
 	o->ev = e;
 	o->thread = e->thread->name;
 	o->sid = p ? p->sid : "";
-	for (const char *s = o->sid; *s; s++)
-		o->depth += *s == '/';
 	o->brief_capture = p && (p->flags & NT_PROCESS_BRIEF);
 	o->utc_known = p && (p->flags & NT_PROCESS_UTC_OFFSET_KNOWN);
 	o->utc_offset = p ? p->utc_offset : 0;
@@ -247,7 +277,7 @@ static void decode_times(t2_model *m, const nt_reader_process *p, t2_msg *o)
 		}
 	} else if (p != NULL && !nt_reader_info(r)->stream_ordered) {
 		o->has_t_abs = o->t_abs_exact = 1;
-		o->t_abs_us = us_between(nt_reader_ticks_to_ns(r, p->start_ticks), o->ev->time_ns);
+		o->t_abs_us = us_between(process_start_ns(m, p), o->ev->time_ns);
 	} else if (pp != NULL && pp->have_offset && o->has_time) {
 		o->has_t_abs = 1;
 		int64_t d = o->time_us - pp->offset_us;
@@ -270,7 +300,7 @@ static t2_thread *thread_of(t2_model *m, const nt_reader_event *e, const nt_read
 		t->known = 1;
 		t->nr_open = 1;
 		t->start_ns[0] = strcmp(e->thread->name, "main") == 0 || o->type != NT_T2E_THREAD_START
-					 ? (p ? nt_reader_ticks_to_ns(m->r, p->start_ticks) : 0)
+					 ? (p ? process_start_ns(m, p) : 0)
 					 : e->time_ns;
 	}
 	return t;
@@ -345,6 +375,9 @@ int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *o)
 	memset(o, 0, sizeof(*o));
 	const nt_reader_process *p = nt_reader_process_at(m->r, e->thread->process);
 	decode_common(e, p, o);
+	o->depth = sid_depth(m, o->sid);
+	o->clock_local = &m->clock_local;
+	o->clock_utc = &m->clock_utc;
 	collect_args(o);
 	decode_site(e, o);
 	decode_times(m, p, o);

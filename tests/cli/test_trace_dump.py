@@ -96,6 +96,42 @@ def test_unreadable_inputs(demo):
     verify()
 
 
+def test_output_errors(demo):
+    # an output that cannot be written: exit 2 and the reason, in every format, never a
+    # silent loss (a full disk; a reader that went away, with SIGPIPE ignored)
+    line = ('{"event":"region_enter","sid":"s","thread":"main",'
+            '"time":"2024-01-01T00:00:00.000010Z","nesting":1,"category":"c","label":"l"}\n'
+            '{"event":"cmd_name","sid":"s","thread":"main",'
+            '"time":"2024-01-01T00:00:00.000020Z","name":"status","hierarchy":"status"}\n')
+    log = path('output_errors.event')
+    with open(log, 'w') as f:
+        f.write(line * 5000)  # several output blocks
+    t2 = path('output_errors.ntrace')
+    subprocess.run([TRACE_IMPORT, '-o', t2, log], check=True, capture_output=True)
+    formats = (['--format', 'text', demo], ['--format', 'chrome', demo], ['--stats', demo],
+               ['--format', 'event', t2], ['--format', 'perf', t2], ['--format', 'normal', t2])
+    for args in formats:
+        if os.path.exists('/dev/full'):
+            with open('/dev/full', 'wb') as full:
+                p = subprocess.run([TRACE_DUMP, *args], stdout=full,
+                                   stderr=subprocess.PIPE)
+            err = p.stderr.decode('utf-8', 'replace')
+            check('%r into a full disk exits 2 with the reason' % (args,),
+                  p.returncode == 2 and 'writing standard output: No space left on device' in err,
+                  'rc=%d err=%r' % (p.returncode, err))
+        r, w = os.pipe()
+        os.close(r)  # closed before trace-dump starts: its first write fails
+        p = subprocess.run([TRACE_DUMP, *args], stdout=w, stderr=subprocess.PIPE,
+                           preexec_fn=lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN))
+        os.close(w)
+        err = p.stderr.decode('utf-8', 'replace')
+        rc = p.returncode
+        check('%r into a closed pipe exits 2 with the reason' % (args,),
+              rc == 2 and 'writing standard output: Broken pipe' in err,
+              'rc=%d err=%r' % (rc, err))
+    verify()
+
+
 def test_truncated_archive(demo):
     archive = demo
     data = open(archive, 'rb').read()

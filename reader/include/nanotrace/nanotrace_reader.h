@@ -332,10 +332,19 @@ typedef struct nt_render_options {
  * ignored. */
 void nt_render_options_init(nt_render_options *opt);
 
+/* OUTPUT
+ *   nt_render_text, nt_render_chrome and nt_render_trace2 format into a 64 KiB block of
+ *   their own (no stdio call per field) and hand it to `out` with fwrite when full and at
+ *   the end, then fflush(out). The first write that fails (ENOSPC, EPIPE when SIGPIPE is
+ *   ignored, EIO) stops the rendering: the function returns -1 with errno set to that
+ *   failure's and ferror(out) set, which tells a write error from damage or a lack of
+ *   memory. Cost: O(events) time, one fwrite per 64 KiB of output. */
+
 /* One line per event, aligned columns: time since start, thread, phase, category, name,
  * duration, arguments. A many-process reader (more than one section) adds a PID column
  * before the thread (the thread's pid: two processes may share a tid), and its gap lines
- * name the pid; a single archive's output has neither. Returns nt_reader_visit's result. */
+ * name the pid; a single archive's output has neither. Returns nt_reader_visit's result,
+ * or -1 when memory runs out or a write fails (see OUTPUT). */
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
@@ -343,7 +352,8 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
  * Begin on its thread (overwritten, lost, or never made) is left out; a Begin never ended
  * stays open. "otherData", after "traceEvents", holds the losses and both counts
  * ("unmatched_ends", "unended_begins"). A counter carries its thread's tid as "id": one
- * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out. */
+ * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out or a
+ * write fails (see OUTPUT). */
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
@@ -384,7 +394,8 @@ void nt_trace2_options_init(nt_trace2_options *opt);
  * in memory (O(lines)). A many-process reader stands for its sections (those that could
  * be opened), each one process, so a bundle renders every Trace2 process in order as git
  * would for a shared target. Returns 0, or -1 when damage stopped a visit
- * (NT_ON_CORRUPT_STOP) or memory ran out; NULL or empty arguments return -1. */
+ * (NT_ON_CORRUPT_STOP), memory ran out or a write failed (see OUTPUT); NULL or empty
+ * arguments return -1. */
 int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 		     const nt_trace2_options *opt);
 
