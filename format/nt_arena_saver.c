@@ -33,6 +33,7 @@
 
 #include "nt_arena_saver.h"
 #include "nt_record.h"
+#include "nt_zchunk.h"
 
 typedef struct slot_progress {
 	uint64_t claim;       /* chunk being tracked (0 = none) */
@@ -69,6 +70,10 @@ struct nt_arena_saver {
 	uint64_t *block;       /* per save, by thread: oldest unsaved chunk seen too late */
 	uint32_t nblock;
 	uint8_t *buf; /* one chunk piece */
+	/* Compression (nt_arena_saver_set_compression): NULL = pieces stored as they are. */
+	nt_zchunk_encoder *zenc;
+	uint8_t *zbuf;               /* one CompressedChunk record (at most a piece's size) */
+	uint64_t bytes_in, bytes_out; /* chunk pieces: their size, and what was appended */
 };
 
 static uint8_t *slot_at(const nt_arena_saver *s, uint32_t slot)
@@ -173,7 +178,29 @@ void nt_arena_saver_free(nt_arena_saver *s)
 	free(s->seen);
 	free(s->block);
 	free(s->buf);
+	nt_zchunk_encoder_free(s->zenc);
+	free(s->zbuf);
 	free(s);
+}
+
+int nt_arena_saver_set_compression(nt_arena_saver *s, int level)
+{
+	if (s == NULL || !nt_zchunk_level_ok(level))
+		return EINVAL;
+	nt_zchunk_encoder_free(s->zenc);
+	s->zenc = NULL;
+	if (level == 0)
+		return 0;
+	if (s->zbuf == NULL)
+		s->zbuf = malloc(s->layout.chunk_size);
+	s->zenc = nt_zchunk_encoder_new(level);
+	return s->zenc != NULL && s->zbuf != NULL ? 0 : ENOMEM;
+}
+
+void nt_arena_saver_bytes(const nt_arena_saver *s, uint64_t *pieces, uint64_t *appended)
+{
+	*pieces = s ? s->bytes_in : 0;
+	*appended = s ? s->bytes_out : 0;
 }
 
 uint64_t nt_arena_saver_events(const nt_arena_saver *s)
@@ -340,8 +367,13 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	hdr.base_ticks = p->ticks;
 	hdr.first_event = p->first_event + p->events;
 	memcpy(s->buf, &hdr, sizeof(hdr));
-	if (!append(s, out, s->buf, sizeof(hdr) + len))
+	/* Compressed when that is smaller (nt_zchunk.h), here on the saver's thread. */
+	size_t plain = sizeof(hdr) + len;
+	size_t z = s->zenc ? nt_zchunk_encode(s->zenc, s->buf, plain, s->zbuf, plain) : 0;
+	if (!append(s, out, z ? s->zbuf : s->buf, z ? z : plain))
 		return 0;
+	s->bytes_in += plain;
+	s->bytes_out += z ? z : plain;
 	p->ticks = after.ticks;
 	p->events = (uint32_t)after.events;
 	p->saved = to;

@@ -244,6 +244,13 @@ typedef struct nt_reader_summary {
 } nt_reader_summary;
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out);
 
+/* Compression of the chunks (CompressedChunk records, zstd): *compressed_chunks gets how many
+ * of summary.chunks are compressed, *chunk_bytes_uncompressed what summary.chunk_bytes (the
+ * bytes they take in the file) would be uncompressed; summed over every section of a
+ * many-process reader. Either pointer may be NULL; r == NULL gives zeros. O(sections). */
+void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
+			       uint64_t *chunk_bytes_uncompressed);
+
 /* One process of a reader (see MANY PROCESSES). */
 typedef struct nt_reader_section {
 	uint32_t index;        /* 0 .. nt_reader_section_count() - 1 */
