@@ -22,6 +22,10 @@
 #define NT_ZCHUNK_LEVEL_MIN (-50)
 #define NT_ZCHUNK_LEVEL_MAX 22
 
+/* The level savers use when none is asked for (nanotrace.h's NT_COMPRESSION_DEFAULT, the
+ * trace manager's default). */
+#define NT_ZCHUNK_LEVEL_DEFAULT 1
+
 /* Is `level` one a saver accepts (0 included)? */
 int nt_zchunk_level_ok(int level);
 

@@ -100,7 +100,8 @@ int nt_mgr_scratch_file(const char *dir)
 	return fd >= 0 ? fd : memfd_create("nanotrace-stream", MFD_CLOEXEC);
 }
 
-int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen)
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level, char *why,
+		       size_t whylen)
 {
 	nt_mgr_saver *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
@@ -117,6 +118,8 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t wh
 			 s->stream_fd < 0 ? strerror(errno) : "out of memory");
 		goto fail;
 	}
+	/* ENOMEM leaves the chunks uncompressed, which every reader reads. */
+	(void)nt_arena_saver_set_compression(s->saver, compression_level);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	int rc = pthread_create(&s->thread, NULL, saver_main, s);

@@ -174,6 +174,9 @@ static nt_result config_from_env(nt_config *cfg, long *max_files)
 	return NT_OK;
 }
 
+NT_STATIC_ASSERT(NT_COMPRESSION_DEFAULT == NT_ZCHUNK_LEVEL_DEFAULT,
+		 "one default level for the library and the trace manager");
+
 int nt_compression_level(int cfg_level)
 {
 	if (cfg_level == NT_COMPRESSION_OFF)

@@ -420,6 +420,18 @@ typedef struct nt_trace2_import_error {
 int nt_trace2_import(const void *data, size_t size, void **archive, size_t *archive_size,
 		     nt_trace2_import_error *err);
 
+/* Compresses the chunks of the finished (Stream-layout) archive `archive` of `size` bytes,
+ * as nt_finish() does for the archives it writes: each Chunk record that zstd at `level`
+ * (-50 fastest to 22 smallest; 0 = none) makes smaller becomes a CompressedChunk record of
+ * the same events, and the header names the codec and level. trace-import uses it on what
+ * the imports above return. On success *out (free() it, at most size + 1 KiB) and *out_size
+ * are set and 0 is returned; otherwise -1 and *err (may be NULL) says what and where: NULL
+ * arguments, a level out of range, a header that does not verify, an Arena-layout archive
+ * (a live or killed one: not finished), a record that does not frame. Records are copied
+ * as they are otherwise. Cost: one compression of every chunk, O(size) memory. */
+int nt_archive_compress(const void *archive, size_t size, int level, void **out,
+			size_t *out_size, nt_reader_error *err);
+
 /* One EVENT stream in memory, for nt_trace2_import_many(). */
 typedef struct nt_trace2_input {
 	const char *name; /* where it comes from, for messages (NULL: none) */
