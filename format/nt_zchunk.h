@@ -56,10 +56,21 @@ void nt_zchunk_decoder_free(nt_zchunk_decoder *d); /* NULL is ignored */
 
 /* Turns the CompressedChunk record at `rec` (`size` bytes) back into the chunk it holds:
  * into `out` (`cap` bytes, at least the header's chunk.size_bytes; NT_MAX_ZCHUNK_BYTES
- * always suffices) go the chunk header, then the decompressed records. Returns NULL, or
- * what is wrong (nothing in `out` is then meaningful). Cost: one decompression of at most
- * NT_MAX_ZCHUNK_BYTES and one framing walk of the result. */
+ * always suffices) go the chunk header, then the decompressed records: exactly as many
+ * bytes as the header says. Returns NULL, or what is wrong (nothing in `out` is then
+ * meaningful). The records themselves are not walked here: a reader frames them as it
+ * decodes them and compares its event count with the header's at the chunk's end (the
+ * check nt_zchunk_check_records makes in one pass). Cost: one decompression of at most
+ * NT_MAX_ZCHUNK_BYTES. */
 const char *nt_zchunk_decode(nt_zchunk_decoder *d, const uint8_t *rec, uint64_t size,
 			     uint8_t *out, size_t cap);
+
+/* The chunk nt_zchunk_decode made at `chunk`: are its records framed to its end, and as
+ * many events as its header says? NULL, or what is wrong. Cost: one walk of the records. */
+const char *nt_zchunk_check_records(const uint8_t *chunk);
+
+/* What a reader reports when a decompressed chunk holds another number of events than its
+ * header says. */
+#define NT_ZCHUNK_COUNT_LIE "compressed chunk's event count disagrees with the records inside"
 
 #endif /* NT_ZCHUNK_H */

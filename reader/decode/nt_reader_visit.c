@@ -27,6 +27,7 @@ typedef struct chunk_cursor {
 	uint64_t report;     /* decompressed: the CompressedChunk's offset, for every record */
 	uint64_t pos, end;   /* next record, end of the chunk */
 	uint64_t base_ticks; /* the chunk header's */
+	uint64_t zend;       /* decompressed: the ordinal its header says it ends at */
 	uint64_t ticks;      /* running clock */
 	uint64_t ordinal;    /* the thread's ordinal of the next event */
 	uint64_t first;      /* ordinal of the chunk's first event */
@@ -112,6 +113,7 @@ static void cursor_open_buffer(const nt_reader *r, chunk_cursor *c, const uint8_
 	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)buf;
 	c->data = buf;
 	c->report = off;
+	c->zend = h->first_event + h->event_count;
 	c->pos = sizeof(*h);
 	c->end = h->size_bytes;
 	c->ticks = c->base_ticks = h->base_ticks;
@@ -336,6 +338,13 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		ev->args = args;
 		ev->offset = off;
 		return 1;
+	}
+	/* A decompressed chunk's header is what accounting trusts without decompressing. */
+	if (c->active && c->report != UINT64_MAX && c->ordinal != c->zend) {
+		c->active = 0;
+		*why = NT_ZCHUNK_COUNT_LIE;
+		*at = c->report;
+		return -1;
 	}
 	c->active = 0;
 	return 0;
