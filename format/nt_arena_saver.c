@@ -342,7 +342,7 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
  * piece of its own (time base and event ordinal recomputed at the cut, from the copy that
  * is written). The slot keeps this chunk until the commit marks it saved. */
 static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t slot,
-		      uint32_t *nfull)
+		      uint32_t *nfull, uint32_t done)
 {
 	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
 	slot_progress *p = &s->progress[slot];
@@ -369,7 +369,8 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	memcpy(s->buf, &hdr, sizeof(hdr));
 	/* Compressed when that is smaller (nt_zchunk.h), here on the saver's thread. */
 	size_t plain = sizeof(hdr) + len;
-	size_t z = s->zenc ? nt_zchunk_encode(s->zenc, s->buf, plain, s->zbuf, plain) : 0;
+	int compress = s->zenc != NULL && (out->hurry == NULL || !out->hurry(out->ctx, done));
+	size_t z = compress ? nt_zchunk_encode(s->zenc, s->buf, plain, s->zbuf, plain) : 0;
 	if (!append(s, out, z ? s->zbuf : s->buf, z ? z : plain))
 		return 0;
 	s->bytes_in += plain;
@@ -400,7 +401,7 @@ int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t 
 	/* 3. The chunk pieces, in claim order. */
 	qsort(s->order, n, sizeof(*s->order), by_sequence);
 	for (uint32_t i = 0; i < n && s->failure == 0; i++)
-		save_piece(s, out, s->order[i].slot, &nfull);
+		save_piece(s, out, s->order[i].slot, &nfull, i);
 	if (events != NULL)
 		*events = s->events - before;
 	if (s->failure != 0)

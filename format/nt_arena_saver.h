@@ -34,6 +34,12 @@ typedef struct nt_saver_output {
 	 * from the output's start offset given to nt_arena_saver_new). May be NULL. */
 	void (*commit)(void *ctx, uint64_t end);
 	void *ctx;
+	/* May be NULL. Asked before each chunk piece of a compressing saver, with the pieces
+	 * this save has appended so far: nonzero when writers are about to wait for this save
+	 * (in a streaming arena, they claim chunks faster than it saves them), and the piece
+	 * is then stored uncompressed, which is several times faster: a saver that cannot
+	 * compress as fast as writers write keeps up by compressing less. */
+	int (*hurry)(void *ctx, uint32_t pieces);
 } nt_saver_output;
 
 typedef struct nt_arena_saver nt_arena_saver;

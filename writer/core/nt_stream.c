@@ -90,9 +90,24 @@ static void commit_stream_end(void *ctx, uint64_t end)
 	nt_store_release_64(nt_header_u64(NT_HDR_STREAM_END), end);
 }
 
+/* Writers will wait for this save if it goes on compressing (nt_saver_output.hurry): since
+ * it began they claimed more chunks than it saved pieces (they outrun it), or they have
+ * filled a quarter of the half after the one being saved. */
+static uint64_t save_began_at; /* next_seq when the save began */
+
+static int writers_waiting_soon(void *ctx, uint32_t pieces)
+{
+	(void)ctx;
+	uint64_t cph = nt_S.chunks_per_half, saved = nt_load_acquire_64(&nt_S.saved_gens);
+	uint64_t seq = nt_load_64(&nt_S.next_seq);
+	return seq - save_began_at > (uint64_t)pieces + 2 || seq >= (saved + 1) * cph + cph / 4;
+}
+
 static void save_in_process(void)
 {
-	static const nt_saver_output out = { append_to_file, commit_stream_end, NULL };
+	static const nt_saver_output out = { append_to_file, commit_stream_end, NULL,
+					     writers_waiting_soon };
+	save_began_at = nt_load_64(&nt_S.next_seq);
 	int err = nt_arena_saver_save(st.saver, &out, NULL);
 	if (err != 0 && st.failure == NT_OK) {
 		st.failure = err == ENOMEM ? NT_ERR_NO_MEMORY : NT_ERR_IO;
