@@ -6,6 +6,10 @@
  * a plain sequential write of as many bytes to the same file system (write + fsync), and
  * the reader's decode rate (stream order, events to a counting callback).
  *
+ * Then streaming mode (4 MiB arena, one writer thread, the mixed shape) with compression off
+ * and at the default level: events lost at full rate and at a paced rate (a short spin
+ * after each iteration), and the saved file's bytes per event.
+ *
  * Levels are measured interleaved, round after round, and each figure is the median of the
  * rounds: the machine may be shared.
  *
@@ -99,6 +103,35 @@ static double plain_write(const char *path, uint64_t bytes)
 	return (double)bytes / 1e6 / secs;
 }
 
+/* Streaming the mixed shape at `level` (0: NT_COMPRESSION_DEFAULT), `spin` empty loop turns
+ * after each iteration: the percentage of events dropped; *bpe the file's bytes per event. */
+static double stream_run(const char *path, int level, int spin, uint64_t events, double *bpe)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = NT_MODE_STREAMING;
+	cfg.path = path;
+	cfg.compression_level = level;
+	if (nt_start(&cfg) != NT_OK)
+		return fprintf(stderr, "nt_bench_saver: %s\n", nt_last_error()), -1;
+	for (uint64_t i = 0; i < events / 3; i++) {
+		NT_BEGIN("bench", "iteration");
+		NT_INSTANT("bench", "point", NT_I64("x", (int64_t)i), NT_I64("y", (int64_t)(i * 7)));
+		NT_END("bench", "iteration");
+		for (volatile int k = 0; k < spin; k++) {
+		}
+	}
+	nt_stats st;
+	nt_get_stats(&st);
+	if (nt_finish(NULL) != NT_OK)
+		return fprintf(stderr, "nt_bench_saver: %s\n", nt_last_error()), -1;
+	struct stat sb;
+	stat(path, &sb);
+	*bpe = (double)sb.st_blocks * 512.0 / (double)events; /* the arena's blocks are a hole */
+	unlink(path);
+	return 100.0 * (double)st.events_dropped / (double)events;
+}
+
 static int count(void *ctx, const nt_reader_event *e)
 {
 	(void)e;
@@ -164,6 +197,15 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	static const int spins[2] = { 0, 600 };
+	static double lost[2][2][MAX_REPS], sbpe[2][2][MAX_REPS];
+	for (int rep = 0; rep < reps; rep++)
+		for (int p = 0; p < 2; p++)
+			for (int c = 0; c < 2; c++)
+				if ((lost[p][c][rep] = stream_run(path, c ? 0 : NT_COMPRESSION_OFF, spins[p],
+								  p ? events / 5 : 10 * events,
+								  &sbpe[p][c][rep])) < 0)
+					return 1;
 	if (json)
 		printf("{\"events\": %llu, \"reps\": %d, \"results\": [",
 		       (unsigned long long)events, reps);
@@ -184,6 +226,23 @@ int main(int argc, char **argv)
 			else
 				printf("%-6s %-6d %12.3f %14.1f %14.1f %14.2f\n", shape_names[s], level, bpe,
 				       mb, pw, dec);
+		}
+	}
+	static const char *const pace[2] = { "full rate", "paced" };
+	if (json)
+		printf("], \"streaming\": [");
+	else
+		printf("\nstreaming, 1 writer, mixed shape: %% events lost, disk bytes per event\n");
+	for (int p = 0; p < 2; p++) {
+		for (int c = 0; c < 2; c++) {
+			double l = median(lost[p][c], reps), b = median(sbpe[p][c], reps);
+			int level = c ? NT_COMPRESSION_DEFAULT : 0;
+			if (json)
+				printf("%s{\"pace\": \"%s\", \"level\": %d, \"lost_pct\": %.2f, "
+				       "\"disk_bytes_per_event\": %.3f}",
+				       p || c ? ", " : "", pace[p], level, l, b);
+			else
+				printf("%-10s level %-3d lost %6.2f%%  %7.3f B/event\n", pace[p], level, l, b);
 		}
 	}
 	if (json)

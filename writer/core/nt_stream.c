@@ -91,8 +91,10 @@ static void commit_stream_end(void *ctx, uint64_t end)
 }
 
 /* Writers will wait for this save if it goes on compressing (nt_saver_output.hurry): since
- * it began they claimed more chunks than it saved pieces (they outrun it), or they have
- * filled a quarter of the half after the one being saved. */
+ * it began they claimed more than one chunk for every two pieces it saved (compression
+ * would fall behind them), or they have filled an eighth of the half after the one being
+ * saved. Measured (bench/nt_bench_saver.c): at full rate the pieces then go uncompressed and
+ * the loss is the uncompressed saver's; at a rate the saver can compress, all of them are. */
 static uint64_t save_began_at; /* next_seq when the save began */
 
 static int writers_waiting_soon(void *ctx, uint32_t pieces)
@@ -100,7 +102,7 @@ static int writers_waiting_soon(void *ctx, uint32_t pieces)
 	(void)ctx;
 	uint64_t cph = nt_S.chunks_per_half, saved = nt_load_acquire_64(&nt_S.saved_gens);
 	uint64_t seq = nt_load_64(&nt_S.next_seq);
-	return seq - save_began_at > (uint64_t)pieces + 2 || seq >= (saved + 1) * cph + cph / 4;
+	return seq - save_began_at > (uint64_t)pieces / 2 + 1 || seq >= (saved + 1) * cph + cph / 8;
 }
 
 static void save_in_process(void)
