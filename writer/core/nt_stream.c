@@ -102,7 +102,8 @@ static int writers_waiting_soon(void *ctx, uint32_t pieces)
 	(void)ctx;
 	uint64_t cph = nt_S.chunks_per_half, saved = nt_load_acquire_64(&nt_S.saved_gens);
 	uint64_t seq = nt_load_64(&nt_S.next_seq);
-	return seq - save_began_at > (uint64_t)pieces / 2 + 1 || seq >= (saved + 1) * cph + cph / 8;
+	return seq - save_began_at > (uint64_t)pieces / 2 + 1 ||
+	       seq >= (saved + 1) * cph + cph / 8;
 }
 
 static void save_in_process(void)
