@@ -30,7 +30,10 @@
 
 #define NT_FILE_IDENTIFIER "NTRC"
 #define NT_FORMAT_MAJOR 1
-#define NT_FORMAT_MINOR 0
+/* Minor 1: CompressedChunk records and the header's compression fields. A reader of minor 0
+ * skips CompressedChunk records as a kind it does not know (their events are missing, the
+ * header's events_written still counts them); readers of this version read both. */
+#define NT_FORMAT_MINOR 1
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */
