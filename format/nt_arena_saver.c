@@ -74,6 +74,10 @@ struct nt_arena_saver {
 	nt_zchunk_encoder *zenc;
 	uint8_t *zbuf;               /* one CompressedChunk record (at most a piece's size) */
 	uint64_t bytes_in, bytes_out; /* chunk pieces: their size, and what was appended */
+	/* The writers' progress while a save compresses (writers_outrun): the highest claim
+	 * sequence found, and what it was when the save began. */
+	uint64_t frontier, frontier0;
+	int live; /* writers may wait for this saver: compress only while they do not */
 };
 
 static uint8_t *slot_at(const nt_arena_saver *s, uint32_t slot)
@@ -183,10 +187,11 @@ void nt_arena_saver_free(nt_arena_saver *s)
 	free(s);
 }
 
-int nt_arena_saver_set_compression(nt_arena_saver *s, int level)
+int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live)
 {
 	if (s == NULL || !nt_zchunk_level_ok(level))
 		return EINVAL;
+	s->live = live;
 	nt_zchunk_encoder_free(s->zenc);
 	s->zenc = NULL;
 	if (level == 0)
@@ -266,8 +271,13 @@ static int grow_block(nt_arena_saver *s, uint32_t t)
 static int find_slots(nt_arena_saver *s)
 {
 	const uint32_t nslots = s->layout.nslots;
-	for (uint32_t i = 0; i < nslots; i++)
+	s->frontier = 0;
+	for (uint32_t i = 0; i < nslots; i++) {
 		s->seen[i] = chunk_claim(s, i);
+		if (s->seen[i] != 0 && nt_claim_sequence(s->seen[i]) > s->frontier)
+			s->frontier = nt_claim_sequence(s->seen[i]);
+	}
+	s->frontier0 = s->frontier;
 	for (uint32_t t = 0; t < s->nblock; t++)
 		s->block[t] = UINT64_MAX;
 	for (uint32_t i = 0; i < nslots; i++) {
@@ -338,12 +348,35 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
 		s->durable_saved = end;
 }
 
+/* Would compressing the next piece (the `done`-th of this save, of claim sequence `seq`)
+ * make writers wait? Writers claim chunks in sequence, so the frontier (the highest claim
+ * found) advances by probing the slots after it: a few loads, amortized O(1) per piece. They
+ * outrun a compressing save when, since it began, they claimed more than one chunk for every
+ * two pieces it saved, or when they are more than a half and an eighth of the arena ahead of
+ * the piece (the slots they need next are the ones this save holds). A lying arena only
+ * changes which pieces are compressed. */
+static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
+{
+	const uint32_t nslots = s->layout.nslots;
+	for (int probe = 0; probe < 64; probe++) {
+		uint64_t claim = chunk_claim(s, (uint32_t)((s->frontier + 1) % nslots));
+		if (claim == 0 || nt_claim_sequence(claim) != s->frontier + 1)
+			break;
+		s->frontier++;
+	}
+	return s->frontier - s->frontier0 > (uint64_t)done / 2 + 1 ||
+	       s->frontier > seq + nslots / 2 + nslots / 16;
+}
+
 /* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
  * piece of its own (time base and event ordinal recomputed at the cut, from the copy that
  * is written). The slot keeps this chunk until the commit marks it saved. */
 static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t slot,
 		      uint32_t *nfull, uint32_t done)
 {
+	/* Before the copy: the probe reads slots, never this one's records. */
+	int compress = s->zenc != NULL &&
+		       !(s->live && writers_outrun(s, done, nt_claim_sequence(s->progress[slot].claim)));
 	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
 	slot_progress *p = &s->progress[slot];
 	uint32_t from = p->saved, to = s->used[slot], len = to - from;
@@ -369,7 +402,6 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	memcpy(s->buf, &hdr, sizeof(hdr));
 	/* Compressed when that is smaller (nt_zchunk.h), here on the saver's thread. */
 	size_t plain = sizeof(hdr) + len;
-	int compress = s->zenc != NULL && (out->hurry == NULL || !out->hurry(out->ctx, done));
 	size_t z = compress ? nt_zchunk_encode(s->zenc, s->buf, plain, s->zbuf, plain) : 0;
 	if (!append(s, out, z ? s->zbuf : s->buf, z ? z : plain))
 		return 0;

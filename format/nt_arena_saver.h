@@ -34,12 +34,6 @@ typedef struct nt_saver_output {
 	 * from the output's start offset given to nt_arena_saver_new). May be NULL. */
 	void (*commit)(void *ctx, uint64_t end);
 	void *ctx;
-	/* May be NULL. Asked before each chunk piece of a compressing saver, with the pieces
-	 * this save has appended so far: nonzero when writers are about to wait for this save
-	 * (in a streaming arena, they claim chunks faster than it saves them), and the piece
-	 * is then stored uncompressed, which is several times faster: a saver that cannot
-	 * compress as fast as writers write keeps up by compressing less. */
-	int (*hurry)(void *ctx, uint32_t pieces);
 } nt_saver_output;
 
 typedef struct nt_arena_saver nt_arena_saver;
@@ -55,10 +49,14 @@ nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, 
 /* Compression of the chunk pieces from the next save on: `level` 0 stores them as they
  * are (the default), any other level of nt_zchunk_level_ok() (format/nt_zchunk.h) writes
  * each piece as a CompressedChunk record when that is smaller, else as it is. Reuses one
- * codec context per saver; the work is done by the thread that calls save. Returns 0, EINVAL
+ * codec context per saver; the work is done by the thread that calls save. `live` (a
+ * streaming arena, whose writers wait for the saver): a save that finds the writers
+ * outrunning it (claiming chunks faster than it saves them, or reaching the slots it holds)
+ * stores the rest of its pieces as they are, which is several times faster: it keeps up by
+ * compressing less. 0 (a stopped arena: nt_finish(), a finished provider) compresses all. Returns 0, EINVAL
  * (s NULL, or a level out of range: nothing changes) or ENOMEM (the saver then stores
  * pieces uncompressed). */
-int nt_arena_saver_set_compression(nt_arena_saver *s, int level);
+int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live);
 
 /* One save (above). Returns 0, or the errno of the failed append or ENOMEM; after a failure
  * every later save fails the same way without writing, and nothing of the failed save is

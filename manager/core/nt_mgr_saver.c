@@ -119,7 +119,7 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_leve
 		goto fail;
 	}
 	/* ENOMEM leaves the chunks uncompressed, which every reader reads. */
-	(void)nt_arena_saver_set_compression(s->saver, compression_level);
+	(void)nt_arena_saver_set_compression(s->saver, compression_level, 1);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	int rc = pthread_create(&s->thread, NULL, saver_main, s);

@@ -209,7 +209,7 @@ static int save_private(nt_mgr_provider *p, int fd, int level, uint64_t *bytes,
 	if (priv == MAP_FAILED)
 		return -1;
 	nt_arena_saver *s = nt_arena_saver_new(priv, &p->layout, 0);
-	if (s != NULL && nt_arena_saver_set_compression(s, level) != 0)
+	if (s != NULL && nt_arena_saver_set_compression(s, level, 0) != 0)
 		level = 0; /* out of memory: stored uncompressed */
 	scratch_out o = { fd, 0 };
 	nt_saver_output out = { .append = scratch_append, .commit = NULL, .ctx = &o };

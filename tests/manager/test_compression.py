@@ -62,7 +62,10 @@ def test_trace_record_sections_compressed(tmp_path):
         assert plain[1] == 0, (mode, plain)
         assert plain[0] == default[0] == level3[0] == 60000, (mode, plain, default, level3)
         for s in (default, level3):
-            assert s[1] > 0 and s[3] * 2 < s[4], (mode, s)  # compressed, and at least 2x
+            assert s[1] > 0, (mode, s)
+            # A streaming saver stores pieces uncompressed while writers outrun it (a loaded
+            # machine): only the stopped arena's save is sure to be compressed whole.
+            assert mode == 'streaming' or s[3] * 2 < s[4], (mode, s)
 
 
 def test_trace_record_bad_level(tmp_path):

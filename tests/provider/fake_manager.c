@@ -212,7 +212,7 @@ static int fifo_until(fm_provider *p, uint16_t want, int timeout_ms)
 		if (n != (ssize_t)sizeof(pk))
 			return fail("FIFO closed or short packet (%zd) waiting for 0x%x", n, want);
 		if (pk.request == NT_FIFO_SAVE_BUFFER) {
-			nt_saver_output out = { append_stream, commit_stream, p, NULL };
+			nt_saver_output out = { append_stream, commit_stream, p };
 			if (nt_arena_saver_save(p->saver, &out, NULL) != 0)
 				return fail("the saver failed");
 			p->saves++;

@@ -55,7 +55,7 @@ static void test_sink_commit(void *ctx, uint64_t end)
 
 __attribute__((unused)) static nt_saver_output test_sink_output(test_sink *s)
 {
-	nt_saver_output out = { test_sink_append, test_sink_commit, s, NULL };
+	nt_saver_output out = { test_sink_append, test_sink_commit, s };
 	return out;
 }
 

@@ -89,8 +89,8 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	if (saver == NULL)
 		return ENOMEM;
 	/* ENOMEM here leaves the chunks uncompressed, which every reader reads. */
-	(void)nt_arena_saver_set_compression(saver, nt_S.compression_level);
-	static const nt_saver_output out_fns = { out_append, NULL, NULL, NULL };
+	(void)nt_arena_saver_set_compression(saver, nt_S.compression_level, 0);
+	static const nt_saver_output out_fns = { out_append, NULL, NULL };
 	nt_saver_output out = out_fns;
 	out.ctx = o;
 	/* The saved-claim words mean something only to streaming mode's claims; a saver skips

@@ -90,27 +90,9 @@ static void commit_stream_end(void *ctx, uint64_t end)
 	nt_store_release_64(nt_header_u64(NT_HDR_STREAM_END), end);
 }
 
-/* Writers will wait for this save if it goes on compressing (nt_saver_output.hurry): since
- * it began they claimed more than one chunk for every two pieces it saved (compression
- * would fall behind them), or they have filled an eighth of the half after the one being
- * saved. Measured (bench/nt_bench_saver.c): at full rate the pieces then go uncompressed and
- * the loss is the uncompressed saver's; at a rate the saver can compress, all of them are. */
-static uint64_t save_began_at; /* next_seq when the save began */
-
-static int writers_waiting_soon(void *ctx, uint32_t pieces)
-{
-	(void)ctx;
-	uint64_t cph = nt_S.chunks_per_half, saved = nt_load_acquire_64(&nt_S.saved_gens);
-	uint64_t seq = nt_load_64(&nt_S.next_seq);
-	return seq - save_began_at > (uint64_t)pieces / 2 + 1 ||
-	       seq >= (saved + 1) * cph + cph / 8;
-}
-
 static void save_in_process(void)
 {
-	static const nt_saver_output out = { append_to_file, commit_stream_end, NULL,
-					     writers_waiting_soon };
-	save_began_at = nt_load_64(&nt_S.next_seq);
+	static const nt_saver_output out = { append_to_file, commit_stream_end, NULL };
 	int err = nt_arena_saver_save(st.saver, &out, NULL);
 	if (err != 0 && st.failure == NT_OK) {
 		st.failure = err == ENOMEM ? NT_ERR_NO_MEMORY : NT_ERR_IO;
@@ -264,7 +246,7 @@ static int stream_reset(int remote)
 			nt_set_error("nt_start: out of memory for streaming");
 			return NT_ERR_NO_MEMORY;
 		}
-		(void)nt_arena_saver_set_compression(st.saver, nt_S.compression_level);
+		(void)nt_arena_saver_set_compression(st.saver, nt_S.compression_level, 1);
 		nt_store_64(nt_header_u64(NT_HDR_STREAM_END), st.tail);
 	}
 	nt_S.full_gens = 0;
