@@ -62,7 +62,9 @@
 	X(STREAM_END, stream_end, 8)                                                       \
 	X(STREAM_ORDERED, stream_ordered, 1)                                               \
 	X(VALUES_TRUNCATED, values_truncated, 8)                                           \
-	X(SLOT_OVERWRITTEN_OFFSET, slot_overwritten_offset, 8)
+	X(SLOT_OVERWRITTEN_OFFSET, slot_overwritten_offset, 8)                             \
+	X(COMPRESSION, compression, 2)                                                     \
+	X(COMPRESSION_LEVEL, compression_level, 4)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -113,6 +115,8 @@ typedef struct nt_archive_info {
 	uint8_t stream_ordered;
 	uint64_t values_truncated;
 	uint64_t slot_overwritten_offset; /* Arena layout: the per-slot overwrite counters */
+	uint16_t compression;             /* NT_CODEC_*: the codec of CompressedChunk records */
+	int32_t compression_level;        /* the level the saver used (information only) */
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

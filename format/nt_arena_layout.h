@@ -22,6 +22,7 @@
 #define NT_MAX_BUFFER (4ull << 30)
 #define NT_MIN_CHUNK 4096u
 #define NT_MAX_CHUNK 65536u
+NT_STATIC_ASSERT(NT_MAX_CHUNK <= NT_MAX_ZCHUNK_BYTES, "a chunk piece fits a CompressedChunk");
 
 typedef struct nt_arena_layout {
 	uint64_t buffer_size;

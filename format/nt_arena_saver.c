@@ -23,9 +23,10 @@
  * The arena is hostile: another process may change any byte at any moment. So the saver
  * takes every size from its own layout, copies each chunk header once (atomic loads) and
  * checks it, frames records with format/nt_record.h within the chunk (once, live: a record
- * changed after that is the reader's to frame and report), bounds thread indices by NT_MAX_THREAD_INDEX, and does a bounded amount of
- * work per save: a few passes over the slots, one walk of each chunk and of the durable
- * region. A lie costs the liar's records, never memory safety or termination.
+ * changed after that is the reader's to frame and report), bounds thread indices by
+ * NT_MAX_THREAD_INDEX, and does a bounded amount of work per save: a few passes over the
+ * slots, one walk of each chunk and of the durable region. A lie costs the liar's records,
+ * never memory safety or termination.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 
 #include "nt_arena_saver.h"
 #include "nt_record.h"
+#include "nt_zchunk.h"
 
 typedef struct slot_progress {
 	uint64_t claim;       /* chunk being tracked (0 = none) */
@@ -70,6 +72,14 @@ struct nt_arena_saver {
 	uint64_t *block;       /* per save, by thread: oldest unsaved chunk seen too late */
 	uint32_t nblock;
 	uint8_t *buf; /* one chunk piece */
+	/* Compression (nt_arena_saver_set_compression): NULL = pieces stored as they are. */
+	nt_zchunk_encoder *zenc;
+	uint8_t *zbuf;               /* one CompressedChunk record (at most a piece's size) */
+	uint64_t bytes_in, bytes_out; /* chunk pieces: their size, and what was appended */
+	/* The writers' progress while a save compresses (writers_outrun): the highest claim
+	 * sequence found, and what it was when the save began. */
+	uint64_t frontier, frontier0;
+	int live; /* writers may wait for this saver: compress only while they do not */
 };
 
 static uint8_t *slot_at(const nt_arena_saver *s, uint32_t slot)
@@ -179,7 +189,30 @@ void nt_arena_saver_free(nt_arena_saver *s)
 	free(s->seen);
 	free(s->block);
 	free(s->buf);
+	nt_zchunk_encoder_free(s->zenc);
+	free(s->zbuf);
 	free(s);
+}
+
+int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live)
+{
+	if (s == NULL || !nt_zchunk_level_ok(level))
+		return EINVAL;
+	s->live = live;
+	nt_zchunk_encoder_free(s->zenc);
+	s->zenc = NULL;
+	if (level == 0)
+		return 0;
+	if (s->zbuf == NULL)
+		s->zbuf = malloc(s->layout.chunk_size);
+	s->zenc = nt_zchunk_encoder_new(level);
+	return s->zenc != NULL && s->zbuf != NULL ? 0 : ENOMEM;
+}
+
+void nt_arena_saver_bytes(const nt_arena_saver *s, uint64_t *pieces, uint64_t *appended)
+{
+	*pieces = s ? s->bytes_in : 0;
+	*appended = s ? s->bytes_out : 0;
 }
 
 uint64_t nt_arena_saver_events(const nt_arena_saver *s)
@@ -245,8 +278,13 @@ static int grow_block(nt_arena_saver *s, uint32_t t)
 static int find_slots(nt_arena_saver *s)
 {
 	const uint32_t nslots = s->layout.nslots;
-	for (uint32_t i = 0; i < nslots; i++)
+	s->frontier = 0;
+	for (uint32_t i = 0; i < nslots; i++) {
 		s->seen[i] = chunk_claim(s, i);
+		if (s->seen[i] != 0 && nt_claim_sequence(s->seen[i]) > s->frontier)
+			s->frontier = nt_claim_sequence(s->seen[i]);
+	}
+	s->frontier0 = s->frontier;
 	for (uint32_t t = 0; t < s->nblock; t++)
 		s->block[t] = UINT64_MAX;
 	for (uint32_t i = 0; i < nslots; i++) {
@@ -316,13 +354,37 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
 		s->durable_saved = end;
 }
 
+/* Would compressing the next piece (the `done`-th of this save, of claim sequence `seq`)
+ * make writers wait? Writers claim chunks in sequence, so the frontier (the highest claim
+ * found) advances by probing the slots after it: a few loads, amortized O(1) per piece. They
+ * outrun a compressing save when, since it began, they claimed more than one chunk for every
+ * two pieces it saved, or when they are more than a half and an eighth of the arena ahead of
+ * the piece (the slots they need next are the ones this save holds). A lying arena only
+ * changes which pieces are compressed. */
+static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
+{
+	const uint32_t nslots = s->layout.nslots;
+	for (int probe = 0; probe < 64; probe++) {
+		uint64_t claim = chunk_claim(s, (uint32_t)((s->frontier + 1) % nslots));
+		if (claim == 0 || nt_claim_sequence(claim) != s->frontier + 1)
+			break;
+		s->frontier++;
+	}
+	return s->frontier - s->frontier0 > (uint64_t)done / 2 + 1 ||
+	       s->frontier > seq + nslots / 2 + nslots / 16;
+}
+
 /* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
  * piece of its own (time base and event ordinal recomputed at the cut, by step 1's walk: a
  * liar that changes its records between that walk and this copy gets a piece whose counts
- * disagree with its records, which the reader reports). The slot keeps this chunk until the commit marks it saved. */
+ * disagree with its records, which the reader reports). The slot keeps this chunk until
+ * the commit marks it saved. */
 static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t slot,
-		      uint32_t *nfull)
+		      uint32_t *nfull, uint32_t done)
 {
+	/* Before the copy: the probe reads slots, never this one's records. */
+	int compress = s->zenc != NULL &&
+		       !(s->live && writers_outrun(s, done, nt_claim_sequence(s->progress[slot].claim)));
 	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
 	slot_progress *p = &s->progress[slot];
 	uint32_t from = p->saved, to = s->used[slot], len = to - from;
@@ -340,8 +402,13 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	hdr.base_ticks = p->ticks;
 	hdr.first_event = p->first_event + p->events;
 	memcpy(s->buf, &hdr, sizeof(hdr));
-	if (!append(s, out, s->buf, sizeof(hdr) + len))
+	/* Compressed when that is smaller (nt_zchunk.h), here on the saver's thread. */
+	size_t plain = sizeof(hdr) + len;
+	size_t z = compress ? nt_zchunk_encode(s->zenc, s->buf, plain, s->zbuf, plain) : 0;
+	if (!append(s, out, z ? s->zbuf : s->buf, z ? z : plain))
 		return 0;
+	s->bytes_in += plain;
+	s->bytes_out += z ? z : plain;
 	p->ticks = after.ticks;
 	p->events = (uint32_t)after.events;
 	p->saved = to;
@@ -368,7 +435,7 @@ int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t 
 	/* 3. The chunk pieces, in claim order. */
 	qsort(s->order, n, sizeof(*s->order), by_sequence);
 	for (uint32_t i = 0; i < n && s->failure == 0; i++)
-		save_piece(s, out, s->order[i].slot, &nfull);
+		save_piece(s, out, s->order[i].slot, &nfull, i);
 	if (events != NULL)
 		*events = s->events - before;
 	if (s->failure != 0)

@@ -46,6 +46,18 @@ typedef struct nt_arena_saver nt_arena_saver;
  * NT_MAX_THREAD_INDEX + 1 entries. */
 nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, uint64_t start);
 
+/* Compression of the chunk pieces from the next save on: `level` 0 stores them as they
+ * are (the default), any other level of nt_zchunk_level_ok() (format/nt_zchunk.h) writes
+ * each piece as a CompressedChunk record when that is smaller, else as it is. Reuses one
+ * codec context per saver; the work is done by the thread that calls save. `live` (a
+ * streaming arena, whose writers wait for the saver): a save that finds the writers
+ * outrunning it (claiming chunks faster than it saves them, or reaching the slots it holds)
+ * stores the rest of its pieces as they are, which is several times faster: it keeps up by
+ * compressing less. 0 (a stopped arena: nt_finish(), a finished provider) compresses all. Returns 0, EINVAL
+ * (s NULL, or a level out of range: nothing changes) or ENOMEM (the saver then stores
+ * pieces uncompressed). */
+int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live);
+
 /* One save (above). Returns 0, or the errno of the failed append or ENOMEM; after a failure
  * every later save fails the same way without writing, and nothing of the failed save is
  * committed. *events (may be NULL) gets the events in the pieces this save appended. Cost:
@@ -58,6 +70,10 @@ int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t 
 /* Totals since nt_arena_saver_new: events saved, and the output's end. */
 uint64_t nt_arena_saver_events(const nt_arena_saver *s);
 uint64_t nt_arena_saver_end(const nt_arena_saver *s);
+
+/* Totals since nt_arena_saver_new: bytes of the chunk pieces cut, and bytes appended for
+ * them (smaller when compressed). Durable records are not counted. */
+void nt_arena_saver_bytes(const nt_arena_saver *s, uint64_t *pieces, uint64_t *appended);
 
 void nt_arena_saver_free(nt_arena_saver *s); /* NULL is ignored */
 

@@ -30,7 +30,10 @@
 
 #define NT_FILE_IDENTIFIER "NTRC"
 #define NT_FORMAT_MAJOR 1
-#define NT_FORMAT_MINOR 0
+/* Minor 1: CompressedChunk records and the header's compression fields. A reader of minor 0
+ * skips CompressedChunk records as a kind it does not know (their events are missing, the
+ * header's events_written still counts them); readers of this version read both. */
+#define NT_FORMAT_MINOR 1
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */
@@ -42,6 +45,7 @@ enum {
 	NT_KIND_CALLSITE = 4,
 	NT_KIND_CHUNK = 5,
 	NT_KIND_PROCESS = 6,
+	NT_KIND_ZCHUNK = 7,
 	NT_KIND_BEGIN = 16,
 	NT_KIND_END = 17,
 	NT_KIND_INSTANT = 18,
@@ -122,6 +126,11 @@ static inline int nt_kind_is_t2(unsigned kind)
 /* ProcessFlags */
 enum { NT_PROCESS_BRIEF = 1u, NT_PROCESS_UTC_OFFSET_KNOWN = 2u };
 
+/* Codec: how an archive's chunks may be compressed (ArchiveHeader.compression) and how one
+ * CompressedChunk's payload is (nt_zchunk_record.codec). */
+enum { NT_CODEC_NONE = 0, NT_CODEC_ZSTD = 1 };
+#define NT_CODEC_LAST NT_CODEC_ZSTD
+
 /* ArgType */
 enum {
 	NT_ARG_NONE = 0,
@@ -168,6 +177,10 @@ enum {
 #define NT_MAX_SID_LENGTH (NT_MAX_RECORD_BYTES - 32u)
 #define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
 #define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
+/* The largest chunk piece a CompressedChunk may hold (its decompressed size_bytes): what a
+ * reader allocates at most per decompressed chunk. Equal to NT_MAX_CHUNK
+ * (nt_arena_layout.h), the largest chunk a saver cuts pieces from. */
+#define NT_MAX_ZCHUNK_BYTES 65536u
 /* The durable region of an arena is at most this large (format/nt_arena_layout.h). */
 #define NT_MAX_DURABLE_BYTES (1u << 20)
 /* The highest thread index a writer can give: each thread has a Thread record of at least
@@ -259,6 +272,20 @@ typedef struct nt_chunk_header {
 	NT_ALIGN8 uint64_t first_event;
 } nt_chunk_header;
 
+/* A CompressedChunk (large record): word 0, a copy of the chunk piece's header (its
+ * size_bytes is the decompressed piece's: header + records, at most NT_MAX_ZCHUNK_BYTES),
+ * then `compressed_bytes` bytes of one frame of `codec` holding the piece's records (what
+ * follows its 40-byte header), zero-padded to 8. format/nt_zchunk.h makes and opens them. */
+typedef struct nt_zchunk_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t codec;
+	uint32_t size_bytes;
+	nt_chunk_header chunk;
+	uint32_t compressed_bytes;
+	uint32_t reserved0;
+} nt_zchunk_record;
+
 typedef struct nt_event_record {
 	uint8_t kind;
 	uint8_t size_words;
@@ -297,6 +324,7 @@ NT_STATIC_ASSERT(sizeof(nt_thread_record) == 24, "ThreadRecord is 24 bytes");
 NT_STATIC_ASSERT(sizeof(nt_process_record) == 32, "ProcessRecord is 32 bytes");
 NT_STATIC_ASSERT(sizeof(nt_callsite_record) == 24, "CallSiteRecord is 24 bytes");
 NT_STATIC_ASSERT(sizeof(nt_chunk_header) == 40, "ChunkHeader is 40 bytes");
+NT_STATIC_ASSERT(sizeof(nt_zchunk_record) == 56, "CompressedChunk is 56 bytes");
 NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_complete_record) == 16, "CompleteRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_timestamp_record) == 16, "TimestampRecord is 16 bytes");

@@ -69,7 +69,8 @@
 	X(CTL_SELECT, 17, "C->M", "name = a provider name")                                        \
 	/* SCM_RIGHTS [output file]. a = mode, b = buffer_size (0 = the manager's default),        \
 	 * c = chunk_size (0 = automatic), d = buffer disposition (nt_buffer_disposition) for a    \
-	 * provider that still holds the previous trace's buffer (0: a fresh buffer);              \
+	 * provider that still holds the previous trace's buffer (0: a fresh buffer) in bits      \
+	 * 0..31 and the compression of the saved sections in bits 32..63 (nt_wire_start_d);      \
 	 * text = categories. Answered by CTL_STARTED, or CTL_END with a = an nt_result and        \
 	 * text = why. */                                                                          \
 	X(CTL_START, 18, "C->M", "a = mode, b = buffer_size, c = chunk_size, d = disposition, text = categories") \
@@ -93,6 +94,24 @@ enum {
 };
 
 #define NT_WIRE_SYNC 1u /* REGISTER: answer with REGISTERED */
+
+/* CTL_START's d: the disposition in bits 0..31, the compression in bits 32..63 as an int32:
+ * 0 = the manager's default (NT_ZCHUNK_LEVEL_DEFAULT, format/nt_zchunk.h), NT_WIRE_NO_
+ * COMPRESSION = sections stored uncompressed, else a zstd level (nt_zchunk_level_ok). A
+ * controller that predates compression sends 0 there: the default. */
+#define NT_WIRE_NO_COMPRESSION INT32_MIN
+static inline uint64_t nt_wire_start_d(uint32_t disposition, int32_t compression)
+{
+	return (uint64_t)disposition | (uint64_t)(uint32_t)compression << 32;
+}
+static inline uint32_t nt_wire_start_disposition(uint64_t d)
+{
+	return (uint32_t)d;
+}
+static inline int32_t nt_wire_start_compression(uint64_t d)
+{
+	return (int32_t)(uint32_t)(d >> 32);
+}
 
 /* A provider's state, as CTL_PROVIDER reports it. */
 #define NT_PROVIDER_STATES(X)                                                                    \

@@ -189,8 +189,15 @@ static const char *start_problem(nt_manager *m, const nt_wire_msg *msg, int fd, 
 		return "CTL_START without the output file attached";
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return "the output attached to CTL_START is not a regular file";
-	if (msg->d > 2) {
-		snprintf(why, whylen, "unknown buffer disposition %llu", (unsigned long long)msg->d);
+	if (nt_wire_start_disposition(msg->d) > 2) {
+		snprintf(why, whylen, "unknown buffer disposition %u",
+			 nt_wire_start_disposition(msg->d));
+		return why;
+	}
+	int32_t level = nt_wire_start_compression(msg->d);
+	if (level != NT_WIRE_NO_COMPRESSION && !nt_zchunk_level_ok(level)) {
+		snprintf(why, whylen, "compression level %d is not one from %d to %d", (int)level,
+			 NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX);
 		return why;
 	}
 	if (msg->a > NT_MODE_STREAMING) {
@@ -236,7 +243,11 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 	t->out_fd = fd;
 	t->ctl_fd = c->fd;
 	t->mode = (int)msg->a;
-	t->disposition = (int)msg->d;
+	t->disposition = (int)nt_wire_start_disposition(msg->d);
+	int32_t level = nt_wire_start_compression(msg->d);
+	t->compression_level = level == NT_WIRE_NO_COMPRESSION ? 0
+			       : level == 0		    ? NT_ZCHUNK_LEVEL_DEFAULT
+							    : level;
 	t->buffer_size = msg->b ? msg->b : NT_MGR_DEFAULT_BUFFER;
 	t->chunk_size = msg->c;
 	nt_wire_str(msg->text, msg->text_len, t->categories);

@@ -20,6 +20,7 @@
 #include "../../format/nt_bundle.h"
 #include "../../format/nt_fifo.h"
 #include "../../format/nt_wire.h"
+#include "../../format/nt_zchunk.h"
 #include "nt_manager.h"
 
 #define NT_MGR_MAX_CONNS 1024       /* connections of every kind at once */
@@ -119,6 +120,7 @@ typedef struct nt_mgr_trace {
 	int ctl_fd;           /* the controller's connection, -1 once it left */
 	int mode;
 	int disposition;      /* CTL_START's d: for providers still holding a buffer (kept) */
+	int compression_level; /* of the sections' chunks (format/nt_zchunk.h); 0 = none */
 	uint64_t buffer_size;
 	uint64_t chunk_size;
 	char categories[NT_WIRE_MAX_TEXT + 1];
@@ -166,7 +168,8 @@ void nt_mgr_buffer_release(nt_mgr_provider *p);
 
 /* nt_mgr_saver.c: the stream goes to an O_TMPFILE in `dir` (the bundle's directory: disk,
  * not the manager's memory), or to a memfd where that cannot be made. */
-int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen);
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level, char *why,
+		       size_t whylen);
 /* A private scratch file, by the same rule (O_TMPFILE in `dir`, else a memfd); -1 with errno. */
 int nt_mgr_scratch_file(const char *dir);
 /* Hands a SAVE_BUFFER to the thread; -1 when one is still in flight (a protocol breach). */

@@ -128,7 +128,8 @@ int nt_mgr_scratch_file(const char *dir)
 	return fd >= 0 ? fd : memfd_create("nanotrace-stream", MFD_CLOEXEC);
 }
 
-int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t whylen)
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level, char *why,
+		       size_t whylen)
 {
 	nt_mgr_saver *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
@@ -145,6 +146,8 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, char *why, size_t wh
 			 s->stream_fd < 0 ? strerror(errno) : "out of memory");
 		goto fail;
 	}
+	/* ENOMEM leaves the chunks uncompressed, which every reader reads. */
+	(void)nt_arena_saver_set_compression(s->saver, compression_level, 1);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_condattr_t monotonic;
 	pthread_condattr_init(&monotonic);

@@ -200,7 +200,8 @@ static int scratch_append(void *ctx, const void *data, size_t len)
  * only); its bytes and events, or -1 with errno. On a private copy-on-write mapping: a
  * save marks chunks saved in the arena it reads, and the provider's buffer (which a later
  * trace may start again) must not change. */
-static int save_private(nt_mgr_provider *p, int fd, uint64_t *bytes, uint64_t *events)
+static int save_private(nt_mgr_provider *p, int fd, int level, uint64_t *bytes,
+			uint64_t *events)
 {
 	*bytes = *events = 0;
 	uint8_t *priv = mmap(NULL, p->layout.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
@@ -208,6 +209,8 @@ static int save_private(nt_mgr_provider *p, int fd, uint64_t *bytes, uint64_t *e
 	if (priv == MAP_FAILED)
 		return -1;
 	nt_arena_saver *s = nt_arena_saver_new(priv, &p->layout, 0);
+	if (s != NULL && nt_arena_saver_set_compression(s, level, 0) != 0)
+		level = 0; /* out of memory: stored uncompressed */
 	scratch_out o = { fd, 0 };
 	nt_saver_output out = { .append = scratch_append, .commit = NULL, .ctx = &o };
 	int err = s == NULL ? ENOMEM : nt_arena_saver_save(s, &out, events);
@@ -258,6 +261,7 @@ static int prepare_body(nt_manager *m, nt_mgr_provider *p, int end_state, nt_arc
 			section_body *b, char *why, size_t whylen)
 {
 	uint64_t ignored;
+	int level = m->trace.compression_level;
 	b->compact = compactable(p, end_state);
 	b->scratch = b->records_fd = -1;
 	b->records = b->events = 0;
@@ -266,16 +270,20 @@ static int prepare_body(nt_manager *m, nt_mgr_provider *p, int end_state, nt_arc
 		b->records_fd = p->stream->stream_fd;
 	} else if (b->compact) {
 		b->scratch = b->records_fd = nt_mgr_scratch_file(m->trace.out_dir);
-		if (b->scratch < 0 || save_private(p, b->scratch, &b->records, &b->events) != 0) {
+		if (b->scratch < 0 || save_private(p, b->scratch, level, &b->records, &b->events) != 0) {
 			snprintf(why, whylen, "saving its arena: %s", strerror(errno));
 			return -1;
 		}
-	} else if (save_private(p, -1, &ignored, &b->events) != 0) {
+	} else if (save_private(p, -1, 0, &ignored, &b->events) != 0) {
 		b->events = 0; /* only the progress figure; the reader counts for itself */
 	}
 	/* The archive's own count of what it holds, as a finished archive states it (the
 	 * provider's header says 0 until the process finishes itself). */
 	info->events_written = b->events + (p->stream ? 0 : info->events_overwritten);
+	/* The codec is the manager's, whatever the provider's header said: an arena section is
+	 * the arena as it is (never compressed), a compact one what the manager's saver made. */
+	info->compression = b->compact && level ? NT_CODEC_ZSTD : NT_CODEC_NONE;
+	info->compression_level = b->compact ? level : 0;
 	info->pid = (uint32_t)p->pid;
 	memset(b->block, 0, sizeof(b->block));
 	b->header_len = b->compact ? nt_header_encode_stream(info, b->block, sizeof(b->block))

@@ -11,6 +11,7 @@
 
 #include "../../format/nt_arena_layout.h"
 #include "../../format/nt_wire.h"
+#include "../../format/nt_zchunk.h"
 #include "nt_record_options.h"
 #include "nt_version.h"
 
@@ -32,6 +33,7 @@ void nt_record_usage(FILE *f)
 	fprintf(f,
 		"usage: trace-record -o FILE [--categories LIST] [--buffering-mode MODE]\n"
 		"                    [--buffer-size SIZE] [--buffer-disposition D]\n"
+		"                    [--compression-level N]\n"
 		"                    [--duration SECONDS] [--manager-timeout SECONDS]\n"
 		"                    [--provider NAME]...\n"
 		"                    [--verbose] [-- COMMAND [ARGS...]]\n"
@@ -53,6 +55,9 @@ void nt_record_usage(FILE *f)
 		"                           buffer (same mode, size, categories; not streaming)\n"
 		"                           starts again on it, keeping its strings and threads\n"
 		"                           (clear-nondurable) or everything (retain)\n"
+		"  -z, --compression-level N  zstd level of the archive's chunks, -50 (fastest) to\n"
+		"                           22 (smallest); 0 or off: uncompressed (default: the\n"
+		"                           manager's, 1)\n"
 		"  -d, --duration SECONDS   stop after this long\n"
 		"  -T, --manager-timeout S  how long the manager may send nothing while the trace\n"
 		"                           stops (it sends progress 4 times a second) before it\n"
@@ -112,6 +117,27 @@ static int parse_mode(const char *s)
 	return -1;
 }
 
+/* --compression-level: CTL_START's compression (nt_wire_start_d), or 1 after saying what is
+ * wrong. */
+static int parse_compression(const char *s, int32_t *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (strcmp(s, "off") == 0) {
+		*out = NT_WIRE_NO_COMPRESSION;
+		return 0;
+	}
+	if (errno != 0 || end == s || *end != '\0' || !nt_zchunk_level_ok((int)v) ||
+	    v != (int)v) {
+		say("--compression-level: '%s' is not off or a level from %d to %d", s,
+		    NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX);
+		return 1;
+	}
+	*out = v == 0 ? NT_WIRE_NO_COMPRESSION : (int32_t)v;
+	return 0;
+}
+
 static int parse_disposition(const char *s)
 {
 	/* nt_buffer_disposition's numbers */
@@ -153,6 +179,7 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 		{ "buffering-mode", required_argument, 0, 'm' },
 		{ "buffer-size", required_argument, 0, 'b' },
 		{ "buffer-disposition", required_argument, 0, 'D' },
+		{ "compression-level", required_argument, 0, 'z' },
 		{ "duration", required_argument, 0, 'd' },
 		{ "manager-timeout", required_argument, 0, 'T' }, { "provider", required_argument, 0, 'p' },
 		{ "list", no_argument, 0, 'l' },            { "verbose", no_argument, 0, 'v' },
@@ -163,7 +190,7 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 	o->buffer_size = 4u << 20;
 	o->manager_timeout = 60;
 	int c;
-	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:d:T:p:lvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:z:d:T:p:lvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'c': o->categories = optarg; break;
@@ -183,6 +210,10 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 				    optarg);
 				return -1;
 			}
+			break;
+		case 'z':
+			if (parse_compression(optarg, &o->compression) != 0)
+				return -1;
 			break;
 		case 'b':
 			if (parse_size(optarg, &o->buffer_size) != 0 || o->buffer_size < NT_MIN_BUFFER ||

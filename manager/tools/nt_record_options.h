@@ -15,6 +15,7 @@ typedef struct options {
 	const char *categories;
 	int mode;
 	int disposition;
+	int32_t compression;    /* CTL_START's (nt_wire_start_d): 0 = the manager's default */
 	uint64_t buffer_size;
 	double duration;
 	double manager_timeout; /* seconds the manager may stay silent while stopping */

@@ -301,7 +301,7 @@ static int start_trace(recorder *r)
 	nt_wire_init(&msg, NT_WIRE_CTL_START);
 	msg.a = (uint64_t)r->o.mode;
 	msg.b = r->o.buffer_size;
-	msg.d = (uint64_t)r->o.disposition;
+	msg.d = nt_wire_start_d((uint32_t)r->o.disposition, r->o.compression);
 	nt_wire_set_text(&msg, r->o.categories);
 	if (send_msg(r->ctl, &msg, r->out_fd) != 0)
 		goto lost;

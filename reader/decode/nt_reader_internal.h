@@ -8,6 +8,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "nt_archive_header_decode.h"
 #include "nt_record.h"
+#include "nt_zchunk.h"
 
 typedef struct reader_string {
 	const char *str; /* NUL-terminated copy in the pool; NULL = index not defined */
@@ -91,6 +92,9 @@ struct nt_reader {
 	} damage[NT_READER_MAX_OPEN_DAMAGE];
 	uint32_t ndamage;
 	nt_reader_summary summary;
+	/* Compressed chunks found while opening, and the chunk bytes decompressed (a plain
+	 * chunk counts its own size): nt_reader_get_compression(). */
+	uint64_t zchunks, plain_chunk_bytes;
 
 	/* Many processes: the tables above are the sections' renumbered (thread and process
 	 * names point into the sections' readers), data is NULL, and the visit walks the
@@ -146,7 +150,24 @@ uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why);
 /* After damage at `off`: the offset of the next plausible chunk header, or the file size. */
 uint64_t nt_resync(const nt_reader *r, uint64_t off);
 
-/* Is the chunk header at `off` (of `size` bytes) one the archive can decode? */
+/* Is the top-level record at `off` (of `size` bytes) a chunk, plain or compressed
+ * (CompressedChunk), whose header the archive can decode? Compressed: framing, codec and
+ * the header copy are checked, not the frame (nt_zchunk_decode does that). */
 int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why);
+
+static inline int nt_is_chunk_kind(unsigned kind)
+{
+	return kind == NT_KIND_CHUNK || kind == NT_KIND_ZCHUNK;
+}
+
+/* The chunk header of the chunk record at `off` (a Chunk's own, a CompressedChunk's copy,
+ * 8 bytes in: 8-byte aligned either way). Only after nt_chunk_header_ok. */
+static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t off)
+{
+	const uint8_t *p = r->data + off;
+	return (const nt_chunk_header *)(const void *)(p[0] == NT_KIND_ZCHUNK
+							  ? p + offsetof(nt_zchunk_record, chunk)
+							  : p);
+}
 
 #endif /* NT_READER_INTERNAL_H */

@@ -46,7 +46,7 @@ uint64_t nt_resync(const nt_reader *r, uint64_t off)
 	for (off += 8; off + sizeof(nt_chunk_header) <= r->size; off += 8) {
 		uint64_t w0 = rd64(r->data + off), size;
 		const char *why;
-		if (nt_record_kind(w0) == NT_KIND_CHUNK &&
+		if (nt_is_chunk_kind(nt_record_kind(w0)) &&
 		    nt_record_frame(w0, r->size - off, 1, &size) == NT_FRAME_OK &&
 		    nt_chunk_header_ok(r, off, size, &why))
 			return off;
@@ -56,12 +56,17 @@ uint64_t nt_resync(const nt_reader *r, uint64_t off)
 
 int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why)
 {
-	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + off);
-	if (h->size_words != 0 || size < sizeof(nt_chunk_header)) {
+	if (r->data[off] == NT_KIND_ZCHUNK) {
+		const char *bad = nt_zchunk_check(r->data + off, size, NULL);
+		if (bad != NULL) {
+			*why = bad;
+			return 0;
+		}
+	} else if (r->data[off + 1] != 0 || size < sizeof(nt_chunk_header)) {
 		*why = "chunk header is malformed";
 		return 0;
 	}
-	uint32_t t = rd32(r->data + off + 8);
+	uint32_t t = nt_chunk_at(r, off)->thread;
 	if (t == 0 || t >= r->nthreads || r->threads[t].name == NULL) {
 		*why = "chunk belongs to a thread the archive never defined";
 		return 0;
@@ -329,6 +334,7 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 								h->thread };
 		r->summary.chunks++;
 		r->summary.chunk_bytes += cs;
+		r->plain_chunk_bytes += cs; /* an arena's slots are never compressed */
 	}
 	qsort(r->chunks, r->nchunks, sizeof(*r->chunks), by_start);
 	r->chunk_size = cs;
@@ -350,6 +356,14 @@ static int decode_header(nt_reader *r, nt_reader_error *err)
 	r->records_start = nt_header_decode(r->data, r->size, &r->info, why, sizeof(why), &where);
 	if (r->records_start == 0) {
 		set_err(err, r->name, where, "%s", why);
+		return 0;
+	}
+	if (r->info.compression > NT_CODEC_LAST) {
+		snprintf(why, sizeof(why),
+			 "archive's chunks are compressed with codec %u, which this reader (%s) "
+			 "does not support",
+			 (unsigned)r->info.compression, NT_VERSION_STRING);
+		set_err(err, r->name, 0, "%s", why);
 		return 0;
 	}
 	if (r->records_start > r->size)
@@ -402,10 +416,12 @@ static int walk_chunk(nt_reader *r, uint64_t off, uint64_t size)
 		r->summary.open_errors++; /* the visit reports it */
 		return 1;
 	}
+	const nt_chunk_header *h = nt_chunk_at(r, off);
 	r->summary.chunks++;
 	r->summary.chunk_bytes += size;
+	r->zchunks += r->data[off] == NT_KIND_ZCHUNK;
+	r->plain_chunk_bytes += r->data[off] == NT_KIND_ZCHUNK ? h->size_bytes : size;
 	if (r->tail) {
-		const nt_chunk_header *h = (const void *)(r->data + off);
 		uint64_t end = h->first_event + h->event_count;
 		/* The saved stream defines threads of its own after covered was sized: grow it
 		 * (within the thread table, which bounds it). */
@@ -434,7 +450,7 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
 		}
 		uint8_t kind = r->data[*off];
 		int ok = 1;
-		if (kind == NT_KIND_CHUNK)
+		if (nt_is_chunk_kind(kind))
 			ok = walk_chunk(r, *off, size);
 		else if (nt_kind_is_durable(kind))
 			ok = take_durable(r, *off, size, pn);
@@ -689,6 +705,26 @@ uint32_t nt_reader_max_event_name_len(const nt_reader *r)
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)
 {
 	*out = r->summary;
+}
+
+void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
+			       uint64_t *chunk_bytes_uncompressed)
+{
+	uint64_t z = 0, plain = 0;
+	if (r != NULL && r->many) {
+		for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
+			const nt_reader *s = nt_reader_section_at(r, i)->reader;
+			if (s != NULL)
+				z += s->zchunks, plain += s->plain_chunk_bytes;
+		}
+	} else if (r != NULL) {
+		z = r->zchunks;
+		plain = r->plain_chunk_bytes;
+	}
+	if (compressed_chunks != NULL)
+		*compressed_chunks = z;
+	if (chunk_bytes_uncompressed != NULL)
+		*chunk_bytes_uncompressed = plain;
 }
 
 uint32_t nt_reader_section_count(const nt_reader *r)

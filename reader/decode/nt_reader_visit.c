@@ -6,6 +6,13 @@
  * thread, each scanning the file forward for its thread's next chunk (chunks of a thread
  * appear in sequence order), and merges the threads' next events with a binary heap: memory
  * is O(threads), time O(events log threads + threads * chunks).
+ *
+ * A CompressedChunk is decompressed (format/nt_zchunk.h, which checks every size) into a
+ * buffer of NT_MAX_ZCHUNK_BYTES and walked there: one buffer per visit in stream order, one
+ * per thread in time order (allocated at the thread's first compressed chunk). Records of a
+ * decompressed chunk are reported at the CompressedChunk's offset. A chunk that does not
+ * decompress is damage at its offset, and its events (the header copy's count) are lost:
+ * a gap.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +23,11 @@
 #define MAX_ARGS NT_MAX_RECORD_WORDS
 
 typedef struct chunk_cursor {
+	const uint8_t *data; /* what pos and end count from: the file, or a decompressed chunk */
+	uint64_t report;     /* decompressed: the CompressedChunk's offset, for every record */
 	uint64_t pos, end;   /* next record, end of the chunk */
+	uint64_t base_ticks; /* the chunk header's */
+	uint64_t zend;       /* decompressed: the ordinal its header says it ends at */
 	uint64_t ticks;      /* running clock */
 	uint64_t ordinal;    /* the thread's ordinal of the next event */
 	uint64_t first;      /* ordinal of the chunk's first event */
@@ -38,6 +49,7 @@ typedef struct visit {
 	int many;
 	const nt_reader_thread *threads;
 	uint64_t base;
+	nt_zchunk_decoder **zdec; /* shared by the visits of one nt_reader_visit; made on use */
 	char msg[768];
 } visit;
 
@@ -81,14 +93,72 @@ static void emit_gap(visit *v, const nt_reader_gap *gap)
 static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off, uint64_t size)
 {
 	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + off);
+	c->data = r->data;
+	c->report = UINT64_MAX;
 	c->pos = off + sizeof(*h);
 	c->end = off + (h->size_bytes >= sizeof(*h) && h->size_bytes < size ? h->size_bytes : size);
-	c->ticks = h->base_ticks;
+	c->ticks = c->base_ticks = h->base_ticks;
 	c->first = c->ordinal = h->first_event;
 	c->skip_below = 0;
 	c->offset = off;
 	c->thread = &r->threads[h->thread];
 	c->active = 1;
+}
+
+/* A decompressed chunk at `buf` (nt_zchunk_decode checked its size), of the CompressedChunk
+ * at `off`. */
+static void cursor_open_buffer(const nt_reader *r, chunk_cursor *c, const uint8_t *buf,
+			       uint64_t off)
+{
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)buf;
+	c->data = buf;
+	c->report = off;
+	c->zend = h->first_event + h->event_count;
+	c->pos = sizeof(*h);
+	c->end = h->size_bytes;
+	c->ticks = c->base_ticks = h->base_ticks;
+	c->first = c->ordinal = h->first_event;
+	c->skip_below = 0;
+	c->offset = off;
+	c->thread = &r->threads[h->thread];
+	c->active = 1;
+}
+
+/* Opens the chunk record at `off` (`size` bytes, nt_chunk_header_ok): a Chunk in place, a
+ * CompressedChunk decompressed into *buf (NT_MAX_ZCHUNK_BYTES, allocated on first use).
+ * Returns NULL, or why the compressed chunk cannot be read. */
+static const char *cursor_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint64_t off,
+				   uint64_t size)
+{
+	const nt_reader *r = v->r;
+	if (r->data[off] != NT_KIND_ZCHUNK) {
+		cursor_open_chunk(r, c, off, size);
+		return NULL;
+	}
+	if (*buf == NULL && (*buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
+		return "out of memory decompressing a compressed chunk";
+	if (*v->zdec == NULL && (*v->zdec = nt_zchunk_decoder_new()) == NULL)
+		return "out of memory decompressing a compressed chunk";
+	const char *why = nt_zchunk_decode(*v->zdec, r->data + off, size, *buf, NT_MAX_ZCHUNK_BYTES);
+	if (why == NULL)
+		cursor_open_buffer(r, c, *buf, off);
+	return why;
+}
+
+/* The events of a chunk that could not be read, as a gap from the ordinal the thread had
+ * reached (*expected, advanced past them). Returns 1 when there are some. */
+static int lost_chunk(const nt_reader *r, uint64_t off, uint64_t *expected, nt_reader_gap *gap)
+{
+	const nt_chunk_header *h = nt_chunk_at(r, off);
+	uint64_t end = h->first_event + h->event_count;
+	if (end <= *expected)
+		return 0;
+	gap->thread = &r->threads[h->thread];
+	gap->events = end - *expected;
+	gap->time_ns = nt_reader_ticks_to_ns(r, h->base_ticks);
+	gap->offset = off;
+	*expected = end;
+	return 1;
 }
 
 /* Lost events before the chunk `c` just opened, given the ordinal the thread's previous
@@ -98,10 +168,9 @@ static int chunk_gap(const nt_reader *r, const chunk_cursor *c, uint64_t expecte
 {
 	if (c->first <= expected)
 		return 0;
-	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + c->offset);
 	gap->thread = c->thread;
 	gap->events = c->first - expected;
-	gap->time_ns = nt_reader_ticks_to_ns(r, h->base_ticks);
+	gap->time_ns = nt_reader_ticks_to_ns(r, c->base_ticks);
 	gap->offset = c->offset;
 	return 1;
 }
@@ -198,8 +267,8 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		       nt_reader_arg *args, const char **why, uint64_t *at)
 {
 	while (c->active && c->pos + 8 <= c->end) {
-		const uint8_t *p = r->data + c->pos;
-		uint64_t off = c->pos, bytes;
+		const uint8_t *p = c->data + c->pos;
+		uint64_t off = c->report != UINT64_MAX ? c->report : c->pos, bytes;
 		uint64_t w0 = rd64(p);
 		unsigned kind = nt_record_kind(w0);
 		nt_frame f = nt_record_frame(w0, c->end - c->pos, 0, &bytes);
@@ -270,6 +339,13 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		ev->offset = off;
 		return 1;
 	}
+	/* A decompressed chunk's header is what accounting trusts without decompressing. */
+	if (c->active && c->report != UINT64_MAX && c->ordinal != c->zend) {
+		c->active = 0;
+		*why = NT_ZCHUNK_COUNT_LIE;
+		*at = c->report;
+		return -1;
+	}
 	c->active = 0;
 	return 0;
 }
@@ -283,7 +359,7 @@ static uint64_t next_top(visit *v, uint64_t *off, int quiet, int *stopped)
 	while (*off < r->size) {
 		const char *why = NULL;
 		uint64_t size = nt_record_size(r, *off, &why);
-		if (size != 0 && r->data[*off] == NT_KIND_CHUNK &&
+		if (size != 0 && nt_is_chunk_kind(r->data[*off]) &&
 		    !nt_chunk_header_ok(r, *off, size, &why))
 			size = 0;
 		if (size != 0)
@@ -314,15 +390,22 @@ static void cursor_open_arena(const nt_reader *r, chunk_cursor *c, uint64_t off)
 
 /* Decode one chunk in stream order; returns 0 to go on, 1 (stop asked) or -1 (damage). */
 static int stream_chunk(visit *v, nt_reader_arg *args, uint64_t *expected, uint64_t off,
-			uint64_t size, int arena)
+			uint64_t size, int arena, uint8_t **buf)
 {
 	nt_reader *r = v->r;
 	chunk_cursor c;
-	if (arena)
-		cursor_open_arena(r, &c, off);
-	else
-		cursor_open_chunk(r, &c, off, size);
 	nt_reader_gap gap;
+	if (arena) {
+		cursor_open_arena(r, &c, off);
+	} else {
+		const char *bad = cursor_open_top(v, &c, buf, off, size);
+		if (bad != NULL) {
+			report(v, off, bad);
+			if (lost_chunk(r, off, &expected[nt_chunk_at(r, off)->thread], &gap))
+				emit_gap(v, &gap);
+			return v->policy == NT_ON_CORRUPT_STOP ? -1 : 0;
+		}
+	}
 	if (chunk_gap(r, &c, expected[c.thread->index], &gap))
 		emit_gap(v, &gap);
 	nt_reader_event ev;
@@ -353,6 +436,7 @@ static int visit_stream(visit *v)
 	nt_reader *r = v->r;
 	nt_reader_arg *args = malloc(sizeof(*args) * MAX_ARGS);
 	uint64_t *expected = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
+	uint8_t *buf = NULL; /* a decompressed chunk */
 	int stopped = 0, result = 0;
 	if (args == NULL || expected == NULL) {
 		free(args);
@@ -364,8 +448,8 @@ static int visit_stream(visit *v)
 		uint64_t size = next_top(v, &off, 0, &stopped);
 		if (size == 0)
 			break;
-		if (r->data[off] == NT_KIND_CHUNK) {
-			result = stream_chunk(v, args, expected, off, size, 0);
+		if (nt_is_chunk_kind(r->data[off])) {
+			result = stream_chunk(v, args, expected, off, size, 0, &buf);
 			if (result < 0)
 				stopped = 1;
 			if (result != 0)
@@ -375,8 +459,9 @@ static int visit_stream(visit *v)
 	}
 	if (r->arena && !stopped && result == 0)
 		for (uint32_t i = 0; i < r->nchunks && result == 0; i++)
-			result = stream_chunk(v, args, expected, r->chunks[i].offset, 0, 1);
+			result = stream_chunk(v, args, expected, r->chunks[i].offset, 0, 1, NULL);
 	free(args);
+	free(buf);
 	free(expected);
 	return stopped || result < 0 ? -1 : result;
 }
@@ -396,9 +481,21 @@ typedef struct thread_stream {
 	uint64_t expected;   /* ordinal the thread's last chunk ended at */
 	nt_reader_gap gap;   /* delivered before ev when has_gap */
 	int has_gap;
+	uint8_t *buf;        /* its decompressed chunk (NULL until it meets a compressed one) */
 } thread_stream;
 
-/* Opens the thread's next chunk; 0 when there is none. */
+/* Adds lost events to the gap delivered before the stream's next event. */
+static void add_gap(thread_stream *s, const nt_reader_gap *g)
+{
+	if (s->has_gap) {
+		s->gap.events += g->events;
+		return;
+	}
+	s->gap = *g;
+	s->has_gap = 1;
+}
+
+/* Opens the thread's next chunk; 0 when there is none, -1 when damage stops the visit. */
 static int stream_next_chunk(visit *v, thread_stream *s)
 {
 	nt_reader *r = v->r;
@@ -411,10 +508,17 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 			break;
 		uint64_t off = s->scan;
 		s->scan += size;
-		if (r->data[off] == NT_KIND_CHUNK && rd32(r->data + off + 8) == s->thread) {
-			cursor_open_chunk(r, &s->c, off, size);
+		if (!nt_is_chunk_kind(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
+			continue;
+		const char *bad = cursor_open_top(v, &s->c, &s->buf, off, size);
+		if (bad == NULL)
 			goto opened;
-		}
+		report(v, off, bad);
+		nt_reader_gap lost;
+		if (lost_chunk(r, off, &s->expected, &lost))
+			add_gap(s, &lost);
+		if (v->policy == NT_ON_CORRUPT_STOP)
+			return -1;
 	}
 	for (; r->arena && s->ai < r->nchunks;) { /* then the arena's chunks */
 		const struct arena_chunk *ac = &r->chunks[s->ai++];
@@ -424,9 +528,10 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 		}
 	}
 	return 0;
-opened:
-	if (chunk_gap(r, &s->c, s->expected, &s->gap))
-		s->has_gap = 1;
+opened:;
+	nt_reader_gap gap;
+	if (chunk_gap(r, &s->c, s->expected, &gap))
+		add_gap(s, &gap);
 	return 1;
 }
 
@@ -451,8 +556,15 @@ static int stream_advance(thread_stream *s)
 			}
 			continue;
 		}
-		if (!stream_next_chunk(v, s)) {
+		int opened = stream_next_chunk(v, s);
+		if (opened < 0)
+			return -1;
+		if (opened == 0) {
 			s->has_event = 0;
+			if (s->has_gap) { /* events lost after the thread's last one */
+				emit_gap(v, &s->gap);
+				s->has_gap = 0;
+			}
 			return 0;
 		}
 	}
@@ -566,6 +678,8 @@ static int visit_time(visit *vs, uint32_t nv)
 		sift_down(heap, hn, 0);
 	}
 out:
+	for (uint64_t i = 0; streams != NULL && i < n; i++)
+		free(streams[i].buf);
 	free(streams);
 	free(heap);
 	free(argmem);
@@ -639,13 +753,18 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
 {
 	if (r == NULL || cb == NULL)
 		return -1;
+	nt_zchunk_decoder *zdec = NULL;
 	visit v = { .r = r, .cb = cb, .ctx = ctx, .policy = policy, .many = r->in_many,
-		    .threads = r->threads, .base = r->file_base };
+		    .threads = r->threads, .base = r->file_base, .zdec = &zdec };
+	int rc;
 	if (r->many)
-		return visit_many(r, &v, order);
-	if (report_open_damage(&v) < 0)
-		return -1;
-	return order == NT_ORDER_TIME ? visit_time(&v, 1) : visit_stream(&v);
+		rc = visit_many(r, &v, order);
+	else if (report_open_damage(&v) < 0)
+		rc = -1;
+	else
+		rc = order == NT_ORDER_TIME ? visit_time(&v, 1) : visit_stream(&v);
+	nt_zchunk_decoder_free(zdec);
+	return rc;
 }
 
 int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, uint32_t *len)
@@ -661,22 +780,43 @@ int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, u
 
 /* ---- records that are not events --------------------------------------------------------- */
 
-/* Inside a chunk: the records that carry no event (timestamps, padding), by the framing. */
-static void count_in_chunk(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *counts)
+/* Inside a chunk at `data` + off: the records that carry no event (timestamps, padding),
+ * by the framing. */
+static void count_in_chunk(const uint8_t *data, uint64_t off, uint64_t end, uint64_t *counts)
 {
 	uint64_t p = off + sizeof(nt_chunk_header), rec;
 	counts[NT_KIND_CHUNK]++;
-	while (p + 8 <= end &&
-	       nt_record_frame(rd64(r->data + p), end - p, 0, &rec) == NT_FRAME_OK) {
-		if (!nt_kind_is_event(r->data[p]))
-			counts[r->data[p]]++;
+	while (p + 8 <= end && nt_record_frame(rd64(data + p), end - p, 0, &rec) == NT_FRAME_OK) {
+		if (!nt_kind_is_event(data[p]))
+			counts[data[p]]++;
 		p += rec;
 	}
+}
+
+/* A compressed chunk counts as a CompressedChunk and, when it decompresses, as the chunk it
+ * holds. */
+typedef struct zcount {
+	nt_zchunk_decoder *dec;
+	uint8_t *buf;
+} zcount;
+
+static void count_zchunk(const nt_reader *r, uint64_t off, uint64_t size, zcount *z,
+			 uint64_t *counts)
+{
+	counts[NT_KIND_ZCHUNK]++;
+	if (z->buf == NULL && (z->buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
+		return;
+	if (z->dec == NULL && (z->dec = nt_zchunk_decoder_new()) == NULL)
+		return;
+	if (nt_zchunk_decode(z->dec, r->data + off, size, z->buf, NT_MAX_ZCHUNK_BYTES) == NULL)
+		count_in_chunk(z->buf, 0, ((const nt_chunk_header *)(const void *)z->buf)->size_bytes,
+			       counts);
 }
 
 /* The top-level records of [off, end): a finished archive, or the stream an arena saved. */
 static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *counts)
 {
+	zcount z = { NULL, NULL };
 	while (off < end) {
 		const char *why;
 		uint64_t size = nt_record_size(r, off, &why);
@@ -684,12 +824,18 @@ static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_
 			off = nt_resync(r, off);
 			continue;
 		}
-		if (r->data[off] == NT_KIND_CHUNK && nt_chunk_header_ok(r, off, size, &why))
-			count_in_chunk(r, off, off + size, counts);
-		else
+		if (nt_is_chunk_kind(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
+			if (r->data[off] == NT_KIND_ZCHUNK)
+				count_zchunk(r, off, size, &z, counts);
+			else
+				count_in_chunk(r->data, off, off + size, counts);
+		} else {
 			counts[r->data[off]]++;
+		}
 		off += size;
 	}
+	nt_zchunk_decoder_free(z.dec);
+	free(z.buf);
 }
 
 /* Wherever the layout keeps records. An arena image holds its durable records in the
@@ -715,8 +861,8 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
 			off += size;
 		}
 		for (uint32_t i = 0; i < r->nchunks; i++)
-			count_in_chunk(r, r->chunks[i].offset, r->chunks[i].offset + r->chunk_size,
-				       counts);
+			count_in_chunk(r->data, r->chunks[i].offset,
+				       r->chunks[i].offset + r->chunk_size, counts);
 	}
 	if (!r->arena || r->tail)
 		count_stream(r, r->records_start, r->size, counts);

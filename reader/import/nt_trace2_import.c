@@ -13,7 +13,8 @@
  * The archive is a Stream-layout archive whose record stream keeps the lines' order: a new
  * chunk starts whenever the thread changes (header stream_ordered), because the order of
  * lines in a shared Trace2 file is itself information (several processes append to it)
- * that times alone cannot restore.
+ * that times alone cannot restore. A chunk also ends before it would pass
+ * NT_MAX_ZCHUNK_BYTES, so that every chunk can be compressed (nt_archive_compress).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,7 +179,9 @@ uint32_t nt_imp_thread(nt_importer *im, uint32_t process, const char *name, size
 
 int nt_imp_emit(nt_importer *im, uint32_t thread, uint64_t ticks, const nt_bytes *rec)
 {
-	if (thread != im->cur_thread) {
+	/* Room for the record and a Timestamp before it, within a compressible chunk. */
+	size_t need = rec->len + sizeof(nt_timestamp_record);
+	if (thread != im->cur_thread || im->chunks.len - im->chunk_at + need > NT_MAX_ZCHUNK_BYTES) {
 		if (im->cur_thread != 0) {
 			nt_chunk_header *h = (void *)(im->chunks.p + im->chunk_at);
 			h->size_bytes = (uint32_t)(im->chunks.len - im->chunk_at);

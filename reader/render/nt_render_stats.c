@@ -261,6 +261,12 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		sum.strings, sum.callsites, sum.chunks);
 	fprintf(out, "bytes: file %" PRIu64 ", header %" PRIu64 ", durable %" PRIu64 ", chunks %" PRIu64 "\n",
 		sum.file_bytes, sum.header_bytes, sum.durable_bytes, sum.chunk_bytes);
+	uint64_t zchunks, plain_bytes;
+	nt_reader_get_compression(r, &zchunks, &plain_bytes);
+	fprintf(out, "compression: %" PRIu64 " of %" PRIu64 " chunks compressed (zstd); chunks %"
+		     PRIu64 " bytes in the file, %" PRIu64 " uncompressed (ratio %.2f)\n",
+		zchunks, sum.chunks, sum.chunk_bytes, plain_bytes,
+		sum.chunk_bytes ? (double)plain_bytes / (double)sum.chunk_bytes : 1.0);
 	if (s.events) {
 		fprintf(out, "bytes per event: %.2f in chunks, %.2f overall\n",
 			(double)sum.chunk_bytes / (double)s.events, (double)sum.file_bytes / (double)s.events);

@@ -13,7 +13,7 @@
 #include "../common/nt_grow.h"
 
 static const char usage[] =
-	"usage: trace-import [-o ARCHIVE] [FILE|DIRECTORY ...]\n"
+	"usage: trace-import [-o ARCHIVE] [--compression-level N] [FILE|DIRECTORY ...]\n"
 	"\n"
 	"Reads Git Trace2 EVENT lines (what GIT_TRACE2_EVENT writes) from each FILE, from the\n"
 	"files of each DIRECTORY (a GIT_TRACE2_EVENT directory target: one file per process;\n"
@@ -24,7 +24,46 @@ static const char usage[] =
 	"kept. Render it with\n"
 	"  trace-dump --format normal|perf|event ARCHIVE\n"
 	"\n"
+	"  -o, --output ARCHIVE       where to write the archive\n"
+	"  --compression-level N      zstd level of the archive's chunks, -50 (fastest) to 22\n"
+	"                             (smallest); 0 or off: uncompressed (default 3)\n"
+	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or malformed input or output.\n";
+
+/* An import is not in a hurry: a smaller archive is worth more than the saver's speed. */
+#define DEFAULT_LEVEL 3
+
+/* --compression-level's value: 0 (off), or a level nt_archive_compress takes; -1000 when
+ * it is neither. */
+static int parse_level(const char *s)
+{
+	if (strcmp(s, "off") == 0)
+		return 0;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	return errno == 0 && end != s && *end == '\0' && v >= -50 && v <= 22 ? (int)v : -1000;
+}
+
+/* The archive with its chunks compressed at `level` (in place of *archive); 0 after saying
+ * why not. */
+static int compress_archive(void **archive, size_t *asize, int level)
+{
+	void *z = NULL;
+	size_t zsize = 0;
+	nt_reader_error err;
+	if (level == 0)
+		return 1;
+	if (nt_archive_compress(*archive, *asize, level, &z, &zsize, &err) != 0) {
+		fprintf(stderr, "trace-import: compressing the archive: byte %llu: %s\n",
+			(unsigned long long)err.offset, err.message);
+		return 0;
+	}
+	free(*archive);
+	*archive = z;
+	*asize = zsize;
+	return 1;
+}
 
 static int read_all(FILE *in, char **data, size_t *len)
 {
@@ -116,7 +155,7 @@ int main(int argc, char **argv)
 	const char *out = NULL;
 	const char **in = calloc((size_t)argc, sizeof(*in));
 	size_t n = 0;
-	int use_stdin = 0;
+	int use_stdin = 0, level = DEFAULT_LEVEL;
 	if (in == NULL) {
 		fprintf(stderr, "trace-import: out of memory\n");
 		return 2;
@@ -134,6 +173,15 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			out = argv[++i];
+		} else if (strcmp(a, "--compression-level") == 0) {
+			if (i + 1 >= argc || (level = parse_level(argv[i + 1])) == -1000) {
+				fprintf(stderr, "trace-import: --compression-level needs off or a level "
+						"from -50 to 22, not '%s'\n%s",
+					i + 1 < argc ? argv[i + 1] : "", usage);
+				free(in);
+				return 1;
+			}
+			i++;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "trace-import: unknown option '%s'\n%s", a, usage);
 			free(in);
@@ -171,6 +219,8 @@ int main(int argc, char **argv)
 		out = def;
 	}
 	free(in);
+	if (ok)
+		ok = compress_archive(&archive, &asize, level);
 	if (ok && !write_archive(out, archive, asize)) {
 		fprintf(stderr, "trace-import: %s: %s\n", out, strerror(errno));
 		ok = 0;

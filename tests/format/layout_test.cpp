@@ -50,6 +50,8 @@ namespace fb = ntfmt;
 	  line, category, name, file, repo)                                                \
 	S(nt_chunk_header, ChunkHeader, NT_KIND_CHUNK, kind, size_words, slot_wrap,         \
 	  size_bytes, thread, event_count, claim, base_ticks, first_event)                 \
+	S(nt_zchunk_record, CompressedChunkRecord, NT_KIND_ZCHUNK, kind, size_words, codec, \
+	  size_bytes, chunk, compressed_bytes, reserved0)                                  \
 	S(nt_event_record, EventRecord, NT_KIND_BEGIN, kind, size_words, callsite, delta)   \
 	S(nt_complete_record, CompleteRecord, NT_KIND_COMPLETE, kind, size_words, callsite, \
 	  delta, duration)                                                                 \
@@ -105,6 +107,10 @@ SAME_ENUM(NT_KIND_STRING, RecordKind_String)
 SAME_ENUM(NT_KIND_THREAD, RecordKind_Thread)
 SAME_ENUM(NT_KIND_CALLSITE, RecordKind_CallSite)
 SAME_ENUM(NT_KIND_CHUNK, RecordKind_Chunk)
+SAME_ENUM(NT_KIND_ZCHUNK, RecordKind_CompressedChunk)
+SAME_ENUM(NT_CODEC_NONE, Codec_None)
+SAME_ENUM(NT_CODEC_ZSTD, Codec_Zstd)
+static_assert((int)fb::Codec_MAX == (int)NT_CODEC_LAST, "a codec was added");
 SAME_ENUM(NT_KIND_BEGIN, RecordKind_Begin)
 SAME_ENUM(NT_KIND_END, RecordKind_End)
 SAME_ENUM(NT_KIND_INSTANT, RecordKind_Instant)
@@ -240,7 +246,9 @@ SAME_VT(NT_HDR_STREAM_END, VT_STREAM_END)
 SAME_VT(NT_HDR_STREAM_ORDERED, VT_STREAM_ORDERED)
 SAME_VT(NT_HDR_VALUES_TRUNCATED, VT_VALUES_TRUNCATED)
 SAME_VT(NT_HDR_SLOT_OVERWRITTEN_OFFSET, VT_SLOT_OVERWRITTEN_OFFSET)
-static_assert(NT_HDR_FIELD_COUNT == 38, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_COMPRESSION, VT_COMPRESSION)
+SAME_VT(NT_HDR_COMPRESSION_LEVEL, VT_COMPRESSION_LEVEL)
+static_assert(NT_HDR_FIELD_COUNT == 40, "a header field was added: add its SAME_VT check");
 
 
 struct c_field {
@@ -287,9 +295,12 @@ static void check_reflection(void **)
 				continue;
 			}
 			/* A fixed array ([ubyte:8]) is its elements' size times its length. */
+			/* A nested struct (CompressedChunkRecord.chunk) is its struct's size. */
 			size_t sz = f->type()->base_type() == reflection::Array
 					    ? flatbuffers::GetTypeSize(f->type()->element()) *
 						      f->type()->fixed_length()
+				    : f->type()->base_type() == reflection::Obj
+					    ? (size_t)schema->objects()->Get(f->type()->index())->bytesize()
 					    : flatbuffers::GetTypeSize(f->type()->base_type());
 			assert_msg(cf->second.offset == f->offset() && cf->second.size == sz,
 			      "%s.%s: schema @%u/%zu, C @%zu/%zu", name.c_str(), f->name()->c_str(),
@@ -344,6 +355,8 @@ static void check_header_encoding(void **)
 	in.dropped_rolling_full = 93;
 	in.dropped_durable_full = 92;
 	in.dropped_stopped = 91;
+	in.compression = NT_CODEC_ZSTD;
+	in.compression_level = -5;
 	size_t n = nt_header_encode(&in, buf.data(), buf.size(), nullptr);
 	assert_msg(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
 	flatbuffers::Verifier v(buf.data(), n);
@@ -371,6 +384,8 @@ static void check_header_encoding(void **)
 		      h->dropped_rolling_full() == 93 && h->dropped_durable_full() == 92 &&
 		      h->dropped_stopped() == 91,
 	      "layout, end and drop reasons");
+	assert_msg(h->compression() == fb::Codec_Zstd && h->compression_level() == -5,
+		   "compression and its level");
 	// Every byte of a shorter buffer must be rejected, never read past.
 	for (size_t cut = 0; cut < n; cut += 4) {
 		flatbuffers::Verifier vc(buf.data(), cut);

@@ -6,9 +6,12 @@ Run by meson (suite format) with NT_FLATC, NT_SCHEMA, NT_DEMO, NT_CANONICAL_DUMP
 Skipped (exit 77) without flatc (flatbuffers-compiler) or python3-flatbuffers.
 
 It records an archive with DEMO, prints it with CANONICAL_DUMP (libnanotrace-reader) and
-with this decoder in the same text form, and compares the two line by line.
+with this decoder in the same text form, and compares the two line by line: once with the
+chunks stored as they are, once compressed (CompressedChunk records, whose zstd frames this
+decoder opens with the zstd command-line tool, Debian package zstd).
 """
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -26,6 +29,8 @@ def decode(path, ntfmt):
     from ntfmt.ThreadRecord import ThreadRecord
     from ntfmt.CallSiteRecord import CallSiteRecord
     from ntfmt.ChunkHeader import ChunkHeader
+    from ntfmt.CompressedChunkRecord import CompressedChunkRecord
+    from ntfmt.Codec import Codec
     from ntfmt.EventRecord import EventRecord
     from ntfmt.CompleteRecord import CompleteRecord
     from ntfmt.TimestampRecord import TimestampRecord
@@ -33,7 +38,8 @@ def decode(path, ntfmt):
     from ntfmt.RecordKind import RecordKind as K
     from ntfmt.ArgType import ArgType as A
 
-    buf = bytearray(open(path, 'rb').read())
+    file = bytearray(open(path, 'rb').read())
+    buf = file
     assert ArchiveHeader.ArchiveHeaderBufferHasIdentifier(buf, 4), 'bad identifier'
     h = ArchiveHeader.GetRootAs(buf, 4)
     size = struct.unpack_from('<I', buf, 0)[0]
@@ -43,11 +49,27 @@ def decode(path, ntfmt):
                h.BufferingMode(), h.FinalState(), h.EventsWritten(), h.EventsDropped(),
                h.EventsOverwritten())]
     strings, threads, sites = {}, {}, {}
+    zchunks = [0]
 
-    def struct_at(cls, off):
+    def struct_at(cls, off, data=None):
         s = cls()
-        s.Init(buf, off)
+        s.Init(buf if data is None else data, off)
         return s
+
+    def chunk_at(off):
+        """The chunk at `off`: (bytes holding it, its offset there)."""
+        if struct_at(RecordPrefix, off, file).Kind() != K.CompressedChunk:
+            return file, off
+        z = struct_at(CompressedChunkRecord, off, file)
+        assert z.Codec() == Codec.Zstd, 'codec %d' % z.Codec()
+        head = CompressedChunkRecord.SizeOf()
+        frame = bytes(file[off + head:off + head + z.CompressedBytes()])
+        records = subprocess.run(['zstd', '-dcq'], input=frame, check=True,
+                                 capture_output=True).stdout
+        chunk_head = ChunkHeader.SizeOf()
+        assert len(records) == z.Chunk(ChunkHeader()).SizeBytes() - chunk_head, 'size'
+        zchunks[0] += 1
+        return bytearray(file[off + 8:off + 8 + chunk_head]) + records, 0
 
     assert h.Layout() == 0, 'conformance reads the Stream layout nt_finish() writes'
     off = h.DataOffset()
@@ -66,10 +88,11 @@ def decode(path, ntfmt):
             c = struct_at(CallSiteRecord, off)
             sites[c.Index()] = '%s|%s|%s:%d' % (strings[c.Category()], strings[c.Name()],
                                                 strings[c.File()], c.Line())
-        elif kind == K.Chunk:
-            ch = struct_at(ChunkHeader, off)
+        elif kind in (K.Chunk, K.CompressedChunk):
+            buf, at = chunk_at(off)
+            ch = struct_at(ChunkHeader, at)
             ticks = ch.BaseTicks()
-            pos, end = off + ChunkHeader.SizeOf(), off + ch.SizeBytes()
+            pos, end = at + ChunkHeader.SizeOf(), at + ch.SizeBytes()
             while pos + 8 <= end:
                 e = struct_at(EventRecord, pos)
                 if e.Kind() == K.Invalid:
@@ -108,11 +131,13 @@ def decode(path, ntfmt):
                         ch.Thread(), threads[ch.Thread()], e.Kind(), sites[e.Callsite()], t0,
                         ','.join(args)))
                 pos += ebytes
+            buf = file
         off += rsize
-    return out
+    return out, zchunks[0]
 
 
-def test_python_decoder_agrees(workdir):
+@pytest.mark.parametrize('compression', ['off', '3'])
+def test_python_decoder_agrees(workdir, compression):
     if not os.environ.get('NT_FLATC'):
         pytest.skip('flatc not found (Debian package flatbuffers-compiler)')
     pytest.importorskip('flatbuffers', reason='Python module flatbuffers not found '
@@ -122,11 +147,15 @@ def test_python_decoder_agrees(workdir):
     gen = os.path.join(workdir, 'py')
     subprocess.run([flatc, '--python', '-o', gen, schema], check=True)
     sys.path.insert(0, gen)
-    archive = os.path.join(workdir, 'conformance.ntrace')
-    subprocess.run([demo, archive, '--threads', '3', '--requests', '300'], check=True)
+    if compression != 'off' and shutil.which('zstd') is None:
+        pytest.skip('the zstd command is not installed (Debian package zstd)')
+    archive = os.path.join(workdir, 'conformance-%s.ntrace' % compression)
+    subprocess.run([demo, archive, '--threads', '3', '--requests', '300'], check=True,
+                   env=dict(os.environ, NANOTRACE_COMPRESSION=compression))
     c_lines = subprocess.run([dump, archive], check=True, capture_output=True,
                              text=True).stdout.splitlines()
-    py_lines = decode(archive, None)
+    py_lines, zchunks = decode(archive, None)
+    assert (zchunks > 0) == (compression != 'off'), '%d compressed chunks' % zchunks
     events = sum(1 for l in py_lines if l.startswith('event '))
     assert events >= 1000, 'the demo archive has only %d events' % events
     for i, (c, p) in enumerate(zip(c_lines, py_lines)):

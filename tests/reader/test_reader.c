@@ -1,7 +1,8 @@
 /*
  * test_reader.c - the reader treats archives as untrusted: truncation at every byte, bit
  * flips everywhere, garbage and damaged references are reported with an offset and never
- * read out of bounds (run under ASan in the suite).
+ * read out of bounds (run under ASan in the suite). Each holds for the archive as recorded
+ * uncompressed and for the same archive with compressed chunks (CompressedChunk records).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -15,10 +16,22 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
 #include "nt_test_util.h"
+#include "nt_zchunk_test.h"
 
+/* The archive under test: variants[0] uncompressed, variants[1] its chunks compressed. */
 static uint8_t *archive;
 static size_t archive_size;
 static size_t archive_events;
+static struct {
+	uint8_t *data;
+	size_t size;
+} variants[2];
+
+static void use_variant(int v)
+{
+	archive = variants[v].data;
+	archive_size = variants[v].size;
+}
 
 static void *second_thread(void *arg)
 {
@@ -40,6 +53,7 @@ static int make_archive(void **state)
 	nt_config_init(&cfg);
 	cfg.buffer_size = 64 * 1024;
 	cfg.chunk_size = 4096;
+	cfg.compression_level = NT_COMPRESSION_OFF;
 	if (nt_start(&cfg) != NT_OK)
 		return -1;
 	const char *argv[] = { "test_reader", "--flag", "a b", NULL };
@@ -73,13 +87,21 @@ static int make_archive(void **state)
 	unlink(path);
 	/* Trace2: version, start, cmd_ancestry, 3 x 10 region messages, thread start/exit. */
 	archive_events = 60 * 2 + 40 * 2 + 3 + 30 + 2;
+	variants[0].data = archive;
+	variants[0].size = archive_size;
+	size_t zchunks = 0;
+	variants[1].data = nt_test_compress_archive(archive, archive_size, 3, &variants[1].size,
+						    &zchunks);
+	if (variants[1].data == NULL || zchunks == 0)
+		return -1;
 	return 0;
 }
 
 static int free_archive(void **state)
 {
 	(void)state;
-	free(archive);
+	free(variants[0].data);
+	free(variants[1].data);
 	return 0;
 }
 
@@ -140,17 +162,23 @@ static counts read_all_ways(const uint8_t *data, size_t size, int *opened)
 static void intact_archive_reads_fully(void **state)
 {
 	(void)state;
-	int opened;
+	for (int v = 0; v < 2; v++) {
+		use_variant(v);
+		int opened;
 	counts c = read_all_ways(archive, archive_size, &opened);
 	assert_true(opened);
 	assert_int_equal(c.errors, 0);
 	assert_int_equal(c.events, archive_events);
+	}
+	use_variant(0);
 }
 
 static void truncation_at_every_byte(void **state)
 {
 	(void)state;
-	for (size_t len = 0; len < archive_size; len++) {
+	for (int v = 0; v < 2; v++)
+	for (size_t len = 0; len < variants[v].size; len++) {
+		use_variant(v);
 		uint8_t *copy = malloc(len ? len : 1); /* exact size: ASan sees any overread */
 		memcpy(copy, archive, len);
 		int opened;
@@ -160,6 +188,7 @@ static void truncation_at_every_byte(void **state)
 			assert_true(c.errors > 0); /* a partial record is always reported */
 		free(copy);
 	}
+	use_variant(0);
 }
 
 /* The renderers face the same damage, in both orders and both policies. */
@@ -189,9 +218,19 @@ static void render_all_ways(const uint8_t *data, size_t size, FILE *sink)
 	nt_reader_close(r);
 }
 
+static void bit_flips_in(int v);
+
 static void bit_flips_everywhere(void **state)
 {
 	(void)state;
+	bit_flips_in(0);
+	bit_flips_in(1);
+	use_variant(0);
+}
+
+static void bit_flips_in(int v)
+{
+	use_variant(v);
 	FILE *sink = fopen("/dev/null", "w");
 	assert_non_null(sink);
 	uint8_t *copy = malloc(archive_size);

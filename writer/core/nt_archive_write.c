@@ -10,6 +10,8 @@
  * under a fresh random name and renamed over it, so `path` is never a half-written archive.
  *
  * The header is encoded by format/nt_archive_header_encode.h, shared with trace-import.
+ * Chunks are compressed by the saver at the session's level (nt_config.compression_level),
+ * here in nt_finish()'s thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -86,6 +88,8 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	nt_arena_saver *saver = nt_arena_saver_new(nt_S.map, &nt_S.layout, start);
 	if (saver == NULL)
 		return ENOMEM;
+	/* ENOMEM here leaves the chunks uncompressed, which every reader reads. */
+	(void)nt_arena_saver_set_compression(saver, nt_S.compression_level, 0);
 	static const nt_saver_output out_fns = { out_append, NULL, NULL };
 	nt_saver_output out = out_fns;
 	out.ctx = o;

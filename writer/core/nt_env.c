@@ -174,6 +174,32 @@ static nt_result config_from_env(nt_config *cfg, long *max_files)
 	return NT_OK;
 }
 
+NT_STATIC_ASSERT(NT_COMPRESSION_DEFAULT == NT_ZCHUNK_LEVEL_DEFAULT,
+		 "one default level for the library and the trace manager");
+
+int nt_compression_level(int cfg_level)
+{
+	if (cfg_level == NT_COMPRESSION_OFF)
+		return 0;
+	if (cfg_level != 0)
+		return cfg_level;
+	const char *v = env("NANOTRACE_COMPRESSION");
+	if (v == NULL)
+		return NT_COMPRESSION_DEFAULT;
+	if (strcmp(v, "off") == 0)
+		return 0;
+	char *end;
+	errno = 0;
+	long level = strtol(v, &end, 10);
+	if (errno == 0 && end != v && *end == '\0' && (level == 0 || nt_zchunk_level_ok((int)level)))
+		return (int)level;
+	fprintf(stderr,
+		"nanotrace: NANOTRACE_COMPRESSION='%.64s' is not off, 0 or a level from %d to %d; "
+		"using %d\n",
+		v, NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX, NT_COMPRESSION_DEFAULT);
+	return NT_COMPRESSION_DEFAULT;
+}
+
 nt_result nt_env_start(const char *unique, int *too_many_files)
 {
 	const char *v = getenv("NANOTRACE");

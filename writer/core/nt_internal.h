@@ -30,6 +30,7 @@
 #include "nt_arena_layout.h"
 #include "nt_atomic.h"
 #include "nt_clock.h"
+#include "nt_zchunk.h"
 #include "nt_format.h"
 #include "nt_record.h"
 
@@ -109,6 +110,7 @@ typedef struct nt_session {
 	int map_lazily;          /* a fork() child: fault the manager's buffer in on a thread */
 	nt_arena_layout layout;  /* where each part of the arena lives */
 	unsigned file_mode;
+	int compression_level;   /* of saved archives' chunks (format/nt_zchunk.h); 0 = none */
 	char *path;                               /* the file-backed arena, or NULL */
 	uint32_t hdr_field[NT_HDR_FIELD_COUNT];   /* byte offset of each header field in map */
 	uint64_t durable_size;
@@ -126,6 +128,11 @@ typedef struct nt_session {
 } nt_session;
 
 extern nt_session nt_S;
+
+/* nt_env.c: the compression level a session uses (0 = none) for nt_config's
+ * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
+ * prints one warning line and gives NT_COMPRESSION_DEFAULT. */
+int nt_compression_level(int cfg_level);
 
 /* nt_session.c */
 /* FINISHED: stopped, but the archive is not written yet (nt_finish failed: it may be called

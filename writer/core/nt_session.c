@@ -40,6 +40,8 @@ static void session_info(nt_archive_info *info)
 	info->chunks_per_half = nt_S.chunks_per_half;
 	info->final_state = NT_FINAL_RECORDING;
 	info->ended_by = NT_END_UNKNOWN;
+	info->compression = nt_S.compression_level ? NT_CODEC_ZSTD : NT_CODEC_NONE;
+	info->compression_level = nt_S.compression_level;
 }
 
 static __thread char last_error[512];
@@ -203,6 +205,13 @@ static nt_result config_check(const nt_config *cfg, int memfd)
 		nt_set_error("nt_start: clock %d is not an nt_clock_choice", (int)cfg->clock);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
+	int level = cfg->compression_level;
+	if (level != 0 && level != NT_COMPRESSION_OFF && !nt_zchunk_level_ok(level)) {
+		nt_set_error("nt_start: compression_level %d is not 0 (default), "
+			     "NT_COMPRESSION_OFF or a level from %d to %d", level,
+			     NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX);
+		return NT_ERR_INVALID_ARGUMENT;
+	}
 	if (cfg->path != NULL && cfg->path[0] == '\0') {
 		nt_set_error("nt_start: path is empty");
 		return NT_ERR_INVALID_ARGUMENT;
@@ -258,6 +267,7 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 		return NT_ERR_UNSUPPORTED;
 	}
 	nt_S.file_mode = cfg->file_mode & 07777;
+	nt_S.compression_level = nt_compression_level(cfg->compression_level);
 	rc = session_map(cfg, memfd);
 	if (rc != NT_OK)
 		return rc;

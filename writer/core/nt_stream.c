@@ -266,6 +266,7 @@ static int stream_reset(int remote)
 			nt_set_error("nt_start: out of memory for streaming");
 			return NT_ERR_NO_MEMORY;
 		}
+		(void)nt_arena_saver_set_compression(st.saver, nt_S.compression_level, 1);
 		nt_store_64(nt_header_u64(NT_HDR_STREAM_END), st.tail);
 	}
 	nt_S.full_gens = 0;

@@ -244,6 +244,13 @@ typedef struct nt_reader_summary {
 } nt_reader_summary;
 void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out);
 
+/* Compression of the chunks (CompressedChunk records, zstd): *compressed_chunks gets how many
+ * of summary.chunks are compressed, *chunk_bytes_uncompressed what summary.chunk_bytes (the
+ * bytes they take in the file) would be uncompressed; summed over every section of a
+ * many-process reader. Either pointer may be NULL; r == NULL gives zeros. O(sections). */
+void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
+			       uint64_t *chunk_bytes_uncompressed);
+
 /* One process of a reader (see MANY PROCESSES). */
 typedef struct nt_reader_section {
 	uint32_t index;        /* 0 .. nt_reader_section_count() - 1 */
@@ -423,6 +430,18 @@ typedef struct nt_trace2_import_error {
  * return -1 ("invalid argument"). Cost: O(input) time and memory. */
 int nt_trace2_import(const void *data, size_t size, void **archive, size_t *archive_size,
 		     nt_trace2_import_error *err);
+
+/* Compresses the chunks of the finished (Stream-layout) archive `archive` of `size` bytes,
+ * as nt_finish() does for the archives it writes: each Chunk record that zstd at `level`
+ * (-50 fastest to 22 smallest; 0 = none) makes smaller becomes a CompressedChunk record of
+ * the same events, and the header names the codec and level. trace-import uses it on what
+ * the imports above return. On success *out (free() it, at most size + 1 KiB) and *out_size
+ * are set and 0 is returned; otherwise -1 and *err (may be NULL) says what and where: NULL
+ * arguments, a level out of range, a header that does not verify, an Arena-layout archive
+ * (a live or killed one: not finished), a record that does not frame. Records are copied
+ * as they are otherwise. Cost: one compression of every chunk, O(size) memory. */
+int nt_archive_compress(const void *archive, size_t size, int level, void **out,
+			size_t *out_size, nt_reader_error *err);
 
 /* One EVENT stream in memory, for nt_trace2_import_many(). */
 typedef struct nt_trace2_input {

@@ -148,7 +148,22 @@ typedef struct nt_config {
 	                           that ignores SIGPIPE keeps ignoring it, and one killed by it
 	                           still dies of it); at exit(), finish the archive. Default 1.
 	                           Handlers stay installed for the process. */
+	int compression_level;  /* zstd level of the chunks of saved archives (nt_finish()'s
+	                           file and streaming mode's saved stream; a file-backed arena
+	                           itself is never compressed, so a killed process's file reads
+	                           as it is): 0 (default) = the variable NANOTRACE_COMPRESSION
+	                           if set, else NT_COMPRESSION_DEFAULT; NT_COMPRESSION_OFF =
+	                           store chunks uncompressed; otherwise -50 (fastest) to 22
+	                           (smallest). Compression runs in the saver thread or in
+	                           nt_finish(), never on the event path; a chunk that would not
+	                           shrink is stored as it is. Anything else: nt_start() fails
+	                           with NT_ERR_INVALID_ARGUMENT. */
 } nt_config;
+
+/* nt_config.compression_level: the level used when neither the config nor
+ * NANOTRACE_COMPRESSION sets one, and the value that turns compression off. */
+#define NT_COMPRESSION_DEFAULT 1
+#define NT_COMPRESSION_OFF (-1000)
 
 /* The NT_MODE_* named "oneshot", "circular" or "streaming" (for command lines and
  * environment variables); -1 for any other string or NULL. Cost: a few string compares. */
@@ -198,6 +213,12 @@ nt_result nt_start(const nt_config *cfg);
  *   NANOTRACE_MODE=oneshot|circular|streaming, NANOTRACE_BUFFER_SIZE=<bytes>[K|M|G],
  *   NANOTRACE_CATEGORIES=<patterns>, NANOTRACE_CLOCK=auto|monotonic|tsc
  *                               the nt_config fields of the same names (empty: default).
+ *   NANOTRACE_COMPRESSION=off|0|<level>
+ *                               read by nt_start() itself (so it applies to every session
+ *                               whose config leaves compression_level 0): the zstd level of
+ *                               saved archives, -50 to 22; off or 0 stores them
+ *                               uncompressed. A value that is none of these prints one line
+ *                               on stderr naming it, and NT_COMPRESSION_DEFAULT is used.
  *   NANOTRACE_MAX_FILES=<n>     directory targets: at n entries or more (. and .. counted)
  *                               the trace goes to "nanotrace-discard", and once that exists
  *                               later processes record nothing (NT_DISABLED).

@@ -1,0 +1,556 @@
+/*
+ * test_zchunk.c - compressed archives (CompressedChunk records, format/nt_zchunk.h) end to
+ * end: nt_finish() at levels off, 1, 3 and 19 saves the same events, every renderer prints
+ * the same bytes for an archive and its compressed copies, streaming mode compresses its
+ * saved stream while a killed file-backed arena stays uncompressed and readable, the level's
+ * configuration (nt_config, NANOTRACE_COMPRESSION) is checked, and hostile compressed chunks
+ * (a lying size, a cut, garbage or wrong-sized frame, trailing bytes, a lying event count)
+ * are each reported at the chunk's offset with its events counted as lost, never a crash
+ * (ASan in the suite).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_trace2.h>
+#include "nt_archive_header_encode.h"
+#include "nt_cmocka.h"
+#include "nt_test_util.h"
+#include "nt_zchunk_test.h"
+
+#define EVENTS_PER_THREAD 3000
+
+/* arg non-NULL: paced, 1 ms asleep every 50 iterations, a rate a compressing streaming
+ * saver keeps up with (at full rate it stores pieces uncompressed: nt_saver_output.hurry). */
+static void *worker(void *arg)
+{
+	for (int i = 0; i < EVENTS_PER_THREAD / 3; i++) {
+		if (arg != NULL && i % 50 == 0)
+			usleep(1000);
+		NT_BEGIN("z", "work", NT_I64("i", i), NT_I64("j", 2 * i));
+		NT_INSTANT("z", "tick", NT_STR("s", "some text"));
+		NT_END("z", "work");
+	}
+	return arg;
+}
+
+/* Records 2 threads x EVENTS_PER_THREAD events at `level` into a file; its bytes. */
+static uint8_t *record(int level, int mode, size_t *size)
+{
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = mode == NT_MODE_STREAMING ? 256 * 1024 : 4u << 20;
+	cfg.chunk_size = 16384;
+	cfg.mode = mode;
+	cfg.compression_level = level;
+	char path[256];
+	test_tmp_path(path, sizeof(path), "zchunk");
+	if (mode == NT_MODE_STREAMING)
+		cfg.path = path;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, worker, mode == NT_MODE_STREAMING ? th : NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(nt_finish(path), NT_OK);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	struct stat st;
+	fstat(fileno(f), &st);
+	*size = (size_t)st.st_size;
+	uint8_t *data = malloc(*size);
+	assert_int_equal(fread(data, 1, *size, f), *size);
+	fclose(f);
+	unlink(path);
+	return data;
+}
+
+static uint64_t compressed_chunks(const void *data, size_t size)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "mem", &err);
+	assert_non_null(r);
+	uint64_t z = 0, plain = 0;
+	nt_reader_get_compression(r, &z, &plain);
+	nt_reader_close(r);
+	return z;
+}
+
+/* Events equal but for their times and offsets, thread by thread (the two workers make the
+ * same events; which chunk of which thread comes first in the file varies). */
+static void assert_same_events(const test_trace *a, const test_trace *b)
+{
+	assert_int_equal(a->n, b->n);
+	for (uint32_t t = 0; t < 8; t++) {
+		size_t i = 0, j = 0;
+		for (;;) {
+			while (i < a->n && a->ev[i].thread != t)
+				i++;
+			while (j < b->n && b->ev[j].thread != t)
+				j++;
+			if (i == a->n || j == b->n)
+				break;
+			const test_event *x = &a->ev[i++], *y = &b->ev[j++];
+			assert_int_equal(x->kind, y->kind);
+			assert_string_equal(x->name, y->name);
+			assert_int_equal(x->nargs, y->nargs);
+			for (uint32_t k = 0; k < x->nargs; k++)
+				if (x->args[k].type == NT_ARG_INT64)
+					assert_int_equal(x->args[k].value.i64, y->args[k].value.i64);
+		}
+		assert_true(i == a->n && j == b->n); /* both ran out of this thread together */
+	}
+}
+
+static void finish_at_every_level_saves_the_same_events(void **state)
+{
+	(void)state;
+	static const int levels[] = { NT_COMPRESSION_OFF, 1, 3, 19, -5 };
+	test_trace base;
+	memset(&base, 0, sizeof(base));
+	size_t base_size = 0;
+	for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
+		size_t size;
+		uint8_t *data = record(levels[l], NT_MODE_ONESHOT, &size);
+		test_trace t;
+		assert_int_equal(test_read_memory(data, size, NT_ORDER_STREAM, &t), 0);
+		assert_int_equal(t.errors, 0);
+		assert_int_equal(t.n, 2 * EVENTS_PER_THREAD);
+		assert_int_equal(t.info.compression,
+				 levels[l] == NT_COMPRESSION_OFF ? NT_CODEC_NONE : NT_CODEC_ZSTD);
+		assert_int_equal(t.info.compression_level,
+				 levels[l] == NT_COMPRESSION_OFF ? 0 : levels[l]);
+		uint64_t z = compressed_chunks(data, size);
+		if (l == 0) {
+			base = t;
+			base_size = size;
+			assert_int_equal(z, 0);
+		} else {
+			assert_same_events(&base, &t);
+			assert_true(z > 0);
+			assert_msg(size * 3 < base_size, "level %d: %zu bytes, uncompressed %zu",
+				   levels[l], size, base_size);
+			printf("level %d: %zu bytes (uncompressed %zu, %.2f bytes per event)\n",
+			       levels[l], size, base_size, (double)size / (2.0 * EVENTS_PER_THREAD));
+			test_trace_free(&t);
+		}
+		free(data);
+	}
+	test_trace_free(&base);
+}
+
+/* Everything a renderer prints for `data`, into a malloc'd string. */
+static char *render_everything(const void *data, size_t size)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "mem", &err);
+	assert_non_null(r);
+	for (int order = 0; order < 2; order++) {
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		opt.order = (nt_order)order;
+		assert_int_equal(nt_render_text(r, out, &opt), 0);
+		assert_int_equal(nt_render_chrome(r, out, &opt), 0);
+	}
+	nt_trace2_options t2;
+	nt_trace2_options_init(&t2);
+	for (int f = 0; f < 3; f++) {
+		t2.format = (nt_trace2_format)f;
+		nt_render_trace2(&r, 1, out, &t2);
+	}
+	nt_reader_close(r);
+	fclose(out);
+	return buf;
+}
+
+static void renderers_print_the_same_for_compressed_copies(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *plain = record(NT_COMPRESSION_OFF, NT_MODE_ONESHOT, &size);
+	char *want = render_everything(plain, size);
+	assert_true(strlen(want) > 100000);
+	static const int levels[] = { 0, 1, 3, 19 };
+	for (size_t l = 0; l < 4; l++) {
+		void *z = NULL;
+		size_t zsize = 0;
+		nt_reader_error err;
+		assert_int_equal(nt_archive_compress(plain, size, levels[l], &z, &zsize, &err), 0);
+		assert_int_equal(compressed_chunks(z, zsize) > 0, levels[l] != 0);
+		char *got = render_everything(z, zsize);
+		assert_string_equal(got, want);
+		/* --stats: the same events, and the compression stated. */
+		char *st = NULL;
+		size_t stlen = 0;
+		FILE *out = open_memstream(&st, &stlen);
+		nt_reader *r = nt_reader_open_memory(z, zsize, "mem", &err);
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		assert_int_equal(nt_render_stats(r, out, &opt), 0);
+		nt_reader_close(r);
+		fclose(out);
+		assert_non_null(strstr(st, "events: 6000\n"));
+		assert_non_null(strstr(st, "compression: "));
+		free(st);
+		free(got);
+		free(z);
+	}
+	nt_reader_error err;
+	void *z;
+	size_t zsize;
+	assert_int_equal(nt_archive_compress(plain, size, 23, &z, &zsize, &err), -1);
+	assert_int_equal(nt_archive_compress(plain, 40, 1, &z, &zsize, &err), -1);
+	free(want);
+	free(plain);
+}
+
+static void streaming_saves_compressed_chunks(void **state)
+{
+	(void)state;
+	size_t size;
+	uint8_t *data = record(3, NT_MODE_STREAMING, &size);
+	test_trace t;
+	assert_int_equal(test_read_memory(data, size, NT_ORDER_TIME, &t), 0);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.n + t.gap_events + t.info.events_dropped, 2 * EVENTS_PER_THREAD);
+	assert_true(compressed_chunks(data, size) > 0);
+	test_trace_free(&t);
+	free(data);
+}
+
+/* A file-backed arena killed while recording is the archive as it is: nothing compressed,
+ * every published event there. */
+static void killed_arena_stays_uncompressed(void **state)
+{
+	(void)state;
+	char path[256];
+	test_tmp_path(path, sizeof(path), "zkill");
+	pid_t pid = fork();
+	if (pid == 0) {
+		nt_config cfg;
+		nt_config_init(&cfg);
+		cfg.path = path;
+		cfg.compression_level = 19;
+		if (nt_start(&cfg) != NT_OK)
+			_exit(3);
+		worker(NULL);
+		raise(SIGKILL);
+		_exit(4);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFSIGNALED(status));
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.n, EVENTS_PER_THREAD);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	assert_non_null(r);
+	uint64_t z;
+	nt_reader_get_compression(r, &z, NULL);
+	assert_int_equal(z, 0);
+	nt_reader_close(r);
+	test_trace_free(&t);
+	unlink(path);
+}
+
+/* NANOTRACE_COMPRESSION, and nt_config's field: what they accept, what they refuse. */
+static void level_configuration(void **state)
+{
+	(void)state;
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.compression_level = 23;
+	assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+	assert_non_null(strstr(nt_last_error(), "compression_level 23"));
+
+	/* Garbage: one line on stderr naming it, and the default level. */
+	char log[256];
+	test_tmp_path(log, sizeof(log), "zlog");
+	int saved = dup(2), fd = open(log, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	dup2(fd, 2);
+	setenv("NANOTRACE_COMPRESSION", "fast please", 1);
+	size_t size;
+	uint8_t *data = record(0, NT_MODE_ONESHOT, &size);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	char line[512] = "";
+	FILE *f = fopen(log, "r");
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_null(fgets(line + strlen(line), (int)(sizeof(line) - strlen(line)), f));
+	fclose(f);
+	unlink(log);
+	assert_non_null(strstr(line, "NANOTRACE_COMPRESSION='fast please'"));
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "mem", &err);
+	assert_int_equal(nt_reader_info(r)->compression_level, NT_COMPRESSION_DEFAULT);
+	nt_reader_close(r);
+	free(data);
+
+	static const struct {
+		const char *value;
+		int level;
+	} cases[] = { { "off", 0 }, { "0", 0 }, { "7", 7 }, { "-3", -3 } };
+	for (size_t i = 0; i < 4; i++) {
+		setenv("NANOTRACE_COMPRESSION", cases[i].value, 1);
+		data = record(0, NT_MODE_ONESHOT, &size);
+		r = nt_reader_open_memory(data, size, "mem", &err);
+		assert_int_equal(nt_reader_info(r)->compression_level, cases[i].level);
+		assert_int_equal(compressed_chunks(data, size) > 0, cases[i].level != 0);
+		nt_reader_close(r);
+		free(data);
+	}
+	/* The config's own level wins over the variable. */
+	data = record(2, NT_MODE_ONESHOT, &size);
+	r = nt_reader_open_memory(data, size, "mem", &err);
+	assert_int_equal(nt_reader_info(r)->compression_level, 2);
+	nt_reader_close(r);
+	free(data);
+	unsetenv("NANOTRACE_COMPRESSION");
+}
+
+/* ---- hostile compressed chunks ----------------------------------------------------------- */
+
+static uint8_t *plain_archive, *zarchive;
+static size_t plain_size, zsize, zoff; /* zoff: the first CompressedChunk */
+static test_trace ztruth;              /* zarchive read intact */
+
+static int make_archives(void **state)
+{
+	(void)state;
+	plain_archive = record(NT_COMPRESSION_OFF, NT_MODE_ONESHOT, &plain_size);
+	size_t n;
+	zarchive = nt_test_compress_archive(plain_archive, plain_size, 3, &zsize, &n);
+	if (zarchive == NULL || n == 0)
+		return -1;
+	for (zoff = nt_test_records_start(zarchive); zarchive[zoff] != NT_KIND_ZCHUNK;)
+		zoff += nt_test_top_size(zarchive, zsize, zoff);
+	return test_read_memory(zarchive, zsize, NT_ORDER_STREAM, &ztruth);
+}
+
+static int free_archives(void **state)
+{
+	(void)state;
+	free(plain_archive);
+	free(zarchive);
+	test_trace_free(&ztruth);
+	return 0;
+}
+
+/* zarchive with its first CompressedChunk's header replaced by *h and its frame by
+ * frame[0 .. flen) (record size recomputed). */
+static uint8_t *replace_zchunk(const nt_zchunk_record *h, const void *frame, size_t flen,
+			       size_t *out_size)
+{
+	size_t old = nt_test_top_size(zarchive, zsize, zoff);
+	size_t rec = (sizeof(*h) + flen + 7) & ~(size_t)7;
+	*out_size = zsize - old + rec;
+	uint8_t *out = calloc(1, *out_size);
+	memcpy(out, zarchive, zoff);
+	nt_zchunk_record z = *h;
+	z.size_bytes = (uint32_t)rec;
+	memcpy(out + zoff, &z, sizeof(z));
+	memcpy(out + zoff + sizeof(z), frame, flen);
+	memcpy(out + zoff + rec, zarchive + zoff + old, zsize - zoff - old);
+	return out;
+}
+
+/* The first chunk's records, decompressed (what its frame holds). */
+static uint8_t *first_chunk_records(size_t *len)
+{
+	nt_zchunk_decoder *d = nt_zchunk_decoder_new();
+	uint8_t *buf = malloc(NT_MAX_ZCHUNK_BYTES);
+	assert_null(nt_zchunk_decode(d, zarchive + zoff, nt_test_top_size(zarchive, zsize, zoff),
+				     buf, NT_MAX_ZCHUNK_BYTES));
+	nt_zchunk_decoder_free(d);
+	assert_null(nt_zchunk_check_records(buf));
+	nt_chunk_header *hb = (nt_chunk_header *)(void *)buf;
+	hb->event_count++;
+	assert_string_equal(nt_zchunk_check_records(buf), NT_ZCHUNK_COUNT_LIE);
+	hb->event_count--;
+	*len = ((nt_chunk_header *)(void *)buf)->size_bytes - sizeof(nt_chunk_header);
+	memmove(buf, buf + sizeof(nt_chunk_header), *len);
+	return buf;
+}
+
+/* A zstd frame of `len` bytes at `src`; content size written or not. */
+static size_t make_frame(const void *src, size_t len, int content_size, uint8_t *dst, size_t cap)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, content_size);
+	size_t n = ZSTD_compress2(c, dst, cap, src, len);
+	ZSTD_freeCCtx(c);
+	assert_false(ZSTD_isError(n));
+	return n;
+}
+
+/* The damaged archive reads with exactly one error, at the chunk, naming `want`; the events
+ * of the chunk are missing and counted in gaps (as many as its header claims), in both
+ * orders; or, when `lost` is 0 (the chunk decompressed), all delivered. */
+static void assert_damage(const uint8_t *data, size_t size, const char *want, int lost)
+{
+	const nt_zchunk_record *h = (const void *)(zarchive + zoff);
+	for (int order = 0; order < 2; order++) {
+		test_trace t;
+		assert_int_equal(test_read_memory(data, size, (nt_order)order, &t), 0);
+		assert_int_equal(t.errors, 1);
+		char at[64];
+		snprintf(at, sizeof(at), "byte %zu: ", zoff);
+		assert_msg(strstr(t.first_error, at) && strstr(t.first_error, want),
+			   "order %d: '%s', want '%s%s'", order, t.first_error, at, want);
+		const nt_zchunk_record *dh = (const void *)(data + zoff);
+		assert_int_equal(t.n, ztruth.n - (lost ? h->chunk.event_count : 0));
+		assert_int_equal(t.gap_events, lost ? dh->chunk.event_count : 0);
+		test_trace_free(&t);
+	}
+	/* Stop policy: the visit stops there. */
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "mem", &err);
+	test_trace t;
+	memset(&t, 0, sizeof(t));
+	nt_reader_callbacks cb = { .on_event = test_collect, .on_error = test_error };
+	assert_int_equal(nt_reader_visit(r, &cb, &t, NT_ORDER_STREAM, NT_ON_CORRUPT_STOP), -1);
+	nt_reader_close(r);
+	test_trace_free(&t);
+}
+
+static void assert_chunk_lost(const uint8_t *data, size_t size, const char *want)
+{
+	assert_damage(data, size, want, 1);
+}
+
+static void hostile_compressed_chunks_are_reported_and_counted(void **state)
+{
+	(void)state;
+	const nt_zchunk_record *h0 = (const void *)(zarchive + zoff);
+	const uint8_t *frame = zarchive + zoff + sizeof(*h0);
+	const size_t flen = h0->compressed_bytes;
+	size_t rlen, size;
+	uint8_t *records = first_chunk_records(&rlen);
+	uint8_t *tmp = malloc(2 * NT_MAX_ZCHUNK_BYTES), *bad;
+	nt_zchunk_record h = *h0;
+
+	h.chunk.size_bytes += 64; /* a lying decompressed size */
+	bad = replace_zchunk(&h, frame, flen, &size);
+	assert_chunk_lost(bad, size, "declares another size than its header");
+	free(bad);
+	h = *h0;
+	h.chunk.size_bytes = NT_MAX_ZCHUNK_BYTES + 8; /* past the format's bound */
+	bad = replace_zchunk(&h, frame, flen, &size);
+	assert_chunk_lost(bad, size, "impossible chunk size");
+	free(bad);
+
+	h = *h0;
+	h.compressed_bytes = (uint32_t)(flen - 16); /* a cut frame */
+	bad = replace_zchunk(&h, frame, flen - 16, &size);
+	assert_chunk_lost(bad, size, "compressed chunk");
+	free(bad);
+
+	h = *h0;
+	for (size_t i = 0; i < flen; i++) /* garbage */
+		tmp[i] = (uint8_t)(i * 37 + 11);
+	bad = replace_zchunk(&h, tmp, flen, &size);
+	assert_chunk_lost(bad, size, "no valid zstd frame");
+	free(bad);
+
+	memcpy(tmp, frame, flen); /* a bit flipped inside the frame: the checksum */
+	tmp[flen / 2] ^= 0x10;
+	bad = replace_zchunk(&h, tmp, flen, &size);
+	assert_chunk_lost(bad, size, "compressed chunk");
+	free(bad);
+
+	size_t n = make_frame(records, rlen - 8, 1, tmp, 2 * NT_MAX_ZCHUNK_BYTES); /* fewer */
+	h.compressed_bytes = (uint32_t)n;
+	bad = replace_zchunk(&h, tmp, n, &size);
+	assert_chunk_lost(bad, size, "declares another size than its header");
+	free(bad);
+
+	uint8_t *more = calloc(1, rlen + 64); /* more */
+	memcpy(more, records, rlen);
+	n = make_frame(more, rlen + 64, 1, tmp, 2 * NT_MAX_ZCHUNK_BYTES);
+	h.compressed_bytes = (uint32_t)n;
+	bad = replace_zchunk(&h, tmp, n, &size);
+	assert_chunk_lost(bad, size, "declares another size than its header");
+	free(bad);
+	free(more);
+
+	n = make_frame(records, rlen, 0, tmp, 2 * NT_MAX_ZCHUNK_BYTES); /* no size declared */
+	h.compressed_bytes = (uint32_t)n;
+	bad = replace_zchunk(&h, tmp, n, &size);
+	assert_chunk_lost(bad, size, "declares another size than its header");
+	free(bad);
+
+	memcpy(tmp, frame, flen); /* trailing bytes after the frame */
+	memset(tmp + flen, 0x5a, 16);
+	h = *h0;
+	h.compressed_bytes = (uint32_t)(flen + 16);
+	bad = replace_zchunk(&h, tmp, flen + 16, &size);
+	assert_chunk_lost(bad, size, "does not end where its length says");
+	free(bad);
+
+	h = *h0; /* header counts disagreeing with the records inside */
+	h.chunk.event_count += 1;
+	bad = replace_zchunk(&h, frame, flen, &size);
+	assert_damage(bad, size, "event count disagrees", 0);
+	free(bad);
+	h.chunk.event_count -= 2;
+	bad = replace_zchunk(&h, frame, flen, &size);
+	assert_damage(bad, size, "event count disagrees", 0);
+	free(bad);
+
+	h = *h0; /* a codec this reader does not know: the header is not trusted at all */
+	h.codec = 9;
+	bad = replace_zchunk(&h, frame, flen, &size);
+	test_trace t;
+	assert_int_equal(test_read_memory(bad, size, NT_ORDER_STREAM, &t), 0);
+	assert_true(t.errors >= 1);
+	assert_non_null(strstr(t.first_error, "codec this reader does not support"));
+	test_trace_free(&t);
+	free(bad);
+
+	free(tmp);
+	free(records);
+}
+
+/* An archive whose header names a codec this reader lacks is refused at open. */
+static void unknown_codec_in_header_is_refused(void **state)
+{
+	(void)state;
+	nt_archive_info info;
+	memset(&info, 0, sizeof(info));
+	uint8_t hdr[1024];
+	info.format_major = NT_FORMAT_MAJOR;
+	info.ticks_per_second = 1000000000u;
+	info.compression = NT_CODEC_LAST + 1;
+	size_t n = nt_header_encode_stream(&info, hdr, sizeof(hdr));
+	assert_true(n > 0);
+	nt_reader_error err;
+	assert_null(nt_reader_open_memory(hdr, n, "newer", &err));
+	assert_non_null(strstr(err.message, "compressed with codec 2"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(finish_at_every_level_saves_the_same_events),
+		cmocka_unit_test(renderers_print_the_same_for_compressed_copies),
+		cmocka_unit_test(streaming_saves_compressed_chunks),
+		cmocka_unit_test(killed_arena_stays_uncompressed),
+		cmocka_unit_test(level_configuration),
+		cmocka_unit_test(hostile_compressed_chunks_are_reported_and_counted),
+		cmocka_unit_test(unknown_codec_in_header_is_refused),
+	};
+	return cmocka_run_group_tests(tests, make_archives, free_archives);
+}
