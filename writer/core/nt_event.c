@@ -463,6 +463,103 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	emit_slow(site, kind);
 }
 
+/* One fixed-size argument of the fast path at q, as encode_args() writes it (the generic
+ * path and this one make the same bytes). Returns the word after it. Tests in order of
+ * likelihood, not a switch: a jump table costs an indirect jump and registers. */
+static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q, unsigned type,
+								     uint64_t name, uint64_t v)
+{
+	uint64_t head = name << 16;
+	if (type == NT_ARG_INT64) {
+		if (__builtin_expect((uint64_t)(int64_t)(int32_t)v == v, 1)) {
+			q[0] = head | NT_ARG_INT32 | 1u << 8 | v << 32;
+			return q + 1;
+		}
+	} else if (type == NT_ARG_UINT64) {
+		if (__builtin_expect(v <= UINT32_MAX, 1)) {
+			q[0] = head | NT_ARG_UINT32 | 1u << 8 | v << 32;
+			return q + 1;
+		}
+	} else if (type == NT_ARG_BOOL) {
+		q[0] = head | NT_ARG_BOOL | 1u << 8 | (uint64_t)(v != 0) << 32;
+		return q + 1;
+	} else if (type != NT_ARG_DOUBLE && type != NT_ARG_POINTER) {
+		/* A descriptor not from nt_fixed_desc_: recorded as None, as encode_args does. */
+		q[0] = head | NT_ARG_NONE | 1u << 8;
+		return q + 1;
+	}
+	q[0] = head | type | 2u << 8;
+	q[1] = v;
+	return q + 2;
+}
+
+/* The fast path for n = 1 to NT_FAST_ARGS_MAX fixed-size arguments (nanotrace.h:
+ * nt_fixed_desc_ builds `desc` at compile time), inlined into one exported function per n so
+ * that each keeps its values in registers. Like nt_emit_, a leaf with no stack frame:
+ * anything it does not handle (first use, a chunk without room for the longest encoding, a
+ * long gap, no TSC, a descriptor it does not expect) returns 1 before any store, and the
+ * macro sends the event down the generic path. */
+static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, uint32_t desc,
+							    uint32_t n, uint64_t v0, uint64_t v1,
+							    uint64_t v2, uint64_t v3)
+{
+	unsigned kind = desc & 0xffu;
+	if (__builtin_expect(!nt_kind_is_event(kind) || ((desc >> 8) & 7u) != n, 0))
+		return 1; /* not from nt_fixed_desc_: the generic path judges it */
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	uint64_t now;
+	if (__builtin_expect(!nt_site_current(st, tag) || t->tag != tag || (now = fast_ticks()) == 0,
+			     0))
+		return 1;
+	uint8_t *p = t->cur;
+	uint64_t delta = now - t->last_ticks;
+	/* Room for the longest encoding (16 bytes an argument), whatever the descriptor says. */
+	if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p < 8u + 16u * n || delta > UINT32_MAX,
+			     0))
+		return 1;
+	t->last_ticks = now;
+	t->events++;
+	uint64_t w0 = event_word(kind, 0, st, (uint32_t)delta);
+	/* arg_names[] was filled before the state that made the site current (acquire). */
+	const uint16_t *names = site->arg_names;
+	uint64_t *q = (uint64_t *)(void *)(p + 8);
+	q = put_fixed_arg(q, (desc >> 16) & 15u, names[0], v0);
+	if (n > 1)
+		q = put_fixed_arg(q, (desc >> 20) & 15u, names[1], v1);
+	if (n > 2)
+		q = put_fixed_arg(q, (desc >> 24) & 15u, names[2], v2);
+	if (n > 3)
+		q = put_fixed_arg(q, (desc >> 28) & 15u, names[3], v3);
+	t->cur = (uint8_t *)q;
+	/* The body is written: the store of word 0 (its size in words at bits 8..15) publishes
+	 * the whole record. */
+	nt_store_release_64((uint64_t *)(void *)p, w0 | (uint64_t)((uint8_t *)q - p) << 5);
+	return 0;
+}
+
+int nt_emit_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0)
+{
+	return emit_fixed(site, desc, 1, v0, 0, 0, 0);
+}
+
+int nt_emit_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1)
+{
+	return emit_fixed(site, desc, 2, v0, v1, 0, 0);
+}
+
+int nt_emit_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2)
+{
+	return emit_fixed(site, desc, 3, v0, v1, v2, 0);
+}
+
+int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2,
+		    uint64_t v3)
+{
+	return emit_fixed(site, desc, 4, v0, v1, v2, v3);
+}
+
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)
 {
 	if (!nt_kind_is_event(kind))

@@ -492,6 +492,76 @@ void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_
 void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
 		       uint32_t nargs);
 
+/* The fixed-argument fast path (see "Events" below). An event with 1 to NT_FAST_ARGS_MAX
+ * arguments, each NT_I64, NT_U64, NT_I32, NT_U32, NT_F64, NT_BOOL or NT_PTR, is described by
+ * one word built at compile time (nt_fixed_desc_) and its values are passed in registers:
+ *   bits  0..7   record kind
+ *   bits  8..10  argument count (1 to NT_FAST_ARGS_MAX)
+ *   bits 16..31  four bits per argument: its NT_ARG_* type (INT64, UINT64, DOUBLE, BOOL or
+ *                POINTER; any other is recorded as NT_ARG_NONE, as the generic path does)
+ * nt_emit_fixedN_() (N = the argument count) records the event and returns 0 when the call
+ * site is current, the
+ * thread owns a chunk with room and the TSC is the clock; otherwise it records nothing and
+ * returns nonzero, and the macro hands the same event to nt_emit_args_(), which does
+ * everything else (first use, chunk claims, drops). */
+#define NT_FAST_ARGS_MAX 4
+int nt_emit_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0);
+int nt_emit_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1);
+int nt_emit_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2);
+int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2,
+		    uint64_t v3);
+
+/* Words an argument of `type` can take on the fast path; 0 when it has no fast path. */
+static inline uint32_t nt_arg_fixed_words_(uint8_t type)
+{
+	switch (type) {
+	case NT_ARG_BOOL:
+		return 1;
+	case NT_ARG_INT64:
+	case NT_ARG_UINT64:
+	case NT_ARG_DOUBLE:
+	case NT_ARG_POINTER:
+		return 2;
+	default:
+		return 0;
+	}
+}
+/* Argument i's contribution to the descriptor; ~0 (no fast path) when its type has none.
+ * A constant when the arguments come from the NT_I64() ... builders (they are inline). */
+static inline uint32_t nt_fixed_arg_desc_(const nt_arg *a, uint32_t n, uint32_t i)
+{
+	if (i >= n)
+		return 0;
+	return nt_arg_fixed_words_(a[i].type) ? (uint32_t)a[i].type << (16 + 4 * i)
+					       : ~(uint32_t)0;
+}
+/* The descriptor of nt_emit_fixed_(), or 0 when the event has no fast path. */
+static inline uint32_t nt_fixed_desc_(unsigned kind, const nt_arg *a, uint32_t n)
+{
+	if (n == 0 || n > NT_FAST_ARGS_MAX)
+		return 0;
+	uint32_t types = nt_fixed_arg_desc_(a, n, 0) | nt_fixed_arg_desc_(a, n, 1) |
+			 nt_fixed_arg_desc_(a, n, 2) | nt_fixed_arg_desc_(a, n, 3);
+	if (types == ~(uint32_t)0)
+		return 0;
+	return (kind & 0xffu) | n << 8 | types;
+}
+/* Argument i's value as the 64 bits the record holds (0 past the last argument). */
+static inline uint64_t nt_fixed_value_(const nt_arg *a, uint32_t n, uint32_t i)
+{
+	return i < n ? a[i].value.u64 : 0;
+}
+
+/* Copies the n (at most NT_FAST_ARGS_MAX) arguments to `to`, field by field; returns `to`. */
+static inline const nt_arg *nt_fixed_copy_(nt_arg *to, const nt_arg *a, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && i < NT_FAST_ARGS_MAX; i++) {
+		to[i] = nt_arg_make_(a[i].name, a[i].type);
+		to[i].value.u64 = a[i].value.u64;
+	}
+	return to;
+}
+
 /* Dynamic-name events: the call site is looked up by its strings (see NT_INSTANT_DYN). */
 void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char *category,
 		      const char *name, const nt_arg *args, uint32_t nargs);
@@ -552,6 +622,31 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 	static nt_callsite nt__site_ = { 0, __LINE__, NT__LITERAL(cat), NT__LITERAL(nm),       \
 					 __FILE__, nt__names_, (nargs), NULL, 0, 0 }
 
+/* Fixed-size arguments (at most NT_FAST_ARGS_MAX): the descriptor and the values fold to
+ * constants and registers at compile time, and the event is a few plain stores; the generic
+ * path takes every other event, and this one when the fast path declines it. */
+#define NT__FV(args, n, i) nt_fixed_value_((args), (n), (i))
+#define NT__EMIT_FIXED(d, args, n)                                                             \
+	((n) == 1   ? nt_emit_fixed1_(&nt__site_, (d), NT__FV(args, n, 0))                     \
+	 : (n) == 2 ? nt_emit_fixed2_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1)) \
+	 : (n) == 3 ? nt_emit_fixed3_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),  \
+				      NT__FV(args, n, 2))                                      \
+		    : nt_emit_fixed4_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),  \
+				      NT__FV(args, n, 2), NT__FV(args, n, 3)))
+/* When the fast path declines, the generic path gets a copy made there: handing it the
+ * arguments' own array would make the compiler build that array in memory on every call. */
+#define NT__EMIT_ARGS(kind, args, n)                                                           \
+	do {                                                                                   \
+		const uint32_t nt__d_ = nt_fixed_desc_((kind), (args), (n));                   \
+		if (nt__d_ == 0) {                                                             \
+			nt_emit_args_(&nt__site_, (kind), (args), (n));                        \
+		} else if (__builtin_expect(NT__EMIT_FIXED(nt__d_, args, n) != 0, 0)) {        \
+			nt_arg nt__c_[NT_FAST_ARGS_MAX];                                       \
+			nt_emit_args_(&nt__site_, (kind), nt_fixed_copy_(nt__c_, (args), (n)), \
+				      (n));                                                    \
+		}                                                                              \
+	} while (0)
+
 #define NT__EVENT(kind, cat, nm, ...)                                                          \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
@@ -564,7 +659,7 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 				if (nt__n_ == 0)                                               \
 					nt_emit_(&nt__site_, (kind));                          \
 				else                                                           \
-					nt_emit_args_(&nt__site_, (kind), nt__a_ + 1, nt__n_); \
+					NT__EMIT_ARGS(kind, nt__a_ + 1, nt__n_);               \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
