@@ -14,9 +14,9 @@
  *
  * One thread, pinned to CPU 0 where there are two, a circular session that never fills its
  * durable region (chunk claims and wraps included). Each repetition runs every case once, in
- * the same order, floor first and last; each case's ratio is its median over the median
- * floor, and its spread the lowest and highest of the per-repetition ratios (each to the
- * mean of the floors around it). When the floors of one run spread beyond FLOOR_BAND
+ * the same order, with a floor before and after; each repetition's ratio is the case over
+ * the mean of the two floors around it, and a case's ratio is the median of its repetitions'
+ * ratios, with their lowest and highest as its spread. When the floors of one run spread beyond FLOOR_BAND
  * (highest / lowest) the ratios are not trusted: the run says so and --json gives null.
  *
  *   nt_bench_args [--json] [--reps N] [--events N]
@@ -173,9 +173,9 @@ static int measure(results *r, int reps, uint64_t events)
 	r->floor_ns = median(floors, reps + 1);
 	for (size_t c = 0; c < NCASES; c++) {
 		r->ns[c] = median(ns + c * reps, reps);
-		r->ratio[c] = r->ns[c] / r->floor_ns;
 		r->lo[c] = min_of(ratio + c * reps, reps);
 		r->hi[c] = max_of(ratio + c * reps, reps);
+		r->ratio[c] = median(ratio + c * reps, reps);
 	}
 	free(v);
 	return 1;
@@ -183,8 +183,8 @@ static int measure(results *r, int reps, uint64_t events)
 
 static void print_table(const results *r, int trusted)
 {
-	printf("nt_bench_args: 1 thread, ns per event, medians; ratio to the floor of the same run "
-	       "(per-repetition low..high)\n");
+	printf("nt_bench_args: 1 thread, ns per event, medians; ratio to the floors around it, "
+	       "median of the repetitions (lowest..highest)\n");
 	printf("  %-12s %8.2f ns  (floors spread %.2fx%s)\n", "floor", r->floor_ns, r->floor_spread,
 	       trusted ? "" : ": beyond the band, ratios not trusted");
 	for (size_t c = 0; c < NCASES; c++) {

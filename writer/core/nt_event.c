@@ -426,12 +426,22 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 	write_event(site, kind, 0, 0, NULL, 0);
 }
 
-/* The fast path's clock: the TSC, or (no TSC session) 0, which sends the event to the slow
- * path that reads the session's clock itself. */
+/* The fast path's clock: the TSC when the session uses it; a session without it takes the
+ * slow path, which reads the session's clock itself. Tested before the read, not as a zero
+ * reading after it: one test and branch fewer on every event. */
+static inline int fast_clock_ok(void)
+{
+#if NT_HAVE_TSC
+	return __builtin_expect(nt_clock_use_tsc_, 1);
+#else
+	return 1;
+#endif
+}
+
 static inline uint64_t fast_ticks(void)
 {
 #if NT_HAVE_TSC
-	return __builtin_expect(nt_clock_use_tsc_, 1) ? __rdtsc() : 0;
+	return __rdtsc();
 #else
 	return nt_clock_ticks();
 #endif
@@ -445,8 +455,8 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
 	uint64_t now;
-	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag && (now = fast_ticks()) != 0,
-			     1)) {
+	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag && fast_clock_ok(), 1)) {
+		now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
 		if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX,
@@ -509,14 +519,13 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	uint64_t now;
-	if (__builtin_expect(!nt_site_current(st, tag) || t->tag != tag || (now = fast_ticks()) == 0,
-			     0))
+	if (__builtin_expect(!nt_site_current(st, tag) || t->tag != tag || !fast_clock_ok(), 0))
 		return 1;
+	uint64_t now = fast_ticks();
 	uint8_t *p = t->cur;
 	uint64_t delta = now - t->last_ticks;
 	/* Room for the longest encoding (16 bytes an argument), whatever the descriptor says. */
-	if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p < 8u + 16u * n || delta > UINT32_MAX,
+	if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p < 8u + 16u * n || (delta >> 32) != 0,
 			     0))
 		return 1;
 	t->last_ticks = now;

@@ -478,14 +478,22 @@ extern uint32_t nt_session_tag_;
 #define NT_SITE_ENABLED (1u << 16)
 /* A relaxed atomic load: one plain mov on x86-64 and arm64, and race-free in C11 terms. */
 #define NT__RECORDING() (__atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED) != 0)
-/* The site is registered in this generation with its category disabled: skip it inline. */
+/* The site is registered in the generation of `tag` (a nonzero tag, just loaded) with its
+ * category disabled: skip it inline. A tag always has NT_SITE_ENABLED and a generation of 1
+ * or more, so this is "same generation, enabled bit clear", and never true of state 0 (not
+ * registered). */
+static inline int nt_site_off_tag_(const nt_callsite *site, uint32_t tag)
+{
+	uint32_t st = __atomic_load_n(&site->state, __ATOMIC_RELAXED);
+	return ((st ^ tag) & ~(uint32_t)0xFFFFu) == NT_SITE_ENABLED;
+}
 static inline int nt_site_off_(const nt_callsite *site)
 {
-	uint32_t tag = __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED);
-	uint32_t st = __atomic_load_n(&site->state, __ATOMIC_RELAXED);
-	return st != 0 && !(st & NT_SITE_ENABLED) &&
-	       (((st | NT_SITE_ENABLED) ^ tag) & ~(uint32_t)0xFFFFu) == 0;
+	return nt_site_off_tag_(site, __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED));
 }
+/* The tag, loaded once for both tests of an event macro (a relaxed atomic load is never
+ * merged with another by the compiler). */
+#define NT__TAG() __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED)
 
 void nt_emit_(nt_callsite *site, unsigned kind);
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs);
@@ -649,10 +657,11 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 
 #define NT__EVENT(kind, cat, nm, ...)                                                          \
 	do {                                                                                   \
-		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
+		const uint32_t nt__tag_ = NT__TAG();                                           \
+		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
 			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
-			if (!nt_site_off_(&nt__site_)) {                                       \
+			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
 				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
 				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
 						 "at most 32 arguments");                      \
@@ -671,10 +680,11 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 
 #define NT_COMPLETE(cat, nm, start, ...)                                                       \
 	do {                                                                                   \
-		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
+		const uint32_t nt__tag_ = NT__TAG();                                           \
+		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
 			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
-			if (!nt_site_off_(&nt__site_)) {                                       \
+			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
 				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
 				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
 						 "at most 32 arguments");                      \
