@@ -19,7 +19,9 @@
  * ratios, with their lowest and highest as its spread. When the floors of one run spread beyond FLOOR_BAND
  * (highest / lowest) the ratios are not trusted: the run says so and --json gives null.
  *
- *   nt_bench_args [--json] [--reps N] [--events N]
+ *   nt_bench_args [--json] [--reps N] [--events N] [--buffer BYTES]
+ * --buffer sets the arena's size (default nt_config's, 4 MiB); a buffer that fits the
+ * cache shows what the writes to a larger one cost.
  * With --json the last line is one JSON object.
  */
 #define _GNU_SOURCE
@@ -216,7 +218,7 @@ static void print_json(const results *r, int trusted)
 int main(int argc, char **argv)
 {
 	int json = 0, reps = 9;
-	uint64_t events = 3000000;
+	uint64_t events = 3000000, buffer = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = 1;
@@ -224,8 +226,10 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
 			events = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--buffer") == 0 && i + 1 < argc)
+			buffer = strtoull(argv[++i], NULL, 10);
 		else {
-			fprintf(stderr, "usage: nt_bench_args [--json] [--reps N] [--events N]\n");
+			fprintf(stderr, "usage: nt_bench_args [--json] [--reps N] [--events N] [--buffer BYTES]\n");
 			return 2;
 		}
 	}
@@ -238,6 +242,8 @@ int main(int argc, char **argv)
 	nt_config_init(&cfg);
 	cfg.mode = NT_MODE_CIRCULAR;
 	cfg.categories = "bench";
+	if (buffer != 0)
+		cfg.buffer_size = (size_t)buffer;
 	if (nt_start(&cfg) != NT_OK) {
 		fprintf(stderr, "nt_bench_args: %s\n", nt_last_error());
 		return 1;

@@ -159,11 +159,11 @@ static void fast_path_taken_after_first_use(void **state)
 	assert_int_equal(nt_emit_fixed2_(&site, d, (uint64_t)-5, (uint64_t)1 << 40), 1);
 	nt_emit_args_(&site, NT_KIND_INSTANT, a, 2);
 	assert_int_equal(nt_emit_fixed2_(&site, d, (uint64_t)-5, (uint64_t)1 << 40), 0);
-	/* Descriptors no macro makes: a kind that is no event, a count that is not the
-	 * function's; declined. A type without a fast path is recorded as None, as the
-	 * generic path records an unknown type. */
+	/* Descriptors no macro makes: a kind that is no event is declined; the count is the
+	 * function's own (N of nt_emit_fixedN_), whatever the descriptor says; a type without
+	 * a fast path is recorded as None, as the generic path records an unknown type. */
 	assert_int_equal(nt_emit_fixed2_(&site, (d & ~0xffu) | NT_KIND_STRING, 1, 2), 1);
-	assert_int_equal(nt_emit_fixed1_(&site, d, 1), 1);
+	assert_int_equal(nt_emit_fixed1_(&site, d, 9), 0);
 	uint32_t bad_type = (d & ~(0xfu << 16)) | (uint32_t)NT_ARG_STRING << 16;
 	assert_int_equal(nt_emit_fixed2_(&site, bad_type, 7, (uint64_t)1 << 40), 0);
 	/* Not a fixed-size argument: no descriptor. */
@@ -171,15 +171,18 @@ static void fast_path_taken_after_first_use(void **state)
 	assert_int_equal(nt_fixed_desc_(NT_KIND_INSTANT, &s, 1), 0);
 	test_trace t;
 	finish_and_read("fx-direct", &t);
-	assert_int_equal(t.n, 3);
+	assert_int_equal(t.n, 4);
 	assert_same_event(&t.ev[1], &t.ev[0], 1);
 	assert_int_equal(t.ev[1].args[0].type, NT_ARG_INT32);
 	assert_true(t.ev[1].args[0].value.i64 == -5);
 	assert_int_equal(t.ev[1].args[1].type, NT_ARG_UINT64);
-	/* The reader keeps None arguments out of the event: only "y" is left. */
 	assert_int_equal(t.ev[2].nargs, 1);
-	assert_string_equal(t.ev[2].names[0], "y");
-	assert_true(t.ev[2].args[0].value.u64 == (uint64_t)1 << 40);
+	assert_string_equal(t.ev[2].names[0], "x");
+	assert_true(t.ev[2].args[0].value.i64 == 9);
+	/* The reader keeps None arguments out of the event: only "y" is left. */
+	assert_int_equal(t.ev[3].nargs, 1);
+	assert_string_equal(t.ev[3].names[0], "y");
+	assert_true(t.ev[3].args[0].value.u64 == (uint64_t)1 << 40);
 	test_trace_free(&t);
 }
 

@@ -24,6 +24,8 @@ typedef struct nt_thread_state {
 	uint32_t events;      /* events in the owned chunk */
 	uint32_t index;       /* ThreadRecord.index in the session `tag` */
 	uint32_t tag;
+	uint32_t fast_tag;    /* `tag` when the fast paths may write (the session's clock is the
+				 TSC), else 0: one compare tests both */
 	uint64_t chunk_first; /* this thread's event ordinal at the owned chunk's first event */
 	uint64_t dropped;     /* events dropped since then, not yet covered by a chunk */
 	uint32_t clears;      /* nt_S.rolling_clears when the ordinals last restarted */
@@ -32,6 +34,27 @@ typedef struct nt_thread_state {
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
 static __thread nt_thread_state nt_T __attribute__((tls_model("initial-exec")));
+
+/* The fast path's clock: the TSC when the session uses it; a session without it takes the
+ * slow path, which reads the session's clock itself. Tested before the read, not as a zero
+ * reading after it: one test and branch fewer on every event. */
+static inline int fast_clock_ok(void)
+{
+#if NT_HAVE_TSC
+	return __builtin_expect(nt_clock_use_tsc_, 1);
+#else
+	return 1;
+#endif
+}
+
+static inline uint64_t fast_ticks(void)
+{
+#if NT_HAVE_TSC
+	return __rdtsc();
+#else
+	return nt_clock_ticks();
+#endif
+}
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -104,6 +127,7 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 	pthread_setspecific(exit_key, t);
 	t->index = index;
 	t->tag = tag;
+	t->fast_tag = fast_clock_ok() ? tag : 0;
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->events = 0;
@@ -132,6 +156,7 @@ static int thread_join(nt_thread_state *t, uint32_t tag)
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->tag = tag;
+	t->fast_tag = fast_clock_ok() ? tag : 0;
 	return 1;
 }
 
@@ -426,27 +451,6 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 	write_event(site, kind, 0, 0, NULL, 0);
 }
 
-/* The fast path's clock: the TSC when the session uses it; a session without it takes the
- * slow path, which reads the session's clock itself. Tested before the read, not as a zero
- * reading after it: one test and branch fewer on every event. */
-static inline int fast_clock_ok(void)
-{
-#if NT_HAVE_TSC
-	return __builtin_expect(nt_clock_use_tsc_, 1);
-#else
-	return 1;
-#endif
-}
-
-static inline uint64_t fast_ticks(void)
-{
-#if NT_HAVE_TSC
-	return __rdtsc();
-#else
-	return nt_clock_ticks();
-#endif
-}
-
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
 	if (__builtin_expect(!nt_kind_is_event(kind), 0))
@@ -455,7 +459,7 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
 	uint64_t now;
-	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag && fast_clock_ok(), 1)) {
+	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
 		now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
@@ -480,7 +484,7 @@ static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q
 								     uint64_t name, uint64_t v)
 {
 	uint64_t head = name << 16;
-	if (type == NT_ARG_INT64) {
+	if (__builtin_expect(type == NT_ARG_INT64, 1)) { /* NT_I64 and NT_I32 */
 		if (__builtin_expect((uint64_t)(int64_t)(int32_t)v == v, 1)) {
 			q[0] = head | NT_ARG_INT32 | 1u << 8 | v << 32;
 			return q + 1;
@@ -514,12 +518,13 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 							    uint64_t v2, uint64_t v3)
 {
 	unsigned kind = desc & 0xffu;
-	if (__builtin_expect(!nt_kind_is_event(kind) || ((desc >> 8) & 7u) != n, 0))
+	if (__builtin_expect(!nt_kind_is_event(kind), 0))
 		return 1; /* not from nt_fixed_desc_: the generic path judges it */
+	/* The count is the function's own (n), not the descriptor's: no test needed. */
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	if (__builtin_expect(!nt_site_current(st, tag) || t->tag != tag || !fast_clock_ok(), 0))
+	if (__builtin_expect(!nt_site_current(st, tag) || t->fast_tag != tag, 0))
 		return 1;
 	uint64_t now = fast_ticks();
 	uint8_t *p = t->cur;
