@@ -1,10 +1,12 @@
 /*
  * nt_event.c - the event path: per-thread chunk state and record encoding.
  *
- * Fast path (nt_emit_, no arguments): the call site's cached state matches the session tag,
- * the thread owns a chunk with 8 free bytes and the tick delta fits 32 bits. Then the event
- * is one clock read and one 8-byte store. Everything else (first event of a thread or call
- * site, full chunk, long gap, arguments) goes through write_event().
+ * Fast paths: the call site's cached state matches the session tag, the thread is current
+ * with the TSC as the session's clock (one compare: fast_tag), its chunk has room and the
+ * tick delta fits 32 bits. Then an event without arguments (nt_emit_) is one clock read and
+ * one 8-byte store, and one with 1 to 4 fixed-size arguments (nt_emit_fixedN_) a clock read
+ * and a store per word. Everything else (first event of a thread or call site, full chunk,
+ * long gap, strings and other arguments) goes through write_event().
  */
 #define _GNU_SOURCE
 #include <pthread.h>
