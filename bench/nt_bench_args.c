@@ -8,7 +8,7 @@
  *   i64x2      NT_INSTANT with two NT_I64 that fit 32 bits (each stored in 8 bytes)
  *   i64x2_wide NT_INSTANT with two NT_I64 that do not (each stored in 16 bytes)
  *   mixed4     NT_INSTANT with NT_U64, NT_F64, NT_BOOL and NT_PTR
- *   str        NT_INSTANT with one NT_STR of 12 bytes (the generic path)
+ *   str        NT_INSTANT with one NT_STR of 12 bytes
  *   mixed      the issue's iteration: NT_BEGIN + NT_INSTANT with two int64 + NT_END, ns per
  *              event (three events an iteration)
  *

@@ -139,6 +139,71 @@ static void every_type_at_its_edges(void **state)
 	test_trace_free(&t);
 }
 
+/* ---- strings ---------------------------------------------------------------------------- */
+
+static void assert_same_strings(const test_event *a, const test_event *b, size_t at)
+{
+	assert_string_equal(a->name, b->name);
+	assert_int_equal(a->nargs, b->nargs);
+	for (uint32_t i = 0; i < a->nargs; i++) {
+		assert_string_equal(a->names[i], b->names[i]);
+		assert_int_equal(a->args[i].type, b->args[i].type);
+		if (a->args[i].type == NT_ARG_STRING) {
+			assert_int_equal(a->args[i].value.str.len, b->args[i].value.str.len);
+			assert_msg(strcmp(a->strs[i], b->strs[i]) == 0, "event %zu arg %u: '%.40s' vs '%.40s'",
+				   at, i, a->strs[i], b->strs[i]);
+		} else {
+			assert_true(a->args[i].value.u64 == b->args[i].value.u64);
+		}
+	}
+}
+
+/* Strings of every length to a word and beyond, NULL, and ones too long for one record
+ * whole (the fast path leaves those to the generic path, which truncates and counts),
+ * through the fast path and through a *_DYN event: the same events, the same counts. */
+static void strings_read_back_as_the_generic_path_writes_them(void **state)
+{
+	(void)state;
+	nt_config cfg = config(NT_MODE_ONESHOT, 0, 0);
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	static char big[2200];
+	memset(big, 'x', sizeof(big) - 1);
+	const size_t lens[] = { 0, 1, 7, 8, 9, 15, 16, 17, 40, 2000, 2024, 2032, 2033, 2199 };
+	const size_t cases = sizeof(lens) / sizeof(lens[0]) + 1;
+	nt_stats before, after;
+	for (size_t k = 0; k < cases; k++) {
+		const char *s = k < cases - 1 ? big + sizeof(big) - 1 - lens[k] : NULL;
+		nt_get_stats(&before);
+		for (int r = 0; r < 2; r++) {
+			NT_INSTANT("fx", "s1", NT_STR("s", s));
+			NT_INSTANT("fx", "s3", NT_I64("i", (int64_t)k << 35), NT_STR("s", s),
+				   NT_BOOL("b", 1));
+		}
+		nt_get_stats(&after);
+		uint64_t fast_truncated = after.values_truncated - before.values_truncated;
+		NT_INSTANT_DYN("fx", "s1", nt_arg_str("s", s));
+		NT_INSTANT_DYN("fx", "s3", nt_arg_i64("i", (int64_t)k << 35), nt_arg_str("s", s),
+			       nt_arg_bool("b", 1));
+		nt_get_stats(&before);
+		assert_int_equal(fast_truncated, 2 * (before.values_truncated - after.values_truncated));
+	}
+	test_trace t;
+	finish_and_read("fx-strings", &t);
+	assert_int_equal(t.n, cases * 6);
+	for (size_t k = 0; k < cases; k++) {
+		const test_event *e = &t.ev[k * 6];
+		for (size_t j = 0; j < 2; j++) {
+			assert_same_strings(&e[j], &e[4 + j], k * 6 + j);
+			assert_same_strings(&e[2 + j], &e[4 + j], k * 6 + 2 + j);
+		}
+		if (k == cases - 1)
+			assert_string_equal(e[2].strs[0], "(null)");
+		else if (lens[k] < 2000)
+			assert_int_equal(e[2].args[0].value.str.len, lens[k]);
+	}
+	test_trace_free(&t);
+}
+
 /* ---- the fast path is taken, and declines what it must ---------------------------------- */
 
 static void fast_path_taken_after_first_use(void **state)
@@ -164,14 +229,21 @@ static void fast_path_taken_after_first_use(void **state)
 	 * a fast path is recorded as None, as the generic path records an unknown type. */
 	assert_int_equal(nt_emit_fixed2_(&site, (d & ~0xffu) | NT_KIND_STRING, 1, 2), 1);
 	assert_int_equal(nt_emit_fixed1_(&site, d, 9), 0);
-	uint32_t bad_type = (d & ~(0xfu << 16)) | (uint32_t)NT_ARG_STRING << 16;
+	uint32_t bad_type = (d & ~(0xfu << 16)) | (uint32_t)NT_ARG_JSON << 16;
 	assert_int_equal(nt_emit_fixed2_(&site, bad_type, 7, (uint64_t)1 << 40), 0);
-	/* Not a fixed-size argument: no descriptor. */
-	nt_arg s = nt_arg_str("s", "text");
-	assert_int_equal(nt_fixed_desc_(NT_KIND_INSTANT, &s, 1), 0);
+	/* A string among them takes the path that measures it. */
+	uint32_t with_string = (d & ~(0xfu << 16)) | (uint32_t)NT_ARG_STRING << 16;
+	assert_int_equal(nt_emit_fixed2_(&site, with_string, (uint64_t)(uintptr_t) "str", 3), 0);
+	/* No fast path for a list, or for a fifth argument: no descriptor. */
+	static const char *const list[] = { "a", NULL };
+	nt_arg l = nt_arg_make_("l", NT_ARG_STRING_LIST);
+	l.value.ptr = list;
+	assert_int_equal(nt_fixed_desc_(NT_KIND_INSTANT, &l, 1), 0);
+	nt_arg five[5] = { a[0], a[1], a[0], a[1], a[0] };
+	assert_int_equal(nt_fixed_desc_(NT_KIND_INSTANT, five, 5), 0);
 	test_trace t;
 	finish_and_read("fx-direct", &t);
-	assert_int_equal(t.n, 4);
+	assert_int_equal(t.n, 5);
 	assert_same_event(&t.ev[1], &t.ev[0], 1);
 	assert_int_equal(t.ev[1].args[0].type, NT_ARG_INT32);
 	assert_true(t.ev[1].args[0].value.i64 == -5);
@@ -183,6 +255,9 @@ static void fast_path_taken_after_first_use(void **state)
 	assert_int_equal(t.ev[3].nargs, 1);
 	assert_string_equal(t.ev[3].names[0], "y");
 	assert_true(t.ev[3].args[0].value.u64 == (uint64_t)1 << 40);
+	assert_int_equal(t.ev[4].nargs, 2);
+	assert_string_equal(t.ev[4].strs[0], "str");
+	assert_true(t.ev[4].args[1].value.u64 == 3);
 	test_trace_free(&t);
 }
 
@@ -418,6 +493,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_type_at_its_edges),
+		cmocka_unit_test(strings_read_back_as_the_generic_path_writes_them),
 		cmocka_unit_test(fast_path_taken_after_first_use),
 		cmocka_unit_test(monotonic_clock_takes_the_generic_path),
 		cmocka_unit_test(records_cross_chunk_boundaries),

@@ -515,6 +515,12 @@ static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q
  * anything it does not handle (first use, a chunk without room for the longest encoding, a
  * long gap, no TSC, a descriptor it does not expect) returns 1 before any store, and the
  * macro sends the event down the generic path. */
+/* Argument types 8 to 15 (a string, and types no macro passes) have bit 3 set: one test
+ * finds them all in the descriptor. */
+#define FIXED_TYPES_HIGH 0x88880000u
+static int emit_fixed_strings(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1,
+			      uint64_t v2, uint64_t v3);
+
 static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, uint32_t desc,
 							    uint32_t n, uint64_t v0, uint64_t v1,
 							    uint64_t v2, uint64_t v3)
@@ -522,7 +528,11 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 	unsigned kind = desc & 0xffu;
 	if (__builtin_expect(!nt_kind_is_event(kind), 0))
 		return 1; /* not from nt_fixed_desc_: the generic path judges it */
-	/* The count is the function's own (n), not the descriptor's: no test needed. */
+	/* The count is the function's own (n), not the descriptor's: no test needed. A string
+	 * takes the path that measures it, out of line, so this one stays a leaf; it gets n in
+	 * the descriptor (a tail call with the same six register arguments). */
+	if (__builtin_expect((desc & FIXED_TYPES_HIGH) != 0, 0))
+		return emit_fixed_strings(site, (desc & ~0x700u) | n << 8, v0, v1, v2, v3);
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
@@ -552,6 +562,69 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 	/* The body is written: the store of word 0 (its size in words at bits 8..15) publishes
 	 * the whole record. */
 	nt_store_release_64((uint64_t *)(void *)p, w0 | (uint64_t)((uint8_t *)q - p) << 5);
+	return 0;
+}
+
+/* String argument i of the fast path, copied inline as encode_args() copies it: `len`
+ * bytes of s, zero padding to a whole word. Returns the word after it. */
+static uint64_t *put_string_arg(uint64_t *q, uint32_t name, const char *s, uint32_t len)
+{
+	uint32_t padded = nt_words_for_bytes(len) * 8;
+	q[0] = (uint64_t)name << 16 | NT_ARG_STRING | (uint64_t)(1 + padded / 8) << 8 |
+	       (uint64_t)len << 32;
+	memcpy(q + 1, s, len);
+	memset((uint8_t *)(q + 1) + len, 0, padded - len);
+	return q + 1 + padded / 8;
+}
+
+/* The fast path with one or more NT_STR among the arguments (n in the descriptor, from
+ * emit_fixed): the strings are measured first, and an event that would not fit one record
+ * whole (its fixed arguments counted at their longest) is left to the generic path, which
+ * truncates and counts it; otherwise the bytes are exactly the generic path's. A NULL
+ * string is "(null)". Measuring and copying call strnlen and memcpy: no lock, no system
+ * call, no allocation. */
+static __attribute__((noinline)) int emit_fixed_strings(nt_callsite *site, uint32_t desc,
+							 uint64_t v0, uint64_t v1, uint64_t v2,
+							 uint64_t v3)
+{
+	const uint64_t v[NT_FAST_ARGS_MAX] = { v0, v1, v2, v3 };
+	uint32_t n = (desc >> 8) & 7u, len[NT_FAST_ARGS_MAX] = { 0 }, max_bytes = 8;
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	if (n > NT_FAST_ARGS_MAX || !nt_site_current(st, tag) || t->fast_tag != tag)
+		return 1;
+	for (uint32_t i = 0; i < n; i++) {
+		if (((desc >> (16 + 4 * i)) & 15u) != NT_ARG_STRING) {
+			max_bytes += 16;
+			continue;
+		}
+		const char *s = v[i] ? (const char *)(uintptr_t)v[i] : "(null)";
+		len[i] = (uint32_t)strnlen(s, NT_MAX_STRING_LENGTH + 1);
+		max_bytes += 8 + nt_words_for_bytes(len[i]) * 8;
+	}
+	if (max_bytes > NT_MAX_RECORD_BYTES)
+		return 1;
+	uint64_t now = fast_ticks();
+	uint8_t *p = t->cur;
+	uint64_t delta = now - t->last_ticks;
+	if ((uintptr_t)t->end - (uintptr_t)p < max_bytes || (delta >> 32) != 0)
+		return 1;
+	t->last_ticks = now;
+	t->events++;
+	const uint16_t *names = site->arg_names;
+	uint64_t *q = (uint64_t *)(void *)(p + 8);
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned type = (desc >> (16 + 4 * i)) & 15u;
+		if (type == NT_ARG_STRING)
+			q = put_string_arg(q, names[i],
+					   v[i] ? (const char *)(uintptr_t)v[i] : "(null)", len[i]);
+		else
+			q = put_fixed_arg(q, type, names[i], v[i]);
+	}
+	t->cur = (uint8_t *)q;
+	nt_store_release_64((uint64_t *)(void *)p, event_word(desc & 0xffu, 0, st, (uint32_t)delta) |
+							   (uint64_t)((uint8_t *)q - p) << 5);
 	return 0;
 }
 

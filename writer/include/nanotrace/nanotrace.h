@@ -506,16 +506,19 @@ void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *ar
  * inline), and its values are passed in registers (nt_fixed_value_: an argument's 64 bits):
  *   bits  0..7   record kind
  *   bits  8..10  argument count (1 to NT_FAST_ARGS_MAX; nt_emit_fixedN_ goes by its own N)
- *   bits 16..31  four bits per argument: its NT_ARG_* type (INT64, UINT64, DOUBLE, BOOL or
- *                POINTER; any other is recorded as NT_ARG_NONE, as the generic path does)
+ *   bits 16..31  four bits per argument: its NT_ARG_* type (INT64, UINT64, DOUBLE, BOOL,
+ *                POINTER, or STRING with the value a `const char *`, NULL for "(null)"; any
+ *                other is recorded as NT_ARG_NONE, as the generic path does)
  * nt_emit_fixedN_() (N = the argument count) records the event with the call site's
  * interned argument names and returns 0 when the call site is current, the thread owns a
- * chunk with room for the longest encoding (8 + 16 N bytes) and the session's clock is the
- * TSC. Otherwise, and for a kind that is not an event, it records nothing and returns 1,
- * and the macro hands the same event to nt_emit_args_(), which does everything else (first
- * use and name interning, chunk claims, drops, other clocks). The bytes are exactly those
- * the generic path writes (an int64 or uint64 that fits 32 bits takes 8 bytes). No lock, no
- * system call, no allocation; about 25 instructions plus 10 per argument. */
+ * chunk with room for the longest encoding (8 + 16 N bytes, plus each string's) and the
+ * session's clock is the TSC. Otherwise, for a kind that is not an event, and for strings
+ * too long for one record whole, it records nothing and returns 1, and the macro hands the
+ * same event to nt_emit_args_(), which does everything else (first use and name interning,
+ * chunk claims, drops, other clocks, truncation). The bytes are exactly those the generic
+ * path writes (an int64 or uint64 that fits 32 bits takes 8 bytes). No lock, no system
+ * call, no allocation; about 25 instructions plus 10 per fixed-size argument; a string adds
+ * a strnlen() and a memcpy(). */
 #define NT_FAST_ARGS_MAX 4
 int nt_emit_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0);
 int nt_emit_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1);
@@ -523,20 +526,11 @@ int nt_emit_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, 
 int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2,
 		    uint64_t v3);
 
-/* Words an argument of `type` can take on the fast path; 0 when it has no fast path. */
-static inline uint32_t nt_arg_fixed_words_(uint8_t type)
+/* Nonzero when an argument of `type` has a fast path: the fixed-size ones, and NT_STR. */
+static inline int nt_arg_has_fast_path_(uint8_t type)
 {
-	switch (type) {
-	case NT_ARG_BOOL:
-		return 1;
-	case NT_ARG_INT64:
-	case NT_ARG_UINT64:
-	case NT_ARG_DOUBLE:
-	case NT_ARG_POINTER:
-		return 2;
-	default:
-		return 0;
-	}
+	return type == NT_ARG_INT64 || type == NT_ARG_UINT64 || type == NT_ARG_DOUBLE ||
+	       type == NT_ARG_BOOL || type == NT_ARG_POINTER || type == NT_ARG_STRING;
 }
 /* Argument i's contribution to the descriptor; ~0 (no fast path) when its type has none.
  * A constant when the arguments come from the NT_I64() ... builders (they are inline). */
@@ -544,7 +538,7 @@ static inline uint32_t nt_fixed_arg_desc_(const nt_arg *a, uint32_t n, uint32_t 
 {
 	if (i >= n)
 		return 0;
-	return nt_arg_fixed_words_(a[i].type) ? (uint32_t)a[i].type << (16 + 4 * i)
+	return nt_arg_has_fast_path_(a[i].type) ? (uint32_t)a[i].type << (16 + 4 * i)
 					       : ~(uint32_t)0;
 }
 /* The descriptor of nt_emit_fixed_(), or 0 when the event has no fast path. */
@@ -592,9 +586,11 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
  *                           path: one call with the values in registers, one clock read and
  *                           one store per 8 bytes of record, 8 + 8 or 16 per argument (as in
  *                           "Typed arguments" above); two int64 about 1.6x the floor
- *   anything else           (a string or list, more than 4 arguments, NT_COMPLETE) the
- *                           generic path: the arguments are built in an array on the stack,
- *                           sized, then encoded: an NT_STR of 12 bytes about 3x the floor
+ *   with NT_STR among them  the same path, out of line: each string measured (strnlen) and
+ *                           copied (memcpy)
+ *   anything else           (a list, more than 4 arguments, NT_COMPLETE, the *_DYN forms)
+ *                           the generic path: the arguments are built in an array on the
+ *                           stack, sized, then encoded
  * A chunk change (every chunk_size bytes) and a gap of 2^32 ticks take the generic path too.
  * The macros are the same in C and C++ (C++11 and later, g++ and
  * clang++, -Wall -Wextra; not -pedantic: an event without arguments relies on GNU's
