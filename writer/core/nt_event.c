@@ -572,8 +572,11 @@ static uint64_t *put_string_arg(uint64_t *q, uint32_t name, const char *s, uint3
 	uint32_t padded = nt_words_for_bytes(len) * 8;
 	q[0] = (uint64_t)name << 16 | NT_ARG_STRING | (uint64_t)(1 + padded / 8) << 8 |
 	       (uint64_t)len << 32;
+	/* The padding is the rest of the last word: zero it, then copy over it (one store
+	 * instead of a memset call). */
+	if (padded != 0)
+		q[padded / 8] = 0;
 	memcpy(q + 1, s, len);
-	memset((uint8_t *)(q + 1) + len, 0, padded - len);
 	return q + 1 + padded / 8;
 }
 
