@@ -82,6 +82,9 @@ static void emit_all(uint64_t i)
 	NT_INSTANT("hot", "instant");
 	NT_BEGIN("hot", "span", NT_U64("i", i), NT_STR("s", "text"));
 	NT_COUNTER("hot", "counter", NT_F64("v", (double)i));
+	/* The fixed-argument fast path, with a wide and a narrow integer. */
+	NT_INSTANT("hot", "fixed", NT_I64("a", i), NT_U64("b", i << 40), NT_BOOL("c", i & 1),
+		   NT_PTR("d", &i));
 	NT_COMPLETE("hot", "complete", nt_now(), NT_BOOL("b", i & 1));
 	{
 		NT_SCOPE("hot", "scope");

@@ -1,10 +1,12 @@
 /*
  * nt_event.c - the event path: per-thread chunk state and record encoding.
  *
- * Fast path (nt_emit_, no arguments): the call site's cached state matches the session tag,
- * the thread owns a chunk with 8 free bytes and the tick delta fits 32 bits. Then the event
- * is one clock read and one 8-byte store. Everything else (first event of a thread or call
- * site, full chunk, long gap, arguments) goes through write_event().
+ * Fast paths: the call site's cached state matches the session tag, the thread is current
+ * with the TSC as the session's clock (one compare: fast_tag), its chunk has room and the
+ * tick delta fits 32 bits. Then an event without arguments (nt_emit_) is one clock read and
+ * one 8-byte store, and one with 1 to 4 fixed-size arguments (nt_emit_fixedN_) a clock read
+ * and a store per word. Everything else (first event of a thread or call site, full chunk,
+ * long gap, strings and other arguments) goes through write_event().
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -24,6 +26,8 @@ typedef struct nt_thread_state {
 	uint32_t events;      /* events in the owned chunk */
 	uint32_t index;       /* ThreadRecord.index in the session `tag` */
 	uint32_t tag;
+	uint32_t fast_tag;    /* `tag` when the fast paths may write (the session's clock is the
+				 TSC), else 0: one compare tests both */
 	uint64_t chunk_first; /* this thread's event ordinal at the owned chunk's first event */
 	uint64_t dropped;     /* events dropped since then, not yet covered by a chunk */
 	uint32_t clears;      /* nt_S.rolling_clears when the ordinals last restarted */
@@ -32,6 +36,27 @@ typedef struct nt_thread_state {
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
 static __thread nt_thread_state nt_T __attribute__((tls_model("initial-exec")));
+
+/* The fast path's clock: the TSC when the session uses it; a session without it takes the
+ * slow path, which reads the session's clock itself. Tested before the read, not as a zero
+ * reading after it: one test and branch fewer on every event. */
+static inline int fast_clock_ok(void)
+{
+#if NT_HAVE_TSC
+	return __builtin_expect(nt_clock_use_tsc_, 1);
+#else
+	return 1;
+#endif
+}
+
+static inline uint64_t fast_ticks(void)
+{
+#if NT_HAVE_TSC
+	return __rdtsc();
+#else
+	return nt_clock_ticks();
+#endif
+}
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -104,6 +129,7 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 	pthread_setspecific(exit_key, t);
 	t->index = index;
 	t->tag = tag;
+	t->fast_tag = fast_clock_ok() ? tag : 0;
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->events = 0;
@@ -132,6 +158,7 @@ static int thread_join(nt_thread_state *t, uint32_t tag)
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->tag = tag;
+	t->fast_tag = fast_clock_ok() ? tag : 0;
 	return 1;
 }
 
@@ -426,17 +453,6 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 	write_event(site, kind, 0, 0, NULL, 0);
 }
 
-/* The fast path's clock: the TSC, or (no TSC session) 0, which sends the event to the slow
- * path that reads the session's clock itself. */
-static inline uint64_t fast_ticks(void)
-{
-#if NT_HAVE_TSC
-	return __builtin_expect(nt_clock_use_tsc_, 1) ? __rdtsc() : 0;
-#else
-	return nt_clock_ticks();
-#endif
-}
-
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
 	if (__builtin_expect(!nt_kind_is_event(kind), 0))
@@ -445,8 +461,8 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
 	uint64_t now;
-	if (__builtin_expect(nt_site_current(st, tag) && t->tag == tag && (now = fast_ticks()) != 0,
-			     1)) {
+	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
+		now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
 		if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX,
@@ -461,6 +477,179 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 		}
 	}
 	emit_slow(site, kind);
+}
+
+/* One fixed-size argument of the fast path at q, as encode_args() writes it (the generic
+ * path and this one make the same bytes). Returns the word after it. Tests in order of
+ * likelihood, not a switch: a jump table costs an indirect jump and registers. */
+static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q, unsigned type,
+								     uint64_t name, uint64_t v)
+{
+	uint64_t head = name << 16;
+	if (__builtin_expect(type == NT_ARG_INT64, 1)) { /* NT_I64 and NT_I32 */
+		if (__builtin_expect((uint64_t)(int64_t)(int32_t)v == v, 1)) {
+			q[0] = head | NT_ARG_INT32 | 1u << 8 | v << 32;
+			return q + 1;
+		}
+	} else if (type == NT_ARG_UINT64) {
+		if (__builtin_expect(v <= UINT32_MAX, 1)) {
+			q[0] = head | NT_ARG_UINT32 | 1u << 8 | v << 32;
+			return q + 1;
+		}
+	} else if (type == NT_ARG_BOOL) {
+		q[0] = head | NT_ARG_BOOL | 1u << 8 | (uint64_t)(v != 0) << 32;
+		return q + 1;
+	} else if (type != NT_ARG_DOUBLE && type != NT_ARG_POINTER) {
+		/* A descriptor not from nt_fixed_desc_: recorded as None, as encode_args does. */
+		q[0] = head | NT_ARG_NONE | 1u << 8;
+		return q + 1;
+	}
+	q[0] = head | type | 2u << 8;
+	q[1] = v;
+	return q + 2;
+}
+
+/* The fast path for n = 1 to NT_FAST_ARGS_MAX fixed-size arguments (nanotrace.h:
+ * nt_fixed_desc_ builds `desc` at compile time), inlined into one exported function per n so
+ * that each keeps its values in registers. Like nt_emit_, a leaf with no stack frame:
+ * anything it does not handle (first use, a chunk without room for the longest encoding, a
+ * long gap, no TSC, a descriptor it does not expect) returns 1 before any store, and the
+ * macro sends the event down the generic path. */
+/* Argument types 8 to 15 (a string, and types no macro passes) have bit 3 set: one test
+ * finds them all in the descriptor. */
+#define FIXED_TYPES_HIGH 0x88880000u
+static int emit_fixed_strings(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1,
+			      uint64_t v2, uint64_t v3);
+
+static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, uint32_t desc,
+							    uint32_t n, uint64_t v0, uint64_t v1,
+							    uint64_t v2, uint64_t v3)
+{
+	unsigned kind = desc & 0xffu;
+	if (__builtin_expect(!nt_kind_is_event(kind), 0))
+		return 1; /* not from nt_fixed_desc_: the generic path judges it */
+	/* The count is the function's own (n), not the descriptor's: no test needed. A string
+	 * takes the path that measures it, out of line, so this one stays a leaf; it gets n in
+	 * the descriptor (a tail call with the same six register arguments). */
+	if (__builtin_expect((desc & FIXED_TYPES_HIGH) != 0, 0))
+		return emit_fixed_strings(site, (desc & ~0x700u) | n << 8, v0, v1, v2, v3);
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	if (__builtin_expect(!nt_site_current(st, tag) || t->fast_tag != tag, 0))
+		return 1;
+	uint64_t now = fast_ticks();
+	uint8_t *p = t->cur;
+	uint64_t delta = now - t->last_ticks;
+	/* Room for the longest encoding (16 bytes an argument), whatever the descriptor says. */
+	if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p < 8u + 16u * n || (delta >> 32) != 0,
+			     0))
+		return 1;
+	t->last_ticks = now;
+	t->events++;
+	uint64_t w0 = event_word(kind, 0, st, (uint32_t)delta);
+	/* arg_names[] was filled before the state that made the site current (acquire). */
+	const uint16_t *names = site->arg_names;
+	uint64_t *q = (uint64_t *)(void *)(p + 8);
+	q = put_fixed_arg(q, (desc >> 16) & 15u, names[0], v0);
+	if (n > 1)
+		q = put_fixed_arg(q, (desc >> 20) & 15u, names[1], v1);
+	if (n > 2)
+		q = put_fixed_arg(q, (desc >> 24) & 15u, names[2], v2);
+	if (n > 3)
+		q = put_fixed_arg(q, (desc >> 28) & 15u, names[3], v3);
+	t->cur = (uint8_t *)q;
+	/* The body is written: the store of word 0 (its size in words at bits 8..15) publishes
+	 * the whole record. */
+	nt_store_release_64((uint64_t *)(void *)p, w0 | (uint64_t)((uint8_t *)q - p) << 5);
+	return 0;
+}
+
+/* String argument i of the fast path, copied inline as encode_args() copies it: `len`
+ * bytes of s, zero padding to a whole word. Returns the word after it. */
+static uint64_t *put_string_arg(uint64_t *q, uint32_t name, const char *s, uint32_t len)
+{
+	uint32_t padded = nt_words_for_bytes(len) * 8;
+	q[0] = (uint64_t)name << 16 | NT_ARG_STRING | (uint64_t)(1 + padded / 8) << 8 |
+	       (uint64_t)len << 32;
+	/* The padding is the rest of the last word: zero it, then copy over it (one store
+	 * instead of a memset call). */
+	if (padded != 0)
+		q[padded / 8] = 0;
+	memcpy(q + 1, s, len);
+	return q + 1 + padded / 8;
+}
+
+/* The fast path with one or more NT_STR among the arguments (n in the descriptor, from
+ * emit_fixed): the strings are measured first, and an event that would not fit one record
+ * whole (its fixed arguments counted at their longest) is left to the generic path, which
+ * truncates and counts it; otherwise the bytes are exactly the generic path's. A NULL
+ * string is "(null)". Measuring and copying call strnlen and memcpy: no lock, no system
+ * call, no allocation. */
+static __attribute__((noinline)) int emit_fixed_strings(nt_callsite *site, uint32_t desc,
+							 uint64_t v0, uint64_t v1, uint64_t v2,
+							 uint64_t v3)
+{
+	const uint64_t v[NT_FAST_ARGS_MAX] = { v0, v1, v2, v3 };
+	uint32_t n = (desc >> 8) & 7u, len[NT_FAST_ARGS_MAX] = { 0 }, max_bytes = 8;
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	if (n > NT_FAST_ARGS_MAX || !nt_site_current(st, tag) || t->fast_tag != tag)
+		return 1;
+	for (uint32_t i = 0; i < n; i++) {
+		if (((desc >> (16 + 4 * i)) & 15u) != NT_ARG_STRING) {
+			max_bytes += 16;
+			continue;
+		}
+		const char *s = v[i] ? (const char *)(uintptr_t)v[i] : "(null)";
+		len[i] = (uint32_t)strnlen(s, NT_MAX_STRING_LENGTH + 1);
+		max_bytes += 8 + nt_words_for_bytes(len[i]) * 8;
+	}
+	if (max_bytes > NT_MAX_RECORD_BYTES)
+		return 1;
+	uint64_t now = fast_ticks();
+	uint8_t *p = t->cur;
+	uint64_t delta = now - t->last_ticks;
+	if ((uintptr_t)t->end - (uintptr_t)p < max_bytes || (delta >> 32) != 0)
+		return 1;
+	t->last_ticks = now;
+	t->events++;
+	const uint16_t *names = site->arg_names;
+	uint64_t *q = (uint64_t *)(void *)(p + 8);
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned type = (desc >> (16 + 4 * i)) & 15u;
+		if (type == NT_ARG_STRING)
+			q = put_string_arg(q, names[i],
+					   v[i] ? (const char *)(uintptr_t)v[i] : "(null)", len[i]);
+		else
+			q = put_fixed_arg(q, type, names[i], v[i]);
+	}
+	t->cur = (uint8_t *)q;
+	nt_store_release_64((uint64_t *)(void *)p, event_word(desc & 0xffu, 0, st, (uint32_t)delta) |
+							   (uint64_t)((uint8_t *)q - p) << 5);
+	return 0;
+}
+
+int nt_emit_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0)
+{
+	return emit_fixed(site, desc, 1, v0, 0, 0, 0);
+}
+
+int nt_emit_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1)
+{
+	return emit_fixed(site, desc, 2, v0, v1, 0, 0);
+}
+
+int nt_emit_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2)
+{
+	return emit_fixed(site, desc, 3, v0, v1, v2, 0);
+}
+
+int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2,
+		    uint64_t v3)
+{
+	return emit_fixed(site, desc, 4, v0, v1, v2, v3);
 }
 
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)

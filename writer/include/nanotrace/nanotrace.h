@@ -501,19 +501,95 @@ extern uint32_t nt_session_tag_;
 #define NT_SITE_ENABLED (1u << 16)
 /* A relaxed atomic load: one plain mov on x86-64 and arm64, and race-free in C11 terms. */
 #define NT__RECORDING() (__atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED) != 0)
-/* The site is registered in this generation with its category disabled: skip it inline. */
+/* The site is registered in the generation of `tag` (a nonzero tag, just loaded) with its
+ * category disabled: skip it inline. A tag always has NT_SITE_ENABLED and a generation of 1
+ * or more, so this is "same generation, enabled bit clear", and never true of state 0 (not
+ * registered). */
+static inline int nt_site_off_tag_(const nt_callsite *site, uint32_t tag)
+{
+	uint32_t st = __atomic_load_n(&site->state, __ATOMIC_RELAXED);
+	return ((st ^ tag) & ~(uint32_t)0xFFFFu) == NT_SITE_ENABLED;
+}
 static inline int nt_site_off_(const nt_callsite *site)
 {
-	uint32_t tag = __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED);
-	uint32_t st = __atomic_load_n(&site->state, __ATOMIC_RELAXED);
-	return st != 0 && !(st & NT_SITE_ENABLED) &&
-	       (((st | NT_SITE_ENABLED) ^ tag) & ~(uint32_t)0xFFFFu) == 0;
+	return nt_site_off_tag_(site, __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED));
 }
+/* The tag, loaded once for both tests of an event macro (a relaxed atomic load is never
+ * merged with another by the compiler). */
+#define NT__TAG() __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED)
 
 void nt_emit_(nt_callsite *site, unsigned kind);
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs);
 void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
 		       uint32_t nargs);
+
+/* The fixed-argument fast path (see "Events" below). An event with 1 to NT_FAST_ARGS_MAX
+ * arguments, each NT_I64, NT_U64, NT_I32, NT_U32, NT_F64, NT_BOOL or NT_PTR, is described by
+ * one word that folds to a constant at compile time (nt_fixed_desc_: the builders are
+ * inline), and its values are passed in registers (nt_fixed_value_: an argument's 64 bits):
+ *   bits  0..7   record kind
+ *   bits  8..10  argument count (1 to NT_FAST_ARGS_MAX; nt_emit_fixedN_ goes by its own N)
+ *   bits 16..31  four bits per argument: its NT_ARG_* type (INT64, UINT64, DOUBLE, BOOL,
+ *                POINTER, or STRING with the value a `const char *`, NULL for "(null)"; any
+ *                other is recorded as NT_ARG_NONE, as the generic path does)
+ * nt_emit_fixedN_() (N = the argument count) records the event with the call site's
+ * interned argument names and returns 0 when the call site is current, the thread owns a
+ * chunk with room for the longest encoding (8 + 16 N bytes, plus each string's) and the
+ * session's clock is the TSC. Otherwise, for a kind that is not an event, and for strings
+ * too long for one record whole, it records nothing and returns 1, and the macro hands the
+ * same event to nt_emit_args_(), which does everything else (first use and name interning,
+ * chunk claims, drops, other clocks, truncation). The bytes are exactly those the generic
+ * path writes (an int64 or uint64 that fits 32 bits takes 8 bytes). No lock, no system
+ * call, no allocation; about 25 instructions plus 10 per fixed-size argument; a string adds
+ * a strnlen() and a memcpy(). */
+#define NT_FAST_ARGS_MAX 4
+int nt_emit_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0);
+int nt_emit_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1);
+int nt_emit_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2);
+int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2,
+		    uint64_t v3);
+
+/* Nonzero when an argument of `type` has a fast path: the fixed-size ones, and NT_STR. */
+static inline int nt_arg_has_fast_path_(uint8_t type)
+{
+	return type == NT_ARG_INT64 || type == NT_ARG_UINT64 || type == NT_ARG_DOUBLE ||
+	       type == NT_ARG_BOOL || type == NT_ARG_POINTER || type == NT_ARG_STRING;
+}
+/* Argument i's contribution to the descriptor; ~0 (no fast path) when its type has none.
+ * A constant when the arguments come from the NT_I64() ... builders (they are inline). */
+static inline uint32_t nt_fixed_arg_desc_(const nt_arg *a, uint32_t n, uint32_t i)
+{
+	if (i >= n)
+		return 0;
+	return nt_arg_has_fast_path_(a[i].type) ? (uint32_t)a[i].type << (16 + 4 * i)
+					       : ~(uint32_t)0;
+}
+/* The descriptor of nt_emit_fixed_(), or 0 when the event has no fast path. */
+static inline uint32_t nt_fixed_desc_(unsigned kind, const nt_arg *a, uint32_t n)
+{
+	if (n == 0 || n > NT_FAST_ARGS_MAX)
+		return 0;
+	uint32_t types = nt_fixed_arg_desc_(a, n, 0) | nt_fixed_arg_desc_(a, n, 1) |
+			 nt_fixed_arg_desc_(a, n, 2) | nt_fixed_arg_desc_(a, n, 3);
+	if (types == ~(uint32_t)0)
+		return 0;
+	return (kind & 0xffu) | n << 8 | types;
+}
+/* Argument i's value as the 64 bits the record holds (0 past the last argument). */
+static inline uint64_t nt_fixed_value_(const nt_arg *a, uint32_t n, uint32_t i)
+{
+	return i < n ? a[i].value.u64 : 0;
+}
+
+/* Copies the n (at most NT_FAST_ARGS_MAX) arguments to `to`, field by field; returns `to`. */
+static inline const nt_arg *nt_fixed_copy_(nt_arg *to, const nt_arg *a, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && i < NT_FAST_ARGS_MAX; i++) {
+		to[i] = nt_arg_make_(a[i].name, a[i].type);
+		to[i].value.u64 = a[i].value.u64;
+	}
+	return to;
+}
 
 /* Dynamic-name events: the call site is looked up by its strings (see NT_INSTANT_DYN). */
 void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char *category,
@@ -523,9 +599,23 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 /*
  * Every macro takes a category and a name, both string literals (a compile error otherwise:
  * the call site keeps them, see the *_DYN forms for names known only at run time), and zero
- * to 32 NT_*() arguments. Arguments are evaluated only while recording. Cost when recording,
- * with no arguments: one clock read and one 8-byte store (see bench/); when not recording:
- * one load and one branch. The macros are the same in C and C++ (C++11 and later, g++ and
+ * to 32 NT_*() arguments. Arguments are evaluated only while recording, each exactly once.
+ * Cost when not recording: one load and one branch; with the category disabled, one more
+ * load and compare. Cost when recording (after the call site's first event, which
+ * registers it under a lock), on a TSC session, in the thread's current chunk:
+ *   no arguments            one call, one clock read and one 8-byte store (about 1.2x the
+ *                           floor of bench/nt_bench_args.c: a clock read and a 16-byte store)
+ *   1 to 4 fixed-size ones  NT_I64, NT_U64, NT_I32, NT_U32, NT_F64, NT_BOOL, NT_PTR: the fast
+ *                           path: one call with the values in registers, one clock read and
+ *                           one store per 8 bytes of record, 8 + 8 or 16 per argument (as in
+ *                           "Typed arguments" above); two int64 about 1.6x the floor
+ *   with NT_STR among them  the same path, out of line: each string measured (strnlen) and
+ *                           copied (memcpy)
+ *   anything else           (a list, more than 4 arguments, NT_COMPLETE, the *_DYN forms)
+ *                           the generic path: the arguments are built in an array on the
+ *                           stack, sized, then encoded
+ * A chunk change (every chunk_size bytes) and a gap of 2^32 ticks take the generic path too.
+ * The macros are the same in C and C++ (C++11 and later, g++ and
  * clang++, -Wall -Wextra; not -pedantic: an event without arguments relies on GNU's
  * `, ##__VA_ARGS__`, and the Trace2 macros with a value are statement expressions). A 33rd
  * argument is a compile error.
@@ -575,19 +665,45 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 	static nt_callsite nt__site_ = { 0, __LINE__, NT__LITERAL(cat), NT__LITERAL(nm),       \
 					 __FILE__, nt__names_, (nargs), NULL, 0, 0 }
 
+/* Fixed-size arguments (at most NT_FAST_ARGS_MAX): the descriptor and the values fold to
+ * constants and registers at compile time, and the event is a few plain stores; the generic
+ * path takes every other event, and this one when the fast path declines it. */
+#define NT__FV(args, n, i) nt_fixed_value_((args), (n), (i))
+#define NT__EMIT_FIXED(d, args, n)                                                             \
+	((n) == 1   ? nt_emit_fixed1_(&nt__site_, (d), NT__FV(args, n, 0))                     \
+	 : (n) == 2 ? nt_emit_fixed2_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1)) \
+	 : (n) == 3 ? nt_emit_fixed3_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),  \
+				      NT__FV(args, n, 2))                                      \
+		    : nt_emit_fixed4_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),  \
+				      NT__FV(args, n, 2), NT__FV(args, n, 3)))
+/* When the fast path declines, the generic path gets a copy made there: handing it the
+ * arguments' own array would make the compiler build that array in memory on every call. */
+#define NT__EMIT_ARGS(kind, args, n)                                                           \
+	do {                                                                                   \
+		const uint32_t nt__d_ = nt_fixed_desc_((kind), (args), (n));                   \
+		if (nt__d_ == 0) {                                                             \
+			nt_emit_args_(&nt__site_, (kind), (args), (n));                        \
+		} else if (__builtin_expect(NT__EMIT_FIXED(nt__d_, args, n) != 0, 0)) {        \
+			nt_arg nt__c_[NT_FAST_ARGS_MAX];                                       \
+			nt_emit_args_(&nt__site_, (kind), nt_fixed_copy_(nt__c_, (args), (n)), \
+				      (n));                                                    \
+		}                                                                              \
+	} while (0)
+
 #define NT__EVENT(kind, cat, nm, ...)                                                          \
 	do {                                                                                   \
-		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
+		const uint32_t nt__tag_ = NT__TAG();                                           \
+		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
 			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
-			if (!nt_site_off_(&nt__site_)) {                                       \
+			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
 				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
 				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
 						 "at most 32 arguments");                      \
 				if (nt__n_ == 0)                                               \
 					nt_emit_(&nt__site_, (kind));                          \
 				else                                                           \
-					nt_emit_args_(&nt__site_, (kind), nt__a_ + 1, nt__n_); \
+					NT__EMIT_ARGS(kind, nt__a_ + 1, nt__n_);               \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
@@ -599,10 +715,11 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 
 #define NT_COMPLETE(cat, nm, start, ...)                                                       \
 	do {                                                                                   \
-		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
+		const uint32_t nt__tag_ = NT__TAG();                                           \
+		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
 			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
 			NT__SITE(cat, nm, nt__n_);                                             \
-			if (!nt_site_off_(&nt__site_)) {                                       \
+			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
 				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
 				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
 						 "at most 32 arguments");                      \
