@@ -326,76 +326,86 @@ static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_
 	return total;
 }
 
+/* One fixed-size argument at q: the one encoding of each fixed-size type, for the generic
+ * path (encode_args) and the fast path alike. Returns the word after it. Tests in order of
+ * likelihood, not a switch: a jump table costs an indirect jump and registers. */
+static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q, unsigned type,
+								     uint64_t name, uint64_t v)
+{
+	uint64_t head = name << 16;
+	if (__builtin_expect(type == NT_ARG_INT64, 1)) { /* NT_I64 and NT_I32 */
+		if (__builtin_expect((uint64_t)(int64_t)(int32_t)v == v, 1)) {
+			q[0] = head | NT_ARG_INT32 | 1u << 8 | v << 32;
+			return q + 1;
+		}
+	} else if (type == NT_ARG_UINT64) {
+		if (__builtin_expect(v <= UINT32_MAX, 1)) {
+			q[0] = head | NT_ARG_UINT32 | 1u << 8 | v << 32;
+			return q + 1;
+		}
+	} else if (type == NT_ARG_BOOL) {
+		q[0] = head | NT_ARG_BOOL | 1u << 8 | (uint64_t)(v != 0) << 32;
+		return q + 1;
+	} else if (type != NT_ARG_DOUBLE && type != NT_ARG_POINTER) {
+		/* A descriptor not from nt_fixed_desc_: recorded as None, as encode_args does. */
+		q[0] = head | NT_ARG_NONE | 1u << 8;
+		return q + 1;
+	}
+	q[0] = head | type | 2u << 8;
+	q[1] = v;
+	return q + 2;
+}
+
+/* A string argument at q, for both paths: `len` bytes of s, zero padding to a whole word.
+ * Returns the word after it. */
+static uint64_t *put_string_arg(uint64_t *q, uint32_t name, const char *s, uint32_t len)
+{
+	uint32_t padded = nt_words_for_bytes(len) * 8;
+	q[0] = (uint64_t)name << 16 | NT_ARG_STRING | (uint64_t)(1 + padded / 8) << 8 |
+	       (uint64_t)len << 32;
+	/* The padding is the rest of the last word: zero it, then copy over it (one store
+	 * instead of a memset call). */
+	if (padded != 0)
+		q[padded / 8] = 0;
+	memcpy(q + 1, s, len);
+	return q + 1 + padded / 8;
+}
+
+/* A string-list argument at p (the generic path only): each string as a 4-byte length and
+ * its bytes, up to `bytes`, zero padding to a whole word. Returns the byte after it. */
+static uint8_t *put_string_list_arg(uint8_t *p, uint32_t name, const char *const *v,
+				    uint32_t bytes)
+{
+	nt_arg_header *h = (nt_arg_header *)(void *)p;
+	uint32_t padded = nt_words_for_bytes(bytes) * 8, pos = 0, count = 0;
+	for (; v != NULL && *v != NULL && pos < bytes; v++, count++) {
+		uint32_t len = (uint32_t)strlen(*v);
+		memcpy(p + 8 + pos, &len, 4);
+		memcpy(p + 12 + pos, *v, len);
+		pos += 4 + len;
+	}
+	memset(p + 8 + pos, 0, padded - pos);
+	h->name = (uint16_t)name;
+	h->type = NT_ARG_STRING_LIST;
+	h->value32 = count;
+	h->size_words = (uint8_t)(1 + padded / 8);
+	return p + 8 + padded;
+}
+
 static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *args, uint32_t n,
 			    const uint32_t *str_len)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		nt_arg_header *h = (nt_arg_header *)(void *)p;
 		const nt_arg *a = &args[i];
-		h->name = site->arg_names[i];
-		h->size_words = 1;
-		h->value32 = 0;
-		switch (a->type) {
-		case NT_ARG_INT64:
-			if (fits_int32(a->value.i64)) {
-				h->type = NT_ARG_INT32;
-				h->value32 = (uint32_t)(int32_t)a->value.i64;
-			} else {
-				h->type = NT_ARG_INT64;
-				h->size_words = 2;
-				memcpy(p + 8, &a->value.i64, 8);
-			}
-			break;
-		case NT_ARG_UINT64:
-			if (a->value.u64 <= UINT32_MAX) {
-				h->type = NT_ARG_UINT32;
-				h->value32 = (uint32_t)a->value.u64;
-			} else {
-				h->type = NT_ARG_UINT64;
-				h->size_words = 2;
-				memcpy(p + 8, &a->value.u64, 8);
-			}
-			break;
-		case NT_ARG_DOUBLE:
-		case NT_ARG_POINTER:
-			h->type = a->type;
-			h->size_words = 2;
-			memcpy(p + 8, &a->value.u64, 8);
-			break;
-		case NT_ARG_BOOL:
-			h->type = NT_ARG_BOOL;
-			h->value32 = a->value.u64 != 0;
-			break;
-		case NT_ARG_STRING: {
+		uint64_t *q = (uint64_t *)(void *)p;
+		if (a->type == NT_ARG_STRING) {
 			const char *s = a->value.str ? a->value.str : "(null)";
-			uint32_t padded = nt_words_for_bytes(str_len[i]) * 8;
-			h->type = NT_ARG_STRING;
-			h->value32 = str_len[i];
-			h->size_words = (uint8_t)(1 + padded / 8);
-			memcpy(p + 8, s, str_len[i]);
-			memset(p + 8 + str_len[i], 0, padded - str_len[i]);
-			break;
+			p = (uint8_t *)put_string_arg(q, site->arg_names[i], s, str_len[i]);
+		} else if (a->type == NT_ARG_STRING_LIST) {
+			p = put_string_list_arg(p, site->arg_names[i], a->value.ptr, str_len[i]);
+		} else {
+			p = (uint8_t *)put_fixed_arg(q, a->type, site->arg_names[i], a->value.u64);
 		}
-		case NT_ARG_STRING_LIST: {
-			const char *const *v = a->value.ptr;
-			uint32_t padded = nt_words_for_bytes(str_len[i]) * 8, pos = 0, count = 0;
-			for (; v != NULL && *v != NULL && pos < str_len[i]; v++, count++) {
-				uint32_t len = (uint32_t)strlen(*v);
-				memcpy(p + 8 + pos, &len, 4);
-				memcpy(p + 12 + pos, *v, len);
-				pos += 4 + len;
-			}
-			memset(p + 8 + pos, 0, padded - pos);
-			h->type = NT_ARG_STRING_LIST;
-			h->value32 = count;
-			h->size_words = (uint8_t)(1 + padded / 8);
-			break;
-		}
-		default:
-			h->type = NT_ARG_NONE;
-			break;
-		}
-		p += (uint32_t)h->size_words * 8;
 	}
 	return p;
 }
@@ -479,36 +489,6 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 	emit_slow(site, kind);
 }
 
-/* One fixed-size argument of the fast path at q, as encode_args() writes it (the generic
- * path and this one make the same bytes). Returns the word after it. Tests in order of
- * likelihood, not a switch: a jump table costs an indirect jump and registers. */
-static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q, unsigned type,
-								     uint64_t name, uint64_t v)
-{
-	uint64_t head = name << 16;
-	if (__builtin_expect(type == NT_ARG_INT64, 1)) { /* NT_I64 and NT_I32 */
-		if (__builtin_expect((uint64_t)(int64_t)(int32_t)v == v, 1)) {
-			q[0] = head | NT_ARG_INT32 | 1u << 8 | v << 32;
-			return q + 1;
-		}
-	} else if (type == NT_ARG_UINT64) {
-		if (__builtin_expect(v <= UINT32_MAX, 1)) {
-			q[0] = head | NT_ARG_UINT32 | 1u << 8 | v << 32;
-			return q + 1;
-		}
-	} else if (type == NT_ARG_BOOL) {
-		q[0] = head | NT_ARG_BOOL | 1u << 8 | (uint64_t)(v != 0) << 32;
-		return q + 1;
-	} else if (type != NT_ARG_DOUBLE && type != NT_ARG_POINTER) {
-		/* A descriptor not from nt_fixed_desc_: recorded as None, as encode_args does. */
-		q[0] = head | NT_ARG_NONE | 1u << 8;
-		return q + 1;
-	}
-	q[0] = head | type | 2u << 8;
-	q[1] = v;
-	return q + 2;
-}
-
 /* The fast path for n = 1 to NT_FAST_ARGS_MAX fixed-size arguments (nanotrace.h:
  * nt_fixed_desc_ builds `desc` at compile time), inlined into one exported function per n so
  * that each keeps its values in registers. Like nt_emit_, a leaf with no stack frame:
@@ -563,21 +543,6 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 	 * the whole record. */
 	nt_store_release_64((uint64_t *)(void *)p, w0 | (uint64_t)((uint8_t *)q - p) << 5);
 	return 0;
-}
-
-/* String argument i of the fast path, copied inline as encode_args() copies it: `len`
- * bytes of s, zero padding to a whole word. Returns the word after it. */
-static uint64_t *put_string_arg(uint64_t *q, uint32_t name, const char *s, uint32_t len)
-{
-	uint32_t padded = nt_words_for_bytes(len) * 8;
-	q[0] = (uint64_t)name << 16 | NT_ARG_STRING | (uint64_t)(1 + padded / 8) << 8 |
-	       (uint64_t)len << 32;
-	/* The padding is the rest of the last word: zero it, then copy over it (one store
-	 * instead of a memset call). */
-	if (padded != 0)
-		q[padded / 8] = 0;
-	memcpy(q + 1, s, len);
-	return q + 1 + padded / 8;
 }
 
 /* The fast path with one or more NT_STR among the arguments (n in the descriptor, from
