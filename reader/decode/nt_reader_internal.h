@@ -40,12 +40,25 @@ typedef struct reader_many {
 	size_t nmaps, maps_cap;
 } reader_many;
 
+/* The archive's clock conversion, prepared once at open (nt_reader_prepare_clock) for the
+ * per-event fast path below; nt_reader_ticks_to_ns() and nt_reader_ns_to_wall() stay the
+ * exact definitions, which the fast path gives way to whenever it could differ. */
+typedef struct nt_clock_conv {
+	int identity;          /* the ticks are CLOCK_MONOTONIC nanoseconds */
+	uint64_t start_ticks;
+	int64_t start_ns;      /* start_monotonic_ns, when it is at most INT64_MAX */
+	uint64_t num, den;     /* ns = start_ns + (ticks - start_ticks) * num / den; den 0: none */
+	int wall_ok;           /* both start times are at most INT64_MAX */
+	int64_t wall_offset;   /* start_realtime_ns - start_monotonic_ns */
+} nt_clock_conv;
+
 struct nt_reader {
 	const uint8_t *data;
 	size_t size;
 	int mapped;
 	char name[256];
 	nt_archive_info info;
+	nt_clock_conv clock;
 	uint64_t records_start; /* first record, after the header */
 
 	/* Tables by index, grown with nt_grow (reader/common/nt_grow.h): n* is the number of
@@ -168,6 +181,42 @@ static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t of
 	return (const nt_chunk_header *)(const void *)(p[0] == NT_KIND_ZCHUNK
 							  ? p + offsetof(nt_zchunk_record, chunk)
 							  : p);
+}
+
+void nt_reader_prepare_clock(nt_reader *r);
+
+/* nt_reader_ticks_to_ns() for a tick at or after the start, in one multiply and one
+ * 128-by-64 division (x86-64's divq: a __int128 division is a library call, a sixth of a
+ * decode); the exact function for anything else. */
+static inline int64_t nt_ticks_to_ns(const nt_reader *r, uint64_t ticks)
+{
+	const nt_clock_conv *c = &r->clock;
+	if (c->identity)
+		return (int64_t)ticks;
+#if defined(__x86_64__)
+	uint64_t d = ticks - c->start_ticks;
+	if (ticks >= c->start_ticks && d <= (uint64_t)INT64_MAX && c->den != 0) {
+		unsigned __int128 x = (unsigned __int128)d * c->num;
+		uint64_t hi = (uint64_t)(x >> 64), lo = (uint64_t)x, q, rem;
+		if (hi < c->den) { /* the quotient fits 64 bits: divq cannot fault */
+			__asm__("divq %4" : "=a"(q), "=d"(rem) : "a"(lo), "d"(hi), "rm"(c->den));
+			(void)rem;
+			int64_t out;
+			if (q <= (uint64_t)INT64_MAX && !__builtin_add_overflow(c->start_ns, (int64_t)q, &out))
+				return out;
+		}
+	}
+#endif
+	return nt_reader_ticks_to_ns(r, ticks);
+}
+
+/* nt_reader_ns_to_wall() without 128-bit arithmetic where nothing can overflow. */
+static inline int64_t nt_ns_to_wall(const nt_reader *r, int64_t monotonic_ns)
+{
+	int64_t out;
+	if (r->clock.wall_ok && !__builtin_add_overflow(monotonic_ns, r->clock.wall_offset, &out))
+		return out;
+	return nt_reader_ns_to_wall(r, monotonic_ns);
 }
 
 #endif /* NT_READER_INTERNAL_H */

@@ -533,6 +533,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		return NULL;
 	}
 	describe_self(r);
+	nt_reader_prepare_clock(r);
 	return r;
 }
 
@@ -774,6 +775,31 @@ int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
 	else /* never finished: the calibrated rate */
 		ns = (__int128)d * 1000000000 / (__int128)in->ticks_per_second;
 	return saturate((__int128)in->start_monotonic_ns + ns);
+}
+
+void nt_reader_prepare_clock(nt_reader *r)
+{
+	const nt_archive_info *in = &r->info;
+	nt_clock_conv *c = &r->clock;
+	*c = (nt_clock_conv){ 0 };
+	c->identity = in->clock_source == NT_CLOCK_SOURCE_MONOTONIC;
+	c->start_ticks = in->start_ticks;
+	if (in->start_monotonic_ns <= (uint64_t)INT64_MAX) {
+		c->start_ns = (int64_t)in->start_monotonic_ns;
+		/* The two branches of nt_reader_ticks_to_ns(), as a ratio. */
+		if (in->finish_ticks > in->start_ticks &&
+		    in->finish_monotonic_ns > in->start_monotonic_ns) {
+			c->num = in->finish_monotonic_ns - in->start_monotonic_ns;
+			c->den = in->finish_ticks - in->start_ticks;
+		} else if (in->ticks_per_second != 0) {
+			c->num = 1000000000u;
+			c->den = in->ticks_per_second;
+		}
+	}
+	c->wall_ok = in->start_realtime_ns <= (uint64_t)INT64_MAX &&
+		     in->start_monotonic_ns <= (uint64_t)INT64_MAX;
+	if (c->wall_ok)
+		c->wall_offset = (int64_t)in->start_realtime_ns - (int64_t)in->start_monotonic_ns;
 }
 
 int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns)

@@ -155,7 +155,7 @@ static int lost_chunk(const nt_reader *r, uint64_t off, uint64_t *expected, nt_r
 		return 0;
 	gap->thread = &r->threads[h->thread];
 	gap->events = end - *expected;
-	gap->time_ns = nt_reader_ticks_to_ns(r, h->base_ticks);
+	gap->time_ns = nt_ticks_to_ns(r, h->base_ticks);
 	gap->offset = off;
 	*expected = end;
 	return 1;
@@ -170,7 +170,7 @@ static int chunk_gap(const nt_reader *r, const chunk_cursor *c, uint64_t expecte
 		return 0;
 	gap->thread = c->thread;
 	gap->events = c->first - expected;
-	gap->time_ns = nt_reader_ticks_to_ns(r, c->base_ticks);
+	gap->time_ns = nt_ticks_to_ns(r, c->base_ticks);
 	gap->offset = c->offset;
 	return 1;
 }
@@ -328,13 +328,13 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		if (kind == NT_KIND_COMPLETE) {
 			uint64_t dur = rd64(p + 8);
 			ev->ticks = c->ticks - dur;
-			int64_t end_ns = nt_reader_ticks_to_ns(r, c->ticks);
-			ev->time_ns = nt_reader_ticks_to_ns(r, ev->ticks);
+			int64_t end_ns = nt_ticks_to_ns(r, c->ticks);
+			ev->time_ns = nt_ticks_to_ns(r, ev->ticks);
 			ev->duration_ns = end_ns > ev->time_ns ? (uint64_t)end_ns - (uint64_t)ev->time_ns : 0;
 		} else {
-			ev->time_ns = nt_reader_ticks_to_ns(r, c->ticks);
+			ev->time_ns = nt_ticks_to_ns(r, c->ticks);
 		}
-		ev->wall_ns = nt_reader_ns_to_wall(r, ev->time_ns);
+		ev->wall_ns = nt_ns_to_wall(r, ev->time_ns);
 		ev->args = args;
 		ev->offset = off;
 		return 1;
