@@ -358,9 +358,11 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
  * make writers wait? Writers claim chunks in sequence, so the frontier (the highest claim
  * found) advances by probing the slots after it: a few loads, amortized O(1) per piece. They
  * outrun a compressing save when, since it began, they claimed more than one chunk for every
- * two pieces it saved, or when they are more than a half and an eighth of the arena ahead of
- * the piece (the slots they need next are the ones this save holds). A lying arena only
- * changes which pieces are compressed. */
+ * two pieces it saved, or when they are more than an eighth of the arena ahead of the piece:
+ * writers reuse a slot once it is saved (nt_arena.c), so an arena's worth ahead of the oldest
+ * unsaved piece they drop, and a saver that compresses only with most of the arena free keeps
+ * most of it for a stall of its own. A lying arena only changes which pieces are
+ * compressed. */
 static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
 {
 	const uint32_t nslots = s->layout.nslots;
@@ -371,7 +373,7 @@ static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
 		s->frontier++;
 	}
 	return s->frontier - s->frontier0 > (uint64_t)done / 2 + 1 ||
-	       s->frontier > seq + nslots / 2 + nslots / 16;
+	       s->frontier > seq + nslots / 8;
 }
 
 /* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
