@@ -224,6 +224,27 @@ static spread threads_max(const scaling *s, int subject, int *at)
 
 /* ---- output ------------------------------------------------------------------------------- */
 
+/* Per-thread cost at thread-count index ti ÷ the 1-thread cost, mixed shape (the floor:
+ * its own), per-round ratios. */
+static spread vs_1t(const scaling *s, int ti, int subject)
+{
+	int shape = subject == SUBJECT_FLOOR ? 0 : SHAPE_MIXED;
+	return ratio_of(cell(s, ti, subject, shape), cell(s, 0, subject, shape), s->rounds);
+}
+
+static void print_vs_1t(const scaling *s, const peers_opts *o, int ti)
+{
+	printf("     per-thread cost / 1 thread:");
+	for (int subj = 0; subj < SUBJECT_COUNT; subj++) {
+		if (subj == SUBJECT_LTTNG && !o->lttng)
+			continue;
+		spread q = vs_1t(s, ti, subj);
+		printf("  %s%s %.3f [%.3f-%.3f]", nt_bench_subject_names[subj],
+		       subj == SUBJECT_FLOOR ? "" : " (mixed)", q.med, q.lo, q.hi);
+	}
+	printf("\n");
+}
+
 static void print_scaling_text(const scaling *s, const peers_opts *o)
 {
 	printf("nanotrace %s, %d rounds x %" PRIu64 " events per thread, ns/event per thread (median [min-max])\n",
@@ -249,6 +270,8 @@ static void print_scaling_text(const scaling *s, const peers_opts *o)
 			}
 			printf("\n");
 		}
+		if (ti > 0)
+			print_vs_1t(s, o, ti);
 	}
 	for (int c = s->counts; c < MAX_COUNTS; c++)
 		printf("  %2d threads skipped: %ld CPUs online (or --max-threads)\n", thread_counts[c],
@@ -294,6 +317,12 @@ static void json_scaling_series(nt_json *j, const scaling *s, const peers_opts *
 				nt_json_item(j, spread_of(cell(s, ti, subj, sh), s->rounds).med);
 			nt_json_array_close(j);
 		}
+		char key[64]; /* each thread count's per-thread cost ÷ the 1-thread cost */
+		snprintf(key, sizeof(key), "%s_vs_1t", nt_bench_subject_names[subj]);
+		nt_json_array_open(j, key);
+		for (int ti = 0; ti < s->counts; ti++)
+			nt_json_item(j, vs_1t(s, ti, subj).med);
+		nt_json_array_close(j);
 	}
 	nt_json_close(j);
 }

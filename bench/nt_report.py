@@ -275,6 +275,8 @@ def lttng_part(args, size):
         return measure_or_reason(args, size)
     # As root the daemon, the lttng client and liblttng-ust use /run/lttng: give them a
     # private one (and a private /dev/shm) in a mount namespace of their own.
+    if shutil.which('unshare') is None or shutil.which('mount') is None:
+        return fallback_global(args, size, 'no unshare(1) or mount(8) on PATH')
     cmd = ['unshare', '--mount', '--propagation', 'private', '--', sys.executable,
            os.path.abspath(__file__), '--lttng-inner'] + sys.argv[1:]
     log('$ ' + ' '.join(cmd[:6]) + ' ... --lttng-inner')
@@ -285,13 +287,17 @@ def lttng_part(args, size):
         return None, 'LTTng-UST: not measured: ' + p.stdout.strip().split('\n')[-1]
     if p.returncode != 3:
         raise BenchError('the LTTng part failed (status %d)' % p.returncode)
-    # No mount namespace here (a container without CAP_SYS_ADMIN): the global run
-    # directory, but only if no other session daemon owns it.
+    return fallback_global(args, size, 'this process may not make a private mount namespace')
+
+
+def fallback_global(args, size, why):
+    """No private mount namespace (`why`): the global run directory, but only if no other
+    session daemon owns it."""
     probe = subprocess.run(['lttng', 'list'], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     if probe.returncode == 0:
         return None, ('LTTng-UST: not measured: a system lttng-sessiond is running and '
-                      'this process may not make a private mount namespace')
+                      + why)
     return measure_or_reason(args, size)
 
 
