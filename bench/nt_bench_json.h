@@ -55,7 +55,7 @@ static inline void nt_json_num(nt_json *j, const char *key, double v, int ok, co
 {
 	nt_json_key(j, key);
 	if (ok && isfinite(v)) {
-		fprintf(j->f, "%.6g", v);
+		fprintf(j->f, "%.10g", v);
 		return;
 	}
 	fputs("null", j->f);
@@ -95,7 +95,7 @@ static inline void nt_json_item(nt_json *j, double v)
 {
 	nt_json_sep(j);
 	if (isfinite(v))
-		fprintf(j->f, "%.6g", v);
+		fprintf(j->f, "%.10g", v);
 	else
 		fputs("null", j->f);
 }

@@ -190,7 +190,7 @@ static spread floor_ratio(const scaling *s, const peers_opts *o, int ti, int sub
 	if (f.hi > f.lo * o->band) {
 		q.ok = 0;
 		snprintf(q.reason, sizeof(q.reason),
-			 "floor unstable (%.2f-%.2f ns over %d rounds, band %.2f): ratio not reported",
+			 "floor unstable (%.2f-%.2f ns over %d rounds, band %g): ratio not reported",
 			 f.lo, f.hi, s->rounds, o->band);
 	} else if (q.med < 0.95) {
 		q.ok = 0;
@@ -203,10 +203,20 @@ static spread floor_ratio(const scaling *s, const peers_opts *o, int ti, int sub
 
 /* The worst per-thread cost of the mixed shape at any thread count ÷ its 1-thread cost
  * (per-round ratios, median). *at is the thread count. */
-static spread threads_max(const scaling *s, int subject, int *at)
+static spread threads_max(const scaling *s, const peers_opts *o, int subject, int *at)
 {
 	spread worst = { 0, 0, 0, 0, "one CPU: no thread count above 1 to compare" };
 	*at = 1;
+	for (int ti = 0; ti < s->counts; ti++) { /* a drifting floor: the machine was too busy */
+		spread f = spread_of(cell(s, ti, SUBJECT_FLOOR, 0), s->rounds);
+		if (f.hi > f.lo * o->band) {
+			snprintf(worst.reason, sizeof(worst.reason),
+				 "floor unstable at %d thread%s (%.2f-%.2f ns over %d rounds, band %g): "
+				 "ratio not reported", thread_counts[ti], ti ? "s" : "", f.lo, f.hi,
+				 s->rounds, o->band);
+			return worst;
+		}
+	}
 	for (int ti = 1; ti < s->counts; ti++) {
 		spread q = ratio_of(cell(s, ti, subject, SHAPE_MIXED), cell(s, 0, subject, SHAPE_MIXED),
 				    s->rounds);
@@ -340,7 +350,7 @@ static void json_scaling(nt_json *j, const scaling *s, const peers_opts *o)
 	json_spread(j, "ratio_1t", floor_ratio(s, o, 0, SUBJECT_NANOTRACE, SHAPE_ZONE));
 	json_spread(j, "ratio_mixed_1t", floor_ratio(s, o, 0, SUBJECT_NANOTRACE, SHAPE_MIXED));
 	int at;
-	json_spread(j, "ratio_threads_max", threads_max(s, SUBJECT_NANOTRACE, &at));
+	json_spread(j, "ratio_threads_max", threads_max(s, o, SUBJECT_NANOTRACE, &at));
 	nt_json_num(j, "ratio_threads_max_at", at, 1, NULL);
 	const char *no = "LTTng-UST not measured (--lttng not given)";
 	if (o->lttng) {
@@ -351,7 +361,7 @@ static void json_scaling(nt_json *j, const scaling *s, const peers_opts *o)
 		json_spread(j, "speedup_vs_lttng",
 			    ratio_of(cell(s, 0, SUBJECT_LTTNG, SHAPE_MIXED),
 				     cell(s, 0, SUBJECT_NANOTRACE, SHAPE_MIXED), s->rounds));
-		json_spread(j, "lttng_ratio_threads_max", threads_max(s, SUBJECT_LTTNG, &at));
+		json_spread(j, "lttng_ratio_threads_max", threads_max(s, o, SUBJECT_LTTNG, &at));
 		nt_json_num(j, "lttng_events_made", (double)s->lttng_events, 1, NULL);
 	} else {
 		nt_json_num(j, "lttng_ns_per_event_1t", 0, 0, no);

@@ -109,8 +109,10 @@ class Lttng:
         return p.stdout
 
     def start_daemon(self):
+        # The daemon must not hold our stdout: the caller reads it to its end.
         p = subprocess.run(['lttng-sessiond', '--daemonize', '--no-kernel', '--quiet'],
-                           env=self.env, timeout=60)
+                           env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           timeout=60)
         if p.returncode != 0:
             raise PeerError('lttng-sessiond --daemonize --no-kernel exited with status %d'
                             % p.returncode)
