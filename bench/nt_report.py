@@ -182,6 +182,12 @@ def stream_bytes(trace):
     return total
 
 
+def dir_bytes(trace):
+    """Bytes of every file under `trace`: streams, metadata and indexes."""
+    return sum(os.path.getsize(os.path.join(root, f))
+               for root, _, files in os.walk(trace) for f in files)
+
+
 def babeltrace2(trace, reps, out):
     """babeltrace2 over `trace`: decode to a counting sink and text to /dev/null, ev/s."""
     bt = shutil.which('babeltrace2')
@@ -256,6 +262,7 @@ def lttng_measure(args, size):
             events = n - discarded
         if events > 0:
             out['lttng_bytes_per_event_mixed'] = stream_bytes(trace) / events
+            out['lttng_dir_bytes_per_event_mixed'] = dir_bytes(trace) / events
     finally:
         lt.stop_daemon()
         shutil.rmtree(home, ignore_errors=True)
