@@ -140,6 +140,9 @@ static int measure_scaling(const peers_opts *o, scaling *s)
 				cell(s, ti, SUBJECT_LTTNG, sh)[r] =
 					run_threads(SUBJECT_LTTNG, (nt_bench_shape)sh, n, o->events);
 				s->lttng_events += (uint64_t)n * (o->events + o->events / 10);
+				/* LTTng's consumer daemon drains the sub-buffers after the loop: let it
+				 * finish, or it runs during the next subject's time (2 cores). */
+				usleep(50000);
 			}
 		}
 	}
