@@ -36,32 +36,9 @@
 #include <nanotrace/nanotrace_trace2.h>
 #include <nanotrace/nanotrace_reader.h>
 #include "nt_bench_util.h"
-#include "../writer/core/nt_clock.h"
+#include "nt_bench_floor.h"
 
-#define SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
-
-/* ---- the measured loops ---------------------------------------------------------------- */
-
-typedef struct rec16 {
-	uint64_t a, b;
-} rec16;
-
-#define RING_RECORDS 4096 /* 64 KiB: stays in L2 like the writer's current chunk */
-static __thread rec16 ring[RING_RECORDS] __attribute__((aligned(64)));
-
-/* Returns ns per record. */
-static double floor_loop(uint64_t n)
-{
-	uint64_t t0 = now_ns();
-	uint32_t j = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		ring[j].a = nt_clock_ticks();
-		ring[j].b = i;
-		j = (j + 1) & (RING_RECORDS - 1);
-	}
-	SINK(ring[0].a);
-	return (double)(now_ns() - t0) / (double)n;
-}
+/* ---- the measured loops (the floor: nt_bench_floor.h) ---------------------------------- */
 
 /* Trace2 regions: returns ns per message (enter + leave = two). */
 static double t2_pairs_loop(uint64_t pairs)

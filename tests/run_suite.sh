@@ -93,6 +93,27 @@ run_config tsan gcc g++ -Db_sanitize=thread -Db_lundef=false
 run_config clang clang clang++
 run_config clang-asan-ubsan clang clang++ -Db_sanitize=address,undefined -Db_lundef=false
 
+# The benchmark report, quick size, on the plain build: every run (CI included) prints
+# nanotrace's ratios beside LTTng-UST and babeltrace2 (bench/nt_report.py). A peer that is
+# not installed is reported as such, not a failure; a bench program that fails is.
+run_report() {
+	local dir=build-suite-plain start=$SECONDS
+	echo "=== bench report (quick, $dir)"
+	if [ ! -x "$dir/bench/nt_bench_peers" ]; then
+		echo "FAIL: bench report: $dir/bench/nt_bench_peers was not built"
+		failed=$((failed + 1))
+		return
+	fi
+	if python3 bench/nt_report.py --build "$dir" --quick --svg "$dir/nt_report.svg" --json; then
+		passed=$((passed + 1))
+		echo "--- bench report: $dir/nt_report.svg in $((SECONDS - start)) s"
+	else
+		echo "FAIL: bench report"
+		failed=$((failed + 1))
+	fi
+}
+run_report
+
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else

@@ -1,0 +1,136 @@
+/* nt_bench_disk.c - bytes per event as saved, and the streaming saver beside a plain write
+ * (nt_bench_disk.h). */
+#define _GNU_SOURCE
+#include "nt_bench_disk.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_reader.h>
+
+static int fail(const char *what, const char *why)
+{
+	fprintf(stderr, "nt_bench_peers: %s: %s\n", what, why);
+	return 0;
+}
+
+/* Records `events` events of `shape` in a oneshot session large enough for all of them,
+ * saves them with nt_finish() (its default format) and reads the archive back. */
+static int archive_bytes(const char *dir, nt_bench_shape shape, uint64_t events, nt_bench_disk *o)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s.ntrace", dir, nt_bench_shape_names[shape]);
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = (size_t)(events * 48 + (16u << 20));
+	if (nt_start(&cfg) != NT_OK)
+		return fail("nt_start", nt_last_error());
+	nt_shape_loops[shape](events / nt_bench_shape_events[shape]);
+	if (nt_finish(path) != NT_OK)
+		return fail("nt_finish", nt_last_error());
+	struct stat st;
+	nt_reader_error err;
+	nt_reader *r = stat(path, &st) == 0 ? nt_reader_open(path, &err) : NULL;
+	unlink(path);
+	if (r == NULL)
+		return fail(path, "the archive just saved did not open");
+	nt_reader_summary s;
+	nt_reader_get_summary(r, &s);
+	uint64_t n = nt_reader_info(r)->events_written;
+	nt_reader_close(r);
+	if (n == 0)
+		return fail(path, "no event in the archive");
+	o->archive_events[shape] = n;
+	o->record_bpe[shape] = (double)(s.chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)n;
+	o->file_bpe[shape] = (double)st.st_size / (double)n;
+	return 1;
+}
+
+/* write(2) `bytes` in 1 MiB blocks to a new file in `dir`, then fsync (nt_finish syncs the
+ * archive too). Returns MB/s, -1 on failure. */
+static double plain_write(const char *dir, uint64_t bytes)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/plain.bin", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char *block = malloc(1u << 20);
+	if (fd < 0 || block == NULL) {
+		if (fd >= 0)
+			close(fd);
+		free(block);
+		return -1;
+	}
+	memset(block, 0x5a, 1u << 20);
+	uint64_t t0 = now_ns(), left = bytes;
+	int ok = 1;
+	while (ok && left > 0) {
+		size_t n = left < (1u << 20) ? (size_t)left : (1u << 20);
+		ok = write(fd, block, n) == (ssize_t)n;
+		left -= n;
+	}
+	ok = ok && fsync(fd) == 0;
+	ok = close(fd) == 0 && ok;
+	uint64_t t1 = now_ns();
+	unlink(path);
+	free(block);
+	return ok ? (double)bytes / 1e6 / ((double)(t1 - t0) / 1e9) : -1;
+}
+
+/* One writer thread makes the mixed shape as fast as it can for `ms` into a streaming
+ * session with the default arena; the saver thread appends to the archive meanwhile. */
+static int streaming(const char *dir, int ms, nt_bench_disk *o)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/stream.ntrace", dir);
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.mode = NT_MODE_STREAMING;
+	cfg.buffer_size = 4u << 20;
+	cfg.path = path;
+	if (nt_start(&cfg) != NT_OK)
+		return fail("nt_start (streaming)", nt_last_error());
+	uint64_t t0 = now_ns(), end = t0 + (uint64_t)ms * 1000000u, iterations = 0;
+	while (now_ns() < end) {
+		nt_mixed_loop(1024);
+		iterations += 1024;
+	}
+	nt_stats st;
+	nt_get_stats(&st);
+	if (nt_finish(NULL) != NT_OK)
+		return fail("nt_finish (streaming)", nt_last_error());
+	uint64_t t1 = now_ns();
+	struct stat sb;
+	int ok = stat(path, &sb) == 0;
+	unlink(path);
+	if (!ok)
+		return fail(path, "the streamed archive is missing");
+	o->stream_events = iterations * 3;
+	o->stream_dropped = st.events_dropped;
+	o->stream_lost_pct = 100.0 * (double)st.events_dropped / (double)o->stream_events;
+	o->stream_bytes = (uint64_t)sb.st_size;
+	o->saver_mb_s = (double)sb.st_size / 1e6 / ((double)(t1 - t0) / 1e9);
+	o->plain_write_mb_s = plain_write(dir, (uint64_t)sb.st_size);
+	return o->plain_write_mb_s > 0 || fail(dir, "the plain write failed");
+}
+
+int nt_bench_measure_disk(nt_bench_disk *out, uint64_t events, int stream_ms)
+{
+	char dir[1024];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/nt-bench-peers-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return fail(dir, "mkdtemp failed");
+	memset(out, 0, sizeof(*out));
+	int ok = 1;
+	for (int s = 0; ok && s < SHAPE_COUNT; s++)
+		ok = archive_bytes(dir, (nt_bench_shape)s, events, out);
+	ok = ok && streaming(dir, stream_ms, out);
+	rmdir(dir);
+	return ok;
+}
