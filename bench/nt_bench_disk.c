@@ -42,12 +42,15 @@ static int archive_bytes(const char *dir, nt_bench_shape shape, uint64_t events,
 		return fail(path, "the archive just saved did not open");
 	nt_reader_summary s;
 	nt_reader_get_summary(r, &s);
+	uint64_t plain_chunk_bytes = 0; /* record bytes: what the chunks hold uncompressed */
+	nt_reader_get_compression(r, NULL, &plain_chunk_bytes);
 	uint64_t n = nt_reader_info(r)->events_written;
 	nt_reader_close(r);
 	if (n == 0)
 		return fail(path, "no event in the archive");
 	o->archive_events[shape] = n;
-	o->record_bpe[shape] = (double)(s.chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)n;
+	o->record_bpe[shape] =
+		(double)(plain_chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)n;
 	o->file_bpe[shape] = (double)st.st_size / (double)n;
 	return 1;
 }

@@ -182,7 +182,7 @@ static const char *start_problem(nt_manager *m, const nt_wire_msg *msg, int fd, 
 {
 	struct stat st;
 	nt_arena_layout l;
-	uint64_t size = msg->b ? msg->b : NT_MGR_DEFAULT_BUFFER;
+	uint64_t size = msg->b ? msg->b : nt_default_buffer_bytes((int)msg->a);
 	if (m->trace.active)
 		return "a trace is already recording (one trace at a time)";
 	if (fd < 0)
@@ -248,7 +248,7 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 	t->compression_level = level == NT_WIRE_NO_COMPRESSION ? 0
 			       : level == 0		    ? NT_ZCHUNK_LEVEL_DEFAULT
 							    : level;
-	t->buffer_size = msg->b ? msg->b : NT_MGR_DEFAULT_BUFFER;
+	t->buffer_size = msg->b ? msg->b : nt_default_buffer_bytes(t->mode);
 	t->chunk_size = msg->c;
 	nt_wire_str(msg->text, msg->text_len, t->categories);
 	if (m->pending_select_fd == c->fd) {

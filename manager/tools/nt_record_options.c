@@ -49,7 +49,7 @@ void nt_record_usage(FILE *f)
 		"  -c, --categories LIST    category patterns, comma-separated (default: all)\n"
 		"  -m, --buffering-mode M   oneshot (default), circular or streaming\n"
 		"  -b, --buffer-size SIZE   each process's buffer: bytes, or with K, M, G\n"
-		"                           (64K to 4G; default 4M)\n"
+		"                           (64K to 4G; default 4M, 16M when streaming)\n"
 		"  -D, --buffer-disposition clear (default: a fresh buffer), clear-nondurable or\n"
 		"                           retain: a process still holding the previous trace's\n"
 		"                           buffer (same mode, size, categories; not streaming)\n"
@@ -187,7 +187,7 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 		{ 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof(*o));
-	o->buffer_size = 4u << 20;
+	o->buffer_size = 0; /* the manager's default for the mode (format/nt_format.h) */
 	o->manager_timeout = 60;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:z:d:T:p:lvhV", opts, NULL)) != -1) {

@@ -594,6 +594,9 @@ static void streaming_saves_before_a_half_fills(void **state)
 	}
 	assert_msg(info.stream_end > info.stream_offset, "nothing saved: stream %llu..%llu",
 		   (unsigned long long)info.stream_offset, (unsigned long long)info.stream_end);
+	/* No buffer_size: streaming's default arena, larger than the other modes' */
+	assert_in_range(info.arena_size, NT_DEFAULT_STREAMING_BUFFER_BYTES,
+			NT_DEFAULT_STREAMING_BUFFER_BYTES + (1u << 20)); /* + header, counters */
 	nt_stats st;
 	nt_get_stats(&st);
 	assert_int_equal(st.wraps, 0);

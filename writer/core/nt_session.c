@@ -81,7 +81,7 @@ void nt_config_init(nt_config *cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->struct_size = sizeof(*cfg);
-	cfg->buffer_size = 4u << 20;
+	cfg->buffer_size = 0; /* the mode's: nt_default_buffer_bytes() */
 	cfg->chunk_size = 0;
 	cfg->mode = NT_MODE_ONESHOT;
 	cfg->clock = NT_CLOCK_AUTO;
@@ -235,9 +235,10 @@ void nt_session_prepare_manager_clock(void)
 /* The arena: the file at cfg->path, anonymous memory, or the manager's memfd. */
 static nt_result session_map(const nt_config *cfg, int memfd)
 {
+	size_t bytes = cfg->buffer_size ? cfg->buffer_size : nt_default_buffer_bytes(cfg->mode);
 	if (memfd < 0)
-		return nt_arena_map(cfg->buffer_size, cfg->chunk_size, cfg->mode, cfg->path);
-	return nt_arena_map_fd(memfd, cfg->buffer_size, cfg->chunk_size, cfg->mode);
+		return nt_arena_map(bytes, cfg->chunk_size, cfg->mode, cfg->path);
+	return nt_arena_map_fd(memfd, bytes, cfg->chunk_size, cfg->mode);
 }
 
 static nt_result session_initialize(const nt_config *user_cfg, int memfd)

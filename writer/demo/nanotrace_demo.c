@@ -24,7 +24,8 @@ static const char usage[] =
 	"  (even with SIGKILL) leaves OUTPUT readable by trace-dump; a normal end compacts it.\n"
 	"\n"
 	"  --mode M            oneshot (default), circular or streaming\n"
-	"  --buffer-size B     arena bytes, 65536 to 4294967296 (default 4194304)\n"
+	"  --buffer-size B     arena bytes, 65536 to 4294967296 (default 4194304, 16777216\n"
+	"                      when streaming)\n"
 	"  --duration-ms N     keep serving requests for N ms (default: --requests per worker)\n"
 	"  --threads N         worker threads, 1-64 (default 4)\n"
 	"  --requests N        requests per worker when no duration is given, 1-1000000\n"
@@ -204,7 +205,7 @@ static int serve(worker *ws, const demo_args *a)
 
 int main(int argc, char **argv)
 {
-	demo_args a = { .threads = 4, .requests = 200, .buffer = 4u << 20 };
+	demo_args a = { .threads = 4, .requests = 200, .buffer = 0 };
 	nt_config cfg;
 	nt_config_init(&cfg);
 	int rc = parse_args(argc, argv, &a, &cfg);

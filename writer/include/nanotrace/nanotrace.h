@@ -111,7 +111,8 @@ typedef enum nt_clock_choice {
  *   NT_ERR_UNSUPPORTED. */
 typedef struct nt_config {
 	size_t struct_size;     /* set by nt_config_init(): sizeof(nt_config) as compiled */
-	size_t buffer_size;     /* arena bytes; default 4 MiB; at least 64 KiB, at most 4 GiB */
+	size_t buffer_size;     /* arena bytes, at least 64 KiB, at most 4 GiB; 0 (default):
+	                           4 MiB, 16 MiB in streaming mode (NT_DEFAULT_*BUFFER_BYTES) */
 	size_t chunk_size;      /* chunk bytes: a power of two, 4 KiB to 64 KiB; 0 (default) =
 	                           16 KiB, or less (down to 4 KiB) so each rolling half holds
 	                           at least 4 chunks */
