@@ -3,7 +3,8 @@
  * the same run, interleaved.
  *
  *   floor      one clock read (the writer's own clock) + one 16-byte store into a
- *              thread-local ring (as nt_bench's floor): the least a timestamping tracer does
+ *              thread-local ring (nt_bench_floor.h, every bench's floor): the least a
+ *              timestamping tracer does
  *   zone       NT_BEGIN + NT_END without arguments (ns per event)
  *   i64x2      NT_INSTANT with two NT_I64 that fit 32 bits (each stored in 8 bytes)
  *   i64x2_wide NT_INSTANT with two NT_I64 that do not (each stored in 16 bytes)
@@ -33,31 +34,10 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
+#include "nt_bench_floor.h"
 #include "nt_bench_util.h"
-#include "../writer/core/nt_clock.h"
 
-#define SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
 #define FLOOR_BAND 1.25
-
-typedef struct rec16 {
-	uint64_t a, b;
-} rec16;
-#define RING_RECORDS 4096 /* 64 KiB: stays in L2 like the writer's current chunk */
-static __thread rec16 ring[RING_RECORDS] __attribute__((aligned(64)));
-
-/* Each loop makes n events and returns ns per event. */
-static double floor_loop(uint64_t n)
-{
-	uint64_t t0 = now_ns();
-	uint32_t j = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		ring[j].a = nt_clock_ticks();
-		ring[j].b = i;
-		j = (j + 1) & (RING_RECORDS - 1);
-	}
-	SINK(ring[0].a);
-	return (double)(now_ns() - t0) / (double)n;
-}
 
 static double zone_loop(uint64_t n)
 {
@@ -85,7 +65,7 @@ static double mixed4_loop(uint64_t n)
 	uint64_t t0 = now_ns();
 	for (uint64_t i = 0; i < n; i++)
 		NT_INSTANT("bench", "mixed4", NT_U64("u", i), NT_F64("f", (double)i * 0.5),
-			   NT_BOOL("b", i & 1), NT_PTR("p", &ring[i & 7]));
+			   NT_BOOL("b", i & 1), NT_PTR("p", &nt_bench_ring[i & 7]));
 	return (double)(now_ns() - t0) / (double)n;
 }
 

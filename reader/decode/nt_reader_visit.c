@@ -90,6 +90,18 @@ static void emit_gap(visit *v, const nt_reader_gap *gap)
 	v->cb->on_gap(v->ctx, &g);
 }
 
+/* The clock, ordinals and thread of a cursor at the chunk whose header is `h` (at `off`). */
+static void cursor_start(const nt_reader *r, chunk_cursor *c, const nt_chunk_header *h,
+			 uint64_t off)
+{
+	c->ticks = c->base_ticks = h->base_ticks;
+	c->first = c->ordinal = h->first_event;
+	c->skip_below = 0;
+	c->offset = off;
+	c->thread = &r->threads[h->thread];
+	c->active = 1;
+}
+
 static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off, uint64_t size)
 {
 	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + off);
@@ -97,12 +109,7 @@ static void cursor_open_chunk(const nt_reader *r, chunk_cursor *c, uint64_t off,
 	c->report = UINT64_MAX;
 	c->pos = off + sizeof(*h);
 	c->end = off + (h->size_bytes >= sizeof(*h) && h->size_bytes < size ? h->size_bytes : size);
-	c->ticks = c->base_ticks = h->base_ticks;
-	c->first = c->ordinal = h->first_event;
-	c->skip_below = 0;
-	c->offset = off;
-	c->thread = &r->threads[h->thread];
-	c->active = 1;
+	cursor_start(r, c, h, off);
 }
 
 /* A decompressed chunk at `buf` (nt_zchunk_decode checked its size), of the CompressedChunk
@@ -116,12 +123,7 @@ static void cursor_open_buffer(const nt_reader *r, chunk_cursor *c, const uint8_
 	c->zend = h->first_event + h->event_count;
 	c->pos = sizeof(*h);
 	c->end = h->size_bytes;
-	c->ticks = c->base_ticks = h->base_ticks;
-	c->first = c->ordinal = h->first_event;
-	c->skip_below = 0;
-	c->offset = off;
-	c->thread = &r->threads[h->thread];
-	c->active = 1;
+	cursor_start(r, c, h, off);
 }
 
 /* Opens the chunk record at `off` (`size` bytes, nt_chunk_header_ok): a Chunk in place, a
