@@ -94,8 +94,7 @@ static int streaming(const char *dir, int ms, nt_bench_disk *o)
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.mode = NT_MODE_STREAMING;
-	cfg.buffer_size = 4u << 20;
-	cfg.path = path;
+	cfg.path = path; /* the default arena: what a user gets (nt_default_buffer_bytes) */
 	if (nt_start(&cfg) != NT_OK)
 		return fail("nt_start (streaming)", nt_last_error());
 	uint64_t t0 = now_ns(), end = t0 + (uint64_t)ms * 1000000u, iterations = 0;

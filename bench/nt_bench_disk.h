@@ -11,7 +11,7 @@ typedef struct nt_bench_disk {
 	double record_bpe[SHAPE_COUNT]; /* event-record bytes per event (chunk headers excluded) */
 	double file_bpe[SHAPE_COUNT];   /* the archive file's size per event, as nt_finish saves */
 	uint64_t archive_events[SHAPE_COUNT];
-	/* 1 writer thread streaming the mixed shape at full rate into a default 4 MiB arena */
+	/* 1 writer thread streaming the mixed shape at full rate into the default arena */
 	double stream_lost_pct;    /* events dropped / events made, percent */
 	uint64_t stream_events;    /* events made */
 	uint64_t stream_dropped;

@@ -10,7 +10,7 @@
  *            --band (default 1.25: its 3rd ÷ 1st quartile, or its median ÷ its fastest
  *            round; one preempted round is not a drift) makes its ratios null with why.
  *   disk     bytes per event of each shape as nt_finish saves it, and one writer thread
- *            streaming the mixed shape at full rate into a default 4 MiB arena: events lost,
+ *            streaming the mixed shape at full rate into the default arena: events lost,
  *            the saver's MB/s, and a plain write(2) of the same bytes to the same folder.
  *
  * LTTng-UST is driven from outside (bench/nt_report.py starts the session daemon and the
@@ -390,9 +390,10 @@ static void print_disk(const nt_bench_disk *d)
 	for (int sh = 0; sh < SHAPE_COUNT; sh++)
 		printf("  %-6s records %6.3f B   file %6.3f B   (%" PRIu64 " events)\n",
 		       nt_bench_shape_names[sh], d->record_bpe[sh], d->file_bpe[sh], d->archive_events[sh]);
-	printf("streaming, 1 thread, mixed shape at full rate, 4 MiB arena: %.2f%% lost (%" PRIu64
+	printf("streaming, 1 thread, mixed shape at full rate, default %u MiB arena: %.2f%% lost (%" PRIu64
 	       " of %" PRIu64 "), saver %.1f MB/s, plain write(2) %.1f MB/s\n",
-	       d->stream_lost_pct, d->stream_dropped, d->stream_events, d->saver_mb_s, d->plain_write_mb_s);
+	       (unsigned)(nt_default_buffer_bytes(NT_MODE_STREAMING) >> 20), d->stream_lost_pct,
+	       d->stream_dropped, d->stream_events, d->saver_mb_s, d->plain_write_mb_s);
 }
 
 static void json_disk(nt_json *j, const nt_bench_disk *d)

@@ -6,7 +6,7 @@
  * a plain sequential write of as many bytes to the same file system (write + fsync), and
  * the reader's decode rate (stream order, events to a counting callback).
  *
- * Then streaming mode (4 MiB arena, one writer thread, the mixed shape) with compression off
+ * Then streaming mode (the default arena, one writer thread, the mixed shape) with compression off
  * and at the default level: events lost at full rate and at a paced rate (a short spin
  * after each iteration), and the saved file's bytes per event.
  *

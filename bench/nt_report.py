@@ -413,7 +413,7 @@ def print_table(r):
         ('LTTng-UST stream bytes per mixed event', fmt(r, 'lttng_bytes_per_event_mixed', ' B', 3)),
         ('file bytes per event: zone / mixed', '%s / %s' % (
             fmt(r, 'disk_bytes_per_event_zone', ' B', 3), fmt(r, 'disk_bytes_per_event_mixed', ' B', 3))),
-        ('streaming 1 thread, mixed, 4 MiB: lost', fmt(r, 'streaming_lost_pct_1t_mixed', '%', 2)),
+        ('streaming 1 thread, mixed, default arena: lost', fmt(r, 'streaming_lost_pct_1t_mixed', '%', 2)),
         ('  saver / plain write(2), same folder', '%s / %s' % (
             fmt(r, 'saver_mb_s', ' MB/s', 1), fmt(r, 'plain_write_mb_s', ' MB/s', 1))),
         ('decode, stream / time order', '%s / %s' % (
