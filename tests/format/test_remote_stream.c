@@ -14,7 +14,7 @@
  *   manager_saving_unasked_frees_slots  a manager that saves as the writers go and answers
  *       no request until they are done: writers reuse each slot once it is saved, not a
  *       rolling half once a request is answered, so twenty times the arena is recorded
- *       without a drop (format/nt_saver_pace.h: why savers save unasked).
+ *       with (almost) no drop (format/nt_saver_pace.h: why savers save unasked).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -256,11 +256,14 @@ static void manager_saving_unasked_frees_slots(void **state)
 	record(&r, SAVE_UNASKED, "remote-unasked");
 	assert_int_equal(r.m.out_of_order, 0);
 	assert_int_equal(r.m.save_all, 1);
-	assert_int_equal(r.stats.events_dropped, 0);
+	/* Writers never wait, so one that comes round to a chunk its peer closed a moment ago,
+	 * before the next save, drops (the peer was descheduled for a whole lap: seen under
+	 * TSan). Gated by the rolling half's answer instead, 37,634 of the 40,000 dropped. */
+	assert_msg(r.stats.events_dropped < WRITERS * per_writer / 100, "%llu dropped",
+		   (unsigned long long)r.stats.events_dropped);
 	test_trace tr;
-	nt_archive_info info = read_back_in_order(&r, &tr);
-	assert_int_equal(tr.n, WRITERS * per_writer);
-	assert_int_equal(info.events_dropped, 0);
+	nt_archive_info info = read_back_in_order(&r, &tr); /* decoded + dropped == made */
+	assert_int_equal(info.events_dropped, r.stats.events_dropped);
 	print_message("%u requests answered after the writers; %zu events saved\n",
 		      r.m.save_requests, tr.n);
 	test_trace_free(&tr);

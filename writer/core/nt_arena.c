@@ -392,8 +392,18 @@ static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, ui
 		uint32_t slot = (uint32_t)(seq % nslots);
 		nt_chunk_header *h = nt_chunk_slot(slot);
 		uint64_t old = nt_load_64(&h->claim);
-		if (old != 0 && !(old & 1u) && nt_load_acquire_64(&nt_S.saved_claim[slot]) != old)
-			return NULL; /* its chunk is closed but not saved yet: drop, never wait */
+		if (old != 0 && !(old & 1u) && nt_load_acquire_64(&nt_S.saved_claim[slot]) != old) {
+			/* Another writer may have taken seq meanwhile and already closed its chunk
+			 * there: only while seq is still next is `old` the chunk to reuse. */
+			if (nt_load_64(&nt_S.next_seq) != seq)
+				continue;
+			/* The chunk one lap back is unsaved: the saver is a whole arena behind,
+			 * drop, never wait. An older one is a straggler that a slow writer held
+			 * for laps and closed just now: its sequence is skipped below, as an
+			 * active one is, and the saver takes it at its next save. */
+			if (nt_claim_sequence(old) + nslots >= seq)
+				return NULL;
+		}
 		if (!nt_cas_64(&nt_S.next_seq, seq, seq + 1))
 			continue;
 		if (seq % cph == 0 && seq >= cph)
