@@ -253,7 +253,7 @@ static int start_session(int mode, size_t buffer)
 }
 
 /* One paced streaming run: `rate` events per second (0: as fast as possible) from one thread
- * for `ms` milliseconds. Returns archive MB/s saved, and *dropped. */
+ * for `ms` milliseconds. Returns MB/s of records saved (uncompressed), and *dropped. */
 static double streaming_run(const char *path, double rate, int ms, uint64_t *dropped)
 {
 	nt_config cfg;
@@ -285,10 +285,10 @@ static double streaming_run(const char *path, double rate, int ms, uint64_t *dro
 	unlink(path);
 	if (r == NULL)
 		return -1;
-	nt_reader_summary s;
-	nt_reader_get_summary(r, &s);
+	uint64_t record_bytes = 0; /* the chunks uncompressed: what the saver kept up with */
+	nt_reader_get_compression(r, NULL, &record_bytes);
 	nt_reader_close(r);
-	return (double)s.chunk_bytes / 1e6 / ((double)(t1 - t0) / 1e9);
+	return (double)record_bytes / 1e6 / ((double)(t1 - t0) / 1e9);
 }
 
 /* The highest paced rate with no drop: start from what an unpaced writer got saved, then
@@ -324,6 +324,8 @@ static int measure_bytes(double *record_bpe, double *chunk_bpe, double *file_bpe
 		return 0;
 	nt_reader_summary s;
 	nt_reader_get_summary(r, &s);
+	uint64_t chunk_bytes = 0; /* uncompressed: the records' own size */
+	nt_reader_get_compression(r, NULL, &chunk_bytes);
 	uint64_t events = nt_reader_info(r)->events_written;
 	nt_reader_close(r);
 	if (events != 1000000) {
@@ -331,8 +333,8 @@ static int measure_bytes(double *record_bpe, double *chunk_bpe, double *file_bpe
 			events);
 		return 0;
 	}
-	*record_bpe = (double)(s.chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)events;
-	*chunk_bpe = (double)s.chunk_bytes / (double)events;
+	*record_bpe = (double)(chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)events;
+	*chunk_bpe = (double)chunk_bytes / (double)events;
 	*file_bpe = (double)s.file_bytes / (double)events;
 	return 1;
 }
