@@ -123,8 +123,8 @@ typedef struct nt_config {
 	                           publish to the file at `path` (required) as they go, and
 	                           each chunk's space is reused once it is saved; a writer that
 	                           comes round to a chunk not yet saved drops and counts, never
-	                           waits. Size the arena for the saver's worst stall: at 1 GB/s
-	                           of events a 4 MiB arena covers about 4 ms */
+	                           waits. Size the arena for the saver's worst stall: at 1.3
+	                           GB/s of events the 16 MiB default covers about 12 ms */
 	nt_clock_choice clock;  /* default NT_CLOCK_AUTO; the environment variable
 	                           NANOTRACE_CLOCK=monotonic|tsc overrides AUTO */
 	const char *categories; /* comma-separated items, each an exact name, a prefix ending

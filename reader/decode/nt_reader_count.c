@@ -1,0 +1,97 @@
+/*
+ * nt_reader_count.c - nt_reader_count_records(): every record of an archive by kind, the
+ * records that carry no event included (timestamps, padding, chunk headers, compressed
+ * chunks), by the one framing of format/nt_record.h. For --stats: what the archive is made of.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+
+/* Inside a chunk at `data` + off: the records that carry no event (timestamps, padding),
+ * by the framing. */
+static void count_in_chunk(const uint8_t *data, uint64_t off, uint64_t end, uint64_t *counts)
+{
+	uint64_t p = off + sizeof(nt_chunk_header), rec;
+	counts[NT_KIND_CHUNK]++;
+	while (p + 8 <= end && nt_record_frame(rd64(data + p), end - p, 0, &rec) == NT_FRAME_OK) {
+		if (!nt_kind_is_event(data[p]))
+			counts[data[p]]++;
+		p += rec;
+	}
+}
+
+/* A compressed chunk counts as a CompressedChunk and, when it decompresses, as the chunk it
+ * holds. */
+typedef struct zcount {
+	nt_zchunk_decoder *dec;
+	uint8_t *buf;
+} zcount;
+
+static void count_zchunk(const nt_reader *r, uint64_t off, uint64_t size, zcount *z,
+			 uint64_t *counts)
+{
+	counts[NT_KIND_ZCHUNK]++;
+	if (z->buf == NULL && (z->buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
+		return;
+	if (z->dec == NULL && (z->dec = nt_zchunk_decoder_new()) == NULL)
+		return;
+	if (nt_zchunk_decode(z->dec, r->data + off, size, z->buf, NT_MAX_ZCHUNK_BYTES) == NULL)
+		count_in_chunk(z->buf, 0, ((const nt_chunk_header *)(const void *)z->buf)->size_bytes,
+			       counts);
+}
+
+/* The top-level records of [off, end): a finished archive, or the stream an arena saved. */
+static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *counts)
+{
+	zcount z = { NULL, NULL };
+	while (off < end) {
+		const char *why;
+		uint64_t size = nt_record_size(r, off, &why);
+		if (size == 0) {
+			off = nt_resync(r, off);
+			continue;
+		}
+		if (nt_is_chunk_kind(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
+			if (r->data[off] == NT_KIND_ZCHUNK)
+				count_zchunk(r, off, size, &z, counts);
+			else
+				count_in_chunk(r->data, off, off + size, counts);
+		} else {
+			counts[r->data[off]]++;
+		}
+		off += size;
+	}
+	nt_zchunk_decoder_free(z.dec);
+	free(z.buf);
+}
+
+/* Wherever the layout keeps records. An arena image holds its durable records in the
+ * durable region (up to the first zero word) and its chunks in slots, which is where the
+ * open found them: the bytes between are no record stream. */
+void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
+{
+	if (r == NULL || counts == NULL)
+		return;
+	memset(counts, 0, 256 * sizeof(*counts));
+	if (r->many) {
+		nt_many_count_records(r, counts);
+		return;
+	}
+	if (r->arena) {
+		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
+		while (off + 8 <= end && r->data[off] != NT_KIND_INVALID) {
+			const char *why;
+			uint64_t size = nt_record_size(r, off, &why);
+			if (size == 0 || size > end - off)
+				break;
+			counts[r->data[off]]++;
+			off += size;
+		}
+		for (uint32_t i = 0; i < r->nchunks; i++)
+			count_in_chunk(r->data, r->chunks[i].offset,
+				       r->chunks[i].offset + r->chunk_size, counts);
+	}
+	if (!r->arena || r->tail)
+		count_stream(r, r->records_start, r->size, counts);
+}
