@@ -373,9 +373,6 @@ def measure(args, size):
     merge_lttng(report, lt, reason)
     report.update(run_program([peers, '--part', 'disk', '--events', str(size['events']),
                                '--stream-ms', str(size['stream_ms']), '--json']))
-    # The streaming part writes gigabytes: let the machine write them back before the
-    # reader is timed (seen: Trace2 rendering at a third of its speed during writeback).
-    os.sync()
     report.update(run_program([reader, '--events', str(size['read_events']), '--reps',
                                str(size['reps']), '--json']))
     bt = report.get('babeltrace2_mev_s')
