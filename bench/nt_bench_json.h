@@ -65,29 +65,17 @@ static inline void nt_json_num(nt_json *j, const char *key, double v, int ok, co
 	nt_json_string(j, ok ? "not a finite number" : reason);
 }
 
-static inline void nt_json_open(nt_json *j, const char *key)
+/* A nested object ('{') or array ('[') under `key`, and its end ('}' or ']'). */
+static inline void nt_json_nest(nt_json *j, const char *key, char bracket)
 {
 	nt_json_key(j, key);
-	fputc('{', j->f);
+	fputc(bracket, j->f);
 	j->first[++j->depth] = 1;
 }
 
-static inline void nt_json_close(nt_json *j)
+static inline void nt_json_unnest(nt_json *j, char bracket)
 {
-	fputc('}', j->f);
-	j->depth--;
-}
-
-static inline void nt_json_array_open(nt_json *j, const char *key)
-{
-	nt_json_key(j, key);
-	fputc('[', j->f);
-	j->first[++j->depth] = 1;
-}
-
-static inline void nt_json_array_close(nt_json *j)
-{
-	fputc(']', j->f);
+	fputc(bracket, j->f);
 	j->depth--;
 }
 

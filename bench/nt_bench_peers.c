@@ -317,15 +317,15 @@ static void json_spread(nt_json *j, const char *key, spread q)
 /* "scaling": {"threads": [...], "skipped_threads": [...], "<subject>_<shape>": [...]}. */
 static void json_scaling_series(nt_json *j, const scaling *s, const peers_opts *o)
 {
-	nt_json_open(j, "scaling");
-	nt_json_array_open(j, "threads");
+	nt_json_nest(j, "scaling", '{');
+	nt_json_nest(j, "threads", '[');
 	for (int ti = 0; ti < s->counts; ti++)
 		nt_json_item(j, thread_counts[ti]);
-	nt_json_array_close(j);
-	nt_json_array_open(j, "skipped_threads");
+	nt_json_unnest(j, ']');
+	nt_json_nest(j, "skipped_threads", '[');
 	for (int c = s->counts; c < MAX_COUNTS; c++)
 		nt_json_item(j, thread_counts[c]);
-	nt_json_array_close(j);
+	nt_json_unnest(j, ']');
 	nt_json_num(j, "rounds", s->rounds, 1, NULL);
 	nt_json_num(j, "events_per_thread", (double)o->events, 1, NULL);
 	nt_json_num(j, "floor_band", o->band, 1, NULL);
@@ -336,19 +336,19 @@ static void json_scaling_series(nt_json *j, const scaling *s, const peers_opts *
 			char key[64];
 			snprintf(key, sizeof(key), "%s%s%s", nt_bench_subject_names[subj],
 				 subj == SUBJECT_FLOOR ? "" : "_", subj == SUBJECT_FLOOR ? "" : nt_bench_shape_names[sh]);
-			nt_json_array_open(j, key);
+			nt_json_nest(j, key, '[');
 			for (int ti = 0; ti < s->counts; ti++)
 				nt_json_item(j, spread_of(cell(s, ti, subj, sh), s->rounds).med);
-			nt_json_array_close(j);
+			nt_json_unnest(j, ']');
 		}
 		char key[64]; /* each thread count's per-thread cost ÷ the 1-thread cost */
 		snprintf(key, sizeof(key), "%s_vs_1t", nt_bench_subject_names[subj]);
-		nt_json_array_open(j, key);
+		nt_json_nest(j, key, '[');
 		for (int ti = 0; ti < s->counts; ti++)
 			nt_json_item(j, vs_1t(s, ti, subj).med);
-		nt_json_array_close(j);
+		nt_json_unnest(j, ']');
 	}
-	nt_json_close(j);
+	nt_json_unnest(j, '}');
 }
 
 static void json_scaling(nt_json *j, const scaling *s, const peers_opts *o)

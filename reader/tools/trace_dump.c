@@ -177,6 +177,16 @@ static const char *input_name(const dump_args *d)
 }
 
 /* Git's Trace2 renderings of every process the inputs hold, as one stream. */
+/* Where damage messages come from: a plain archive's are named here; a many-process
+ * reader's name their file and section themselves. */
+static err_ctx damage_ctx(dump_args *d, nt_reader *r)
+{
+	err_ctx ec = { nt_reader_section_count(r) == 1 &&
+				       nt_reader_section_at(r, 0)->reader == r ? input_name(d) : NULL,
+		       0 };
+	return ec;
+}
+
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
@@ -186,9 +196,7 @@ static int dump_trace2(dump_args *d)
 	nt_reader *r = open_inputs(d);
 	if (r == NULL)
 		return 2;
-	err_ctx ec = { nt_reader_section_count(r) == 1 &&
-				       nt_reader_section_at(r, 0)->reader == r ? input_name(d) : NULL,
-		       0 };
+	err_ctx ec = damage_ctx(d, r);
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
 	errno = 0;
@@ -204,11 +212,7 @@ static int dump_one(dump_args *d)
 	nt_reader *r = open_inputs(d);
 	if (r == NULL)
 		return 2;
-	/* A plain archive's messages are named here; a many-process reader's name their file
-	 * and section themselves. */
-	err_ctx ec = { nt_reader_section_count(r) == 1 &&
-				       nt_reader_section_at(r, 0)->reader == r ? input_name(d) : NULL,
-		       0 };
+	err_ctx ec = damage_ctx(d, r);
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;
 	int rc;

@@ -16,6 +16,8 @@ import shutil
 import tempfile
 import time
 
+import pytest
+
 from conftest import program
 
 MANAGER = program('NT_MANAGER')
@@ -299,3 +301,14 @@ def parse_bundle(path):
         out['sections'].append(frame)
         off += head + ((asize + 7) & ~7)
     return out
+
+
+def manager_fixture(prefix):
+    """A pytest fixture `mgr`: a Manager of its own per test, its socket named `prefix` and
+    the test's name, stopped after the test. A test module binds it: mgr = manager_fixture('m-')."""
+    @pytest.fixture
+    def mgr(workdir, request):
+        m = Manager(workdir, prefix + request.node.name[:40])
+        yield m
+        m.stop()
+    return mgr

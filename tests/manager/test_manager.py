@@ -20,14 +20,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from mgr_support import (FIFO, FRAME, PREAMBLE, TRACE_RECORD, WIRE, Controller, FakeProvider,  # noqa: E402
-                         Manager, decode_header, layout, parse_bundle, MANAGER)
+                         Manager, decode_header, layout, manager_fixture, parse_bundle, MANAGER)
 
 
-@pytest.fixture
-def mgr(workdir, request):
-    m = Manager(workdir, 'm-' + request.node.name[:40])
-    yield m
-    m.stop()
+mgr = manager_fixture('m-')
 
 
 def test_struct_sizes():

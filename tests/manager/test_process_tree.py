@@ -223,24 +223,31 @@ def test_trace2_program(workdir, tmp_path):
     assert n.returncode == 0 and 'version' in n.stdout, (n.stdout[:500], n.stderr)
 
 
-@pytest.mark.parametrize('mode', ['streaming', 'circular'])
-def test_killed_provider_keeps_its_events(workdir, tmp_path, mode):
-    out = os.path.join(workdir, 'killed-%s.ntbundle' % mode)
-    log = os.path.join(workdir, 'killed-%s.out' % mode)
+def record_then_signal(tmp_path, out, log, prog_args, record_args, sig, env=None):
+    """trace-record -o OUT [RECORD_ARGS] -- the provider program with PROG_ARGS (it holds, its
+    'made' lines to LOG); once it has made events it gets SIG, and trace-record must exit as
+    the program did. Returns the bundle."""
     open(log, 'w').close()
-    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--buffering-mode', mode, '--buffer-size',
-                            '256K', '--', 'sh', '-c',
-                            'exec "$P" --sync --events 30000 --hold-ms 60000 > "$L"'],
-                           env=dict(recorder_env(tmp_path), P=PROG, L=log),
+    rec = subprocess.Popen([TRACE_RECORD, '-o', out, *record_args, '--', 'sh', '-c',
+                            'exec "$P" %s --hold-ms 60000 > "$L"' % prog_args],
+                           env=dict(recorder_env(tmp_path), P=PROG, L=log, **(env or {})),
                            stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
     while not made_lines(log):
         assert time.time() < deadline and rec.poll() is None, 'no events made'
         time.sleep(0.02)
-    os.kill(next(iter(made_lines(log))), signal.SIGKILL)
+    os.kill(next(iter(made_lines(log))), sig)
     _, err = rec.communicate(timeout=60)
-    assert rec.returncode == 128 + signal.SIGKILL, err
-    b = parse_bundle(out)
+    assert rec.returncode == 128 + sig, err
+    return parse_bundle(out)
+
+
+@pytest.mark.parametrize('mode', ['streaming', 'circular'])
+def test_killed_provider_keeps_its_events(workdir, tmp_path, mode):
+    out = os.path.join(workdir, 'killed-%s.ntbundle' % mode)
+    log = os.path.join(workdir, 'killed-%s.out' % mode)
+    b = record_then_signal(tmp_path, out, log, '--sync --events 30000',
+                           ['--buffering-mode', mode, '--buffer-size', '256K'], signal.SIGKILL)
     assert b['sections'][0]['state'] == 'killed', b['sections']
     check_accounting(b, made_lines(log), workdir, 'killed-' + mode)
 
@@ -261,20 +268,9 @@ def test_fatal_signal_recorded(workdir, tmp_path):
     signal, and every event it made is accounted for."""
     out = os.path.join(workdir, 'segv.ntbundle')
     log = os.path.join(workdir, 'segv.out')
-    open(log, 'w').close()
-    rec = subprocess.Popen([TRACE_RECORD, '-o', out, '--', 'sh', '-c',
-                            'exec "$P" --sync --trace2 --events 400 --hold-ms 60000 > "$L"'],
-                           env=dict(recorder_env(tmp_path), P=PROG, L=log,
-                                    **no_sanitizer_signal_handlers()),
-                           stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
-    while not made_lines(log):
-        assert time.time() < deadline and rec.poll() is None, 'no events made'
-        time.sleep(0.02)
-    os.kill(next(iter(made_lines(log))), signal.SIGSEGV)
-    _, err = rec.communicate(timeout=60)
-    assert rec.returncode == 128 + signal.SIGSEGV, err
-    sec = parse_bundle(out)['sections'][0]
+    b = record_then_signal(tmp_path, out, log, '--sync --trace2 --events 400', [],
+                           signal.SIGSEGV, env=no_sanitizer_signal_handlers())
+    sec = b['sections'][0]
     assert sec['state'] == 'killed', sec
     assert 'ended by signal %d' % signal.SIGSEGV in sec['message'], sec['message']
     path = os.path.join(workdir, 'segv-section.ntrace')

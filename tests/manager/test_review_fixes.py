@@ -19,19 +19,15 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mgr_support import (MANAGER, TRACE_RECORD, T, Controller, FakeProvider, Manager,  # noqa: E402
-                         parse_bundle, recv_wire, wire)
+from mgr_support import (MANAGER, TRACE_RECORD, T, Controller, FakeProvider,  # noqa: E402
+                         manager_fixture, parse_bundle, recv_wire, wire)
 from conftest import program  # noqa: E402
 
 PROG = program('NT_PROVIDER_PROG')
 NOBODY = 65534
 
 
-@pytest.fixture
-def mgr(workdir, request):
-    m = Manager(workdir, 'r-' + request.node.name[:40])
-    yield m
-    m.stop()
+mgr = manager_fixture('r-')
 
 
 def need_root():

@@ -50,11 +50,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -67,6 +63,7 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
 #include "seq_check.h"
+#include "nt_seccomp_test.h"
 
 static struct {
 	int threads, rounds, sync, fork, trace2, finish, own_calls, env_session, hold_stdin;
@@ -146,20 +143,8 @@ static void wait_for_start(void)
 static void events_under_seccomp(void)
 {
 #if defined(__x86_64__)
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit_group, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clock_gettime, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 	seq_emit(0, 0, 0);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+	if (nt_test_forbid_syscalls() != 0) {
 		perror("provider_prog: seccomp");
 		exit(2);
 	}

@@ -188,21 +188,31 @@ static void hot_path_without_system_calls(void **state)
 
 /* ---- two runs in one buffer --------------------------------------------------------------- */
 
+/* A program making two rounds of events (2 threads, 3000 each), registered synchronously and
+ * holding stdin open (--hold-stdin: it stays for a second STOP and the TERMINATE), taken as a
+ * provider in `mode` with a 1 MiB buffer; its first round made (*first events) and stopped. */
+static void two_rounds_first_stopped(fm *m, fm_provider *p, fm_child *c, int mode,
+				     uint64_t *first)
+{
+	CHECK(fm_listen(m));
+	char *args[] = { "--sync", "--rounds", "2", "--threads", "2", "--events", "3000",
+			 "--hold-stdin", NULL };
+	spawn(m, NULL, args, NULL, c);
+	take_provider(m, p, mode, 1u << 20, "");
+	int pid;
+	uint64_t total;
+	read_made(c, &pid, first, &total);
+	CHECK(fm_stop(p));
+}
+
 static void two_runs(int mode, int disposition)
 {
 	fm m;
 	fm_provider p;
 	fm_child c;
-	CHECK(fm_listen(&m));
-	/* --hold-stdin: the program stays for the second STOP and the TERMINATE */
-	char *args[] = { "--sync", "--rounds", "2", "--threads", "2", "--events", "3000",
-			 "--hold-stdin", NULL };
-	spawn(&m, NULL, args, NULL, &c);
-	take_provider(&m, &p, mode, 1u << 20, "");
 	int pid;
 	uint64_t first, second, total;
-	read_made(&c, &pid, &first, &total);
-	CHECK(fm_stop(&p));
+	two_rounds_first_stopped(&m, &p, &c, mode, &first);
 	check_accounting(&p, first, 0, "first run");
 	CHECK(fm_start(&p, disposition, NULL));
 	assert_int_equal(write(c.in, "next\n", 5), 5);
@@ -244,15 +254,9 @@ static void second_trace_after_terminate(void **state)
 	fm m;
 	fm_provider p;
 	fm_child c;
-	CHECK(fm_listen(&m));
-	char *args[] = { "--sync", "--rounds", "2", "--threads", "2", "--events", "3000",
-			 "--hold-stdin", NULL };
-	spawn(&m, NULL, args, NULL, &c);
-	take_provider(&m, &p, NT_MODE_ONESHOT, 1u << 20, "");
 	int pid;
 	uint64_t first, second, total;
-	read_made(&c, &pid, &first, &total);
-	CHECK(fm_stop(&p));
+	two_rounds_first_stopped(&m, &p, &c, NT_MODE_ONESHOT, &first);
 	CHECK(fm_send_simple(&p, NT_WIRE_TERMINATE, 0, NULL));
 	size_t old_size = p.layout.map_size;
 	uint8_t *old_map = malloc(old_size);

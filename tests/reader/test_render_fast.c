@@ -282,8 +282,13 @@ static const char *const tricky[] = {
 static const double doubles[] = { 0.0, -0.0, 0.1, -1.5, 1e300, -1e-300, 4.9e-324, 1.7976931348623157e308,
 				  3.141592653589793, 1e15, 123456789.125 };
 
-static void record_archive(const char *path)
+/* Records the edge-value archive into a new file named from `path` (a mkstemp template,
+ * which gets the name). */
+static void record_archive(char *path)
 {
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.buffer_size = 64u << 20;
@@ -454,9 +459,6 @@ static void test_archive(void **state)
 {
 	(void)state;
 	char path[] = "/tmp/test_render_fast-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
 	record_archive(path);
 	nt_reader *r = nt_reader_open(path, NULL);
 	assert_non_null(r);
@@ -514,9 +516,6 @@ static void test_write_errors(void **state)
 {
 	(void)state;
 	char path[] = "/tmp/test_render_fast-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
 	record_archive(path);
 	/* A Trace2 log big enough to need several blocks. */
 	size_t one = sizeof(t2_log) - 1, times = 20000;

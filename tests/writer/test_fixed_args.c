@@ -11,7 +11,7 @@
 
 #include <nanotrace/nanotrace.h>
 #include "nt_cmocka.h"
-#include "nt_test_util.h"
+#include "nt_finish_test.h"
 
 static nt_config config(int mode, size_t buffer, size_t chunk)
 {
@@ -26,11 +26,8 @@ static nt_config config(int mode, size_t buffer, size_t chunk)
 
 static void finish_and_read(const char *tag, test_trace *t)
 {
-	char path[256];
-	test_tmp_path(path, sizeof(path), tag);
-	assert_int_equal(nt_finish(path), NT_OK);
-	assert_int_equal(test_read(path, NT_ORDER_STREAM, t), 0);
-	unlink(path);
+	assert_msg(test_finish_and_read(tag, NT_ORDER_STREAM, t) == 0, "%s: %s", tag,
+		   nt_last_error());
 	assert_msg(t->errors == 0, "%s: the reader reports damage: %s", tag, t->first_error);
 }
 

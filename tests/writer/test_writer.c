@@ -7,7 +7,7 @@
 
 #include <nanotrace/nanotrace.h>
 #include "nt_cmocka.h"
-#include "nt_test_util.h"
+#include "nt_finish_test.h"
 
 static nt_config small_config(int mode)
 {
@@ -19,11 +19,8 @@ static nt_config small_config(int mode)
 
 static void finish_and_read(const char *tag, test_trace *t)
 {
-	char path[256];
-	test_tmp_path(path, sizeof(path), tag);
-	assert_int_equal(nt_finish(path), NT_OK);
-	assert_int_equal(test_read(path, NT_ORDER_TIME, t), 0);
-	unlink(path);
+	assert_msg(test_finish_and_read(tag, NT_ORDER_TIME, t) == 0, "%s: %s", tag,
+		   nt_last_error());
 }
 
 static void config_errors_name_the_field(void **state)
