@@ -115,6 +115,22 @@ static void take_provider(fm *m, fm_provider *p, int mode, uint64_t buffer, cons
 
 /* ---- one process, each mode ------------------------------------------------------------ */
 
+/* The program ends its recording itself (it exits, or calls nt_finish() in manager mode):
+ * STOPPED (the manager serving streaming's saves meanwhile), then the close; it exits 0, and
+ * its buffer accounts for every event it made (`trace2`: as check_accounting). Frees p and m. */
+static void ends_by_itself(fm *m, fm_provider *p, fm_child *c, int trace2, const char *what)
+{
+	CHECK(fm_wait_stopped(p, WAIT_MS));
+	CHECK(fm_wait_eof(p, WAIT_MS));
+	int pid;
+	uint64_t events, total;
+	read_made(c, &pid, &events, &total);
+	expect_exit_0(c);
+	check_accounting(p, total, trace2, what);
+	fm_provider_free(p);
+	fm_close(m);
+}
+
 /* The program makes its events and exits: the exit path stops, answers STOPPED, closes. */
 static void run_to_exit(int mode, uint64_t buffer, int trace2, const char *what)
 {
@@ -128,15 +144,7 @@ static void run_to_exit(int mode, uint64_t buffer, int trace2, const char *what)
 	take_provider(&m, &p, mode, buffer, "");
 	assert_true(p.flags & NT_WIRE_SYNC);
 	assert_int_equal(p.pid, (uint32_t)c.pid);
-	CHECK(fm_wait_stopped(&p, WAIT_MS)); /* serves streaming's saves meanwhile */
-	CHECK(fm_wait_eof(&p, WAIT_MS));
-	int pid;
-	uint64_t events, total;
-	read_made(&c, &pid, &events, &total);
-	expect_exit_0(&c);
-	check_accounting(&p, total, trace2, what);
-	fm_provider_free(&p);
-	fm_close(&m);
+	ends_by_itself(&m, &p, &c, trace2, what);
 }
 
 static void oneshot_exact_accounting(void **state)
@@ -508,15 +516,7 @@ static void asynchronous_registration(void **state)
 	spawn(&m, NULL, args, env, &c);
 	take_provider(&m, &p, NT_MODE_ONESHOT, 1u << 20, "acct");
 	assert_false(p.flags & NT_WIRE_SYNC);
-	CHECK(fm_wait_stopped(&p, WAIT_MS)); /* nt_finish() in manager mode */
-	CHECK(fm_wait_eof(&p, WAIT_MS));
-	int pid;
-	uint64_t events, total;
-	read_made(&c, &pid, &events, &total);
-	expect_exit_0(&c);
-	check_accounting(&p, total, 0, "asynchronous");
-	fm_provider_free(&p);
-	fm_close(&m);
+	ends_by_itself(&m, &p, &c, 0, "asynchronous"); /* nt_finish() in manager mode */
 }
 
 /* Trace2 initialized before the manager's START (an asynchronous registration and a late
@@ -540,15 +540,7 @@ static void trace2_initialized_before_start(void **state)
 	assert_string_equal(line, "ready");
 	CHECK(fm_initialize(&p, NT_MODE_ONESHOT, 1u << 20, 4096, ""));
 	CHECK(fm_start(&p, NT_BUFFER_CLEAR_ENTIRE, NULL));
-	CHECK(fm_wait_stopped(&p, WAIT_MS));
-	CHECK(fm_wait_eof(&p, WAIT_MS));
-	int pid;
-	uint64_t events, total;
-	read_made(&c, &pid, &events, &total);
-	expect_exit_0(&c);
-	check_accounting(&p, total, 1, "trace2 before start");
-	fm_provider_free(&p);
-	fm_close(&m);
+	ends_by_itself(&m, &p, &c, 1, "trace2 before start");
 }
 
 static void unreachable_manager(void **state)
