@@ -476,34 +476,20 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 	write_event(site, kind, 0, 0, NULL, 0);
 }
 
-void nt_emit_(nt_callsite *site, unsigned kind)
+/* An event without arguments that is not compact (a site past 1023, a gap of 2^14 ticks or
+ * more, a Counter, or after the chunk's last 4 bytes): one 8-byte store when it can, else
+ * the generic path. Out of line, so that nt_emit_'s compact path needs no register saved. */
+static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind)
 {
-	if (__builtin_expect(!nt_kind_is_event(kind), 0))
-		return; /* not an event kind: recording it would break every walker's count */
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	uint64_t now;
-	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
-		now = fast_ticks();
+	if (nt_site_current(st, tag) && t->fast_tag == tag) {
+		uint64_t now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
-		uint32_t idx = st & NT_SITE_INDEX_MASK;
-		uintptr_t room = (uintptr_t)t->end - (uintptr_t)p;
-		/* One test for both ranges: a site index past 1023 or a delta of 2^14 or more
-		 * leaves bits set above them. */
-		if (__builtin_expect(((delta >> NT_COMPACT_DELTA_BITS) |
-				      (idx >> NT_COMPACT_CALLSITE_BITS)) == 0 &&
-					     room >= 4 && nt_kind_has_compact(kind),
-				     1)) {
-			t->cur = p + 4;
-			t->last_ticks = now;
-			t->events++;
-			nt_store_release_32((uint32_t *)(void *)p,
-					    nt_compact_head(kind, 0, idx, (uint32_t)delta));
-			return;
-		}
-		if (room >= 8 && delta <= UINT32_MAX && ((uintptr_t)p & 7u) == 0) {
+		if ((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX &&
+		    ((uintptr_t)p & 7u) == 0) {
 			t->cur = p + 8;
 			t->last_ticks = now;
 			t->events++;
@@ -512,6 +498,38 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 					    event_word(kind, 1, st, (uint32_t)delta));
 			return;
 		}
+	}
+	emit_slow(site, kind);
+}
+
+void nt_emit_(nt_callsite *site, unsigned kind)
+{
+	if (__builtin_expect(!nt_kind_is_event(kind), 0))
+		return; /* not an event kind: recording it would break every walker's count */
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
+		uint64_t now = fast_ticks();
+		uint8_t *p = t->cur;
+		uint64_t delta = now - t->last_ticks;
+		uint32_t idx = st & NT_SITE_INDEX_MASK;
+		/* One test for both ranges: a site index past 1023 or a delta of 2^14 or more
+		 * leaves bits set above them. */
+		if (__builtin_expect(((delta >> NT_COMPACT_DELTA_BITS) |
+				      (idx >> NT_COMPACT_CALLSITE_BITS)) == 0 &&
+					     (uintptr_t)t->end - (uintptr_t)p >= 4 &&
+					     kind - NT_KIND_BEGIN < 3u,
+				     1)) {
+			t->cur = p + 4;
+			t->last_ticks = now;
+			t->events++;
+			nt_store_release_32((uint32_t *)(void *)p,
+					    nt_compact_head(kind, 0, idx, (uint32_t)delta));
+			return;
+		}
+		emit_wide(site, kind);
+		return;
 	}
 	emit_slow(site, kind);
 }
