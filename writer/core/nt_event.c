@@ -473,7 +473,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
  * clock_gettime's fallback inlined beside it). */
 static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigned kind)
 {
-	write_event(site, kind, 0, 0, NULL, 0);
+	if (nt_kind_is_event(kind))
+		write_event(site, kind, 0, 0, NULL, 0);
 }
 
 /* An event without arguments that is not compact (a site past 1023, a gap of 2^14 ticks or
@@ -481,6 +482,8 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
  * the generic path. Out of line, so that nt_emit_'s compact path needs no register saved. */
 static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind)
 {
+	if (!nt_kind_is_event(kind))
+		return;
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
@@ -504,8 +507,8 @@ static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind
 
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
-	if (__builtin_expect(!nt_kind_is_event(kind), 0))
-		return; /* not an event kind: recording it would break every walker's count */
+	/* The compact path takes Begin, End and Instant only; emit_wide and emit_slow refuse a
+	 * kind that is no event (recording it would break every walker's count). */
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
