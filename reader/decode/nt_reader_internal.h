@@ -109,6 +109,10 @@ struct nt_reader {
 		const char *message;
 	} damage[NT_READER_MAX_OPEN_DAMAGE];
 	uint32_t ndamage;
+	/* The events the top-level chunks' headers count, and what the header's count says is
+	 * missing from them (a file cut short), in words: one of the damage messages. */
+	uint64_t chunk_events;
+	char truncation[160];
 	nt_reader_summary summary;
 	/* Compressed chunks found while opening, and the chunk bytes decompressed (a plain
 	 * chunk counts its own size): nt_reader_get_compression(). */

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,12 @@ static open_step start_arena(nt_reader *r, pending_names *pn, uint64_t *off,
 static int walk_chunk(nt_reader *r, uint64_t off, uint64_t size)
 {
 	const char *why;
+	/* What the chunk's header counts, even when the chunk is damaged otherwise: only
+	 * events no framed chunk claims are missing from the file (check_truncation). */
+	uint64_t head = r->data[off] == NT_KIND_ZCHUNK ? sizeof(nt_zchunk_record)
+						       : sizeof(nt_chunk_header);
+	if (size >= head)
+		r->chunk_events += nt_chunk_at(r, off)->event_count;
 	if (!nt_chunk_header_ok(r, off, size, &why)) {
 		r->summary.open_errors++; /* the visit reports it */
 		return 1;
@@ -498,6 +505,25 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
 			return 0;
 	}
 	return 1;
+}
+
+/* A Stream archive's chunks hold every event its header counts as written, less those
+ * circular mode overwrote: fewer is a file cut short, at a record boundary or not (a cut
+ * inside a record is damage of its own as well), by the events no chunk record claims.
+ * Writers that keep no count (written 0) leave nothing to check. */
+static void check_truncation(nt_reader *r)
+{
+	uint64_t written = r->info.events_written, overwritten = r->info.events_overwritten;
+	if (r->info.layout != NT_LAYOUT_STREAM || written <= overwritten)
+		return;
+	uint64_t expected = written - overwritten;
+	if (r->chunk_events >= expected)
+		return;
+	snprintf(r->truncation, sizeof(r->truncation),
+		 "archive is truncated: its header counts %" PRIu64 " events written, its chunks "
+		 "hold %" PRIu64 " (%" PRIu64 " missing)",
+		 expected, r->chunk_events, expected - r->chunk_events);
+	add_damage(r, r->size, r->truncation);
 }
 
 /* Once the pool stops moving: names become pointers, and the lookups that need the whole
@@ -561,6 +587,8 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	}
 	if (step == STEP_OK && !walk_records(r, &off, &pn))
 		step = STEP_NO_MEMORY;
+	if (step == STEP_OK)
+		check_truncation(r);
 	if (step == STEP_OK && !finish_tables(r, &pn))
 		step = STEP_NO_MEMORY;
 	free(pn.string_at);

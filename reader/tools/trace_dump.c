@@ -34,8 +34,11 @@ static const char usage[] =
 	"  --order time     merge all threads by timestamp (default for text and chrome)\n"
 	"  --order stream   file order, chunk by chunk\n"
 	"  --on-corrupt     skip damaged records and go on (default), or stop at the first\n"
+	"  --salvage        damage (a truncated archive included) is still reported, but\n"
+	"                   exits 0 when everything readable was rendered\n"
 	"\n"
-	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive.\n";
+	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
+	"with --salvage), or an output that could not be written.\n";
 
 typedef struct err_ctx {
 	const char *path;
@@ -79,6 +82,7 @@ typedef struct dump_args {
 	const char **paths; /* the ARCHIVE arguments, in order */
 	size_t npaths;
 	int stats;
+	int salvage; /* damage is reported but is no failure */
 	nt_trace2_options t2;
 	nt_render_options opt;
 } dump_args;
@@ -116,6 +120,8 @@ static int parse_args(int argc, char **argv, dump_args *d)
 			return 0;
 		} else if (strcmp(a, "--stats") == 0) {
 			d->stats = 1;
+		} else if (strcmp(a, "--salvage") == 0) {
+			d->salvage = 1;
 		} else if (strcmp(a, "--brief") == 0) {
 			d->t2.brief = 1;
 		} else if (strcmp(a, "--nesting") == 0) {
@@ -201,7 +207,7 @@ static int dump_trace2(dump_args *d)
 	t2->error_ctx = &ec;
 	errno = 0;
 	int rc = nt_render_trace2(&r, 1, stdout, t2);
-	int status = flush_output(rc < 0 || ec.count ? 2 : 0, errno);
+	int status = flush_output(rc < 0 || (ec.count && !d->salvage) ? 2 : 0, errno);
 	nt_reader_close(r);
 	return status;
 }
@@ -226,7 +232,7 @@ static int dump_one(dump_args *d)
 	int render_errno = errno;
 	if (rc < 0 && ec.count == 0 && !ferror(stdout)) /* else: a write failed, said below */
 		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
-	int status = flush_output(rc < 0 || ec.count > 0 ? 2 : 0, render_errno);
+	int status = flush_output(rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;
 }

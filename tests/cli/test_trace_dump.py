@@ -151,6 +151,59 @@ def test_truncated_archive(demo):
     verify()
 
 
+def top_level_records(data):
+    """(offset, kind, size) of every top-level record after the header (format/nt_record.h:
+    kind in byte 0, size in 8-byte words in byte 1, or a large record's bytes at 4..7)."""
+    import struct
+    size = struct.unpack_from('<I', data, 0)[0]
+    off, out = (4 + size + 7) & ~7, []
+    while off + 8 <= len(data):
+        kind, words = data[off], data[off + 1]
+        n = words * 8 if words else struct.unpack_from('<I', data, off + 4)[0]
+        if kind == 0 or n < 8 or off + n > len(data):
+            break
+        out.append((off, kind, n))
+        off += n
+    return out
+
+
+def chunk_events(data, off, kind):
+    """ChunkHeader.event_count of a Chunk (kind 5) or of a CompressedChunk's (kind 7) copy."""
+    import struct
+    return struct.unpack_from('<I', data, off + (8 if kind == 7 else 0) + 12)[0]
+
+
+@pytest.mark.parametrize('compression', ['off', '1'])
+def test_cut_at_a_record_boundary(compression):
+    """A file cut short between two records is no well-formed shorter archive: trace-dump
+    says it is truncated and how many events are missing (what the header counts, less what
+    the remaining chunks hold), exits 2, and with --salvage renders what is left and exits 0."""
+    archive = path('cut-%s.ntrace' % compression)
+    subprocess.run([DEMO, archive, '--threads', '3', '--requests', '40'], check=True,
+                   capture_output=True, env=dict(os.environ, NANOTRACE_COMPRESSION=compression))
+    data = open(archive, 'rb').read()
+    rc, out, err = run('--stats', archive)
+    written = int(re.search(r'^written: (\d+) events', out, re.M).group(1))
+    check('the whole archive reads cleanly', rc == 0 and err == '', err)
+    records = top_level_records(data)
+    chunks = [(o, k) for o, k, n in records if k in (5, 7)]
+    check('the demo made several chunks', len(chunks) >= 3, str(len(chunks)))
+    for o, _ in chunks[1:]:
+        held = sum(chunk_events(data, c, k) for c, k in chunks if c < o)
+        cut = path('cut.ntrace')
+        open(cut, 'wb').write(data[:o])
+        rc, out, err = run(cut)
+        want = 'its chunks hold %d (%d missing)' % (held, written - held)
+        check('cut at %d exits 2' % o, rc == 2, 'rc=%d' % rc)
+        check('cut at %d says %s' % (o, want), 'archive is truncated' in err and want in err, err)
+        rc, out2, err2 = run('--salvage', '--stats', cut)
+        check('cut at %d --salvage exits 0' % o, rc == 0 and 'archive is truncated' in err2,
+              'rc=%d %s' % (rc, err2))
+        check('cut at %d --salvage reads the %d events left' % (o, held),
+              re.search(r'^events: %d$' % held, out2, re.M) is not None, out2[:400])
+    verify()
+
+
 def test_text_stats_chrome_agree(demo):
     archive = demo
     # text: header plus one aligned line per event

@@ -507,7 +507,18 @@ static void hostile_compressed_chunks_are_reported_and_counted(void **state)
 	free(bad);
 	h.chunk.event_count -= 2;
 	bad = replace_zchunk(&h, frame, flen, &size);
-	assert_damage(bad, size, "event count disagrees", 0);
+	for (int order = 0; order < 2; order++) {
+		/* Fewer than the archive's header counts: by the chunks' own headers, one event is
+		 * missing from the file (reported first, at its end), and the lie itself. */
+		test_trace t;
+		assert_int_equal(test_read_memory(bad, size, (nt_order)order, &t), 0);
+		assert_int_equal(t.errors, 2);
+		assert_msg(strstr(t.first_error, "archive is truncated") &&
+				   strstr(t.first_error, "(1 missing)"),
+			   "order %d: %s", order, t.first_error);
+		assert_int_equal(t.n, ztruth.n);
+		test_trace_free(&t);
+	}
 	free(bad);
 
 	h = *h0; /* a codec this reader does not know: the header is not trusted at all */
