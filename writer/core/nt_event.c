@@ -208,6 +208,21 @@ void nt_thread_set_name(const char *name)
 	pthread_mutex_unlock(&nt_S.intern_lock);
 }
 
+/* After a compact record the thread's next record is 4 bytes past a word: a record of 8
+ * bytes or more starts 8-aligned behind a Pad (format/nt_record.h). The pad bytes that
+ * `p` needs; the caller checks its room for them and then calls put_pad. */
+static inline uintptr_t pad_before(const uint8_t *p)
+{
+	return (uintptr_t)p & 4u;
+}
+
+static inline uint8_t *put_pad(uint8_t *p, uintptr_t pad)
+{
+	if (pad != 0)
+		nt_store_release_32((uint32_t *)(void *)p, NT_COMPACT_PAD);
+	return p + pad;
+}
+
 /* Makes room for `bytes` (plus a Timestamp escape if the delta does not fit) in the thread's
  * chunk, claiming a new chunk when needed. Returns where the record goes and sets *delta,
  * or NULL when the event must be dropped, with *reason set to the drop counter to charge. */
@@ -219,7 +234,7 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 		return NULL;
 	}
 	uint64_t d = now - t->last_ticks;
-	uint32_t pad = (uint32_t)((uintptr_t)t->cur & 4u); /* after a compact record */
+	uint32_t pad = (uint32_t)pad_before(t->cur);
 	uint32_t need = pad + bytes + (d > UINT32_MAX ? (uint32_t)sizeof(nt_timestamp_record) : 0);
 	if (t->cur == NULL || (uintptr_t)t->end - (uintptr_t)t->cur < need) {
 		if (t->chunk != NULL)
@@ -244,10 +259,7 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 		d = 0;
 		pad = 0;
 	}
-	if (pad != 0) {
-		nt_store_release_32((uint32_t *)(void *)t->cur, NT_COMPACT_PAD);
-		t->cur += 4;
-	}
+	t->cur = put_pad(t->cur, pad);
 	if (d > UINT32_MAX) {
 		nt_timestamp_record *ts = (nt_timestamp_record *)(void *)t->cur;
 		ts->ticks = now;
@@ -478,8 +490,9 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 }
 
 /* An event without arguments that is not compact (a site past 1023, a gap of 2^14 ticks or
- * more, a Counter, or after the chunk's last 4 bytes): one 8-byte store when it can, else
- * the generic path. Out of line, so that nt_emit_'s compact path needs no register saved. */
+ * more, a Counter, or after the chunk's last 4 bytes): one 8-byte store (behind a Pad after a
+ * compact record) when it can, else the generic path. Out of line, so that nt_emit_'s
+ * compact path saves fewer registers. */
 static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind)
 {
 	if (!nt_kind_is_event(kind))
@@ -491,8 +504,9 @@ static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind
 		uint64_t now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
-		if ((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX &&
-		    ((uintptr_t)p & 7u) == 0) {
+		uintptr_t pad = pad_before(p);
+		if ((uintptr_t)t->end - (uintptr_t)p >= pad + 8 && delta <= UINT32_MAX) {
+			p = put_pad(p, pad);
 			t->cur = p + 8;
 			t->last_ticks = now;
 			t->events++;
@@ -605,10 +619,11 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 		return 0;
 	}
 	/* Room for the longest encoding (16 bytes an argument), whatever the descriptor says,
-	 * at an 8-byte boundary (after a compact record the generic path puts a Pad first). */
-	if (__builtin_expect(room < 8u + 16u * n || (delta >> 32) != 0 || ((uintptr_t)p & 7u) != 0,
-			     0))
+	 * at an 8-byte boundary (after a compact record, behind a Pad). */
+	uintptr_t pad = pad_before(p);
+	if (__builtin_expect(room < pad + 8u + 16u * n || (delta >> 32) != 0, 0))
 		return 1;
+	p = put_pad(p, pad);
 	t->last_ticks = now;
 	t->events++;
 	uint64_t w0 = event_word(kind, 0, st, (uint32_t)delta);
@@ -660,9 +675,10 @@ static __attribute__((noinline)) int emit_fixed_strings(nt_callsite *site, uint3
 	uint64_t now = fast_ticks();
 	uint8_t *p = t->cur;
 	uint64_t delta = now - t->last_ticks;
-	if ((uintptr_t)t->end - (uintptr_t)p < max_bytes || (delta >> 32) != 0 ||
-	    ((uintptr_t)p & 7u) != 0)
+	uintptr_t pad = pad_before(p);
+	if ((uintptr_t)t->end - (uintptr_t)p < pad + max_bytes || (delta >> 32) != 0)
 		return 1;
+	p = put_pad(p, pad);
 	t->last_ticks = now;
 	t->events++;
 	const uint16_t *names = site->arg_names;
