@@ -55,10 +55,11 @@
  *   what the parent recorded. Do not fork() while nt_start() or nt_finish() runs.
  *
  * FILES
- *   Every file is first created under a fresh random name beside its final path (O_EXCL,
- *   so a link planted there is never followed), then renamed into place. If the final path
- *   is a symbolic link, the link itself is replaced by the archive: its target is never
- *   written.
+ *   Every file is first created under a fresh random name beside its final path (mkostemp:
+ *   O_EXCL and O_CLOEXEC, so a link planted at any name is never followed), with mode
+ *   nt_config.file_mode (default 0600, the umask not applied), then renamed into place. If
+ *   the final path is a symbolic link, the archive is refused (NT_ERR_IO, the message names
+ *   the path): the link is neither followed nor replaced, and its target is never written.
  */
 #ifndef NANOTRACE_H
 #define NANOTRACE_H
@@ -139,10 +140,14 @@ typedef struct nt_config {
 	                           shared: a process killed at any moment (even by SIGKILL)
 	                           leaves a readable archive here, and nt_finish(NULL) compacts
 	                           it in place. The file appears only once its header is
-	                           written, and is replaced if it exists (a symbolic link there
-	                           is replaced, not followed). Copied by nt_start(). */
+	                           written, and is replaced if it exists; a symbolic link there
+	                           is refused (NT_ERR_IO naming the path), never followed or
+	                           replaced. Copied by nt_start(). */
 	unsigned file_mode;     /* permissions of the archive files, set exactly (the umask
-	                           does not apply); 0 = 0644 */
+	                           does not apply); 0 (default) = 0600, private to the user:
+	                           a trace holds command lines, paths, config and environment
+	                           values (SECURITY.md). Files are created under a random name
+	                           beside `path` (O_EXCL, O_CLOEXEC) and renamed into place */
 	int handle_signals;     /* with a path: on SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT and
 	                           SIGPIPE, stop recording, record the signal in the archive,
 	                           restore the previous disposition and re-raise (so a program
@@ -232,7 +237,8 @@ nt_result nt_start(const nt_config *cfg);
 nt_result nt_start_from_env(void);
 
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
- * 0644, replaced if it exists: a symbolic link there is replaced, not followed); with a
+ * 0600, replaced if it exists; a symbolic link there is refused with NT_ERR_IO naming the
+ * path, never followed or replaced); with a
  * file-backed arena, path == NULL compacts the arena's own file in place, and another path
  * moves the archive there (the arena file is removed). Streaming: the saver saves what is
  * left, the header is rewritten to point at the saved stream, and the arena's blocks in the
