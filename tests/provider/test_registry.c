@@ -566,7 +566,7 @@ static void unreachable_manager(void **state)
 		 "not tracing\n", path, strerror(ENOENT));
 	assert_msg(strstr(err, want) != NULL, "stderr '%s' lacks '%s'", err, want);
 	assert_msg(strstr(err, "NANOTRACE_REGISTER_TIMEOUT='soon' is not a number of "
-			       "milliseconds; using 3000\n") != NULL, "stderr: %s", err);
+			       "milliseconds from 0 to 60000; using 3000\n") != NULL, "stderr: %s", err);
 	fm_close(&m);
 }
 

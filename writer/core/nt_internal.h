@@ -133,6 +133,8 @@ extern nt_session nt_S;
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
  * prints one warning line and gives NT_COMPRESSION_DEFAULT. */
 int nt_compression_level(int cfg_level);
+/* NANOTRACE_CLOCK's value: "auto", "monotonic" or "tsc" as an nt_clock_choice, else -1. */
+int nt_env_clock_choice(const char *v);
 
 /* nt_session.c */
 /* FINISHED: stopped, but the archive is not written yet (nt_finish failed: it may be called

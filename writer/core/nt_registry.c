@@ -22,6 +22,7 @@
  * path never sees any of this: only the session tag, which the lifecycle calls set.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -43,6 +44,7 @@
 #include "nt_registry_wire.h"
 
 #define DEFAULT_REGISTER_TIMEOUT_MS 3000
+#define MAX_REGISTER_TIMEOUT_MS 60000 /* a start-up wait longer than a minute is a mistake */
 #define TIMEOUT_ENV "NANOTRACE_REGISTER_TIMEOUT"
 
 static struct {
@@ -519,9 +521,12 @@ static int register_timeout(void)
 	char *end;
 	errno = 0;
 	long ms = strtol(v, &end, 10);
-	if (errno != 0 || *end != '\0' || ms < 0 || ms > INT_MAX) {
-		fprintf(stderr, "nanotrace: " TIMEOUT_ENV "='%s' is not a number of milliseconds; "
-			"using %d\n", v, DEFAULT_REGISTER_TIMEOUT_MS);
+	if (!isdigit((unsigned char)v[0]) || errno != 0 || *end != '\0' ||
+	    ms > MAX_REGISTER_TIMEOUT_MS) {
+		char shown[NT_ENV_SHOWN_MAX];
+		nt_env_warn(TIMEOUT_ENV "='%s' is not a number of milliseconds from 0 to %d; "
+			    "using %d", nt_env_shown(v, shown), MAX_REGISTER_TIMEOUT_MS,
+			    DEFAULT_REGISTER_TIMEOUT_MS);
 		return DEFAULT_REGISTER_TIMEOUT_MS;
 	}
 	return (int)ms;

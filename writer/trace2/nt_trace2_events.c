@@ -142,6 +142,15 @@ void nt_t2_cmd_error_(nt_callsite *site, const char *fmt, ...)
 void nt_t2_cmd_name_(nt_callsite *site, const char *name)
 {
 	const char *parent = getenv("NANOTRACE_PARENT_NAME");
+	size_t room = sizeof(nt_T2.hierarchy) - strlen(nz(name)) - 2; /* '/' and the NUL */
+	if (parent != NULL && strlen(nz(name)) < sizeof(nt_T2.hierarchy) - 2 &&
+	    strlen(parent) > room) {
+		/* Cut, the hierarchy would lose this command's own name: it starts afresh. */
+		char shown[NT_ENV_SHOWN_MAX];
+		nt_env_warn("NANOTRACE_PARENT_NAME='%s' is longer than %zu bytes; "
+			    "the hierarchy starts at this command", nt_env_shown(parent, shown), room);
+		parent = NULL;
+	}
 	if (parent != NULL && parent[0] != '\0')
 		snprintf(nt_T2.hierarchy, sizeof(nt_T2.hierarchy), "%s/%s", parent, nz(name));
 	else

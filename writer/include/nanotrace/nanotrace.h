@@ -166,6 +166,11 @@ typedef struct nt_config {
 	                           with NT_ERR_INVALID_ARGUMENT. */
 } nt_config;
 
+/* The largest NANOTRACE_BUFFER_SIZE nt_start_from_env() and NT_T2_INITIALIZE accept: the
+ * variable reaches every child process, and each would reserve (and touch) that much.
+ * A program that needs a larger arena sets nt_config.buffer_size (up to 4 GiB). */
+#define NT_ENV_MAX_BUFFER_BYTES (256u << 20)
+
 /* nt_config.compression_level: the level used when neither the config nor
  * NANOTRACE_COMPRESSION sets one, and the value that turns compression off. */
 #define NT_COMPRESSION_DEFAULT 1
@@ -218,19 +223,26 @@ nt_result nt_start(const nt_config *cfg);
  *                               Unset, "", "0" or "false": nothing is recorded.
  *   NANOTRACE_MODE=oneshot|circular|streaming, NANOTRACE_BUFFER_SIZE=<bytes>[K|M|G],
  *   NANOTRACE_CATEGORIES=<patterns>, NANOTRACE_CLOCK=auto|monotonic|tsc
- *                               the nt_config fields of the same names (empty: default).
+ *                               the nt_config fields of the same names (empty: default);
+ *                               the buffer size from 64K to NT_ENV_MAX_BUFFER_BYTES (256M),
+ *                               digits first (no sign, no blank). nt_start() itself reads
+ *                               NANOTRACE_CLOCK when cfg.clock is NT_CLOCK_AUTO: garbage
+ *                               there prints one line on stderr naming it, and AUTO is used.
  *   NANOTRACE_COMPRESSION=off|0|<level>
  *                               read by nt_start() itself (so it applies to every session
  *                               whose config leaves compression_level 0): the zstd level of
  *                               saved archives, -50 to 22; off or 0 stores them
  *                               uncompressed. A value that is none of these prints one line
  *                               on stderr naming it, and NT_COMPRESSION_DEFAULT is used.
- *   NANOTRACE_MAX_FILES=<n>     directory targets: at n entries or more (. and .. counted)
+ *   NANOTRACE_MAX_FILES=<n>     (0 to 2147483647; 0: no limit)
+ *                               directory targets: at n entries or more (. and .. counted)
  *                               the trace goes to "nanotrace-discard", and once that exists
  *                               later processes record nothing (NT_DISABLED).
  * Returns NT_OK when recording, NT_DISABLED (1, not an error) when NANOTRACE does not ask
  * for it; NT_ERR_INVALID_ARGUMENT for a malformed value (nt_last_error() names the variable
- * and its value), NT_ERR_IO when the file cannot be created, and nt_start()'s errors
+ * and shows its value on one line: control and non-ASCII bytes as \xNN, at most 64 bytes of
+ * it; a NANOTRACE path too long for a per-process name is one too), NT_ERR_IO when the file
+ * cannot be created, and nt_start()'s errors
  * (NT_ERR_STATE when already recording). Nothing is printed. Cost: a few getenv() and one
  * file creation, then nt_start()'s. Registered with a trace manager: NT_OK, no file is
  * created and nothing is started (see MANAGER MODE below). */
@@ -306,9 +318,9 @@ nt_result nt_provider_terminate(const char *path);
  *   process before main() as `program_invocation_short_name`, with no code change: the
  *   process and every descendant that links libnanotrace (Trace2 programs included) are
  *   traced under `trace-record -- COMMAND`. It waits for the manager's answer up to
- *   NANOTRACE_REGISTER_TIMEOUT milliseconds (default 3000; 0 = do not wait), so that a
- *   trace already running records the program from its first event. A malformed timeout
- *   prints one line on stderr and the default is used. A manager out of reach prints
+ *   NANOTRACE_REGISTER_TIMEOUT milliseconds (default 3000; 0 = do not wait; at most 60000),
+ *   so that a trace already running records the program from its first event. A malformed
+ *   or larger timeout prints one line on stderr naming it, and the default is used. A manager out of reach prints
  *   "nanotrace: cannot reach the trace manager at PATH: REASON; not tracing" and the
  *   program runs on untraced (and its own nt_start() works as without a manager). A
  *   manager that runs as another user than the process's effective one (root excepted:
