@@ -61,6 +61,11 @@ void nt_env_warn(const char *fmt, ...)
 	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
 	if (len > sizeof(line) - 2)
 		len = sizeof(line) - 2;
+	/* One line whatever a message quotes (a path from the environment, say): control
+	 * characters become '?' here; values shown by nt_env_shown() are already escaped. */
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
 	line[len++] = '\n';
 	for (size_t done = 0; done < len;) { /* one write: lines of processes never mix */
 		ssize_t w = write(STDERR_FILENO, line + done, len - done);

@@ -540,7 +540,7 @@ static void register_by_env(const char *path, const char *name)
 	nt_result rc = timeout == 0 ? nt_provider_register(path, name)
 				    : nt_provider_register_sync(path, name, timeout, &started);
 	if (rc != NT_OK && !R.loss_reported) /* one line: a lost manager said so already */
-		fprintf(stderr, "nanotrace: %s; not tracing\n", nt_last_error());
+		nt_env_warn("%s; not tracing (" NT_MANAGER_ENV ")", nt_last_error());
 }
 
 /* Every process linking libnanotrace started with NANOTRACE_MANAGER set registers before

@@ -62,6 +62,11 @@ void nt_set_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+	/* One line, as nt_last_error() promises, whatever a caller's string (a path, a pattern
+	 * from the environment) held. */
+	for (char *c = last_error; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 }
 
 int nt_mode_from_name(const char *name)

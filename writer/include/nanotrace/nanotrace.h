@@ -89,8 +89,9 @@ typedef enum nt_result {
 	                                 and not an error (failures are all negative) */
 } nt_result;
 
-/* The last failure seen by the calling thread, as one line; "" if none (each thread has
- * its own: a failure on another thread does not change it). Cost: none. Never NULL. */
+/* The last failure seen by the calling thread, as one line (control characters that a
+ * quoted path or value held are written as '?'); "" if none (each thread has its own: a
+ * failure on another thread does not change it). Cost: none. Never NULL. */
 const char *nt_last_error(void);
 
 /* ---- Configuration --------------------------------------------------------------------- */
@@ -320,12 +321,14 @@ nt_result nt_provider_terminate(const char *path);
  *   traced under `trace-record -- COMMAND`. It waits for the manager's answer up to
  *   NANOTRACE_REGISTER_TIMEOUT milliseconds (default 3000; 0 = do not wait; at most 60000),
  *   so that a trace already running records the program from its first event. A malformed
- *   or larger timeout prints one line on stderr naming it, and the default is used. A manager out of reach prints
- *   "nanotrace: cannot reach the trace manager at PATH: REASON; not tracing" and the
- *   program runs on untraced (and its own nt_start() works as without a manager). A
- *   manager that runs as another user than the process's effective one (root excepted:
- *   SO_PEERCRED of its socket) is refused: "nanotrace: the trace manager at PATH runs as
- *   uid U, not V; not tracing", so a socket planted by another user receives nothing. In
+ *   or larger timeout prints one line on stderr naming it, and the default is used. A
+ *   manager out of reach prints "nanotrace: cannot reach the trace manager at PATH: REASON;
+ *   not tracing (NANOTRACE_MANAGER)" and the program runs on untraced by a manager (its own
+ *   nt_start() and NANOTRACE work as without one). A manager that runs as another user
+ *   than the process's effective one (root excepted: SO_PEERCRED of its socket) is
+ *   refused: "nanotrace: the trace manager at PATH runs as uid U, not V; not tracing
+ *   (NANOTRACE_MANAGER)", so a socket planted by another user receives nothing. Each
+ *   warning is one line: control characters in it are written as '?'. In
  *   a set-user-ID or set-group-ID program NANOTRACE_MANAGER is ignored (secure_getenv).
  *
  * MANAGER MODE
