@@ -238,6 +238,36 @@ static void file_arena_does_not_follow_links(void **state)
 	}
 }
 
+/* A file-backed arena moved elsewhere by nt_finish(other), in every mode: a link at `other`
+ * is refused (NT_ERR_IO naming it); the arena's own file stays a readable archive. */
+static void finish_elsewhere_does_not_follow_links(void **state)
+{
+	(void)state;
+	for (int mode = NT_MODE_ONESHOT; mode <= NT_MODE_STREAMING; mode++) {
+		char path[300], other[300], victim[300];
+		in_dir(path, sizeof(path), "arena.ntrace");
+		in_dir(other, sizeof(other), "moved.ntrace");
+		in_dir(victim, sizeof(victim), "victim");
+		make_victim(victim);
+		plant(other, victim);
+		nt_config cfg;
+		nt_config_init(&cfg);
+		cfg.mode = mode;
+		cfg.path = path;
+		cfg.buffer_size = 1u << 20;
+		assert_int_equal(nt_start(&cfg), NT_OK);
+		emit(EVENTS);
+		assert_int_equal(nt_finish(other), NT_ERR_IO);
+		assert_refused(other);
+		assert_is(other, S_IFLNK);
+		assert_victim_intact(victim);
+		test_trace t;
+		assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+		test_trace_free(&t);
+		empty_dir();
+	}
+}
+
 /* In a child, which can start Trace2 once: NANOTRACE=<dir> with links at its SID-named file
  * and at the old temporary name of the ".1" file it must move on to. */
 static void trace2_child(const char *victim)
@@ -306,6 +336,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(finish_does_not_follow_links),
 		cmocka_unit_test(file_arena_does_not_follow_links),
+		cmocka_unit_test(finish_elsewhere_does_not_follow_links),
 		cmocka_unit_test(trace2_dir_does_not_follow_links),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);
