@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,51 +30,6 @@
 
 #define DISCARD_NAME "nanotrace-discard"
 #define WHO "nt_start_from_env"
-
-const char *nt_env_shown(const char *v, char out[NT_ENV_SHOWN_MAX])
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t len = strlen(v), o = 0, shown = len > 64 ? 64 : len;
-	for (size_t i = 0; i < shown; i++) {
-		unsigned char c = (unsigned char)v[i];
-		if (c < 0x20 || c >= 0x7f || c == '\\' || c == '\'') {
-			out[o++] = '\\', out[o++] = 'x', out[o++] = hex[c >> 4], out[o++] = hex[c & 15];
-		} else {
-			out[o++] = (char)c;
-		}
-	}
-	out[o] = '\0';
-	if (shown < len) /* 64 * 4 + this stays below NT_ENV_SHOWN_MAX */
-		snprintf(out + o, NT_ENV_SHOWN_MAX - o, "... (%zu bytes)", len);
-	return out;
-}
-
-void nt_env_warn(const char *fmt, ...)
-{
-	char line[1024];
-	int n = snprintf(line, sizeof(line), "nanotrace: ");
-	va_list ap;
-	va_start(ap, fmt);
-	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-	if (len > sizeof(line) - 2)
-		len = sizeof(line) - 2;
-	/* One line whatever a message quotes (a path from the environment, say): control
-	 * characters become '?' here; values shown by nt_env_shown() are already escaped. */
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-			line[i] = '?';
-	line[len++] = '\n';
-	for (size_t done = 0; done < len;) { /* one write: lines of processes never mix */
-		ssize_t w = write(STDERR_FILENO, line + done, len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		done += (size_t)w;
-	}
-}
 
 /* "4M", "65536", "1G": bytes, or 0 when malformed. Digits first: strtoull would skip
  * blanks and take a sign, reading " -1" as 2^64 - 1. */
@@ -109,17 +63,6 @@ static long parse_count(const char *v)
 	errno = 0;
 	long n = strtol(v, &end, 10);
 	return errno || *end != '\0' || n > INT_MAX ? -1 : n;
-}
-
-int nt_env_clock_choice(const char *v)
-{
-	if (strcmp(v, "auto") == 0)
-		return NT_CLOCK_AUTO;
-	if (strcmp(v, "monotonic") == 0)
-		return NT_CLOCK_USE_MONOTONIC;
-	if (strcmp(v, "tsc") == 0)
-		return NT_CLOCK_USE_TSC;
-	return -1;
 }
 
 /* Creates `path` exclusively (mode 0600) so no other process takes the name, and a link
@@ -210,10 +153,12 @@ static nt_result bad_value(const char *var, const char *v, const char *expected)
 	return NT_ERR_INVALID_ARGUMENT;
 }
 
-/* A variable's value, or NULL when unset or empty (empty means "the default"). */
+/* A variable's value, or NULL when unset or empty (empty means "the default"). In a
+ * set-user-ID or set-group-ID program every NANOTRACE* variable reads as unset
+ * (secure_getenv): its caller must not pick where a privileged process writes. */
 static const char *env(const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = secure_getenv(name);
 	return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
@@ -280,7 +225,7 @@ int nt_compression_level(int cfg_level)
 
 nt_result nt_env_start(const char *unique, int *too_many_files)
 {
-	const char *v = getenv("NANOTRACE");
+	const char *v = secure_getenv("NANOTRACE"); /* see env() */
 	int too_many = 0;
 	if (too_many_files != NULL)
 		*too_many_files = 0;

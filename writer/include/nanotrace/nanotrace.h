@@ -239,6 +239,8 @@ nt_result nt_start(const nt_config *cfg);
  *                               directory targets: at n entries or more (. and .. counted)
  *                               the trace goes to "nanotrace-discard", and once that exists
  *                               later processes record nothing (NT_DISABLED).
+ * In a set-user-ID or set-group-ID program these variables are ignored (secure_getenv):
+ * NANOTRACE reads as unset, and nt_start_from_env() returns NT_DISABLED.
  * Returns NT_OK when recording, NT_DISABLED (1, not an error) when NANOTRACE does not ask
  * for it; NT_ERR_INVALID_ARGUMENT for a malformed value (nt_last_error() names the variable
  * and shows its value on one line: control and non-ASCII bytes as \xNN, at most 64 bytes of
