@@ -67,7 +67,7 @@ uint64_t nt_clock_refine_rate(const nt_clock_pair *a, const nt_clock_pair *b, ui
 int nt_clock_setup(int choice, uint64_t *ticks_per_second)
 {
 	int want_tsc;
-	const char *env = choice == NT_CLOCK_AUTO ? getenv("NANOTRACE_CLOCK") : NULL;
+	const char *env = choice == NT_CLOCK_AUTO ? secure_getenv("NANOTRACE_CLOCK") : NULL;
 	if (env != NULL && env[0] != '\0') {
 		int from_env = nt_env_clock_choice(env);
 		char shown[NT_ENV_SHOWN_MAX];

@@ -515,7 +515,7 @@ int nt_provider_is_registered(void)
  * line on stderr and the default. */
 static int register_timeout(void)
 {
-	const char *v = getenv(TIMEOUT_ENV);
+	const char *v = secure_getenv(TIMEOUT_ENV);
 	if (v == NULL || v[0] == '\0')
 		return DEFAULT_REGISTER_TIMEOUT_MS;
 	char *end;

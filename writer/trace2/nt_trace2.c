@@ -153,7 +153,7 @@ static void write_process_record(void)
  * else gets one line and the safe default, redaction. */
 static int nt_t2_redact_from_env(void)
 {
-	const char *v = getenv("NANOTRACE_REDACT");
+	const char *v = secure_getenv("NANOTRACE_REDACT");
 	if (v == NULL || v[0] == '\0' || strcmp(v, "1") == 0)
 		return 1;
 	if (strcmp(v, "0") == 0)

@@ -41,7 +41,7 @@ void nt_t2_make_sid(char *out, size_t cap)
 	snprintf(own, sizeof(own), "%04d%02d%02dT%02d%02d%02d.%06ldZ-%s-P%08x",
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 (long)tv.tv_usec, hex, (unsigned)getpid());
-	const char *parent = getenv("NANOTRACE_PARENT_SID");
+	const char *parent = secure_getenv("NANOTRACE_PARENT_SID");
 	size_t room = cap - strlen(own) - 2; /* the parent's part, its '/' and the NUL */
 	if (parent != NULL && strlen(parent) > room) {
 		/* Cut, the chain would lose this process's own part (its file name): a fresh one. */
