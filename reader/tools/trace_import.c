@@ -211,8 +211,14 @@ int main(int argc, char **argv)
 		size_t len = n ? strlen(in[0]) : 0;
 		while (len > 1 && in[0][len - 1] == '/')
 			len--;
-		snprintf(def, sizeof(def), "%.*s.ntrace", n ? (int)len : 6, n ? in[0] : "trace2");
+		int w = snprintf(def, sizeof(def), "%.*s.ntrace", n ? (int)len : 6,
+				 n ? in[0] : "trace2");
 		out = def;
+		if (w < 0 || (size_t)w >= sizeof(def)) { /* never a file at a cut name */
+			fprintf(stderr, "trace-import: the archive's name (the input's, with "
+					".ntrace) is too long: name it with -o\n");
+			ok = 0;
+		}
 	}
 	free(in);
 	if (ok)

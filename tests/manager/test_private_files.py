@@ -172,3 +172,21 @@ def test_manager_log_link_refused(tmp_path):
     err = p.stderr.decode(errors='replace')
     assert p.returncode == 2 and log in err and 'symbolic link' in err, err
     assert_untouched(vict, [log])
+
+
+def test_import_never_writes_at_a_cut_name(tmp_path):
+    # trace-import names its archive after its input ("<input>.ntrace"); an input path that
+    # fits PATH_MAX but not with ".ntrace" added is an error saying so (before, the name was
+    # cut and only its temporary name's ENAMETOOLONG stopped it), never a file at a cut name.
+    src = os.path.join(str(tmp_path), 'in.event')
+    with open(src, 'wb') as f:
+        f.write(EVENT_LINE)
+    name = './' * ((4090 - len('in.event')) // 2) + 'in.event'
+    before = sorted(os.listdir(tmp_path))
+    p = subprocess.run([TRACE_IMPORT, name], cwd=str(tmp_path), capture_output=True,
+                       timeout=60, env=clean_env(tmp_path))
+    assert p.returncode == 2 and b'name it with -o' in p.stderr, p.stderr
+    assert sorted(os.listdir(tmp_path)) == before
+    p = subprocess.run([TRACE_IMPORT, 'in.event'], cwd=str(tmp_path), capture_output=True,
+                       timeout=60, env=clean_env(tmp_path))
+    assert p.returncode == 0 and mode_of(os.path.join(str(tmp_path), 'in.event.ntrace')) == 0o600
