@@ -117,9 +117,10 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 		/* Same width, both little-endian (nt_archive_header.h checks the widths). */
 		memcpy(member, data + at, w);
 	}
-	if (out->format_major != NT_FORMAT_MAJOR) {
-		snprintf(why, whylen, "unsupported format version %u.%u (this reader reads %u.x)",
-			 out->format_major, out->format_minor, NT_FORMAT_MAJOR);
+	if (out->format_major < NT_FORMAT_MAJOR_OLDEST || out->format_major > NT_FORMAT_MAJOR) {
+		snprintf(why, whylen,
+			 "unsupported format version %u.%u (this reader reads %u.x to %u.x)",
+			 out->format_major, out->format_minor, NT_FORMAT_MAJOR_OLDEST, NT_FORMAT_MAJOR);
 		*where = 0;
 		return 0;
 	}

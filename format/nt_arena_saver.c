@@ -140,12 +140,11 @@ static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, slot_progress
 	uint32_t off = p->saved;
 	uint64_t size;
 	p->after = (nt_chunk_clock){ p->ticks, p->events };
-	while (off + 8 <= cap) {
+	for (;;) {
 		/* Each record's size says where the next starts, so the walk is a chain of
 		 * loads of lines another core just wrote: ask for them well ahead. */
 		__builtin_prefetch(payload + off + 512);
-		uint64_t w0 = load_acquire_64(payload + off);
-		if (nt_record_frame(w0, cap - off, 0, &size) != NT_FRAME_OK)
+		if (nt_live_record_frame(payload, off, cap - off, &size) != NT_FRAME_OK)
 			break;
 		nt_chunk_clock_step(&p->after, payload + off, size);
 		off += (uint32_t)size;
@@ -392,6 +391,12 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	uint32_t from = p->saved, to = s->used[slot], len = to - from;
 	uint8_t *body = s->buf + sizeof(nt_chunk_header);
 	memcpy(body, payload + from, len);
+	/* Pieces are whole words at the top level: one that ends after a compact record at a
+	 * 4-byte boundary gets a zero word half, which ends its records (nt_record.h). */
+	if (len % 8u != 0) {
+		memset(body + len, 0, 4);
+		len += 4;
+	}
 	const nt_chunk_clock after = p->after;
 	nt_chunk_header hdr;
 	memset(&hdr, 0, sizeof(hdr));

@@ -29,11 +29,16 @@
 #endif
 
 #define NT_FILE_IDENTIFIER "NTRC"
-#define NT_FORMAT_MAJOR 1
-/* Minor 1: CompressedChunk records and the header's compression fields. A reader of minor 0
- * skips CompressedChunk records as a kind it does not know (their events are missing, the
- * header's events_written still counts them); readers of this version read both. */
-#define NT_FORMAT_MINOR 1
+/* Major 2: compact records (4-byte events and values-only arguments, nt_record.h) inside
+ * chunks, and CallSiteArgs durable records. A reader of major 1 cannot frame them, so it
+ * refuses the archive by its version ("unsupported format version 2.0"); this version reads
+ * majors NT_FORMAT_MAJOR_OLDEST to NT_FORMAT_MAJOR (1.0 and 1.1 archives have no compact
+ * records, and 1.1's CompressedChunk records are part of 2.0).
+ * Minor history of major 1: 1.1 added CompressedChunk records and the header's compression
+ * fields. */
+#define NT_FORMAT_MAJOR 2
+#define NT_FORMAT_MAJOR_OLDEST 1
+#define NT_FORMAT_MINOR 0
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */
@@ -46,6 +51,7 @@ enum {
 	NT_KIND_CHUNK = 5,
 	NT_KIND_PROCESS = 6,
 	NT_KIND_ZCHUNK = 7,
+	NT_KIND_CALLSITE_ARGS = 8,
 	NT_KIND_BEGIN = 16,
 	NT_KIND_END = 17,
 	NT_KIND_INSTANT = 18,
@@ -189,6 +195,15 @@ enum {
 #define NT_MAX_SID_LENGTH (NT_MAX_RECORD_BYTES - 32u)
 #define NT_MAX_STRING_INDEX 65535u                /* ArgHeader.name is a ushort */
 #define NT_MAX_CALLSITE_INDEX 65535u              /* EventRecord.callsite is a ushort */
+/* Compact records (nt_record.h): the call sites they can name, the tick deltas they can
+ * carry, the 4-byte values they can hold. */
+#define NT_COMPACT_CALLSITE_BITS 10u
+#define NT_COMPACT_MAX_CALLSITE ((1u << NT_COMPACT_CALLSITE_BITS) - 1u) /* 1023 */
+#define NT_COMPACT_DELTA_BITS 14u
+#define NT_COMPACT_MAX_DELTA ((1u << NT_COMPACT_DELTA_BITS) - 1u)          /* 16383 ticks */
+#define NT_COMPACT_MAX_VALUES 7u
+/* Arguments a CallSiteArgs record describes: those of a compact record. */
+#define NT_MAX_CALLSITE_ARGS NT_COMPACT_MAX_VALUES
 /* The largest chunk piece a CompressedChunk may hold (its decompressed size_bytes): what a
  * reader allocates at most per decompressed chunk. Equal to NT_MAX_CHUNK
  * (nt_arena_layout.h), the largest chunk a saver cuts pieces from. */
@@ -272,6 +287,31 @@ typedef struct nt_callsite_record {
 	uint32_t repo;
 } nt_callsite_record;
 
+/* Followed by `count` nt_arg_slot, zero-padded to 8: the arguments of every compact record
+ * of call site `callsite`, in order (nt_record.h). Written once per call site, after its
+ * CallSite record, only for a site whose events can be compact. */
+typedef struct nt_callsite_args_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t callsite;
+	uint32_t count;
+} nt_callsite_args_record;
+
+/* One argument of a CallSiteArgs record: its name and the type the writer declared. A
+ * compact record's 4-byte value i is read by slot i's type: Int32 and Int64 are a signed
+ * 32-bit value (delivered as Int32), UInt32 and UInt64 an unsigned one (as UInt32), Bool
+ * nonzero or zero. Any other type is damage. */
+typedef struct nt_arg_slot {
+	uint16_t name;
+	uint8_t type;
+	uint8_t reserved0;
+} nt_arg_slot;
+
+/* A compact record's head (its bits: nt_record.h, which reads and writes them). */
+typedef struct nt_compact_head {
+	uint32_t head;
+} nt_compact_record;
+
 typedef struct nt_chunk_header {
 	uint8_t kind;
 	uint8_t size_words;
@@ -336,6 +376,9 @@ NT_STATIC_ASSERT(sizeof(nt_thread_record) == 24, "ThreadRecord is 24 bytes");
 NT_STATIC_ASSERT(sizeof(nt_process_record) == 32, "ProcessRecord is 32 bytes");
 NT_STATIC_ASSERT(sizeof(nt_callsite_record) == 24, "CallSiteRecord is 24 bytes");
 NT_STATIC_ASSERT(sizeof(nt_chunk_header) == 40, "ChunkHeader is 40 bytes");
+NT_STATIC_ASSERT(sizeof(nt_callsite_args_record) == 8, "CallSiteArgsRecord is 8 bytes");
+NT_STATIC_ASSERT(sizeof(nt_arg_slot) == 4, "ArgSlot is 4 bytes");
+NT_STATIC_ASSERT(sizeof(nt_compact_record) == 4, "CompactHead is 4 bytes");
 NT_STATIC_ASSERT(sizeof(nt_zchunk_record) == 56, "CompressedChunk is 56 bytes");
 NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_complete_record) == 16, "CompleteRecord is 16 bytes");

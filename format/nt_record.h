@@ -10,7 +10,25 @@
  *   bits 32..63  per kind: an event's tick delta from the previous record of its chunk, an
  *                index, or a large record's size in bytes
  *
- * Which kinds are events (they take one event ordinal each and advance the chunk's clock by
+ * Inside a chunk, a record may instead be COMPACT (format 2): 4 bytes, then 4-byte values,
+ * recognized by bit 7 of byte 0 (kinds 128..255 are never RecordKinds):
+ *
+ *   bits  0..2   code: 0 Pad (4 bytes, no event), 1 Begin, 2 End, 3 Instant, 4 Counter;
+ *                5..7 reserved
+ *   bits  3..5   how many 4-byte values follow (0..7): the record is 4 + 4 * values bytes
+ *   bit   6      reserved, 0
+ *   bit   7      1
+ *   bits  8..17  call-site index (1..1023)
+ *   bits 18..31  tick delta (0..16383)
+ *
+ * A compact record's values are its arguments, in order; their names and types are in the
+ * call site's CallSiteArgs record. Records are 4-byte aligned inside a chunk. In a live arena
+ * the writer puts every record of 8 bytes or more at an 8-aligned offset (a Pad fills the
+ * gap), so that one aligned 8-byte store publishes it; a saved chunk piece may start at any
+ * record, so readers of saved data assume only 4-byte alignment. The top level of an archive
+ * and the durable region hold no compact records.
+ *
+ (they take one event ordinal each and advance the chunk's clock by
  * their delta) is decided here and nowhere else: the writer's chunk walk, the streaming saver,
  * the archive writer, the reader, the importer and the tests all ask nt_kind_is_event(). A
  * kind unknown to this version is framed by its size and skipped; inside a chunk it is not an
@@ -34,7 +52,59 @@ static inline int nt_kind_is_event(unsigned kind)
 static inline int nt_kind_is_durable(unsigned kind)
 {
 	return kind == NT_KIND_STRING || kind == NT_KIND_THREAD || kind == NT_KIND_CALLSITE ||
-	       kind == NT_KIND_PROCESS;
+	       kind == NT_KIND_PROCESS || kind == NT_KIND_CALLSITE_ARGS;
+}
+
+/* --- Compact records (see the top of this file) --------------------------------------- */
+
+#define NT_COMPACT_FLAG 0x80u
+#define NT_COMPACT_PAD 0x80u /* the whole 4-byte Pad record */
+
+static inline int nt_head_is_compact(uint32_t head)
+{
+	return (head & NT_COMPACT_FLAG) != 0;
+}
+
+static inline uint32_t nt_compact_values(uint32_t head)
+{
+	return (head >> 3) & 7u;
+}
+
+static inline uint32_t nt_compact_callsite(uint32_t head)
+{
+	return (head >> 8) & NT_COMPACT_MAX_CALLSITE;
+}
+
+static inline uint32_t nt_compact_delta(uint32_t head)
+{
+	return head >> 18;
+}
+
+/* The RecordKind a compact record stands for: Padding (code 0), Begin, End, Instant or
+ * Counter;
+ * Invalid for a reserved code or bit 6 set (damage). */
+static inline unsigned nt_compact_kind(uint32_t head)
+{
+	unsigned code = head & 7u;
+	if ((head & 0x40u) != 0 || code > 4u)
+		return NT_KIND_INVALID;
+	return code == 0 ? NT_KIND_PADDING : code == 4 ? NT_KIND_COUNTER : NT_KIND_BEGIN - 1u + code;
+}
+
+/* The event kinds a compact record can carry. */
+static inline int nt_kind_has_compact(unsigned kind)
+{
+	return kind - NT_KIND_BEGIN < 3u || kind == NT_KIND_COUNTER;
+}
+
+/* The head of a compact record of `kind` (nt_kind_has_compact), `values` 4-byte values
+ * (at most NT_COMPACT_MAX_VALUES), call site 1..NT_COMPACT_MAX_CALLSITE and a delta of at
+ * most NT_COMPACT_MAX_DELTA: the caller checks the ranges. */
+static inline uint32_t nt_compact_head(unsigned kind, uint32_t values, uint32_t callsite,
+				       uint32_t delta)
+{
+	unsigned code = kind - (NT_KIND_BEGIN - 1u) - (kind == NT_KIND_COUNTER);
+	return NT_COMPACT_FLAG | code | values << 3 | callsite << 8 | delta << 18;
 }
 
 /* Bytes an event record has before its arguments (the Complete record's duration word). */
@@ -72,6 +142,15 @@ static inline uint32_t nt_record_delta(uint64_t w0)
 	return (uint32_t)(w0 >> 32);
 }
 
+/* Reads the first 4 bytes of a record at `p` (any alignment): a compact record's whole
+ * head, or the low half of word 0 (kind, size, bits16). */
+static inline uint32_t nt_record_head_at(const void *p)
+{
+	uint32_t h;
+	__builtin_memcpy(&h, p, 4);
+	return h;
+}
+
 /* Reads word 0 at `p` (any alignment) as the little-endian value it is. */
 static inline uint64_t nt_record_word_at(const void *p)
 {
@@ -86,6 +165,8 @@ typedef enum nt_frame {
 	NT_FRAME_SHORT,     /* fewer than 8 bytes left */
 	NT_FRAME_BAD_SIZE,  /* size 0, or not a multiple of 8 */
 	NT_FRAME_PAST_END,  /* the record runs past the space it must fit in */
+	NT_FRAME_MISALIGNED, /* a record of 8 bytes or more off an 8-byte boundary in an arena */
+	NT_FRAME_BAD_COMPACT, /* a compact record with a reserved code or bit */
 } nt_frame;
 
 /* What each nt_frame means, for error messages. */
@@ -97,6 +178,8 @@ static inline const char *nt_frame_problem(nt_frame f)
 	case NT_FRAME_SHORT: return "truncated record at the end of the data";
 	case NT_FRAME_BAD_SIZE: return "record size is not a positive multiple of 8";
 	case NT_FRAME_PAST_END: return "record runs past the end of the space that holds it";
+	case NT_FRAME_MISALIGNED: return "record of 8 bytes or more is not 8-byte aligned in the arena";
+	case NT_FRAME_BAD_COMPACT: return "compact record has a reserved code";
 	}
 	return "record is not framed";
 }
@@ -124,9 +207,72 @@ static inline nt_frame nt_record_frame(uint64_t w0, uint64_t room, int allow_lar
 	return NT_FRAME_OK;
 }
 
+/* A compact record whose head is `head`, with `room` bytes from its start. */
+static inline nt_frame nt_compact_frame(uint32_t head, uint64_t room, uint64_t *size)
+{
+	uint64_t bytes = 4u + 4u * (uint64_t)nt_compact_values(head);
+	*size = 0;
+	if (nt_compact_kind(head) == NT_KIND_INVALID)
+		return NT_FRAME_BAD_COMPACT;
+	if (bytes > room)
+		return NT_FRAME_PAST_END;
+	*size = bytes;
+	return NT_FRAME_OK;
+}
+
+/* The "next record" step inside a chunk's payload (saved data: any alignment of `p`),
+ * compact records included, with `room` bytes to the end of the payload. */
+static inline nt_frame nt_chunk_record_frame(const uint8_t *p, uint64_t room, uint64_t *size)
+{
+	*size = 0;
+	if (room < 4)
+		return NT_FRAME_SHORT;
+	uint32_t head = nt_record_head_at(p);
+	if (nt_head_is_compact(head))
+		return nt_compact_frame(head, room, size);
+	if ((head & 0xffu) == NT_KIND_INVALID)
+		return NT_FRAME_END;
+	if (room < 8)
+		return NT_FRAME_SHORT;
+	return nt_record_frame(nt_record_word_at(p), room, 0, size);
+}
+
+/* The same step over a live arena's chunk payload (4-aligned at `payload`, which another
+ * thread is filling): the head is loaded with acquire first, so a compact record's head is
+ * read by the one 4-byte store that published it, and nothing past it; a longer record is
+ * read as the one aligned 8-byte word that published it. */
+static inline nt_frame nt_live_record_frame(const uint8_t *payload, uint64_t off, uint64_t room,
+					    uint64_t *size)
+{
+	*size = 0;
+	if (room < 4)
+		return NT_FRAME_SHORT;
+	uint32_t head = __atomic_load_n((const uint32_t *)(const void *)(payload + off),
+					__ATOMIC_ACQUIRE);
+	if (nt_head_is_compact(head))
+		return nt_compact_frame(head, room, size);
+	if ((head & 0xffu) == NT_KIND_INVALID)
+		return NT_FRAME_END;
+	if (((uintptr_t)payload + off) % 8u != 0)
+		return NT_FRAME_MISALIGNED;
+	if (room < 8)
+		return NT_FRAME_SHORT;
+	uint64_t w0 = __atomic_load_n((const uint64_t *)(const void *)(payload + off),
+				      __ATOMIC_ACQUIRE);
+	return nt_record_frame(w0, room, 0, size);
+}
+
+/* Is the framed record at `rec` (inside a chunk) an event? */
+static inline int nt_record_is_event_at(const uint8_t *rec)
+{
+	uint32_t head = nt_record_head_at(rec);
+	return nt_kind_is_event(nt_head_is_compact(head) ? nt_compact_kind(head) : (head & 0xffu));
+}
+
 /* A chunk's clock and ordinal, advanced record by record: the one rule for what a record
- * does to them (an event adds its delta and takes an ordinal; a Timestamp escape sets the
- * clock; everything else leaves both alone). `rec` holds `size` framed bytes. */
+ * does to them (an event, compact or not, adds its delta and takes an ordinal; a Timestamp
+ * escape sets the clock; everything else leaves both alone). `rec` holds `size` framed
+ * bytes. */
 typedef struct nt_chunk_clock {
 	uint64_t ticks;
 	uint64_t events;
@@ -134,6 +280,14 @@ typedef struct nt_chunk_clock {
 
 static inline void nt_chunk_clock_step(nt_chunk_clock *c, const uint8_t *rec, uint64_t size)
 {
+	uint32_t head = nt_record_head_at(rec);
+	if (nt_head_is_compact(head)) {
+		if (nt_kind_is_event(nt_compact_kind(head))) {
+			c->ticks += nt_compact_delta(head);
+			c->events++;
+		}
+		return;
+	}
 	uint64_t w0 = nt_record_word_at(rec);
 	unsigned kind = nt_record_kind(w0);
 	if (nt_kind_is_event(kind)) {

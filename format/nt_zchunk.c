@@ -137,10 +137,12 @@ const char *nt_zchunk_check_records(const uint8_t *chunk)
 	uint32_t off = 0, events = 0;
 	uint64_t size;
 	while (off < len) {
-		nt_frame f = nt_record_frame(nt_record_word_at(p + off), len - off, 0, &size);
+		nt_frame f = nt_chunk_record_frame(p + off, len - off, &size);
+		if (f == NT_FRAME_END)
+			break; /* a piece ending in a 4-byte gap (nt_arena_saver.c) */
 		if (f != NT_FRAME_OK)
 			return "compressed chunk decompresses to records that are not framed";
-		events += nt_kind_is_event(nt_record_kind(nt_record_word_at(p + off)));
+		events += nt_record_is_event_at(p + off);
 		off += (uint32_t)size;
 	}
 	if (events != event_count)

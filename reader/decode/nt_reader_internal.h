@@ -19,6 +19,11 @@ typedef struct reader_callsite {
 	uint32_t category, name, file, line; /* string indices, validated at definition */
 	uint32_t repo;                       /* Trace2 repository id + 1; 0 = none */
 	int defined;
+	/* The CallSiteArgs record's arguments (compact events' values), validated at definition:
+	 * names are defined strings, types those a compact value can have. */
+	uint32_t nargs;
+	uint16_t arg_names[NT_MAX_CALLSITE_ARGS];
+	uint8_t arg_types[NT_MAX_CALLSITE_ARGS];
 } reader_callsite;
 
 /* A reader of many processes (nt_reader_many.c): the sections, each an archive opened on

@@ -192,12 +192,50 @@ static durable_result durable_callsite(nt_reader *r, const uint8_t *p, uint64_t 
 					    "defined");
 	if (!nt_grow(&r->callsites, &r->ncallsites, (size_t)c->index + 1, sizeof(*r->callsites)))
 		return DURABLE_NO_MEMORY;
-	if (!r->callsites[c->index].defined)
+	reader_callsite *cs = &r->callsites[c->index];
+	if (!cs->defined)
 		r->summary.callsites++;
-	r->callsites[c->index] =
-		(reader_callsite){ c->category, c->name, c->file, c->line, c->repo, 1 };
+	/* Its CallSiteArgs record, if any, follows it: a new definition forgets the old one's. */
+	*cs = (reader_callsite){ c->category, c->name, c->file, c->line, c->repo, 1, 0, { 0 }, { 0 } };
 	if (r->strings[c->category].len > r->max_category_len)
 		r->max_category_len = r->strings[c->category].len;
+	return DURABLE_OK;
+}
+
+/* The types a compact record's 4-byte value can have (nt_format.h: nt_arg_slot). */
+static int compact_type_ok(uint8_t type)
+{
+	return type == NT_ARG_INT32 || type == NT_ARG_INT64 || type == NT_ARG_UINT32 ||
+	       type == NT_ARG_UINT64 || type == NT_ARG_BOOL;
+}
+
+static durable_result durable_callsite_args(nt_reader *r, const uint8_t *p, uint64_t size,
+					    const char **why)
+{
+	nt_callsite_args_record a;
+	memcpy(&a, p, sizeof(a));
+	if (a.count == 0 || a.count > NT_MAX_CALLSITE_ARGS)
+		return damaged(why, "call-site arguments record has 0 or more than 7 arguments");
+	if (size < sizeof(a) + (uint64_t)a.count * sizeof(nt_arg_slot))
+		return damaged(why, "call-site arguments record is too short for its count");
+	if (a.callsite == 0 || a.callsite >= r->ncallsites || !r->callsites[a.callsite].defined)
+		return damaged(why, "call-site arguments record names a call site not defined "
+				    "before it");
+	reader_callsite *cs = &r->callsites[a.callsite];
+	reader_callsite parsed = *cs;
+	for (uint32_t i = 0; i < a.count; i++) {
+		nt_arg_slot slot;
+		memcpy(&slot, p + sizeof(a) + i * sizeof(slot), sizeof(slot));
+		if (slot.name == 0 || slot.name >= r->nstrings || r->strings[slot.name].str == NULL)
+			return damaged(why, "call-site argument name references a string the archive "
+					    "never defined");
+		if (!compact_type_ok(slot.type))
+			return damaged(why, "call-site argument has a type no compact value can have");
+		parsed.arg_names[i] = slot.name;
+		parsed.arg_types[i] = slot.type;
+	}
+	parsed.nargs = a.count;
+	*cs = parsed;
 	return DURABLE_OK;
 }
 
@@ -212,6 +250,7 @@ static durable_result durable_record(nt_reader *r, uint64_t off, uint64_t size,
 	case NT_KIND_THREAD: return durable_thread(r, p, size, pn, why);
 	case NT_KIND_PROCESS: return durable_process(r, p, size, why);
 	case NT_KIND_CALLSITE: return durable_callsite(r, p, size, why);
+	case NT_KIND_CALLSITE_ARGS: return durable_callsite_args(r, p, size, why);
 	default: return DURABLE_OK;
 	}
 }

@@ -262,18 +262,52 @@ static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8
 	return NULL;
 }
 
+/* A compact event's arguments: its `nvalues` 4-byte values at p, named and typed by its
+ * call site's CallSiteArgs record (types validated at definition), delivered exactly as the
+ * same values in ArgHeaders would be. */
+static const char *decode_compact_args(const nt_reader *r, const reader_callsite *cs,
+				       const uint8_t *p, uint32_t nvalues, nt_reader_arg *args,
+				       uint32_t *count)
+{
+	if (nvalues != cs->nargs)
+		return "compact event's value count differs from its call site's arguments";
+	for (uint32_t i = 0; i < nvalues; i++) {
+		uint32_t v = rd32(p + 4 * i);
+		nt_reader_arg *a = &args[i];
+		a->name = r->strings[cs->arg_names[i]].str;
+		switch (cs->arg_types[i]) {
+		case NT_ARG_INT32:
+		case NT_ARG_INT64:
+			a->type = NT_ARG_INT32;
+			a->value.i64 = (int32_t)v;
+			break;
+		case NT_ARG_BOOL:
+			a->type = NT_ARG_BOOL;
+			a->value.u64 = v != 0;
+			break;
+		default: /* UInt32, UInt64 */
+			a->type = NT_ARG_UINT32;
+			a->value.u64 = v;
+			break;
+		}
+	}
+	*count = nvalues;
+	return NULL;
+}
+
 /* Next event of a chunk: 1 = *ev filled, 0 = chunk done, -1 = damage (*why, *at); after a
  * damaged record that is still framed, the cursor has moved past it, so the caller may go
  * on (skip policy); when framing itself is broken the cursor is closed. */
 static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		       nt_reader_arg *args, const char **why, uint64_t *at)
 {
-	while (c->active && c->pos + 8 <= c->end) {
+	while (c->active && c->pos + 4 <= c->end) {
 		const uint8_t *p = c->data + c->pos;
 		uint64_t off = c->report != UINT64_MAX ? c->report : c->pos, bytes;
-		uint64_t w0 = rd64(p);
-		unsigned kind = nt_record_kind(w0);
-		nt_frame f = nt_record_frame(w0, c->end - c->pos, 0, &bytes);
+		uint32_t head32 = nt_record_head_at(p);
+		int compact = nt_head_is_compact(head32);
+		unsigned kind = compact ? nt_compact_kind(head32) : head32 & 0xffu;
+		nt_frame f = nt_chunk_record_frame(p, c->end - c->pos, &bytes);
 		if (f == NT_FRAME_END)
 			break; /* unpublished space: the chunk's data ends here */
 		if (f != NT_FRAME_OK) {
@@ -295,8 +329,7 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		if (!nt_kind_is_event(kind))
 			continue; /* padding, a clock escape, or a kind this reader does not know */
 		/* An event, even if damaged below: it took its ordinal and its delta. */
-		const nt_event_record *e = (const nt_event_record *)(const void *)p;
-		uint32_t head = nt_event_head_bytes(kind);
+		uint32_t head = compact ? 4u : nt_event_head_bytes(kind);
 		if (bytes < head) {
 			*why = "complete event is missing its duration";
 			*at = off;
@@ -304,14 +337,16 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		}
 		if (c->ordinal - 1 < c->skip_below)
 			continue; /* already delivered from the saved stream */
-		if (e->callsite == 0 || e->callsite >= r->ncallsites ||
-		    !r->callsites[e->callsite].defined) {
+		uint32_t site = compact ? nt_compact_callsite(head32) : nt_record_bits16(head32);
+		if (site == 0 || site >= r->ncallsites || !r->callsites[site].defined) {
 			*why = "event references a call site the archive never defined";
 			*at = off;
 			return -1;
 		}
-		const reader_callsite *cs = &r->callsites[e->callsite];
-		const char *bad = decode_args(r, p + head, p + bytes, args, &ev->arg_count);
+		const reader_callsite *cs = &r->callsites[site];
+		const char *bad = compact ? decode_compact_args(r, cs, p + 4, nt_compact_values(head32),
+								 args, &ev->arg_count)
+					  : decode_args(r, p + head, p + bytes, args, &ev->arg_count);
 		if (bad) {
 			*why = bad;
 			*at = off;
@@ -323,7 +358,7 @@ static int cursor_next(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
 		ev->file = r->strings[cs->file].str;
 		ev->line = cs->line;
 		ev->callsite_repo = cs->repo;
-		ev->callsite = e->callsite;
+		ev->callsite = site;
 		ev->thread = c->thread;
 		ev->ticks = c->ticks;
 		ev->duration_ns = 0;

@@ -164,7 +164,7 @@ def test_text_stats_chrome_agree(demo):
           all(len(l) > name_col and l[name_col - 2:name_col] == '  ' for l in lines[1:]))
 
     # stats: "events: N" agrees with the text dump
-    rc, out, err = run('--stats', archive)
+    rc, out, err = run('--stats', os.path.join(OLD_FORMATS, archive))
     stats = dict(l.split(': ', 1) for l in out.splitlines() if ': ' in l and not l.startswith(' '))
     check('stats exits 0', rc == 0, err)
     check('stats events equals text lines', stats.get('events') == str(events_text),
@@ -381,4 +381,28 @@ def test_demo_options(demo):
     check('demo names an unwritable output', p.returncode == 1 and '/nonexistent-dir/x.ntrace' in p.stderr,
           p.stderr)
 
+    verify()
+
+
+OLD_FORMATS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'reader', 'data')
+
+
+@pytest.mark.parametrize('fixture', ['format-1.1-plain', 'format-1.1-zstd'])
+def test_format_1_archives_read_as_before(fixture):
+    """Archives of format 1.1 (no compact records; one with its chunks zstd-compressed, one
+    plain), recorded by the 1.1 writer and rendered by the 1.1 trace-dump into the .txt and
+    .json beside them, render byte for byte the same with this reader."""
+    archive = fixture + '.ntrace'  # named as when the renderings were made (Chrome's otherData)
+    for args, suffix in (([], '.txt'), (['--format', 'chrome'], '.json')):
+        p = subprocess.run([TRACE_DUMP, *args, archive], capture_output=True, text=True,
+                           cwd=OLD_FORMATS)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+        want = open(os.path.join(OLD_FORMATS, fixture + suffix)).read()
+        check('%s%s exit 0' % (fixture, suffix), rc == 0, err)
+        check('%s%s as 1.1 rendered it' % (fixture, suffix), out == want,
+              'first difference at byte %d' % next(
+                  (i for i, (a, b) in enumerate(zip(out, want)) if a != b),
+                  min(len(out), len(want))))
+    rc, out, err = run('--stats', os.path.join(OLD_FORMATS, archive))
+    check('%s --stats names format 1.1' % fixture, '(format 1.1)' in out, out[:300])
     verify()

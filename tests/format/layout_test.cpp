@@ -52,6 +52,10 @@ namespace fb = ntfmt;
 	  size_bytes, thread, event_count, claim, base_ticks, first_event)                 \
 	S(nt_zchunk_record, CompressedChunkRecord, NT_KIND_ZCHUNK, kind, size_words, codec, \
 	  size_bytes, chunk, compressed_bytes, reserved0)                                  \
+	S(nt_callsite_args_record, CallSiteArgsRecord, NT_KIND_CALLSITE_ARGS, kind,         \
+	  size_words, callsite, count)                                                     \
+	S(nt_arg_slot, ArgSlot, -1, name, type, reserved0)                                  \
+	S(nt_compact_record, CompactHead, -1, head)                                         \
 	S(nt_event_record, EventRecord, NT_KIND_BEGIN, kind, size_words, callsite, delta)   \
 	S(nt_complete_record, CompleteRecord, NT_KIND_COMPLETE, kind, size_words, callsite, \
 	  delta, duration)                                                                 \
@@ -108,6 +112,7 @@ SAME_ENUM(NT_KIND_THREAD, RecordKind_Thread)
 SAME_ENUM(NT_KIND_CALLSITE, RecordKind_CallSite)
 SAME_ENUM(NT_KIND_CHUNK, RecordKind_Chunk)
 SAME_ENUM(NT_KIND_ZCHUNK, RecordKind_CompressedChunk)
+SAME_ENUM(NT_KIND_CALLSITE_ARGS, RecordKind_CallSiteArgs)
 SAME_ENUM(NT_CODEC_NONE, Codec_None)
 SAME_ENUM(NT_CODEC_ZSTD, Codec_Zstd)
 static_assert((int)fb::Codec_MAX == (int)NT_CODEC_LAST, "a codec was added");

@@ -35,6 +35,9 @@ def decode(path, ntfmt):
     from ntfmt.CompleteRecord import CompleteRecord
     from ntfmt.TimestampRecord import TimestampRecord
     from ntfmt.ArgHeader import ArgHeader
+    from ntfmt.CallSiteArgsRecord import CallSiteArgsRecord
+    from ntfmt.ArgSlot import ArgSlot
+    from ntfmt.CompactHead import CompactHead
     from ntfmt.RecordKind import RecordKind as K
     from ntfmt.ArgType import ArgType as A
 
@@ -48,7 +51,7 @@ def decode(path, ntfmt):
                h.Pid(), h.ProcessName().decode(), h.TicksPerSecond(), h.StartTicks(),
                h.BufferingMode(), h.FinalState(), h.EventsWritten(), h.EventsDropped(),
                h.EventsOverwritten())]
-    strings, threads, sites = {}, {}, {}
+    strings, threads, sites, site_args = {}, {}, {}, {}
     zchunks = [0]
 
     def struct_at(cls, off, data=None):
@@ -88,12 +91,43 @@ def decode(path, ntfmt):
             c = struct_at(CallSiteRecord, off)
             sites[c.Index()] = '%s|%s|%s:%d' % (strings[c.Category()], strings[c.Name()],
                                                 strings[c.File()], c.Line())
+        elif kind == K.CallSiteArgs:
+            ca = struct_at(CallSiteArgsRecord, off)
+            slots = [struct_at(ArgSlot, off + CallSiteArgsRecord.SizeOf() + 4 * i)
+                     for i in range(ca.Count())]
+            site_args[ca.Callsite()] = [(strings[s.Name()], s.Type()) for s in slots]
         elif kind in (K.Chunk, K.CompressedChunk):
             buf, at = chunk_at(off)
             ch = struct_at(ChunkHeader, at)
             ticks = ch.BaseTicks()
             pos, end = at + ChunkHeader.SizeOf(), at + ch.SizeBytes()
-            while pos + 8 <= end:
+            while pos + 4 <= end:
+                head = struct_at(CompactHead, pos).Head()
+                if head & 0x80:  # a compact record: the bits are the schema's CompactHead
+                    code, nvalues = head & 7, (head >> 3) & 7
+                    assert code <= 4 and not head & 0x40, 'reserved compact code'
+                    if code:
+                        ekind = K.Counter if code == 4 else K.Begin - 1 + code
+                        site = (head >> 8) & 0x3ff
+                        ticks += head >> 18
+                        args = []
+                        for i, (name, typ) in enumerate(site_args.get(site, [])[:nvalues]):
+                            v = struct.unpack_from('<I', buf, pos + 4 + 4 * i)[0]
+                            if typ in (A.Int32, A.Int64):
+                                args.append('%s:%d:%d' % (name, A.Int32,
+                                                          struct.unpack('<i', struct.pack('<I', v))[0]))
+                            elif typ == A.Bool:
+                                args.append('%s:%d:%d' % (name, A.Bool, v != 0))
+                            else:
+                                args.append('%s:%d:%d' % (name, A.Uint32, v))
+                        assert len(args) == nvalues, 'compact values and call-site arguments'
+                        out.append('event thread=%d tid=%d kind=%d site=%s ticks=%d args=[%s]' % (
+                            ch.Thread(), threads[ch.Thread()], ekind, sites[site], ticks,
+                            ','.join(args)))
+                    pos += 4 + 4 * nvalues
+                    continue
+                if pos + 8 > end:
+                    break
                 e = struct_at(EventRecord, pos)
                 if e.Kind() == K.Invalid:
                     break

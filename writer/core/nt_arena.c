@@ -482,12 +482,9 @@ uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events)
 	const uint8_t *payload = (const uint8_t *)(h + 1);
 	const uint32_t cap = nt_S.chunk_size - (uint32_t)sizeof(*h);
 	uint32_t off = 0, n = 0;
-	while (off + 8 <= cap) {
-		uint64_t w0 = nt_load_acquire_64((const uint64_t *)(const void *)(payload + off));
-		uint64_t size;
-		if (nt_record_frame(w0, cap - off, 0, &size) != NT_FRAME_OK)
-			break;
-		n += nt_kind_is_event(nt_record_kind(w0));
+	uint64_t size;
+	while (nt_live_record_frame(payload, off, cap - off, &size) == NT_FRAME_OK) {
+		n += nt_record_is_event_at(payload + off);
 		off += (uint32_t)size;
 	}
 	*events = n;

@@ -3,10 +3,17 @@
  *
  * Fast paths: the call site's cached state matches the session tag, the thread is current
  * with the TSC as the session's clock (one compare: fast_tag), its chunk has room and the
- * tick delta fits 32 bits. Then an event without arguments (nt_emit_) is one clock read and
- * one 8-byte store, and one with 1 to 4 fixed-size arguments (nt_emit_fixedN_) a clock read
- * and a store per word. Everything else (first event of a thread or call site, full chunk,
- * long gap, strings and other arguments) goes through write_event().
+ * tick delta fits. Then an event without arguments (nt_emit_) is one clock read and one
+ * store, and one with 1 to 4 fixed-size arguments (nt_emit_fixedN_) a clock read and a store
+ * per value. Everything else (first event of a thread or call site, full chunk, long gap,
+ * strings and other arguments) goes through write_event().
+ *
+ * Compact records (format/nt_record.h): the fast paths write an event as a 4-byte head and
+ * 4-byte values when its call site index is at most 1023, its delta under 2^14 ticks and,
+ * with arguments, the site's CallSiteArgs record (nt_intern.c) declares the types this call
+ * passes and every value fits 32 bits; otherwise as before, 8-byte word 0 and ArgHeaders.
+ * Only the 4-byte store of a compact head publishes at a 4-byte boundary: every longer record
+ * starts 8-aligned (a Pad fills the gap), so one aligned store publishes it as before.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -212,7 +219,8 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 		return NULL;
 	}
 	uint64_t d = now - t->last_ticks;
-	uint32_t need = bytes + (d > UINT32_MAX ? (uint32_t)sizeof(nt_timestamp_record) : 0);
+	uint32_t pad = (uint32_t)((uintptr_t)t->cur & 4u); /* after a compact record */
+	uint32_t need = pad + bytes + (d > UINT32_MAX ? (uint32_t)sizeof(nt_timestamp_record) : 0);
 	if (t->cur == NULL || (uintptr_t)t->end - (uintptr_t)t->cur < need) {
 		if (t->chunk != NULL)
 			nt_chunk_close(t->chunk, t->events);
@@ -234,6 +242,11 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 		t->end = (uint8_t *)t->chunk + nt_S.chunk_size;
 		t->last_ticks = now;
 		d = 0;
+		pad = 0;
+	}
+	if (pad != 0) {
+		nt_store_release_32((uint32_t *)(void *)t->cur, NT_COMPACT_PAD);
+		t->cur += 4;
 	}
 	if (d > UINT32_MAX) {
 		nt_timestamp_record *ts = (nt_timestamp_record *)(void *)t->cur;
@@ -460,23 +473,26 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
  * clock_gettime's fallback inlined beside it). */
 static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigned kind)
 {
-	write_event(site, kind, 0, 0, NULL, 0);
+	if (nt_kind_is_event(kind))
+		write_event(site, kind, 0, 0, NULL, 0);
 }
 
-void nt_emit_(nt_callsite *site, unsigned kind)
+/* An event without arguments that is not compact (a site past 1023, a gap of 2^14 ticks or
+ * more, a Counter, or after the chunk's last 4 bytes): one 8-byte store when it can, else
+ * the generic path. Out of line, so that nt_emit_'s compact path needs no register saved. */
+static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind)
 {
-	if (__builtin_expect(!nt_kind_is_event(kind), 0))
-		return; /* not an event kind: recording it would break every walker's count */
+	if (!nt_kind_is_event(kind))
+		return;
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	uint64_t now;
-	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
-		now = fast_ticks();
+	if (nt_site_current(st, tag) && t->fast_tag == tag) {
+		uint64_t now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
-		if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX,
-				     1)) {
+		if ((uintptr_t)t->end - (uintptr_t)p >= 8 && delta <= UINT32_MAX &&
+		    ((uintptr_t)p & 7u) == 0) {
 			t->cur = p + 8;
 			t->last_ticks = now;
 			t->events++;
@@ -485,6 +501,38 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 					    event_word(kind, 1, st, (uint32_t)delta));
 			return;
 		}
+	}
+	emit_slow(site, kind);
+}
+
+void nt_emit_(nt_callsite *site, unsigned kind)
+{
+	/* The compact path takes Begin, End and Instant only; emit_wide and emit_slow refuse a
+	 * kind that is no event (recording it would break every walker's count). */
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	uint32_t st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
+		uint64_t now = fast_ticks();
+		uint8_t *p = t->cur;
+		uint64_t delta = now - t->last_ticks;
+		uint32_t idx = st & NT_SITE_INDEX_MASK;
+		/* One test for both ranges: a site index past 1023 or a delta of 2^14 or more
+		 * leaves bits set above them. */
+		if (__builtin_expect(((delta >> NT_COMPACT_DELTA_BITS) |
+				      (idx >> NT_COMPACT_CALLSITE_BITS)) == 0 &&
+					     (uintptr_t)t->end - (uintptr_t)p >= 4 &&
+					     kind - NT_KIND_BEGIN < 3u,
+				     1)) {
+			t->cur = p + 4;
+			t->last_ticks = now;
+			t->events++;
+			nt_store_release_32((uint32_t *)(void *)p,
+					    nt_compact_head(kind, 0, idx, (uint32_t)delta));
+			return;
+		}
+		emit_wide(site, kind);
+		return;
 	}
 	emit_slow(site, kind);
 }
@@ -521,8 +569,44 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 	uint64_t now = fast_ticks();
 	uint8_t *p = t->cur;
 	uint64_t delta = now - t->last_ticks;
-	/* Room for the longest encoding (16 bytes an argument), whatever the descriptor says. */
-	if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p < 8u + 16u * n || (delta >> 32) != 0,
+	uintptr_t room = (uintptr_t)t->end - (uintptr_t)p;
+	uint32_t idx = st & NT_SITE_INDEX_MASK;
+	/* Compact: the site declared exactly these types (its entry is read within bounds even
+	 * for a site past 1023, which the range test then refuses), every value fits 32 bits
+	 * (a signed one once biased by 2^31), the delta 14 and the site 10. */
+	uint32_t sig = nt_S.compact_args[idx & NT_COMPACT_MAX_CALLSITE];
+	uint32_t sign = sig >> NT_COMPACT_SITE_SIGNED_SHIFT;
+	uint64_t wide = (v0 + ((uint64_t)(sign & 1u) << 31)) |
+			(n > 1 ? v1 + ((uint64_t)(sign & 2u) << 30) : 0) |
+			(n > 2 ? v2 + ((uint64_t)(sign & 4u) << 29) : 0) |
+			(n > 3 ? v3 + ((uint64_t)(sign & 8u) << 28) : 0);
+	/* The types of this function's n arguments (whatever else the descriptor says) are
+	 * exactly the site's: the same types and the same count. */
+	uint32_t types = (desc >> 16) & ((1u << (4 * n)) - 1u);
+	if (__builtin_expect((sig & (NT_COMPACT_SITE_VALID | 0xffffu)) ==
+					     (NT_COMPACT_SITE_VALID | types) &&
+				     (wide >> 32 | delta >> NT_COMPACT_DELTA_BITS | idx >> NT_COMPACT_CALLSITE_BITS) == 0 &&
+				     room >= 4u + 4u * n && nt_kind_has_compact(kind),
+			     1)) {
+		uint32_t *q32 = (uint32_t *)(void *)(p + 4);
+		q32[0] = (uint32_t)v0;
+		if (n > 1)
+			q32[1] = (uint32_t)v1;
+		if (n > 2)
+			q32[2] = (uint32_t)v2;
+		if (n > 3)
+			q32[3] = (uint32_t)v3;
+		t->cur = p + 4 + 4 * n;
+		t->last_ticks = now;
+		t->events++;
+		/* The values are written: the head's store publishes the record. */
+		nt_store_release_32((uint32_t *)(void *)p,
+				    nt_compact_head(kind, n, idx, (uint32_t)delta));
+		return 0;
+	}
+	/* Room for the longest encoding (16 bytes an argument), whatever the descriptor says,
+	 * at an 8-byte boundary (after a compact record the generic path puts a Pad first). */
+	if (__builtin_expect(room < 8u + 16u * n || (delta >> 32) != 0 || ((uintptr_t)p & 7u) != 0,
 			     0))
 		return 1;
 	t->last_ticks = now;
@@ -576,7 +660,8 @@ static __attribute__((noinline)) int emit_fixed_strings(nt_callsite *site, uint3
 	uint64_t now = fast_ticks();
 	uint8_t *p = t->cur;
 	uint64_t delta = now - t->last_ticks;
-	if ((uintptr_t)t->end - (uintptr_t)p < max_bytes || (delta >> 32) != 0)
+	if ((uintptr_t)t->end - (uintptr_t)p < max_bytes || (delta >> 32) != 0 ||
+	    ((uintptr_t)p & 7u) != 0)
 		return 1;
 	t->last_ticks = now;
 	t->events++;

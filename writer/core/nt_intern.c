@@ -166,6 +166,47 @@ int nt_category_matches(const char *category)
 	return 0;
 }
 
+/* What a CallSiteArgs record would declare for `site` (nt_internal.h: NT_COMPACT_SITE_*), or
+ * 0 when its events cannot be compact: more arguments than the fast path takes, or a type
+ * whose value is not an integer or a bool. */
+static uint32_t compact_signature(const nt_callsite *site, const nt_arg *args)
+{
+	if (site->arg_count == 0 || site->arg_count > NT_FAST_ARGS_MAX)
+		return 0;
+	uint32_t types = 0, sign = 0;
+	for (uint32_t i = 0; i < site->arg_count; i++) {
+		uint32_t t = args[i].type;
+		if (t != NT_ARG_INT64 && t != NT_ARG_UINT64 && t != NT_ARG_BOOL)
+			return 0;
+		types |= t << (4 * i);
+		sign |= (uint32_t)(t == NT_ARG_INT64) << i;
+	}
+	return NT_COMPACT_SITE_VALID | sign << NT_COMPACT_SITE_SIGNED_SHIFT | types;
+}
+
+/* The CallSiteArgs record of call site `index` (after its CallSite record), and the table
+ * entry that lets the fast path write its events compact. Returns 0 when the durable region
+ * is full. */
+static int write_callsite_args(const nt_callsite *site, const nt_arg *args, uint32_t index)
+{
+	uint32_t sig = index <= NT_COMPACT_MAX_CALLSITE ? compact_signature(site, args) : 0;
+	if (index <= NT_COMPACT_MAX_CALLSITE)
+		nt_S.compact_args[index] = 0;
+	if (sig == 0)
+		return 1;
+	uint32_t n = site->arg_count;
+	uint32_t words = 1 + nt_words_for_bytes(n * (uint32_t)sizeof(nt_arg_slot));
+	nt_callsite_args_record *rec = nt_durable_reserve(words * 8);
+	if (rec == NULL)
+		return 0;
+	nt_arg_slot *slot = (nt_arg_slot *)(void *)(rec + 1);
+	for (uint32_t i = 0; i < n; i++) /* the region is zeroed: padding and reserved are 0 */
+		slot[i] = (nt_arg_slot){ site->arg_names[i], args[i].type, 0 };
+	nt_publish_word(rec, nt_record_word(NT_KIND_CALLSITE_ARGS, words, index, n));
+	nt_S.compact_args[index] = sig;
+	return 1;
+}
+
 static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_t tag)
 {
 	tag &= ~(uint32_t)NT_TAG_EPOCH_MASK; /* the low bits of a site state hold its index */
@@ -199,6 +240,8 @@ static uint32_t register_callsite(nt_callsite *site, const nt_arg *args, uint32_
 	rec->file = file;
 	rec->repo = site->repo;
 	nt_publish_word(rec, nt_record_word(NT_KIND_CALLSITE, 3, index, site->line));
+	if (!write_callsite_args(site, args, index))
+		return 0;
 	return tag | index;
 }
 

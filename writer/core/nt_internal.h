@@ -53,6 +53,12 @@ static inline int nt_site_registered(uint32_t state, uint32_t tag)
 	return (((state | NT_SITE_ENABLED) ^ tag) & ~(uint32_t)NT_SITE_INDEX_MASK) == 0;
 }
 
+/* nt_session.compact_args: bit 31 set when the site has a CallSiteArgs record; bits 16..19
+ * the arguments whose values are signed; bits 0..15 their types, four bits each, as in the
+ * fast path's descriptor (nanotrace.h: nt_fixed_desc_ bits 16..31). */
+#define NT_COMPACT_SITE_VALID (1u << 31)
+#define NT_COMPACT_SITE_SIGNED_SHIFT 16
+
 typedef struct nt_session {
 	/* Read on every event: kept together and never written while recording. */
 	uint8_t *durable;
@@ -101,6 +107,11 @@ typedef struct nt_session {
 	uint32_t next_callsite;
 	uint32_t next_thread;
 	uint8_t final_state;
+	/* By call-site index: what the site's CallSiteArgs record declared (NT_COMPACT_SITE_*),
+	 * 0 when its events with arguments are never compact. Written under intern_lock before
+	 * the site's state is published (release); read by the fast path after it loaded that
+	 * state (acquire). */
+	uint32_t compact_args[NT_COMPACT_MAX_CALLSITE + 1];
 
 	/* Set by nt_start(). */
 	uint8_t *map;

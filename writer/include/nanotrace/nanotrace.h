@@ -22,8 +22,8 @@
  *   whole session; if it fills, recording stops and every later event is counted as
  *   dropped) and two rolling halves cut into fixed-size chunks. A thread claims a whole chunk
  *   with one atomic fetch-and-add (a compare-and-swap in streaming mode, and one more to take
- *   over a slot once the arena has wrapped) and then appends 8-byte event records with
- *   plain stores;
+ *   over a slot once the arena has wrapped) and then appends event records (4 bytes for
+ *   an event without arguments, 4 more per small integer argument) with plain stores;
  *   each record is published by a store of its first word, made after its body. Each event
  *   macro owns a static call site (category, name, file, line) that is interned on its first
  *   use, so afterwards an event costs: one load of the session tag, one load of the site's
@@ -435,8 +435,12 @@ typedef struct nt_arg {
 	} value;
 } nt_arg;
 
-/* Typed arguments for the event macros. An int64/uint64 value that fits 32 bits is stored
- * in 8 bytes, otherwise 16; doubles and pointers take 16; strings are copied inline
+/* Typed arguments for the event macros. An event of NT_BEGIN, NT_END, NT_INSTANT or
+ * NT_COUNTER whose 1 to 4 arguments are integers or bools that fit 32 bits (signed for
+ * NT_I64/NT_I32) is recorded compact: 4 bytes per value after a 4-byte head, the names and
+ * types kept once per call site (format/nt_record.h; the first 1023 call sites, events less
+ * than 2^14 ticks apart, TSC sessions). Otherwise an int64/uint64 value that fits 32 bits is
+ * stored in 8 bytes, otherwise 16; doubles and pointers take 16; strings are copied inline
  * (8 bytes + length rounded up to 8) and truncated so that the event fits 2040 bytes (such
  * events are counted in nt_stats.values_truncated and the archive header); a NULL
  * string is recorded as "(null)".
@@ -562,8 +566,10 @@ void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *ar
  * session's clock is the TSC. Otherwise, for a kind that is not an event, and for strings
  * too long for one record whole, it records nothing and returns 1, and the macro hands the
  * same event to nt_emit_args_(), which does everything else (first use and name interning,
- * chunk claims, drops, other clocks, truncation). The bytes are exactly those the generic
- * path writes (an int64 or uint64 that fits 32 bits takes 8 bytes). No lock, no system
+ * chunk claims, drops, other clocks, truncation). What is read back is exactly what the
+ * generic path records; the bytes are the compact record's when the call site's arguments,
+ * its index, the values and the delta allow ("Typed arguments"), else the generic path's
+ * (an int64 or uint64 that fits 32 bits takes 8 bytes). No lock, no system
  * call, no allocation; about 25 instructions plus 10 per fixed-size argument; a string adds
  * a strnlen() and a memcpy(). */
 #define NT_FAST_ARGS_MAX 4
@@ -627,12 +633,13 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
  * Cost when not recording: one load and one branch; with the category disabled, one more
  * load and compare. Cost when recording (after the call site's first event, which
  * registers it under a lock), on a TSC session, in the thread's current chunk:
- *   no arguments            one call, one clock read and one 8-byte store (about 1.2x the
+ *   no arguments            one call, one clock read and one 4-byte store (about 1.2x the
  *                           floor of bench/nt_bench_args.c: a clock read and a 16-byte store)
  *   1 to 4 fixed-size ones  NT_I64, NT_U64, NT_I32, NT_U32, NT_F64, NT_BOOL, NT_PTR: the fast
  *                           path: one call with the values in registers, one clock read and
- *                           one store per 8 bytes of record, 8 + 8 or 16 per argument (as in
- *                           "Typed arguments" above); two int64 about 1.6x the floor
+ *                           one store per value (compact, 4 + 4 per argument) or per 8 bytes
+ *                           of record (8 + 8 or 16 per argument), as in "Typed arguments"
+ *                           above; two int64 about 1.6x the floor
  *   with NT_STR among them  the same path, out of line: each string measured (strnlen) and
  *                           copied (memcpy)
  *   anything else           (a list, more than 4 arguments, NT_COMPLETE, the *_DYN forms)
