@@ -144,9 +144,14 @@ static double off_loop(uint64_t n)
  * usual hand-made logger. Returns ns per event. */
 static double peer_json_fwrite(const char *path, uint64_t n)
 {
-	FILE *f = fopen(path, "w");
-	if (f == NULL)
+	/* A fresh file: a link planted at the (pid-derived) name is never followed. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f == NULL) {
+		if (fd >= 0)
+			close(fd), unlink(path);
 		return -1;
+	}
 	static char vbuf[1 << 16];
 	setvbuf(f, vbuf, _IOFBF, sizeof(vbuf));
 	char line[256];
@@ -168,7 +173,7 @@ static double peer_json_fwrite(const char *path, uint64_t n)
 /* Git Trace2's way: one formatted line and one write(2) per event, O_APPEND. */
 static double peer_write_per_event(const char *path, uint64_t n)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	char line[256];

@@ -26,6 +26,7 @@
  * With --json the last line is one JSON object.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -235,7 +236,7 @@ int main(int argc, char **argv)
 	nt_get_stats(&st);
 	r.dropped = st.events_dropped;
 	char path[] = "/tmp/nt-bench-args-XXXXXX";
-	int fd = mkstemp(path);
+	int fd = mkostemp(path, O_CLOEXEC);
 	if (fd >= 0) {
 		close(fd);
 		if (nt_finish(path) != NT_OK)

@@ -23,6 +23,7 @@
  * With --json the last line is one JSON object.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -149,7 +150,7 @@ static int measure_scaling(const peers_opts *o, scaling *s)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/nt-bench-peers-circular-XXXXXX",
 		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	int fd = mkstemp(path); /* a private name for an archive nobody reads */
+	int fd = mkostemp(path, O_CLOEXEC); /* a private name for an archive nobody reads */
 	if (fd >= 0)
 		close(fd);
 	nt_finish(fd >= 0 ? path : NULL);

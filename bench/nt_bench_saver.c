@@ -86,7 +86,8 @@ static double plain_write(const char *path, uint64_t bytes)
 {
 	static char block[1 << 16];
 	memset(block, 0x5a, sizeof(block));
-	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	/* A fresh file: a link planted at the (pid-derived) name is never followed. */
+	int fd = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return 0;
 	uint64_t t0 = now_ns();

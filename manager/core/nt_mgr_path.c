@@ -153,6 +153,7 @@ int nt_manager_peer_uid_ok(int fd, uid_t *peer)
 
 int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen)
 {
+	errno = 0; /* only check_dir's own ENOENT means "no manager there", never a stale one */
 	if (nt_manager_check_dir(socket_path, 0, why, whylen) != 0)
 		return errno == ENOENT ? -1 : -2;
 	if (strlen(socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../format/nt_private_file.h"
 #include "../core/nt_manager.h"
 #include "nt_version.h"
 
@@ -62,11 +63,14 @@ static void usage(FILE *f)
 		"Exit: 0 stopped by SIGTERM/SIGINT, 1 usage, 2 cannot listen or run.\n");
 }
 
+/* Appended to, never truncated; created 0600; a symbolic link there is refused (O_NOFOLLOW
+ * fails with ELOOP). */
 static FILE *open_log(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		fprintf(stderr, "nanotrace-manager: cannot open log '%s': %s\n", path, strerror(errno));
+		fprintf(stderr, "nanotrace-manager: cannot open log '%s': %s\n", path,
+			nt_private_strerror(errno));
 		return NULL;
 	}
 	return fdopen(fd, "a");

@@ -7,9 +7,10 @@
  * user's (else the output file and the providers would go to whoever planted the socket);
  * when none answers there it runs the manager core itself, on a thread, on a private socket
  * in a fresh 0700 directory (the embedded default), so it works with nothing else started.
- * The bundle is created beside -o FILE under a random name (mkostemp, 0600), written by the
- * manager through the descriptor passed with CTL_START, and renamed onto FILE at the end
- * (rename replaces a link planted at FILE, never its target).
+ * The bundle is created beside -o FILE under a random name (format/nt_private_file.h:
+ * mkostemp, 0600), written by the manager through the descriptor passed with CTL_START, and
+ * renamed onto FILE at the end; a symbolic link at FILE is refused, before recording and
+ * again at the rename, never followed or replaced.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +31,7 @@
 
 #include "../../format/nt_arena_layout.h"
 #include "../../format/nt_bundle.h"
+#include "../../format/nt_private_file.h"
 #include "../../format/nt_wire.h"
 #include "../core/nt_manager.h"
 #include "nt_record_bundle.h"
@@ -273,7 +275,13 @@ static int make_output(recorder *r)
 		say("-o '%s': path too long", r->o.output);
 		return -1;
 	}
-	r->out_fd = mkostemp(r->tmp_path, O_CLOEXEC); /* 0600, O_EXCL: never an existing file */
+	if (nt_private_target_ok(r->o.output) != 0) {
+		say("-o '%s': %s", r->o.output, nt_private_strerror(errno));
+		r->tmp_path[0] = '\0';
+		return -1;
+	}
+	/* 0600, O_EXCL, a random name: never an existing file (format/nt_private_file.h) */
+	r->out_fd = nt_private_create(r->tmp_path, NT_PRIVATE_FILE_MODE);
 	if (r->out_fd < 0) {
 		say("cannot create the archive beside '%s': %s", r->o.output, strerror(errno));
 		r->tmp_path[0] = '\0';
@@ -389,14 +397,14 @@ static int put_in_place(recorder *r)
 	int ok = fsync(r->out_fd) == 0 || errno == EINVAL;
 	if (ok) {
 		what = "renaming the archive to";
-		ok = rename(r->tmp_path, r->o.output) == 0;
+		ok = nt_private_publish(r->tmp_path, r->o.output) == 0; /* a link: refused */
 	}
 	if (ok) {
 		r->tmp_path[0] = '\0';
 		return 0;
 	}
-	say("%s '%s': %s; the recording is kept in '%s'", what, r->o.output, strerror(errno),
-	    r->tmp_path);
+	say("%s '%s': %s; the recording is kept in '%s'", what, r->o.output,
+	    nt_private_strerror(errno), r->tmp_path);
 	r->tmp_path[0] = '\0'; /* not dropped */
 	return -1;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "../../format/nt_private_file.h"
 #include "../common/nt_grow.h"
 
 static const char usage[] =
@@ -90,21 +91,16 @@ static int read_all(FILE *in, char **data, size_t *len)
 	return 1;
 }
 
-/* Written next to the target under a random name (mkostemp: O_EXCL, mode 0600, so a link
- * planted there is never followed) and renamed over it: never a half-written archive, and a
- * symlink at `path` itself is replaced, not written through. */
+/* Written beside the target under a random name (format/nt_private_file.h: mkostemp,
+ * O_EXCL, mode 0600, so a link planted at any name is never followed) and renamed over it:
+ * never a half-written archive, and a symbolic link at `path` itself is refused (errno
+ * ELOOP), never followed or replaced. */
 static int write_archive(const char *path, const void *data, size_t len)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 8);
-	if (tmp == NULL)
+	char *tmp;
+	int fd = nt_private_create_beside(path, NT_PRIVATE_FILE_MODE, &tmp);
+	if (fd < 0)
 		return 0;
-	snprintf(tmp, plen + 8, "%s.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		free(tmp);
-		return 0;
-	}
 	const char *p = data;
 	size_t left = len;
 	while (left > 0) {
@@ -112,7 +108,7 @@ static int write_archive(const char *path, const void *data, size_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			int e = errno;
+			int e = w < 0 ? errno : EIO;
 			close(fd);
 			unlink(tmp);
 			free(tmp);
@@ -122,7 +118,7 @@ static int write_archive(const char *path, const void *data, size_t len)
 		p += w;
 		left -= (size_t)w;
 	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
+	if (close(fd) != 0 || nt_private_publish(tmp, path) != 0) {
 		int e = errno;
 		unlink(tmp);
 		free(tmp);
@@ -215,14 +211,20 @@ int main(int argc, char **argv)
 		size_t len = n ? strlen(in[0]) : 0;
 		while (len > 1 && in[0][len - 1] == '/')
 			len--;
-		snprintf(def, sizeof(def), "%.*s.ntrace", n ? (int)len : 6, n ? in[0] : "trace2");
+		int w = snprintf(def, sizeof(def), "%.*s.ntrace", n ? (int)len : 6,
+				 n ? in[0] : "trace2");
 		out = def;
+		if (w < 0 || (size_t)w >= sizeof(def)) { /* never a file at a cut name */
+			fprintf(stderr, "trace-import: the archive's name (the input's, with "
+					".ntrace) is too long: name it with -o\n");
+			ok = 0;
+		}
 	}
 	free(in);
 	if (ok)
 		ok = compress_archive(&archive, &asize, level);
 	if (ok && !write_archive(out, archive, asize)) {
-		fprintf(stderr, "trace-import: %s: %s\n", out, strerror(errno));
+		fprintf(stderr, "trace-import: %s: %s\n", out, nt_private_strerror(errno));
 		ok = 0;
 	}
 	free(archive);

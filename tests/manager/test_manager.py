@@ -228,12 +228,21 @@ def test_trace_record_embedded_and_command_status(workdir, tmp_path):
     env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), TMPDIR=str(tmp_path))
     env.pop('NANOTRACE_MANAGER', None)
     out = os.path.join(workdir, 'embedded.ntbundle')
-    # A link planted at the output is replaced, never followed.
+    # A link planted at the output is refused before the command runs, never followed.
     victim = os.path.join(workdir, 'victim')
     open(victim, 'w').write('keep')
     if os.path.lexists(out):
         os.unlink(out)
     os.symlink(victim, out)
+    ran = os.path.join(workdir, 'embedded.ran')
+    if os.path.lexists(ran):
+        os.unlink(ran)
+    p = subprocess.run([TRACE_RECORD, '-o', out, '--', 'touch', ran],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and out in p.stderr and 'symbolic link' in p.stderr, p.stderr
+    assert open(victim).read() == 'keep' and os.path.islink(out) and not os.path.exists(ran)
+    assert not [n for n in os.listdir(workdir) if n.startswith('.embedded.ntbundle.')]
+    os.unlink(out)
     p = subprocess.run([TRACE_RECORD, '-o', out, '--', 'sh', '-c',
                         'test -S "$NANOTRACE_MANAGER" || exit 9; exit 5'],
                        env=env, capture_output=True, text=True, timeout=30)

@@ -563,10 +563,10 @@ static void unreachable_manager(void **state)
 	assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x",
 		   status);
 	snprintf(want, sizeof(want), "nanotrace: cannot reach the trace manager at %s: %s; "
-		 "not tracing\n", path, strerror(ENOENT));
+		 "not tracing (NANOTRACE_MANAGER)\n", path, strerror(ENOENT));
 	assert_msg(strstr(err, want) != NULL, "stderr '%s' lacks '%s'", err, want);
 	assert_msg(strstr(err, "NANOTRACE_REGISTER_TIMEOUT='soon' is not a number of "
-			       "milliseconds; using 3000\n") != NULL, "stderr: %s", err);
+			       "milliseconds from 0 to 60000; using 3000\n") != NULL, "stderr: %s", err);
 	fm_close(&m);
 }
 
@@ -602,7 +602,7 @@ static void manager_not_accepting(void **state)
 	assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x",
 		   status);
 	snprintf(want, sizeof(want), "nanotrace: cannot reach the trace manager at %s: %s; "
-		 "not tracing\n", m.path, strerror(EAGAIN));
+		 "not tracing (NANOTRACE_MANAGER)\n", m.path, strerror(EAGAIN));
 	assert_msg(strstr(err, want) != NULL, "stderr '%s' lacks '%s'", err, want);
 	for (int i = 0; i < n; i++)
 		close(filler[i]);

@@ -288,7 +288,8 @@ def cli(tmp):
     p = run([IMPORT, '-o', os.path.join(tmp, 'nodir', 'x.ntrace'), good])
     check(p.returncode == 2 and b'nodir' in p.stderr, 'unwritable output: %r' % p.stderr)
     # Links planted at the output and at the old predictable temporary name are never
-    # written through: the output link is replaced by the archive, the victims stay.
+    # written through: the output link is refused (exit 2 naming it), the victims stay,
+    # nothing is left behind; without the output link the archive is written, 0600.
     victim = os.path.join(tmp, 'victim')
     with open(victim, 'wb') as f:
         f.write(b'precious')
@@ -296,6 +297,14 @@ def cli(tmp):
     os.symlink(victim, out)
     for pid in range(os.getpid(), os.getpid() + 64):
         os.symlink(victim, '%s.tmp.%d' % (out, pid))
+    before = sorted(os.listdir(tmp))
+    p = run([IMPORT, '-o', out, good])
+    with open(victim, 'rb') as f:
+        check(p.returncode == 2 and out.encode() in p.stderr and b'symbolic link' in p.stderr
+              and f.read() == b'precious' and os.path.islink(out) and
+              sorted(os.listdir(tmp)) == before,
+              'trace-import with a link at -o: exit %d, %r' % (p.returncode, p.stderr))
+    os.unlink(out)
     p = run([IMPORT, '-o', out, good])
     with open(victim, 'rb') as f:
         check(p.returncode == 0 and f.read() == b'precious' and not os.path.islink(out) and

@@ -2,16 +2,14 @@
  * test_planted_links.c - a symbolic link planted at any name the writer uses is never
  * followed: its target keeps its content, and the archive is correct.
  *
- * Links point at a victim file and sit at the final path and at every name an attacker
- * could predict: `<path>.tmp.<pid>` (the old temporary name) and, for Trace2's
- * NANOTRACE=<dir>, the SID-named file. The SID is made predictable by freezing the clock
+ * Links point at a victim file and sit at the final path (refused: NT_ERR_IO naming it, no
+ * file left behind) and at every name an attacker could predict: `<path>.tmp.<pid>` (the
+ * old temporary name) and, for Trace2's NANOTRACE=<dir>, the SID-named file (the process
+ * moves on to `.1`). The SID is made predictable by freezing the clock
  * and the host name this program gives the library (it links libnanotrace statically).
  */
 #define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
+#include "nt_cmocka.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -132,11 +130,39 @@ static void empty_dir(void)
 
 /* ---- the tests --------------------------------------------------------------------------- */
 
+/* Only the names in `keep` (NULL-terminated) are in the directory: nothing was left behind
+ * under a temporary name. */
+static void assert_dir_holds(const char *const *keep)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		int known = 0;
+		for (const char *const *k = keep; *k != NULL; k++)
+			known |= strcmp(e->d_name, *k) == 0;
+		assert_msg(known, "'%s' was left in %s", e->d_name, dir);
+	}
+	closedir(d);
+}
+
+/* The last error names `path` and says a link is there. */
+static void assert_refused(const char *path)
+{
+	const char *msg = nt_last_error();
+	assert_msg(strstr(msg, path) != NULL && strstr(msg, "symbolic link") != NULL,
+		   "the message names the path and the link: %s", msg);
+}
+
+/* A link at nt_finish()'s path is refused (NT_ERR_IO naming it); the data stays in the arena
+ * and a second nt_finish() to a plain path writes it. */
 static void finish_does_not_follow_links(void **state)
 {
 	(void)state;
-	char path[300], tmp[320], victim[300], victim_tmp[300];
+	char path[300], tmp[320], victim[300], victim_tmp[300], other[300];
 	in_dir(path, sizeof(path), "anon.ntrace");
+	in_dir(other, sizeof(other), "other.ntrace");
 	in_dir(victim, sizeof(victim), "victim");
 	in_dir(victim_tmp, sizeof(victim_tmp), "victim-tmp");
 	make_victim(victim);
@@ -149,17 +175,24 @@ static void finish_does_not_follow_links(void **state)
 	nt_config_init(&cfg);
 	assert_int_equal(nt_start(&cfg), NT_OK);
 	emit(EVENTS);
-	assert_int_equal(nt_finish(path), NT_OK);
-
+	assert_int_equal(nt_finish(path), NT_ERR_IO);
+	assert_refused(path);
 	assert_victim_intact(victim);
 	assert_victim_intact(victim_tmp);
+	assert_is(path, S_IFLNK);
 	assert_is(tmp, S_IFLNK);
-	assert_archive(path); /* the link at the path was replaced, not written through */
+	const char *only[] = { "anon.ntrace", "victim", "victim-tmp", NULL, NULL };
+	only[3] = strrchr(tmp, '/') + 1;
+	assert_dir_holds(only);
+
+	assert_int_equal(nt_finish(other), NT_OK);
+	assert_archive(other);
 	empty_dir();
 }
 
-/* nt_start creates the arena's file and nt_finish(NULL) compacts it in place: a link waits
- * at the old temporary name for each, and at the final path. */
+/* nt_start() refuses a link at the arena's path; without one it creates the arena's file
+ * and nt_finish(NULL) compacts it in place, while a link waits at the old temporary name
+ * for each, and one is planted at the path before nt_finish (refused: the archive stays). */
 static void file_arena_does_not_follow_links(void **state)
 {
 	(void)state;
@@ -181,6 +214,16 @@ static void file_arena_does_not_follow_links(void **state)
 		cfg.mode = mode;
 		cfg.path = path;
 		cfg.buffer_size = 1u << 20;
+		assert_int_equal(nt_start(&cfg), NT_ERR_IO);
+		assert_refused(path);
+		assert_is(path, S_IFLNK);
+		assert_victim_intact(victim);
+		const char *only[] = { "arena.ntrace", "victim", "victim-tmp", "victim-finish",
+				       NULL, NULL };
+		only[4] = strrchr(tmp, '/') + 1;
+		assert_dir_holds(only);
+
+		unlink(path);
 		assert_int_equal(nt_start(&cfg), NT_OK);
 		assert_is(path, S_IFREG);
 		emit(EVENTS);
@@ -191,6 +234,36 @@ static void file_arena_does_not_follow_links(void **state)
 		assert_victim_intact(victim_tmp);
 		assert_victim_intact(victim_fin);
 		assert_archive(path);
+		empty_dir();
+	}
+}
+
+/* A file-backed arena moved elsewhere by nt_finish(other), in every mode: a link at `other`
+ * is refused (NT_ERR_IO naming it); the arena's own file stays a readable archive. */
+static void finish_elsewhere_does_not_follow_links(void **state)
+{
+	(void)state;
+	for (int mode = NT_MODE_ONESHOT; mode <= NT_MODE_STREAMING; mode++) {
+		char path[300], other[300], victim[300];
+		in_dir(path, sizeof(path), "arena.ntrace");
+		in_dir(other, sizeof(other), "moved.ntrace");
+		in_dir(victim, sizeof(victim), "victim");
+		make_victim(victim);
+		plant(other, victim);
+		nt_config cfg;
+		nt_config_init(&cfg);
+		cfg.mode = mode;
+		cfg.path = path;
+		cfg.buffer_size = 1u << 20;
+		assert_int_equal(nt_start(&cfg), NT_OK);
+		emit(EVENTS);
+		assert_int_equal(nt_finish(other), NT_ERR_IO);
+		assert_refused(other);
+		assert_is(other, S_IFLNK);
+		assert_victim_intact(victim);
+		test_trace t;
+		assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+		test_trace_free(&t);
 		empty_dir();
 	}
 }
@@ -263,6 +336,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(finish_does_not_follow_links),
 		cmocka_unit_test(file_arena_does_not_follow_links),
+		cmocka_unit_test(finish_elsewhere_does_not_follow_links),
 		cmocka_unit_test(trace2_dir_does_not_follow_links),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);

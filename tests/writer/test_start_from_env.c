@@ -70,12 +70,24 @@ static void bad_values_name_the_variable(void **state)
 	setenv("NANOTRACE", "/nonexistent-dir/out.ntrace", 1);
 	assert_int_equal(nt_start_from_env(), NT_ERR_IO);
 	assert_non_null(strstr(nt_last_error(), "/nonexistent-dir/out.ntrace"));
-	/* A buffer size nt_start refuses: nt_start's error, and the claimed file removed. */
-	setenv("NANOTRACE", path, 1);
-	setenv("NANOTRACE_BUFFER_SIZE", "1K", 1);
-	assert_int_equal(nt_start_from_env(), NT_ERR_INVALID_ARGUMENT);
-	assert_non_null(strstr(nt_last_error(), "buffer_size"));
-	assert_int_equal(access(path, F_OK), -1);
+	/* Buffer sizes out of the variable's range (64K to NT_ENV_MAX_BUFFER_BYTES), or with a
+	 * sign or a blank first: the message shows what was written; no file is left. */
+	static const char *const sizes[] = { "1K", "4G", "257M", " -1", "+5M", "18446744073709551615" };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		setenv("NANOTRACE", path, 1);
+		setenv("NANOTRACE_BUFFER_SIZE", sizes[i], 1);
+		assert_int_equal(nt_start_from_env(), NT_ERR_INVALID_ARGUMENT);
+		assert_msg(strstr(nt_last_error(), "NANOTRACE_BUFFER_SIZE") != NULL &&
+				   strstr(nt_last_error(), sizes[i]) != NULL &&
+				   strstr(nt_last_error(), "to 256M") != NULL,
+			   "%s: %s", sizes[i], nt_last_error());
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	setenv("NANOTRACE_BUFFER_SIZE", "256M", 1);
+	assert_msg(nt_start_from_env() == NT_OK, "256M: %s", nt_last_error());
+	assert_int_equal(nt_finish(NULL), NT_OK);
+	unlink(path);
+	unsetenv("NANOTRACE_BUFFER_SIZE");
 }
 
 /* A file target is the archive: the settings come from the variables, and nt_finish(NULL)

@@ -142,10 +142,10 @@ int nt_archive_write(const char *path, const nt_archive_info *info_in)
 		err = errno;
 	if (close(o->fd) != 0 && !err)
 		err = errno;
-	/* rename() replaces a link at `path` itself, never its target. */
-	if (!err && rename(tmp, path) != 0) {
+	/* A link at `path` is refused, never followed or replaced (nt_file_publish). */
+	if (!err && nt_file_publish(tmp, path) != 0) {
 		err = errno;
-		nt_set_error("nt_finish: cannot rename '%s' to '%s': %s", tmp, path, strerror(err));
+		nt_set_error("nt_finish: cannot write '%s': %s", path, nt_file_strerror(err));
 	} else if (err) {
 		nt_set_error("nt_finish: writing '%s': %s", tmp, strerror(err));
 	}

@@ -315,10 +315,10 @@ int nt_arena_publish(nt_archive_info *info)
 	__atomic_store_n(&nt_S.events_dropped, nt_header_u64(NT_HDR_EVENTS_DROPPED),
 			 __ATOMIC_RELEASE);
 	if (nt_S.file_backed && pending_name != NULL) {
-		/* rename() replaces a link at the path itself, never its target. */
-		if (rename(pending_name, nt_S.path) != 0) {
-			nt_set_error("nt_start: cannot rename '%s' to '%s': %s", pending_name,
-				     nt_S.path, strerror(errno));
+		/* A link at the path is refused, never followed or replaced. */
+		if (nt_file_publish(pending_name, nt_S.path) != 0) {
+			nt_set_error("nt_start: cannot create '%s': %s", nt_S.path,
+				     nt_file_strerror(errno));
 			arena_unmap();
 			return NT_ERR_IO;
 		}

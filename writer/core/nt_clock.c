@@ -9,6 +9,8 @@
 #include <cpuid.h>
 #endif
 
+#include "nt_internal.h" /* nt_env_clock_choice, nt_env_warn, nt_env_shown */
+
 int nt_clock_use_tsc_;
 int nt_clock_calibration_skew_pct_;
 
@@ -65,12 +67,15 @@ uint64_t nt_clock_refine_rate(const nt_clock_pair *a, const nt_clock_pair *b, ui
 int nt_clock_setup(int choice, uint64_t *ticks_per_second)
 {
 	int want_tsc;
-	if (choice == 0) {
-		const char *env = getenv("NANOTRACE_CLOCK");
-		if (env != NULL && strcmp(env, "monotonic") == 0)
-			choice = 1;
-		else if (env != NULL && strcmp(env, "tsc") == 0)
-			choice = 2;
+	const char *env = choice == NT_CLOCK_AUTO ? secure_getenv("NANOTRACE_CLOCK") : NULL;
+	if (env != NULL && env[0] != '\0') {
+		int from_env = nt_env_clock_choice(env);
+		char shown[NT_ENV_SHOWN_MAX];
+		if (from_env < 0) /* no caller to tell: one line, and the default */
+			nt_env_warn("NANOTRACE_CLOCK='%s' is not auto, monotonic or tsc; using auto",
+				    nt_env_shown(env, shown));
+		else
+			choice = from_env;
 	}
 	if (choice == 2 && !nt_clock_tsc_invariant())
 		return -1;

@@ -42,4 +42,14 @@ int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_tick
  * trace went to the NANOTRACE_MAX_FILES sentinel. Returns nt_start_from_env()'s results. */
 nt_result nt_env_start(const char *unique, int *too_many_files);
 
+/* A variable's value as a warning may show it, on one line whatever it holds: bytes below
+ * 0x20, 0x7f and above, '\\' and '\'' written as \xNN (so no newline or terminal escape
+ * gets through), at most 64 of its bytes followed by "... (N bytes)". Returns out. */
+#define NT_ENV_SHOWN_MAX 340
+const char *nt_env_shown(const char *v, char out[NT_ENV_SHOWN_MAX]);
+
+/* One warning line on stderr, "nanotrace: <message>\n", written with a single write(2) so
+ * that lines of concurrent processes never interleave. */
+void nt_env_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif /* NT_CORE_H */

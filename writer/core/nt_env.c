@@ -4,13 +4,18 @@
  * with one parser: destination, per-process files in a directory, the max-files sentinel,
  * the session's settings.
  *
- * Nothing here prints: a bad value is an error with nt_last_error(), and the caller decides
- * whether it is worth a line on stderr (a Trace2 program) or its own handling.
+ * nt_env_start prints nothing: a bad value is an error with nt_last_error(), and the caller
+ * decides whether it is worth a line on stderr (a Trace2 program) or its own handling. The
+ * variables nt_start() itself reads (NANOTRACE_COMPRESSION, NANOTRACE_CLOCK) have no caller
+ * to tell: their garbage is one nt_env_warn() line and the default. Every value shown in a
+ * message goes through nt_env_shown(), so one bad value is one line, whatever it holds.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +31,16 @@
 #define DISCARD_NAME "nanotrace-discard"
 #define WHO "nt_start_from_env"
 
-/* "4M", "65536", "1G": bytes, or 0 when malformed. */
+/* "4M", "65536", "1G": bytes, or 0 when malformed. Digits first: strtoull would skip
+ * blanks and take a sign, reading " -1" as 2^64 - 1. */
 static size_t parse_size(const char *v)
 {
+	if (!isdigit((unsigned char)v[0]))
+		return 0;
 	char *end;
 	errno = 0;
 	unsigned long long n = strtoull(v, &end, 10);
-	if (errno || end == v || v[0] == '-')
+	if (errno)
 		return 0;
 	unsigned long long mult = 1;
 	if (*end == 'K' || *end == 'k')
@@ -44,6 +52,17 @@ static size_t parse_size(const char *v)
 	if (*end != '\0' || n > (unsigned long long)SIZE_MAX / mult)
 		return 0;
 	return (size_t)(n * mult);
+}
+
+/* A count of files: digits only, at most INT_MAX; -1 when malformed. */
+static long parse_count(const char *v)
+{
+	if (!isdigit((unsigned char)v[0]))
+		return -1;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	return errno || *end != '\0' || n > INT_MAX ? -1 : n;
 }
 
 /* Creates `path` exclusively (mode 0600) so no other process takes the name, and a link
@@ -128,14 +147,18 @@ static nt_result pick_path(const char *v, const char *unique, long max_files, ch
 
 static nt_result bad_value(const char *var, const char *v, const char *expected)
 {
-	nt_set_error(WHO ": unknown value for '%s': '%s' (%s)", var, v, expected);
+	char shown[NT_ENV_SHOWN_MAX];
+	nt_set_error(WHO ": unknown value for '%s': '%s' (%s)", var, nt_env_shown(v, shown),
+		     expected);
 	return NT_ERR_INVALID_ARGUMENT;
 }
 
-/* A variable's value, or NULL when unset or empty (empty means "the default"). */
+/* A variable's value, or NULL when unset or empty (empty means "the default"). In a
+ * set-user-ID or set-group-ID program every NANOTRACE* variable reads as unset
+ * (secure_getenv): its caller must not pick where a privileged process writes. */
 static const char *env(const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = secure_getenv(name);
 	return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
@@ -146,31 +169,31 @@ static nt_result config_from_env(nt_config *cfg, long *max_files)
 	const char *v;
 	if ((v = env("NANOTRACE_MODE")) != NULL && (cfg->mode = nt_mode_from_name(v)) < 0)
 		return bad_value("NANOTRACE_MODE", v, "oneshot, circular or streaming");
-	if ((v = env("NANOTRACE_BUFFER_SIZE")) != NULL &&
-	    (cfg->buffer_size = parse_size(v)) == 0)
-		return bad_value("NANOTRACE_BUFFER_SIZE", v, "bytes, optionally with K, M or G");
+	if ((v = env("NANOTRACE_BUFFER_SIZE")) != NULL) {
+		size_t bytes = parse_size(v);
+		if (bytes < NT_MIN_BUFFER || bytes > NT_ENV_MAX_BUFFER_BYTES) {
+			char expected[96];
+			snprintf(expected, sizeof(expected),
+				 "bytes from %uK to %uM, optionally with K, M or G",
+				 NT_MIN_BUFFER >> 10, NT_ENV_MAX_BUFFER_BYTES >> 20);
+			return bad_value("NANOTRACE_BUFFER_SIZE", v, expected);
+		}
+		cfg->buffer_size = bytes;
+	}
 	if ((v = env("NANOTRACE_CATEGORIES")) != NULL) {
 		if (nt_category_patterns_check(WHO ": NANOTRACE_CATEGORIES", v) != NT_OK)
 			return NT_ERR_INVALID_ARGUMENT;
 		cfg->categories = v;
 	}
 	if ((v = env("NANOTRACE_CLOCK")) != NULL) {
-		if (strcmp(v, "auto") == 0)
-			cfg->clock = NT_CLOCK_AUTO;
-		else if (strcmp(v, "monotonic") == 0)
-			cfg->clock = NT_CLOCK_USE_MONOTONIC;
-		else if (strcmp(v, "tsc") == 0)
-			cfg->clock = NT_CLOCK_USE_TSC;
-		else
+		int choice = nt_env_clock_choice(v);
+		if (choice < 0)
 			return bad_value("NANOTRACE_CLOCK", v, "auto, monotonic or tsc");
+		cfg->clock = (nt_clock_choice)choice;
 	}
 	*max_files = 0;
-	if ((v = env("NANOTRACE_MAX_FILES")) != NULL) {
-		char *end;
-		*max_files = strtol(v, &end, 10);
-		if (*end != '\0' || *max_files < 0)
-			return bad_value("NANOTRACE_MAX_FILES", v, "a number of files");
-	}
+	if ((v = env("NANOTRACE_MAX_FILES")) != NULL && (*max_files = parse_count(v)) < 0)
+		return bad_value("NANOTRACE_MAX_FILES", v, "a number of files, 0 to 2147483647");
 	return NT_OK;
 }
 
@@ -193,16 +216,16 @@ int nt_compression_level(int cfg_level)
 	long level = strtol(v, &end, 10);
 	if (errno == 0 && end != v && *end == '\0' && (level == 0 || nt_zchunk_level_ok((int)level)))
 		return (int)level;
-	fprintf(stderr,
-		"nanotrace: NANOTRACE_COMPRESSION='%.64s' is not off, 0 or a level from %d to %d; "
-		"using %d\n",
-		v, NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX, NT_COMPRESSION_DEFAULT);
+	char shown[NT_ENV_SHOWN_MAX];
+	nt_env_warn("NANOTRACE_COMPRESSION='%s' is not off, 0 or a level from %d to %d; using %d",
+		    nt_env_shown(v, shown), NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX,
+		    NT_COMPRESSION_DEFAULT);
 	return NT_COMPRESSION_DEFAULT;
 }
 
 nt_result nt_env_start(const char *unique, int *too_many_files)
 {
-	const char *v = getenv("NANOTRACE");
+	const char *v = secure_getenv("NANOTRACE"); /* see env() */
 	int too_many = 0;
 	if (too_many_files != NULL)
 		*too_many_files = 0;
@@ -214,11 +237,16 @@ nt_result nt_env_start(const char *unique, int *too_many_files)
 		return NT_DISABLED;
 	if (v[0] != '/')
 		return bad_value("NANOTRACE", v, "an absolute path to an archive or a directory");
+	char path[4096], expected[64];
+	size_t room = sizeof(path) - strlen(unique) - sizeof("/.9");
+	if (strlen(v) > room) { /* never a file at a truncated path */
+		snprintf(expected, sizeof(expected), "a path of at most %zu bytes", room);
+		return bad_value("NANOTRACE", v, expected);
+	}
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.file_mode = 0600;
 	long max_files;
-	char path[4096];
 	nt_result rc = config_from_env(&cfg, &max_files);
 	if (rc == NT_OK)
 		rc = pick_path(v, unique, max_files, path, sizeof(path), &too_many);

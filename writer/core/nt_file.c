@@ -1,7 +1,8 @@
 /*
  * nt_file.c - the writer's file helpers: every file the writer creates is made by
- * nt_create_beside() and renamed into place, and every write of a buffer goes through
- * nt_write_all().
+ * nt_create_beside() and renamed into place by nt_file_publish() (format/nt_private_file.h: the
+ * same mechanism as trace-import's and trace-record's), and every write of a buffer goes
+ * through nt_write_all().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,33 +13,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../format/nt_private_file.h"
 #include "nt_internal.h"
 
 int nt_create_beside(const char *path, char **name_out)
 {
-	size_t cap = strlen(path) + sizeof(".XXXXXX");
-	char *name = malloc(cap);
-	if (name == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
-	snprintf(name, cap, "%s.XXXXXX", path);
-	/* A random name created with O_EXCL: a link planted at any name we could have
-	 * predicted is never opened, let alone followed. */
-	int fd = mkostemp(name, O_CLOEXEC);
-	if (fd >= 0 && fchmod(fd, nt_S.file_mode ? nt_S.file_mode : 0644) != 0) {
-		int err = errno;
-		close(fd);
-		unlink(name);
-		errno = err;
-		fd = -1;
-	}
-	if (fd < 0) {
-		free(name);
-		return -1;
-	}
-	*name_out = name;
-	return fd;
+	return nt_private_create_beside(path, nt_S.file_mode, name_out);
+}
+
+int nt_file_publish(const char *tmp, const char *path)
+{
+	return nt_private_publish(tmp, path);
+}
+
+const char *nt_file_strerror(int err)
+{
+	return nt_private_strerror(err);
 }
 
 int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset)

@@ -144,6 +144,8 @@ extern nt_session nt_S;
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
  * prints one warning line and gives NT_COMPRESSION_DEFAULT. */
 int nt_compression_level(int cfg_level);
+/* NANOTRACE_CLOCK's value: "auto", "monotonic" or "tsc" as an nt_clock_choice, else -1. */
+int nt_env_clock_choice(const char *v);
 
 /* nt_session.c */
 /* FINISHED: stopped, but the archive is not written yet (nt_finish failed: it may be called
@@ -283,9 +285,15 @@ void nt_thread_release(void);
 
 /* nt_file.c */
 /* Create a file beside `path` under a fresh random name, with O_EXCL and O_CLOEXEC (so a
- * planted link is never followed) and mode nt_S.file_mode (0644 when 0), exactly. Returns
- * its fd and the name (malloc'd) in *name_out, or -1 with errno set. */
+ * planted link is never followed) and mode nt_S.file_mode (0600 when 0), exactly
+ * (format/nt_private_file.h). Returns its fd and the name (malloc'd) in *name_out, or -1
+ * with errno set. */
 int nt_create_beside(const char *path, char **name_out);
+/* Rename `tmp` over `path`, refusing (-1, errno ELOOP) when a symbolic link is at `path`:
+ * it is never followed or replaced. -1 with rename's errno otherwise; 0 on success. */
+int nt_file_publish(const char *tmp, const char *path);
+/* strerror(), with ELOOP worded as nt_file_publish() means it. */
+const char *nt_file_strerror(int err);
 /* Write all `len` bytes of `data` to `fd`: at *offset with pwrite() (and *offset advanced
  * by what was written) when offset is not NULL, else at the file position. Interrupted and
  * short writes go on. Returns 0, or the errno of the failure (EIO for a write of nothing). */

@@ -22,6 +22,7 @@
  * path never sees any of this: only the session tag, which the lifecycle calls set.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -43,6 +44,7 @@
 #include "nt_registry_wire.h"
 
 #define DEFAULT_REGISTER_TIMEOUT_MS 3000
+#define MAX_REGISTER_TIMEOUT_MS 60000 /* a start-up wait longer than a minute is a mistake */
 #define TIMEOUT_ENV "NANOTRACE_REGISTER_TIMEOUT"
 
 static struct {
@@ -513,15 +515,18 @@ int nt_provider_is_registered(void)
  * line on stderr and the default. */
 static int register_timeout(void)
 {
-	const char *v = getenv(TIMEOUT_ENV);
+	const char *v = secure_getenv(TIMEOUT_ENV);
 	if (v == NULL || v[0] == '\0')
 		return DEFAULT_REGISTER_TIMEOUT_MS;
 	char *end;
 	errno = 0;
 	long ms = strtol(v, &end, 10);
-	if (errno != 0 || *end != '\0' || ms < 0 || ms > INT_MAX) {
-		fprintf(stderr, "nanotrace: " TIMEOUT_ENV "='%s' is not a number of milliseconds; "
-			"using %d\n", v, DEFAULT_REGISTER_TIMEOUT_MS);
+	if (!isdigit((unsigned char)v[0]) || errno != 0 || *end != '\0' ||
+	    ms > MAX_REGISTER_TIMEOUT_MS) {
+		char shown[NT_ENV_SHOWN_MAX];
+		nt_env_warn(TIMEOUT_ENV "='%s' is not a number of milliseconds from 0 to %d; "
+			    "using %d", nt_env_shown(v, shown), MAX_REGISTER_TIMEOUT_MS,
+			    DEFAULT_REGISTER_TIMEOUT_MS);
 		return DEFAULT_REGISTER_TIMEOUT_MS;
 	}
 	return (int)ms;
@@ -535,7 +540,7 @@ static void register_by_env(const char *path, const char *name)
 	nt_result rc = timeout == 0 ? nt_provider_register(path, name)
 				    : nt_provider_register_sync(path, name, timeout, &started);
 	if (rc != NT_OK && !R.loss_reported) /* one line: a lost manager said so already */
-		fprintf(stderr, "nanotrace: %s; not tracing\n", nt_last_error());
+		nt_env_warn("%s; not tracing (" NT_MANAGER_ENV ")", nt_last_error());
 }
 
 /* Every process linking libnanotrace started with NANOTRACE_MANAGER set registers before

@@ -62,6 +62,11 @@ void nt_set_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+	/* One line, as nt_last_error() promises, whatever a caller's string (a path, a pattern
+	 * from the environment) held. */
+	for (char *c = last_error; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 }
 
 int nt_mode_from_name(const char *name)
@@ -454,9 +459,10 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 			nt_S.final_state == NT_FINAL_RECORDING ? NT_FINAL_FINISHED : nt_S.final_state;
 		*nt_header_u8(NT_HDR_FINAL_STATE) = nt_S.final_state;
 		int rc = nt_stream_finish();
-		if (rc == NT_OK && strcmp(target, nt_S.path) != 0 && rename(nt_S.path, target) != 0) {
-			nt_set_error("nt_finish: cannot rename '%s' to '%s': %s", nt_S.path, target,
-				     strerror(errno));
+		if (rc == NT_OK && strcmp(target, nt_S.path) != 0 &&
+		    nt_file_publish(nt_S.path, target) != 0) {
+			nt_set_error("nt_finish: cannot move the archive '%s' to '%s': %s", nt_S.path,
+				     target, nt_file_strerror(errno));
 			rc = NT_ERR_IO;
 		}
 		nt_S.started = rc == NT_OK ? SESSION_DONE : SESSION_FINISHED;

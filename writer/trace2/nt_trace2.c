@@ -149,6 +149,21 @@ static void write_process_record(void)
 				(int32_t)tm.tm_gmtoff);
 }
 
+/* NANOTRACE_REDACT: "0" keeps URL passwords; unset, empty or "1" redacts them; anything
+ * else gets one line and the safe default, redaction. */
+static int nt_t2_redact_from_env(void)
+{
+	const char *v = secure_getenv("NANOTRACE_REDACT");
+	if (v == NULL || v[0] == '\0' || strcmp(v, "1") == 0)
+		return 1;
+	if (strcmp(v, "0") == 0)
+		return 0;
+	char shown[NT_ENV_SHOWN_MAX];
+	nt_env_warn("NANOTRACE_REDACT='%s' is not 0 or 1; passwords in URLs are redacted",
+		    nt_env_shown(v, shown));
+	return 1;
+}
+
 int nt_t2_initialize_(nt_callsite *site, const char *version)
 {
 	pthread_mutex_lock(&t2_lock);
@@ -158,8 +173,7 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	}
 	nt_T2.initialized = 1;
 	nt_t2_initialize_clock_();
-	const char *redact = getenv("NANOTRACE_REDACT");
-	nt_T2.redact = !(redact != NULL && strcmp(redact, "0") == 0);
+	nt_T2.redact = nt_t2_redact_from_env();
 	nt_t2_make_sid(nt_T2.sid, sizeof(nt_T2.sid));
 	int too_many = 0;
 	if (!nt_is_recording()) {

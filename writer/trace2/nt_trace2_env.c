@@ -7,7 +7,6 @@
  * tracing stays off.
  */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <sha1.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,17 +16,6 @@
 #include <unistd.h>
 
 #include "nt_trace2_internal.h"
-
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
-{
-	char line[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "nanotrace: %s\n", line);
-}
 
 void nt_t2_make_sid(char *out, size_t cap)
 {
@@ -53,7 +41,15 @@ void nt_t2_make_sid(char *out, size_t cap)
 	snprintf(own, sizeof(own), "%04d%02d%02dT%02d%02d%02d.%06ldZ-%s-P%08x",
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 (long)tv.tv_usec, hex, (unsigned)getpid());
-	const char *parent = getenv("NANOTRACE_PARENT_SID");
+	const char *parent = secure_getenv("NANOTRACE_PARENT_SID");
+	size_t room = cap - strlen(own) - 2; /* the parent's part, its '/' and the NUL */
+	if (parent != NULL && strlen(parent) > room) {
+		/* Cut, the chain would lose this process's own part (its file name): a fresh one. */
+		char shown[NT_ENV_SHOWN_MAX];
+		nt_env_warn("NANOTRACE_PARENT_SID='%s' is longer than %zu bytes; "
+			    "this process starts a new SID", nt_env_shown(parent, shown), room);
+		parent = NULL;
+	}
 	if (parent != NULL && parent[0] != '\0')
 		snprintf(out, cap, "%s/%s", parent, own);
 	else
@@ -70,6 +66,6 @@ int nt_t2_env_start(int *too_many_files)
 	if (strncmp(msg, who, strlen(who)) == 0)
 		msg += strlen(who); /* a Trace2 program never called it: the variable says enough */
 	if (rc < 0)
-		warn("%s; tracing is off", msg);
+		nt_env_warn("%s; tracing is off", msg);
 	return rc == NT_OK;
 }

@@ -141,7 +141,16 @@ void nt_t2_cmd_error_(nt_callsite *site, const char *fmt, ...)
 
 void nt_t2_cmd_name_(nt_callsite *site, const char *name)
 {
-	const char *parent = getenv("NANOTRACE_PARENT_NAME");
+	const char *parent = secure_getenv("NANOTRACE_PARENT_NAME");
+	size_t room = sizeof(nt_T2.hierarchy) - strlen(nz(name)) - 2; /* '/' and the NUL */
+	if (parent != NULL && strlen(nz(name)) < sizeof(nt_T2.hierarchy) - 2 &&
+	    strlen(parent) > room) {
+		/* Cut, the hierarchy would lose this command's own name: it starts afresh. */
+		char shown[NT_ENV_SHOWN_MAX];
+		nt_env_warn("NANOTRACE_PARENT_NAME='%s' is longer than %zu bytes; "
+			    "the hierarchy starts at this command", nt_env_shown(parent, shown), room);
+		parent = NULL;
+	}
 	if (parent != NULL && parent[0] != '\0')
 		snprintf(nt_T2.hierarchy, sizeof(nt_T2.hierarchy), "%s/%s", parent, nz(name));
 	else
@@ -204,7 +213,7 @@ static int matches_patterns(const char *patterns, const char *key)
 void nt_t2_list_config_(nt_callsite *site, const char *scope, const char *const *keys,
 			const char *const *values, unsigned n)
 {
-	const char *patterns = getenv("NANOTRACE_CONFIG_PARAMS");
+	const char *patterns = secure_getenv("NANOTRACE_CONFIG_PARAMS");
 	if (patterns == NULL || patterns[0] == '\0' || keys == NULL)
 		return;
 	for (unsigned i = 0; i < n; i++)
@@ -214,7 +223,7 @@ void nt_t2_list_config_(nt_callsite *site, const char *scope, const char *const 
 
 void nt_t2_list_env_vars_(nt_callsite *site)
 {
-	const char *names = getenv("NANOTRACE_ENV_VARS");
+	const char *names = secure_getenv("NANOTRACE_ENV_VARS");
 	char name[256];
 	while (next_item(&names, name, sizeof(name))) {
 		const char *v = getenv(name);

@@ -55,10 +55,11 @@
  *   what the parent recorded. Do not fork() while nt_start() or nt_finish() runs.
  *
  * FILES
- *   Every file is first created under a fresh random name beside its final path (O_EXCL,
- *   so a link planted there is never followed), then renamed into place. If the final path
- *   is a symbolic link, the link itself is replaced by the archive: its target is never
- *   written.
+ *   Every file is first created under a fresh random name beside its final path (mkostemp:
+ *   O_EXCL and O_CLOEXEC, so a link planted at any name is never followed), with mode
+ *   nt_config.file_mode (default 0600, the umask not applied), then renamed into place. If
+ *   the final path is a symbolic link, the archive is refused (NT_ERR_IO, the message names
+ *   the path): the link is neither followed nor replaced, and its target is never written.
  */
 #ifndef NANOTRACE_H
 #define NANOTRACE_H
@@ -88,8 +89,9 @@ typedef enum nt_result {
 	                                 and not an error (failures are all negative) */
 } nt_result;
 
-/* The last failure seen by the calling thread, as one line; "" if none (each thread has
- * its own: a failure on another thread does not change it). Cost: none. Never NULL. */
+/* The last failure seen by the calling thread, as one line (control characters that a
+ * quoted path or value held are written as '?'); "" if none (each thread has its own: a
+ * failure on another thread does not change it). Cost: none. Never NULL. */
 const char *nt_last_error(void);
 
 /* ---- Configuration --------------------------------------------------------------------- */
@@ -139,10 +141,14 @@ typedef struct nt_config {
 	                           shared: a process killed at any moment (even by SIGKILL)
 	                           leaves a readable archive here, and nt_finish(NULL) compacts
 	                           it in place. The file appears only once its header is
-	                           written, and is replaced if it exists (a symbolic link there
-	                           is replaced, not followed). Copied by nt_start(). */
+	                           written, and is replaced if it exists; a symbolic link there
+	                           is refused (NT_ERR_IO naming the path), never followed or
+	                           replaced. Copied by nt_start(). */
 	unsigned file_mode;     /* permissions of the archive files, set exactly (the umask
-	                           does not apply); 0 = 0644 */
+	                           does not apply); 0 (default) = 0600, private to the user:
+	                           a trace holds command lines, paths, config and environment
+	                           values (SECURITY.md). Files are created under a random name
+	                           beside `path` (O_EXCL, O_CLOEXEC) and renamed into place */
 	int handle_signals;     /* with a path: on SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT and
 	                           SIGPIPE, stop recording, record the signal in the archive,
 	                           restore the previous disposition and re-raise (so a program
@@ -160,6 +166,11 @@ typedef struct nt_config {
 	                           shrink is stored as it is. Anything else: nt_start() fails
 	                           with NT_ERR_INVALID_ARGUMENT. */
 } nt_config;
+
+/* The largest NANOTRACE_BUFFER_SIZE nt_start_from_env() and NT_T2_INITIALIZE accept: the
+ * variable reaches every child process, and each would reserve (and touch) that much.
+ * A program that needs a larger arena sets nt_config.buffer_size (up to 4 GiB). */
+#define NT_ENV_MAX_BUFFER_BYTES (256u << 20)
 
 /* nt_config.compression_level: the level used when neither the config nor
  * NANOTRACE_COMPRESSION sets one, and the value that turns compression off. */
@@ -213,26 +224,36 @@ nt_result nt_start(const nt_config *cfg);
  *                               Unset, "", "0" or "false": nothing is recorded.
  *   NANOTRACE_MODE=oneshot|circular|streaming, NANOTRACE_BUFFER_SIZE=<bytes>[K|M|G],
  *   NANOTRACE_CATEGORIES=<patterns>, NANOTRACE_CLOCK=auto|monotonic|tsc
- *                               the nt_config fields of the same names (empty: default).
+ *                               the nt_config fields of the same names (empty: default);
+ *                               the buffer size from 64K to NT_ENV_MAX_BUFFER_BYTES (256M),
+ *                               digits first (no sign, no blank). nt_start() itself reads
+ *                               NANOTRACE_CLOCK when cfg.clock is NT_CLOCK_AUTO: garbage
+ *                               there prints one line on stderr naming it, and AUTO is used.
  *   NANOTRACE_COMPRESSION=off|0|<level>
  *                               read by nt_start() itself (so it applies to every session
  *                               whose config leaves compression_level 0): the zstd level of
  *                               saved archives, -50 to 22; off or 0 stores them
  *                               uncompressed. A value that is none of these prints one line
  *                               on stderr naming it, and NT_COMPRESSION_DEFAULT is used.
- *   NANOTRACE_MAX_FILES=<n>     directory targets: at n entries or more (. and .. counted)
+ *   NANOTRACE_MAX_FILES=<n>     (0 to 2147483647; 0: no limit)
+ *                               directory targets: at n entries or more (. and .. counted)
  *                               the trace goes to "nanotrace-discard", and once that exists
  *                               later processes record nothing (NT_DISABLED).
+ * In a set-user-ID or set-group-ID program these variables are ignored (secure_getenv):
+ * NANOTRACE reads as unset, and nt_start_from_env() returns NT_DISABLED.
  * Returns NT_OK when recording, NT_DISABLED (1, not an error) when NANOTRACE does not ask
  * for it; NT_ERR_INVALID_ARGUMENT for a malformed value (nt_last_error() names the variable
- * and its value), NT_ERR_IO when the file cannot be created, and nt_start()'s errors
+ * and shows its value on one line: control and non-ASCII bytes as \xNN, at most 64 bytes of
+ * it; a NANOTRACE path too long for a per-process name is one too), NT_ERR_IO when the file
+ * cannot be created, and nt_start()'s errors
  * (NT_ERR_STATE when already recording). Nothing is printed. Cost: a few getenv() and one
  * file creation, then nt_start()'s. Registered with a trace manager: NT_OK, no file is
  * created and nothing is started (see MANAGER MODE below). */
 nt_result nt_start_from_env(void);
 
 /* Stop recording and write the compact archive to `path` (created with file_mode, default
- * 0644, replaced if it exists: a symbolic link there is replaced, not followed); with a
+ * 0600, replaced if it exists; a symbolic link there is refused with NT_ERR_IO naming the
+ * path, never followed or replaced); with a
  * file-backed arena, path == NULL compacts the arena's own file in place, and another path
  * moves the archive there (the arena file is removed). Streaming: the saver saves what is
  * left, the header is rewritten to point at the saved stream, and the arena's blocks in the
@@ -300,14 +321,16 @@ nt_result nt_provider_terminate(const char *path);
  *   process before main() as `program_invocation_short_name`, with no code change: the
  *   process and every descendant that links libnanotrace (Trace2 programs included) are
  *   traced under `trace-record -- COMMAND`. It waits for the manager's answer up to
- *   NANOTRACE_REGISTER_TIMEOUT milliseconds (default 3000; 0 = do not wait), so that a
- *   trace already running records the program from its first event. A malformed timeout
- *   prints one line on stderr and the default is used. A manager out of reach prints
- *   "nanotrace: cannot reach the trace manager at PATH: REASON; not tracing" and the
- *   program runs on untraced (and its own nt_start() works as without a manager). A
- *   manager that runs as another user than the process's effective one (root excepted:
- *   SO_PEERCRED of its socket) is refused: "nanotrace: the trace manager at PATH runs as
- *   uid U, not V; not tracing", so a socket planted by another user receives nothing. In
+ *   NANOTRACE_REGISTER_TIMEOUT milliseconds (default 3000; 0 = do not wait; at most 60000),
+ *   so that a trace already running records the program from its first event. A malformed
+ *   or larger timeout prints one line on stderr naming it, and the default is used. A
+ *   manager out of reach prints "nanotrace: cannot reach the trace manager at PATH: REASON;
+ *   not tracing (NANOTRACE_MANAGER)" and the program runs on untraced by a manager (its own
+ *   nt_start() and NANOTRACE work as without one). A manager that runs as another user
+ *   than the process's effective one (root excepted: SO_PEERCRED of its socket) is
+ *   refused: "nanotrace: the trace manager at PATH runs as uid U, not V; not tracing
+ *   (NANOTRACE_MANAGER)", so a socket planted by another user receives nothing. Each
+ *   warning is one line: control characters in it are written as '?'. In
  *   a set-user-ID or set-group-ID program NANOTRACE_MANAGER is ignored (secure_getenv).
  *
  * MANAGER MODE

@@ -48,7 +48,9 @@
  *   NANOTRACE_CONFIG_PARAMS=<patterns>, NANOTRACE_ENV_VARS=<names>: what NT_T2_LIST_CONFIG
  *                               and NT_T2_LIST_ENV_VARS report as def_param.
  *   NANOTRACE_REDACT=0          keep URL passwords (by default user:pass@ in argv and
- *                               def_param values is recorded as user:<REDACTED>@).
+ *                               def_param values is recorded as user:<REDACTED>@); unset,
+ *                               empty or 1 redact, anything else prints one line and
+ *                               redacts.
  *   NANOTRACE_MANAGER=<socket> the process registered with a trace manager (nanotrace.h,
  *                               AUTOMATIC REGISTRATION), as every process under
  *                               `trace-record -- COMMAND` is: NANOTRACE and the variables
@@ -56,9 +58,16 @@
  *                               Trace2 messages (and the process's section says how it ended).
  *   NANOTRACE_PARENT_SID, NANOTRACE_PARENT_NAME
  *                               set by nanotrace for child processes: the SID is
- *                               "<parent SID>/<own>", the command hierarchy "<parent>/<name>".
- *   A bad value prints one line "nanotrace: ..." on stderr and leaves tracing off; the
- *   program itself never fails because of tracing. When the program already records
+ *                               "<parent SID>/<own>", the command hierarchy "<parent>/<name>";
+ *                               a value too long to add this process's own part to (the SID:
+ *                               NT_MAX_SID_LENGTH bytes; the hierarchy: 1023) prints one line
+ *                               and this process starts a chain of its own.
+ *   A bad value prints one line "nanotrace: ..." on stderr naming the variable (the value
+ *   shown with control and non-ASCII bytes as \xNN, at most 64 bytes of it) and leaves
+ *   tracing off (NANOTRACE_COMPRESSION, NANOTRACE_REDACT and NANOTRACE_REGISTER_TIMEOUT:
+ *   the default is used instead); the program itself never fails because of tracing.
+ *   tests/writer/test_env_garbage.py holds the table. In a set-user-ID or set-group-ID
+ *   program NANOTRACE is ignored (secure_getenv), and with it every variable above. When the program already records
  *   (nt_start), NT_T2_INITIALIZE adds Trace2 to that session instead.
  *
  * COST

@@ -1,0 +1,74 @@
+/*
+ * nt_env_warn.c - how the writer speaks about its environment variables: a value shown on
+ * one line whatever it holds (nt_env_shown), one warning line written at once
+ * (nt_env_warn), and NANOTRACE_CLOCK's names, which nt_env.c's parser and nt_start()'s
+ * clock setup share (nt_env_clock_choice).
+ *
+ * Kept apart from nt_env.c so that tests/fuzz/fuzz_env.c, which compiles nt_env.c into
+ * itself to reach its static parsers, links these from the library without a second copy.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nt_core.h"
+#include "nt_internal.h"
+
+const char *nt_env_shown(const char *v, char out[NT_ENV_SHOWN_MAX])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = strlen(v), o = 0, shown = len > 64 ? 64 : len;
+	for (size_t i = 0; i < shown; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (c < 0x20 || c >= 0x7f || c == '\\' || c == '\'') {
+			out[o++] = '\\', out[o++] = 'x', out[o++] = hex[c >> 4], out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+	if (shown < len) /* 64 * 4 + this stays below NT_ENV_SHOWN_MAX */
+		snprintf(out + o, NT_ENV_SHOWN_MAX - o, "... (%zu bytes)", len);
+	return out;
+}
+
+void nt_env_warn(const char *fmt, ...)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "nanotrace: ");
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+	if (len > sizeof(line) - 2)
+		len = sizeof(line) - 2;
+	/* One line whatever a message quotes (a path from the environment, say): control
+	 * characters become '?' here; values shown by nt_env_shown() are already escaped. */
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
+	line[len++] = '\n';
+	for (size_t done = 0; done < len;) { /* one write: lines of processes never mix */
+		ssize_t w = write(STDERR_FILENO, line + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+}
+
+int nt_env_clock_choice(const char *v)
+{
+	if (strcmp(v, "auto") == 0)
+		return NT_CLOCK_AUTO;
+	if (strcmp(v, "monotonic") == 0)
+		return NT_CLOCK_USE_MONOTONIC;
+	if (strcmp(v, "tsc") == 0)
+		return NT_CLOCK_USE_TSC;
+	return -1;
+}
