@@ -79,6 +79,41 @@ static inline void nt_out_char(nt_out *o, char c)
 	o->len++;
 }
 
+/* Names come from the archive: in a format read on a terminal, a control byte (ESC of an
+ * escape sequence among them) is shown as '?', so an archive cannot drive the terminal. */
+static inline void nt_unctrl(char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			p[i] = '?';
+}
+
+/* A NUL-terminated copy of s in dst (cap bytes, cut to fit), control bytes shown as '?':
+ * for names printed with stdio. Returns dst. */
+static inline const char *nt_unctrl_copy(char *dst, size_t cap, const char *s)
+{
+	size_t n = strnlen(s, cap - 1);
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	nt_unctrl(dst, n);
+	return dst;
+}
+
+/* A name: its bytes, control bytes shown as '?'. */
+static inline void nt_out_name(nt_out *o, const char *s)
+{
+	size_t n = strlen(s);
+	if (n <= 256) {
+		char *p = nt_out_room(o, n);
+		memcpy(p, s, n);
+		nt_unctrl(p, n);
+		nt_out_commit(o, n);
+		return;
+	}
+	for (; *s; s++) /* long names: rare */
+		nt_out_char(o, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 /* n copies of c (padding). */
 void nt_out_fill_slow(nt_out *o, char c, size_t n);
 static inline void nt_out_fill(nt_out *o, char c, size_t n)

@@ -92,9 +92,13 @@ static const char *final_name(uint8_t f)
 static void print_archive(const nt_reader *r, FILE *out)
 {
 	const nt_archive_info *in = nt_reader_info(r);
+	char producer[NT_HDR_MAX_STRING + 1], process[NT_HDR_MAX_STRING + 1];
 	fprintf(out, "archive: %s\n", nt_reader_name(r));
-	fprintf(out, "producer: %s (format %u.%u)\n", in->producer, in->format_major, in->format_minor);
-	fprintf(out, "process: %s (pid %" PRIu32 ")\n", in->process_name, in->pid);
+	fprintf(out, "producer: %s (format %u.%u)\n",
+		nt_unctrl_copy(producer, sizeof(producer), in->producer), in->format_major,
+		in->format_minor);
+	fprintf(out, "process: %s (pid %" PRIu32 ")\n",
+		nt_unctrl_copy(process, sizeof(process), in->process_name), in->pid);
 	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_SOURCE_TSC ? "tsc" : "monotonic",
 		in->ticks_per_second);
 	/* An imported log was never in an arena: its header leaves the geometry 0, and the
@@ -162,13 +166,16 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 	fprintf(out, "providers: %" PRIu32 "\n", nt_reader_section_count(r));
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
 		const nt_reader_section *sec = nt_reader_section_at(r, i);
-		fprintf(out, "  section %" PRIu32 ": pid %" PRIu32 " %s", i, sec->pid, sec->name);
+		char shown[NT_HDR_MAX_STRING + 1];
+		fprintf(out, "  section %" PRIu32 ": pid %" PRIu32 " %s", i, sec->pid,
+			nt_unctrl_copy(shown, sizeof(shown), sec->name));
 		if (sec->provider_id)
 			fprintf(out, " (provider %" PRIu32 ")", sec->provider_id);
 		fprintf(out, ": %s, %s", sec->end_text[0] ? sec->end_text : "archive",
 			mode_name(sec->mode));
 		if (sec->message[0])
-			fprintf(out, ", message: %s", sec->message);
+			fprintf(out, ", message: %s",
+				nt_unctrl_copy(shown, sizeof(shown), sec->message));
 		if (sec->info == NULL) {
 			fprintf(out, "; not readable: %s\n", sec->error);
 			continue;
@@ -237,8 +244,10 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
 	for (uint32_t i = 0; i < sum.threads; i++) {
 		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		char name[NT_HDR_MAX_STRING + 1];
 		fprintf(out, "  thread %" PRIu32 " %s (pid %" PRIu32 ", tid %" PRIu32 "): %" PRIu64 " events\n",
-			t->index, t->name, t->pid, t->tid, s.by_thread[t->index]);
+			t->index, nt_unctrl_copy(name, sizeof(name), t->name), t->pid, t->tid,
+			s.by_thread[t->index]);
 	}
 	fprintf(out, "written: %" PRIu64 " events (header count)\n", in->events_written);
 	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64

@@ -25,6 +25,7 @@ static void put_left(nt_out *o, const char *s, int w)
 	size_t n = strnlen(s, (size_t)w);
 	char *p = nt_out_room(o, (size_t)w);
 	memcpy(p, s, n);
+	nt_unctrl(p, n);
 	memset(p + n, ' ', (size_t)w - n);
 	nt_out_commit(o, (size_t)w);
 }
@@ -40,7 +41,7 @@ static void put_right(nt_out *o, const char *s, size_t n, size_t w)
 static void print_arg(nt_out *out, const nt_reader_arg *a)
 {
 	nt_out_char(out, ' ');
-	nt_out_str(out, a->name);
+	nt_out_name(out, a->name);
 	nt_out_char(out, '=');
 	switch (a->type) {
 	case NT_ARG_INT32:

@@ -459,3 +459,24 @@ def test_format_1_archives_read_as_before(fixture):
     rc, out, err = run('--stats', os.path.join(OLD_FORMATS, archive))
     check('%s --stats names format 1.1' % fixture, '(format 1.1)' in out, out[:300])
     verify()
+
+
+def test_control_bytes_in_names_never_reach_the_terminal(demo):
+    """An archive is untrusted: a name holding ESC (a terminal escape sequence) or another
+    control byte is shown as '?' by the text format and --stats; Chrome JSON escapes it."""
+    data = open(demo, 'rb').read()
+    hostile = data.replace(b'worker-0', b'worker\x1b0').replace(b'request', b'req\x07est')
+    check('the demo names were found', hostile != data)
+    archive = path('control-bytes.ntrace')
+    open(archive, 'wb').write(hostile)
+    for args in ([], ['--stats']):
+        p = subprocess.run([TRACE_DUMP, *args, archive], capture_output=True)
+        out = p.stdout
+        check('%s exits 0' % (args or 'text'), p.returncode == 0, p.stderr.decode())
+        check('%s shows no control byte' % (args or 'text'),
+              not any(b < 0x20 and b not in (0x0a,) or b == 0x7f for b in out), repr(out[:200]))
+        check('%s shows worker?0' % (args or 'text'), b'worker?0' in out, repr(out[:300]))
+    p = subprocess.run([TRACE_DUMP, '--format', 'chrome', archive], capture_output=True)
+    check('chrome escapes ESC', b'worker\\u001b0' in p.stdout and b'\x1b' not in p.stdout,
+          repr(p.stdout[:200]))
+    verify()
