@@ -10,7 +10,8 @@
  *      existing name, a symbolic link planted at one is never opened, let alone followed.
  *      Its mode is set exactly with fchmod (the umask does not apply; 0600 by default).
  *   2. The file is written under that name, so `path` is never a half-written file.
- *   3. nt_private_publish(): renamed over `path`, unless a symbolic link is at `path`: that
+ *   3. nt_private_publish(): renamed over `path`, unless a symbolic link is at `path`, or
+ *      anything else but a regular file (refused, ENOTSUP: /dev/null stays a device): that
  *      is refused (ELOOP), never followed and never replaced. rename() itself never follows
  *      a link either, so a link planted between the check and the rename is replaced, and
  *      whatever it pointed at is still untouched.
@@ -74,15 +75,18 @@ static inline int nt_private_create_beside(const char *path, unsigned mode, char
 	return fd;
 }
 
-/* 0 when `path` may be replaced: absent, or anything but a symbolic link; -1 with errno
- * ELOOP when a link is there, or lstat's errno. Cost: one lstat. */
+/* 0 when `path` may be replaced: absent, or a regular file; -1 with errno ELOOP when a
+ * symbolic link is there, ENOTSUP when something else that is not a regular file is (a
+ * device such as /dev/null, a FIFO, a socket, a directory: renaming over it would put a
+ * regular file in its place, as root even over /dev/null), or lstat's errno. Cost: one
+ * lstat. */
 static inline int nt_private_target_ok(const char *path)
 {
 	struct stat st;
 	if (lstat(path, &st) != 0)
 		return errno == ENOENT ? 0 : -1;
-	if (S_ISLNK(st.st_mode)) {
-		errno = ELOOP;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTSUP;
 		return -1;
 	}
 	return 0;
@@ -98,11 +102,13 @@ static inline int nt_private_publish(const char *tmp, const char *path)
 	return rename(tmp, path);
 }
 
-/* strerror(err), but ELOOP is said as what it means here. */
+/* strerror(err), but ELOOP and ENOTSUP are said as what they mean here. */
 static inline const char *nt_private_strerror(int err)
 {
-	return err == ELOOP ? "a symbolic link is there (refused: never followed or replaced)"
-			    : strerror(err);
+	return err == ELOOP	? "a symbolic link is there (refused: never followed or replaced)"
+	       : err == ENOTSUP ? "not a regular file (a device, FIFO, socket or directory is never "
+				  "replaced)"
+				: strerror(err);
 }
 
 #endif /* NT_PRIVATE_FILE_H */

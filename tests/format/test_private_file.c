@@ -195,6 +195,37 @@ static void publish_refuses_a_link_at_the_target(void **state)
 	empty_dir();
 }
 
+/* Something that is not a regular file at the target (a FIFO, a directory; /dev/null as
+ * root) is refused and stays what it is: renaming over it would replace it with a file. */
+static void non_regular_target_is_refused(void **state)
+{
+	(void)state;
+	char fifo[300], dir[300];
+	in_dir(fifo, sizeof(fifo), "out.fifo");
+	in_dir(dir, sizeof(dir), "out.dir");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	const char *targets[] = { fifo, dir };
+	for (int i = 0; i < 2; i++) {
+		char *tmp = NULL;
+		int fd = nt_private_create_beside(targets[i], 0, &tmp);
+		assert_true(fd >= 0);
+		close(fd);
+		errno = 0;
+		assert_int_equal(nt_private_publish(tmp, targets[i]), -1);
+		assert_int_equal(errno, ENOTSUP);
+		assert_non_null(strstr(nt_private_strerror(ENOTSUP), "not a regular file"));
+		struct stat st;
+		assert_int_equal(lstat(targets[i], &st), 0);
+		assert_true(i == 0 ? S_ISFIFO(st.st_mode) : S_ISDIR(st.st_mode));
+		unlink(tmp);
+		free(tmp);
+	}
+	unlink(fifo);
+	rmdir(dir);
+	empty_dir();
+}
+
 /* A failure leaves nothing: a directory that does not exist is ENOENT, and no name is
  * returned. */
 static void failure_leaves_nothing(void **state)
@@ -234,6 +265,7 @@ int main(void)
 		cmocka_unit_test(links_at_predictable_names_are_untouched),
 		cmocka_unit_test(mode_is_exact_whatever_the_umask),
 		cmocka_unit_test(publish_refuses_a_link_at_the_target),
+		cmocka_unit_test(non_regular_target_is_refused),
 		cmocka_unit_test(failure_leaves_nothing),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);

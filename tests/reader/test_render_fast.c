@@ -345,6 +345,16 @@ static void ref_arg(FILE *out, const nt_reader_arg *a, int chrome)
 	}
 }
 
+/* The text format's names: a control byte is shown as '?' (never sent to a terminal). */
+static const char *ref_name(char *buf, size_t cap, const char *s)
+{
+	snprintf(buf, cap, "%s", s);
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return buf;
+}
+
 static int ref_text_event(void *ctx, const nt_reader_event *e)
 {
 	ref_ctx *t = ctx;
@@ -360,11 +370,13 @@ static int ref_text_event(void *ctx, const nt_reader_event *e)
 		t->begin_ns[ti][(*d)++ % 256] = e->time_ns;
 	else if (e->kind == NT_KIND_END && *d > 0)
 		ref_duration(dur, sizeof(dur), (uint64_t)(e->time_ns - t->begin_ns[ti][--*d % 256]));
+	char cat[256], name[256], arg[256], shown[96];
 	fprintf(t->out, "%16s  %-*.*s  %s   %-*.*s  %-*.*s  %10s ", when, t->wthread, t->wthread,
-		thread, nt_kind_phase(e->kind), t->wcat, t->wcat, e->category, t->wname, t->wname,
-		e->name, dur);
+		ref_name(shown, sizeof(shown), thread), nt_kind_phase(e->kind), t->wcat, t->wcat,
+		ref_name(cat, sizeof(cat), e->category), t->wname, t->wname,
+		ref_name(name, sizeof(name), e->name), dur);
 	for (uint32_t i = 0; i < e->arg_count; i++) {
-		fprintf(t->out, " %s=", e->args[i].name);
+		fprintf(t->out, " %s=", ref_name(arg, sizeof(arg), e->args[i].name));
 		ref_arg(t->out, &e->args[i], 0);
 	}
 	fputc('\n', t->out);
