@@ -1,7 +1,10 @@
 /*
  * nt_bench_reader - how fast the reader side goes, and what memory it takes:
  *
- *   decode     nt_reader_visit to a counting callback, stream order and time order (M ev/s)
+ *   decode     nt_reader_visit to a counting callback, stream order and time order (M ev/s):
+ *              the compressed archive (the default: chunks decompressed ahead on a helper
+ *              thread where that pays), the same read serially (ahead off), and the same
+ *              events recorded uncompressed; interleaved, so drift hits all alike
  *   render     trace-dump's renderings into /dev/null: text, Chrome JSON, stats, and Git's
  *              NORMAL, PERF and EVENT for a Trace2 archive (M ev/s)
  *   import     trace-import of the EVENT rendering back into an archive (MB/s of JSON)
@@ -29,6 +32,7 @@
 
 typedef struct reader_results {
 	double stream_mev_s, time_mev_s, text_mev_s, chrome_mev_s, stats_mev_s;
+	double serial_mev_s[2], plain_mev_s[2]; /* [stream, time]: ahead off; uncompressed */
 	double t2_mev_s[3]; /* NORMAL, PERF, EVENT */
 	double import_mb_s;
 	long anon_kb_1m, anon_kb_10m;
@@ -41,11 +45,13 @@ static void scratch(char *buf, size_t cap, const char *tag)
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
 }
 
-/* Records `iterations` of the mixed shape (3 events each) into `path`. */
-static int record_mixed(const char *path, uint64_t iterations)
+/* Records `iterations` of the mixed shape (3 events each) into `path`, compressed at
+ * `level` (nt_config.compression_level: 0 the default, NT_COMPRESSION_OFF none). */
+static int record_mixed(const char *path, uint64_t iterations, int level)
 {
 	nt_config cfg;
 	nt_config_init(&cfg);
+	cfg.compression_level = level;
 	cfg.buffer_size = (size_t)(iterations * 3 * 24 + (16u << 20)); /* oneshot: room for all */
 	if (nt_start(&cfg) != NT_OK)
 		return fprintf(stderr, "nt_bench_reader: %s\n", nt_last_error()), 0;
@@ -92,13 +98,15 @@ static int count_event(void *ctx, const nt_reader_event *ev)
 	return 0;
 }
 
-/* Seconds for one visit of the archive at `path` (opened each time); *events counted. */
-static double time_visit(const char *path, nt_order order, uint64_t *events)
+/* Seconds for one visit of the archive at `path` (opened each time); *events counted.
+ * ahead: nt_reader_set_decompress_ahead()'s argument. */
+static double time_visit(const char *path, nt_order order, uint64_t *events, int ahead)
 {
 	uint64_t t0 = now_ns();
 	nt_reader *r = nt_reader_open(path, NULL);
 	if (r == NULL)
 		return -1;
+	nt_reader_set_decompress_ahead(r, ahead);
 	*events = 0;
 	nt_reader_callbacks cb = { .on_event = count_event };
 	nt_reader_visit(r, &cb, events, order, NT_ON_CORRUPT_SKIP);
@@ -253,36 +261,52 @@ static double mev_s(uint64_t events, double secs)
 	return secs > 0 ? (double)events / secs / 1e6 : -1;
 }
 
+/* Decode in both orders: the compressed archive as visited by default and serially, and
+ * the uncompressed one, interleaved (drift hits all six alike); medians of `reps`. */
+static void measure_decode(reader_results *b, const char *mixed, const char *plain, int reps)
+{
+	double v[6][101];
+	for (int i = 0; i < reps; i++)
+		for (int k = 0; k < 6; k++) {
+			nt_order order = k % 2 ? NT_ORDER_TIME : NT_ORDER_STREAM;
+			v[k][i] = time_visit(k < 4 ? mixed : plain, order, &b->events,
+					     k / 2 == 1 ? NT_READER_AHEAD_OFF : NT_READER_AHEAD_AUTO);
+		}
+	b->stream_mev_s = mev_s(b->events, median(v[0], reps));
+	b->time_mev_s = mev_s(b->events, median(v[1], reps));
+	for (int o = 0; o < 2; o++) {
+		b->serial_mev_s[o] = mev_s(b->events, median(v[2 + o], reps));
+		b->plain_mev_s[o] = mev_s(b->events, median(v[4 + o], reps));
+	}
+}
+
 static int measure(reader_results *b, uint64_t iterations, int reps)
 {
-	char mixed[256], mixed10[256], t2[256];
+	char mixed[256], plain[256], mixed10[256], t2[256];
 	scratch(mixed, sizeof(mixed), "mixed");
+	scratch(plain, sizeof(plain), "plain");
 	scratch(mixed10, sizeof(mixed10), "mixed10m");
 	scratch(t2, sizeof(t2), "t2");
 	FILE *devnull = fopen("/dev/null", "w");
-	int ok = devnull && record_mixed(mixed, iterations) && record_trace2(t2, 50000);
+	int ok = devnull && record_mixed(mixed, iterations, 0) &&
+		 record_mixed(plain, iterations, NT_COMPRESSION_OFF) && record_trace2(t2, 50000);
 	if (ok) {
-		double vs[101], vt[101];
-		for (int i = 0; i < reps; i++) { /* interleaved: drift hits both orders alike */
-			vs[i] = time_visit(mixed, NT_ORDER_STREAM, &b->events);
-			vt[i] = time_visit(mixed, NT_ORDER_TIME, &b->events);
-		}
-		b->stream_mev_s = mev_s(b->events, median(vs, reps));
-		b->time_mev_s = mev_s(b->events, median(vt, reps));
+		measure_decode(b, mixed, plain, reps);
 		b->text_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_TEXT, devnull, reps));
 		b->chrome_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_CHROME, devnull, reps));
 		b->stats_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_STATS, devnull, reps));
-		time_visit(t2, NT_ORDER_TIME, &b->t2_events);
+		time_visit(t2, NT_ORDER_TIME, &b->t2_events, NT_READER_AHEAD_AUTO);
 		for (int f = 0; f < 3; f++)
 			b->t2_mev_s[f] = mev_s(b->t2_events, median_of_runs(time_render, t2, RENDER_NORMAL + f, devnull, reps));
 		b->import_mb_s = import_mb_s(t2, reps);
 		/* Memory: 1 M and 10 M events (the mixed shape: a third of the iterations). */
-		ok = record_mixed(mixed10, 1000000 / 3) && (b->anon_kb_1m = reader_anon_kb(mixed10)) >= 0 &&
-		     record_mixed(mixed10, 10000000 / 3) && (b->anon_kb_10m = reader_anon_kb(mixed10)) >= 0;
+		ok = record_mixed(mixed10, 1000000 / 3, 0) && (b->anon_kb_1m = reader_anon_kb(mixed10)) >= 0 &&
+		     record_mixed(mixed10, 10000000 / 3, 0) && (b->anon_kb_10m = reader_anon_kb(mixed10)) >= 0;
 	}
 	if (devnull)
 		fclose(devnull);
 	unlink(mixed);
+	unlink(plain);
 	unlink(mixed10);
 	unlink(t2);
 	return ok;
@@ -316,6 +340,10 @@ int main(int argc, char **argv)
 		return 1;
 	printf("decode, %" PRIu64 " events   stream %.1f M ev/s   time %.1f M ev/s\n", b.events,
 	       b.stream_mev_s, b.time_mev_s);
+	printf("  compressed, serial   stream %.1f M ev/s   time %.1f M ev/s\n", b.serial_mev_s[0],
+	       b.serial_mev_s[1]);
+	printf("  uncompressed         stream %.1f M ev/s   time %.1f M ev/s\n", b.plain_mev_s[0],
+	       b.plain_mev_s[1]);
 	printf("render                 text %.2f   chrome %.2f   stats %.1f M ev/s\n", b.text_mev_s,
 	       b.chrome_mev_s, b.stats_mev_s);
 	printf("Trace2, %" PRIu64 " messages   normal %.2f   perf %.2f   event %.2f M ev/s\n",
@@ -325,12 +353,16 @@ int main(int argc, char **argv)
 	       b.anon_kb_10m);
 	if (json)
 		printf("{\"reader_mev_s_stream\": %.2f, \"reader_mev_s_time\": %.2f, "
+		       "\"reader_mev_s_stream_serial\": %.2f, \"reader_mev_s_time_serial\": %.2f, "
+		       "\"reader_mev_s_stream_uncompressed\": %.2f, "
+		       "\"reader_mev_s_time_uncompressed\": %.2f, "
 		       "\"render_text_mev_s\": %.3f, \"render_chrome_mev_s\": %.3f, "
 		       "\"render_stats_mev_s\": %.2f, \"render_trace2_normal_mev_s\": %.3f, "
 		       "\"render_trace2_perf_mev_s\": %.3f, \"render_trace2_event_mev_s\": %.3f, "
 		       "\"trace_import_mb_s\": %.1f, \"reader_anon_kb_1m\": %ld, "
 		       "\"reader_anon_kb_10m\": %ld}\n",
-		       b.stream_mev_s, b.time_mev_s, b.text_mev_s, b.chrome_mev_s, b.stats_mev_s,
+		       b.stream_mev_s, b.time_mev_s, b.serial_mev_s[0], b.serial_mev_s[1],
+		       b.plain_mev_s[0], b.plain_mev_s[1], b.text_mev_s, b.chrome_mev_s, b.stats_mev_s,
 		       b.t2_mev_s[0], b.t2_mev_s[1], b.t2_mev_s[2], b.import_mb_s, b.anon_kb_1m,
 		       b.anon_kb_10m);
 	return 0;
