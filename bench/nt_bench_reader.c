@@ -15,7 +15,9 @@
  * an INSTANT with two int64, END), and a Trace2 command's regions and data. Each figure is
  * the median of --reps runs.
  *
- *   nt_bench_reader [--events N] [--reps N] [--json]
+ *   nt_bench_reader [--events N] [--reps N] [--json] [--decode-only]
+ *
+ * --decode-only measures decode alone (and prints its lines, or its keys with --json).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -280,7 +282,7 @@ static void measure_decode(reader_results *b, const char *mixed, const char *pla
 	}
 }
 
-static int measure(reader_results *b, uint64_t iterations, int reps)
+static int measure(reader_results *b, uint64_t iterations, int reps, int decode_only)
 {
 	char mixed[256], plain[256], mixed10[256], t2[256];
 	scratch(mixed, sizeof(mixed), "mixed");
@@ -292,6 +294,8 @@ static int measure(reader_results *b, uint64_t iterations, int reps)
 		 record_mixed(plain, iterations, NT_COMPRESSION_OFF) && record_trace2(t2, 50000);
 	if (ok) {
 		measure_decode(b, mixed, plain, reps);
+	}
+	if (ok && !decode_only) {
 		b->text_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_TEXT, devnull, reps));
 		b->chrome_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_CHROME, devnull, reps));
 		b->stats_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_STATS, devnull, reps));
@@ -317,16 +321,18 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--child-memory") == 0)
 		return child_memory(argv[2]);
 	uint64_t events = 3000000;
-	int reps = 5, json = 0;
+	int reps = 5, json = 0, decode_only = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = 1;
+		else if (strcmp(argv[i], "--decode-only") == 0)
+			decode_only = 1;
 		else if (i + 1 < argc && strcmp(argv[i], "--events") == 0)
 			events = strtoull(argv[++i], NULL, 10);
 		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
 			reps = atoi(argv[++i]);
 		else {
-			fputs("usage: nt_bench_reader [--events N] [--reps N] [--json]\n", stderr);
+			fputs("usage: nt_bench_reader [--events N] [--reps N] [--json] [--decode-only]\n", stderr);
 			return 1;
 		}
 	}
@@ -336,7 +342,7 @@ int main(int argc, char **argv)
 	}
 	reader_results b;
 	memset(&b, 0, sizeof(b));
-	if (!measure(&b, events / 3, reps))
+	if (!measure(&b, events / 3, reps, decode_only))
 		return 1;
 	printf("decode, %" PRIu64 " events   stream %.1f M ev/s   time %.1f M ev/s\n", b.events,
 	       b.stream_mev_s, b.time_mev_s);
@@ -344,6 +350,16 @@ int main(int argc, char **argv)
 	       b.serial_mev_s[1]);
 	printf("  uncompressed         stream %.1f M ev/s   time %.1f M ev/s\n", b.plain_mev_s[0],
 	       b.plain_mev_s[1]);
+	if (decode_only) {
+		if (json)
+			printf("{\"reader_mev_s_stream\": %.2f, \"reader_mev_s_time\": %.2f, "
+			       "\"reader_mev_s_stream_serial\": %.2f, \"reader_mev_s_time_serial\": %.2f, "
+			       "\"reader_mev_s_stream_uncompressed\": %.2f, "
+			       "\"reader_mev_s_time_uncompressed\": %.2f}\n",
+			       b.stream_mev_s, b.time_mev_s, b.serial_mev_s[0], b.serial_mev_s[1],
+			       b.plain_mev_s[0], b.plain_mev_s[1]);
+		return 0;
+	}
 	printf("render                 text %.2f   chrome %.2f   stats %.1f M ev/s\n", b.text_mev_s,
 	       b.chrome_mev_s, b.stats_mev_s);
 	printf("Trace2, %" PRIu64 " messages   normal %.2f   perf %.2f   event %.2f M ev/s\n",

@@ -18,7 +18,11 @@
  * ring of `cap` entries) and at most `cap` spare buffers kept for reuse; the visit's own
  * buffers are swapped with the queued ones, never copied. Everything shared is under one
  * mutex, taken a few times per chunk (64 KiB of records): the helper's decompression and
- * its walks run outside it.
+ * its walks run outside it. Wake-ups are what costs (a futex each, and on a busy machine a
+ * trip through the scheduler, and in a virtual machine the wake-up of an idle CPU): a
+ * stalled helper is woken only once half its chunks are taken; the visit, before it sleeps,
+ * spins for about one chunk's decompression (AHEAD_SPIN_NS) watching `progress`, and
+ * sleeping is woken only by the chunk it waits for (or the helper stalling or ending).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,12 +30,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nt_reader_ahead.h"
 
 /* Fewer compressed chunks than this are decompressed serially by default: starting a thread
  * costs about as much as decompressing a few chunks. */
 #define AHEAD_MIN_CHUNKS 8
+
+/* How long the visit spins for a chunk the helper is about to finish before it sleeps:
+ * about the decompression of a 64 KiB chunk. */
+#define AHEAD_SPIN_NS 50000
 
 typedef struct ahead_entry {
 	uint64_t off;
@@ -65,6 +74,9 @@ struct nt_ahead {
 	uint8_t **spare;     /* buffers for reuse, at most cap */
 	uint32_t nspare;
 	int stop, done, stalled;
+	uint32_t progress;    /* atomic: bumped at every push, stall and end */
+	int waiting;          /* the visit waits for a chunk of ... */
+	uint32_t wait_queue;  /* ... this source */
 	nt_zchunk_decoder *dec;
 };
 
@@ -173,10 +185,13 @@ static void give_back(nt_ahead *a, uint8_t *buf)
 static int next_job(nt_ahead *a, ahead_queue **qp, uint8_t **buf)
 {
 	for (;;) {
-		while (!a->stop && a->ahead >= a->cap) {
+		if (!a->stop && a->ahead >= a->cap) {
 			a->stalled = 1;
-			pthread_cond_broadcast(&a->consumer_cv);
-			pthread_cond_wait(&a->helper_cv, &a->lock);
+			__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
+			if (a->waiting)
+				pthread_cond_signal(&a->consumer_cv);
+			while (!a->stop && a->ahead > a->cap / 2)
+				pthread_cond_wait(&a->helper_cv, &a->lock);
 		}
 		a->stalled = 0;
 		if (a->stop)
@@ -219,13 +234,16 @@ static void *helper_main(void *arg)
 			break;
 		}
 		q->ring[(q->head + q->count++) % a->cap] = (ahead_entry){ off, buf, why };
-		pthread_cond_broadcast(&a->consumer_cv);
+		__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
+		if (a->waiting && &a->q[a->wait_queue] == q)
+			pthread_cond_signal(&a->consumer_cv);
 		pthread_mutex_unlock(&a->lock);
 		find_next(q);
 		pthread_mutex_lock(&a->lock);
 	}
 	a->done = 1;
-	pthread_cond_broadcast(&a->consumer_cv);
+	__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&a->consumer_cv);
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
 }
@@ -236,14 +254,40 @@ static ahead_entry pop_front(nt_ahead *a, ahead_queue *q)
 	ahead_entry e = q->ring[q->head];
 	q->head = (q->head + 1) % a->cap;
 	q->count--;
-	a->ahead--;
-	pthread_cond_signal(&a->helper_cv);
+	if (a->ahead-- == a->cap / 2 + 1 && a->stalled) {
+		a->stalled = 0; /* it goes on as soon as it runs */
+		pthread_cond_signal(&a->helper_cv);
+	}
 	return e;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Spins (the lock released) until the helper makes progress past `seen` or AHEAD_SPIN_NS
+ * pass. */
+static void spin_for_progress(nt_ahead *a, uint32_t seen)
+{
+	pthread_mutex_unlock(&a->lock);
+	uint64_t until = now_ns() + AHEAD_SPIN_NS;
+	for (uint32_t i = 1; __atomic_load_n(&a->progress, __ATOMIC_ACQUIRE) == seen; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		if (i % 64 == 0 && now_ns() > until)
+			break;
+	}
+	pthread_mutex_lock(&a->lock);
 }
 
 int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, const char **why)
 {
 	ahead_queue *q = &a->q[queue];
+	int spun = 0;
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		while (q->count > 0 && q->ring[q->head].off < off) /* a chunk the visit skipped */
@@ -262,7 +306,16 @@ int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, cons
 			pthread_mutex_unlock(&a->lock);
 			return 0;
 		}
+		if (!spun) {
+			spun = 1;
+			spin_for_progress(a, __atomic_load_n(&a->progress, __ATOMIC_RELAXED));
+			continue;
+		}
+		spun = 0;
+		a->waiting = 1;
+		a->wait_queue = queue;
 		pthread_cond_wait(&a->consumer_cv, &a->lock);
+		a->waiting = 0;
 	}
 }
 
