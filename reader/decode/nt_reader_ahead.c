@@ -8,21 +8,26 @@
  * makes of them. The helper only has to guess which chunks the visit will ask for, and in
  * what order: each *source* is one sequence the visit asks in (stream order: every
  * compressed chunk of the record stream; time order: those of one thread, as its cursor
- * scans for them), walked here the same quiet way (nt_top_record_size, nt_resync). A guess
- * that is wrong costs time, never results: the visit asks for a chunk by offset, entries
- * before it are dropped, and a chunk the helper does not have and will not make soon
- * (stopped, out of memory, or stalled: all its buffers hold chunks of other sources) is
- * decompressed by the visit itself.
+ * scans for them), walked here the same quiet way (nt_top_record_size, nt_resync).
+ *
+ * A guess that is wrong costs time, never results: the visit asks for a chunk by offset,
+ * entries before it are dropped, and a chunk the helper does not have is decompressed by
+ * the visit itself, unless the helper is decompressing it right now: then the visit waits
+ * for it, at most AHEAD_WAIT_NS. A chunk the visit does itself is one the helper skips, so
+ * a helper that falls behind jumps ahead of the visit again and the two share the work.
+ * The visit never waits long for a helper that gets no CPU (a busy machine) or that is
+ * elsewhere (stalled: all its buffers hold chunks of other sources); and once it has
+ * given up waiting more often than it took a chunk from the helper (past AHEAD_GIVE_UP),
+ * it stops the helper and goes on serially.
  *
  * Memory: at most `cap` chunks decompressed ahead (decoding, or queued in their source's
  * ring of `cap` entries) and at most `cap` spare buffers kept for reuse; the visit's own
  * buffers are swapped with the queued ones, never copied. Everything shared is under one
- * mutex, taken a few times per chunk (64 KiB of records): the helper's decompression and
- * its walks run outside it. Wake-ups are what costs (a futex each, and on a busy machine a
- * trip through the scheduler, and in a virtual machine the wake-up of an idle CPU): a
- * stalled helper is woken only once half its chunks are taken; the visit, before it sleeps,
- * spins for about one chunk's decompression (AHEAD_SPIN_NS) watching `progress`, and
- * sleeping is woken only by the chunk it waits for (or the helper stalling or ending).
+ * mutex, taken a few times per chunk (16 to 64 KiB of records): the helper's decompression
+ * and its walks run outside it. Wake-ups are what costs (a futex each, a trip through the
+ * scheduler, and in a virtual machine the wake-up of an idle CPU): a stalled helper is
+ * woken only once half its chunks are taken, and the visit never sleeps: it spins,
+ * watching `progress`, for the one chunk it may wait for.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -38,9 +43,13 @@
  * costs about as much as decompressing a few chunks. */
 #define AHEAD_MIN_CHUNKS 8
 
-/* How long the visit spins for a chunk the helper is about to finish before it sleeps:
- * about the decompression of a 64 KiB chunk. */
-#define AHEAD_SPIN_NS 50000
+/* How long the visit waits for the chunk the helper is decompressing: a few times what a
+ * 64 KiB chunk takes, when the helper has a CPU. */
+#define AHEAD_WAIT_NS 100000
+
+/* The helper is stopped when the visit has given up waiting for it more often than this
+ * and than it took a chunk from it: it gets too little CPU to pay. */
+#define AHEAD_GIVE_UP 32
 
 typedef struct ahead_entry {
 	uint64_t off;
@@ -65,7 +74,6 @@ typedef struct ahead_queue {
 struct nt_ahead {
 	pthread_mutex_t lock;
 	pthread_cond_t helper_cv;   /* a buffer came back, or stop */
-	pthread_cond_t consumer_cv; /* a chunk is ready, or the helper stalled or ended */
 	pthread_t thread;
 	ahead_queue *q;
 	uint32_t nq;
@@ -73,10 +81,11 @@ struct nt_ahead {
 	uint32_t cap, ahead; /* ahead: chunks queued or being decompressed */
 	uint8_t **spare;     /* buffers for reuse, at most cap */
 	uint32_t nspare;
-	int stop, done, stalled;
-	uint32_t progress;    /* atomic: bumped at every push, stall and end */
-	int waiting;          /* the visit waits for a chunk of ... */
-	uint32_t wait_queue;  /* ... this source */
+	int stop, done, stalled; /* stalled: the helper waits for buffers to come back */
+	uint32_t progress;       /* atomic: bumped at every push and at the end */
+	ahead_queue *busy;       /* the source and chunk the helper decompresses now */
+	uint64_t busy_off;
+	uint64_t hits, late;     /* chunks the visit took from the helper; waits it gave up */
 	nt_zchunk_decoder *dec;
 };
 
@@ -187,9 +196,6 @@ static int next_job(nt_ahead *a, ahead_queue **qp, uint8_t **buf)
 	for (;;) {
 		if (!a->stop && a->ahead >= a->cap) {
 			a->stalled = 1;
-			__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
-			if (a->waiting)
-				pthread_cond_signal(&a->consumer_cv);
 			while (!a->stop && a->ahead > a->cap / 2)
 				pthread_cond_wait(&a->helper_cv, &a->lock);
 		}
@@ -207,7 +213,8 @@ static int next_job(nt_ahead *a, ahead_queue **qp, uint8_t **buf)
 		}
 		a->ahead++;
 		*buf = a->nspare > 0 ? a->spare[--a->nspare] : NULL;
-		*qp = q;
+		*qp = a->busy = q;
+		a->busy_off = q->next_off;
 		return 1;
 	}
 }
@@ -229,21 +236,19 @@ static void *helper_main(void *arg)
 		if (buf != NULL)
 			why = nt_zchunk_decode(a->dec, q->r->data + off, size, buf, NT_MAX_ZCHUNK_BYTES);
 		pthread_mutex_lock(&a->lock);
+		a->busy = NULL;
 		if (buf == NULL) { /* no memory: the visit decompresses the rest itself */
 			a->ahead--;
 			break;
 		}
 		q->ring[(q->head + q->count++) % a->cap] = (ahead_entry){ off, buf, why };
 		__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
-		if (a->waiting && &a->q[a->wait_queue] == q)
-			pthread_cond_signal(&a->consumer_cv);
 		pthread_mutex_unlock(&a->lock);
 		find_next(q);
 		pthread_mutex_lock(&a->lock);
 	}
 	a->done = 1;
 	__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
-	pthread_cond_signal(&a->consumer_cv);
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
 }
@@ -268,12 +273,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Spins (the lock released) until the helper makes progress past `seen` or AHEAD_SPIN_NS
- * pass. */
-static void spin_for_progress(nt_ahead *a, uint32_t seen)
+/* Spins (the lock released) until the helper makes progress past `seen` or `until`. */
+static void spin_for_progress(nt_ahead *a, uint32_t seen, uint64_t until)
 {
 	pthread_mutex_unlock(&a->lock);
-	uint64_t until = now_ns() + AHEAD_SPIN_NS;
 	for (uint32_t i = 1; __atomic_load_n(&a->progress, __ATOMIC_ACQUIRE) == seen; i++) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
@@ -284,10 +287,22 @@ static void spin_for_progress(nt_ahead *a, uint32_t seen)
 	pthread_mutex_lock(&a->lock);
 }
 
+/* The visit decompresses the chunk at `off` itself (under the lock): the helper skips it;
+ * when the visit gave up waiting for it (`late`), the helper may be stopped. */
+static void miss(nt_ahead *a, ahead_queue *q, uint64_t off, int late)
+{
+	if (q->skip_below < off + 1)
+		q->skip_below = off + 1;
+	if (late && ++a->late > AHEAD_GIVE_UP && a->late > a->hits) {
+		a->stop = 1;
+		pthread_cond_signal(&a->helper_cv);
+	}
+}
+
 int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, const char **why)
 {
 	ahead_queue *q = &a->q[queue];
-	int spun = 0;
+	uint64_t until = 0;
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		while (q->count > 0 && q->ring[q->head].off < off) /* a chunk the visit skipped */
@@ -297,25 +312,19 @@ int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, cons
 			give_back(a, *buf);
 			*buf = e.buf;
 			*why = e.why;
+			a->hits++;
 			pthread_mutex_unlock(&a->lock);
 			return 1;
 		}
-		if (a->done || a->stalled || q->count > 0) {
-			if (q->skip_below < off + 1)
-				q->skip_below = off + 1;
+		int coming = !a->stop && a->busy == q && a->busy_off == off;
+		if (coming && until == 0)
+			until = now_ns() + AHEAD_WAIT_NS;
+		if (!coming || now_ns() > until) {
+			miss(a, q, off, coming);
 			pthread_mutex_unlock(&a->lock);
 			return 0;
 		}
-		if (!spun) {
-			spun = 1;
-			spin_for_progress(a, __atomic_load_n(&a->progress, __ATOMIC_RELAXED));
-			continue;
-		}
-		spun = 0;
-		a->waiting = 1;
-		a->wait_queue = queue;
-		pthread_cond_wait(&a->consumer_cv, &a->lock);
-		a->waiting = 0;
+		spin_for_progress(a, __atomic_load_n(&a->progress, __ATOMIC_RELAXED), until);
 	}
 }
 
@@ -332,7 +341,6 @@ static void ahead_free(nt_ahead *a)
 	free(a->spare);
 	free(a->q);
 	nt_zchunk_decoder_free(a->dec);
-	pthread_cond_destroy(&a->consumer_cv);
 	pthread_cond_destroy(&a->helper_cv);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
@@ -348,7 +356,6 @@ nt_ahead *nt_ahead_start(const nt_ahead_source *src, uint32_t n, int by_time, ui
 		return NULL;
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->helper_cv, NULL);
-	pthread_cond_init(&a->consumer_cv, NULL);
 	a->nq = n;
 	a->by_time = by_time;
 	a->cap = buffers;
