@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
@@ -364,6 +365,41 @@ static void helper_runs_only_when_asked(void **state)
 	nt_reader_close(r);
 }
 
+/* A value of NANOTRACE_READER_AHEAD that is none: one line on stderr naming it, however
+ * many visits, and the default rule. In a child, whose stderr is a pipe read here. */
+static void bad_environment_is_reported_once(void **state)
+{
+	(void)state;
+	int fd[2];
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 2);
+		close(fd[0]);
+		setenv("NANOTRACE_READER_AHEAD", "lots", 1);
+		nt_reader *r = nt_reader_open_memory(archive, archive_size, "ahead", NULL);
+		vlog l;
+		for (int i = 0; r != NULL && i < 3; i++) {
+			visit_log(r, NT_READER_AHEAD_AUTO, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP, 0, &l);
+			free(l.text);
+		}
+		_exit(r == NULL || l.events != (uint64_t)THREADS * ITERATIONS * 3);
+	}
+	close(fd[1]);
+	char buf[1024] = { 0 };
+	size_t n = 0;
+	ssize_t k;
+	while (n < sizeof(buf) - 1 && (k = read(fd[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)k;
+	close(fd[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_msg(strstr(buf, "NANOTRACE_READER_AHEAD=\"lots\"") != NULL, "stderr: %s", buf);
+	char *nl = strchr(buf, '\n');
+	assert_msg(nl != NULL && nl[1] == '\0', "one line, not: %s", buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +410,7 @@ int main(void)
 		cmocka_unit_test(visiting_twice_reads_the_same),
 		cmocka_unit_test(many_archives_read_the_same),
 		cmocka_unit_test(helper_runs_only_when_asked),
+		cmocka_unit_test(bad_environment_is_reported_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
