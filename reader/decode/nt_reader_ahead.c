@@ -81,7 +81,7 @@ struct nt_ahead {
 	uint32_t cap, ahead; /* ahead: chunks queued or being decompressed */
 	uint8_t **spare;     /* buffers for reuse, at most cap */
 	uint32_t nspare;
-	int stop, done, stalled; /* stalled: the helper waits for buffers to come back */
+	int stop, stalled;       /* stalled: the helper waits for buffers to come back */
 	uint32_t progress;       /* atomic: bumped at every push and at the end */
 	ahead_queue *busy;       /* the source and chunk the helper decompresses now */
 	uint64_t busy_off;
@@ -247,7 +247,6 @@ static void *helper_main(void *arg)
 		find_next(q);
 		pthread_mutex_lock(&a->lock);
 	}
-	a->done = 1;
 	__atomic_add_fetch(&a->progress, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&a->lock);
 	return NULL;

@@ -33,10 +33,11 @@ nt_ahead *nt_ahead_start(const nt_ahead_source *src, uint32_t n, int by_time, ui
 
 /* The chunk at `off` of source `queue`, decompressed: returns 1 and sets *why (NULL, or
  * nt_zchunk_decode's answer) and *buf (the caller's buffer, NT_MAX_ZCHUNK_BYTES or NULL,
- * is handed over to the helper and replaced by the one decoded into), waiting for the
- * helper if it is on its way; returns 0 when the caller must decompress the chunk itself
- * (the helper stopped, stalled on buffers held for other sources, or ran out of memory).
- * The caller asks for each source's chunks in order and uses *buf until its next call. */
+ * is handed over to the helper and replaced by the one decoded into); waits (spinning, at
+ * most 100 us) only when the helper is decompressing that very chunk; returns 0 when the
+ * caller must decompress the chunk itself (the helper is elsewhere, stalled, stopped, out
+ * of memory, or too slow: then the helper skips it). The caller asks for each source's
+ * chunks in order and uses *buf until its next call. */
 int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, const char **why);
 
 /* Stops the helper (within one chunk's decompression), joins it and frees all it holds.
