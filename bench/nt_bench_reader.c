@@ -1,7 +1,10 @@
 /*
  * nt_bench_reader - how fast the reader side goes, and what memory it takes:
  *
- *   decode     nt_reader_visit to a counting callback, stream order and time order (M ev/s)
+ *   decode     nt_reader_visit to a counting callback, stream order and time order (M ev/s):
+ *              the compressed archive (the default: chunks decompressed ahead on a helper
+ *              thread where that pays), the same read serially (ahead off), and the same
+ *              events recorded uncompressed; interleaved, so drift hits all alike
  *   render     trace-dump's renderings into /dev/null: text, Chrome JSON, stats, and Git's
  *              NORMAL, PERF and EVENT for a Trace2 archive (M ev/s)
  *   import     trace-import of the EVENT rendering back into an archive (MB/s of JSON)
@@ -12,7 +15,9 @@
  * an INSTANT with two int64, END), and a Trace2 command's regions and data. Each figure is
  * the median of --reps runs.
  *
- *   nt_bench_reader [--events N] [--reps N] [--json]
+ *   nt_bench_reader [--events N] [--reps N] [--json] [--decode-only]
+ *
+ * --decode-only measures decode alone (and prints its lines, or its keys with --json).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -29,6 +34,11 @@
 
 typedef struct reader_results {
 	double stream_mev_s, time_mev_s, text_mev_s, chrome_mev_s, stats_mev_s;
+	double serial_mev_s[2], plain_mev_s[2]; /* [stream, time]: ahead off; uncompressed */
+	/* Events per CPU second of the visiting thread (a helper's not counted): [stream,
+	 * time] of the default, the serial and the uncompressed visit. On a busy machine the
+	 * wall-clock rates measure the machine; these measure the work on the caller's thread. */
+	double own_cpu_mev_s[3][2];
 	double t2_mev_s[3]; /* NORMAL, PERF, EVENT */
 	double import_mb_s;
 	long anon_kb_1m, anon_kb_10m;
@@ -41,11 +51,13 @@ static void scratch(char *buf, size_t cap, const char *tag)
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
 }
 
-/* Records `iterations` of the mixed shape (3 events each) into `path`. */
-static int record_mixed(const char *path, uint64_t iterations)
+/* Records `iterations` of the mixed shape (3 events each) into `path`, compressed at
+ * `level` (nt_config.compression_level: 0 the default, NT_COMPRESSION_OFF none). */
+static int record_mixed(const char *path, uint64_t iterations, int level)
 {
 	nt_config cfg;
 	nt_config_init(&cfg);
+	cfg.compression_level = level;
 	cfg.buffer_size = (size_t)(iterations * 3 * 24 + (16u << 20)); /* oneshot: room for all */
 	if (nt_start(&cfg) != NT_OK)
 		return fprintf(stderr, "nt_bench_reader: %s\n", nt_last_error()), 0;
@@ -92,18 +104,36 @@ static int count_event(void *ctx, const nt_reader_event *ev)
 	return 0;
 }
 
-/* Seconds for one visit of the archive at `path` (opened each time); *events counted. */
-static double time_visit(const char *path, nt_order order, uint64_t *events)
+static uint64_t thread_cpu_ns(void)
 {
-	uint64_t t0 = now_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Seconds for one visit of the archive at `path` (opened each time); *events counted;
+ * *own_cpu (may be NULL) the CPU seconds of the calling thread (not the helper's).
+ * ahead: nt_reader_set_decompress_ahead()'s argument. */
+static double time_visit_cpu(const char *path, nt_order order, uint64_t *events, int ahead,
+			     double *own_cpu)
+{
+	uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
 	nt_reader *r = nt_reader_open(path, NULL);
 	if (r == NULL)
 		return -1;
+	nt_reader_set_decompress_ahead(r, ahead);
 	*events = 0;
 	nt_reader_callbacks cb = { .on_event = count_event };
 	nt_reader_visit(r, &cb, events, order, NT_ON_CORRUPT_SKIP);
 	nt_reader_close(r);
+	if (own_cpu != NULL)
+		*own_cpu = (double)(thread_cpu_ns() - c0) / 1e9;
 	return (double)(now_ns() - t0) / 1e9;
+}
+
+static double time_visit(const char *path, nt_order order, uint64_t *events, int ahead)
+{
+	return time_visit_cpu(path, order, events, ahead, NULL);
 }
 
 enum { RENDER_TEXT, RENDER_CHROME, RENDER_STATS, RENDER_NORMAL, RENDER_PERF, RENDER_EVENT };
@@ -253,36 +283,57 @@ static double mev_s(uint64_t events, double secs)
 	return secs > 0 ? (double)events / secs / 1e6 : -1;
 }
 
-static int measure(reader_results *b, uint64_t iterations, int reps)
+/* Decode in both orders: the compressed archive as visited by default and serially, and
+ * the uncompressed one, interleaved (drift hits all six alike); medians of `reps`. */
+static void measure_decode(reader_results *b, const char *mixed, const char *plain, int reps)
 {
-	char mixed[256], mixed10[256], t2[256];
+	double v[6][101], own[6][101];
+	for (int i = 0; i < reps; i++)
+		for (int k = 0; k < 6; k++) {
+			nt_order order = k % 2 ? NT_ORDER_TIME : NT_ORDER_STREAM;
+			v[k][i] = time_visit_cpu(k < 4 ? mixed : plain, order, &b->events,
+						 k / 2 == 1 ? NT_READER_AHEAD_OFF : NT_READER_AHEAD_AUTO,
+						 &own[k][i]);
+		}
+	b->stream_mev_s = mev_s(b->events, median(v[0], reps));
+	b->time_mev_s = mev_s(b->events, median(v[1], reps));
+	for (int o = 0; o < 2; o++) {
+		b->serial_mev_s[o] = mev_s(b->events, median(v[2 + o], reps));
+		b->plain_mev_s[o] = mev_s(b->events, median(v[4 + o], reps));
+		for (int w = 0; w < 3; w++)
+			b->own_cpu_mev_s[w][o] = mev_s(b->events, median(own[2 * w + o], reps));
+	}
+}
+
+static int measure(reader_results *b, uint64_t iterations, int reps, int decode_only)
+{
+	char mixed[256], plain[256], mixed10[256], t2[256];
 	scratch(mixed, sizeof(mixed), "mixed");
+	scratch(plain, sizeof(plain), "plain");
 	scratch(mixed10, sizeof(mixed10), "mixed10m");
 	scratch(t2, sizeof(t2), "t2");
 	FILE *devnull = fopen("/dev/null", "w");
-	int ok = devnull && record_mixed(mixed, iterations) && record_trace2(t2, 50000);
+	int ok = devnull && record_mixed(mixed, iterations, 0) &&
+		 record_mixed(plain, iterations, NT_COMPRESSION_OFF) && record_trace2(t2, 50000);
 	if (ok) {
-		double vs[101], vt[101];
-		for (int i = 0; i < reps; i++) { /* interleaved: drift hits both orders alike */
-			vs[i] = time_visit(mixed, NT_ORDER_STREAM, &b->events);
-			vt[i] = time_visit(mixed, NT_ORDER_TIME, &b->events);
-		}
-		b->stream_mev_s = mev_s(b->events, median(vs, reps));
-		b->time_mev_s = mev_s(b->events, median(vt, reps));
+		measure_decode(b, mixed, plain, reps);
+	}
+	if (ok && !decode_only) {
 		b->text_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_TEXT, devnull, reps));
 		b->chrome_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_CHROME, devnull, reps));
 		b->stats_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_STATS, devnull, reps));
-		time_visit(t2, NT_ORDER_TIME, &b->t2_events);
+		time_visit(t2, NT_ORDER_TIME, &b->t2_events, NT_READER_AHEAD_AUTO);
 		for (int f = 0; f < 3; f++)
 			b->t2_mev_s[f] = mev_s(b->t2_events, median_of_runs(time_render, t2, RENDER_NORMAL + f, devnull, reps));
 		b->import_mb_s = import_mb_s(t2, reps);
 		/* Memory: 1 M and 10 M events (the mixed shape: a third of the iterations). */
-		ok = record_mixed(mixed10, 1000000 / 3) && (b->anon_kb_1m = reader_anon_kb(mixed10)) >= 0 &&
-		     record_mixed(mixed10, 10000000 / 3) && (b->anon_kb_10m = reader_anon_kb(mixed10)) >= 0;
+		ok = record_mixed(mixed10, 1000000 / 3, 0) && (b->anon_kb_1m = reader_anon_kb(mixed10)) >= 0 &&
+		     record_mixed(mixed10, 10000000 / 3, 0) && (b->anon_kb_10m = reader_anon_kb(mixed10)) >= 0;
 	}
 	if (devnull)
 		fclose(devnull);
 	unlink(mixed);
+	unlink(plain);
 	unlink(mixed10);
 	unlink(t2);
 	return ok;
@@ -293,16 +344,18 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--child-memory") == 0)
 		return child_memory(argv[2]);
 	uint64_t events = 3000000;
-	int reps = 5, json = 0;
+	int reps = 5, json = 0, decode_only = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = 1;
+		else if (strcmp(argv[i], "--decode-only") == 0)
+			decode_only = 1;
 		else if (i + 1 < argc && strcmp(argv[i], "--events") == 0)
 			events = strtoull(argv[++i], NULL, 10);
 		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
 			reps = atoi(argv[++i]);
 		else {
-			fputs("usage: nt_bench_reader [--events N] [--reps N] [--json]\n", stderr);
+			fputs("usage: nt_bench_reader [--events N] [--reps N] [--json] [--decode-only]\n", stderr);
 			return 1;
 		}
 	}
@@ -312,10 +365,31 @@ int main(int argc, char **argv)
 	}
 	reader_results b;
 	memset(&b, 0, sizeof(b));
-	if (!measure(&b, events / 3, reps))
+	if (!measure(&b, events / 3, reps, decode_only))
 		return 1;
 	printf("decode, %" PRIu64 " events   stream %.1f M ev/s   time %.1f M ev/s\n", b.events,
 	       b.stream_mev_s, b.time_mev_s);
+	printf("  compressed, serial   stream %.1f M ev/s   time %.1f M ev/s\n", b.serial_mev_s[0],
+	       b.serial_mev_s[1]);
+	printf("  uncompressed         stream %.1f M ev/s   time %.1f M ev/s\n", b.plain_mev_s[0],
+	       b.plain_mev_s[1]);
+	printf("  per CPU second of the visiting thread (a helper's not counted):\n"
+	       "    compressed         stream %.1f M ev/s   time %.1f M ev/s\n"
+	       "    compressed, serial stream %.1f M ev/s   time %.1f M ev/s\n"
+	       "    uncompressed       stream %.1f M ev/s   time %.1f M ev/s\n",
+	       b.own_cpu_mev_s[0][0], b.own_cpu_mev_s[0][1], b.own_cpu_mev_s[1][0],
+	       b.own_cpu_mev_s[1][1], b.own_cpu_mev_s[2][0], b.own_cpu_mev_s[2][1]);
+	if (decode_only) {
+		if (json)
+			printf("{\"reader_mev_s_stream\": %.2f, \"reader_mev_s_time\": %.2f, "
+			       "\"reader_mev_s_stream_serial\": %.2f, \"reader_mev_s_time_serial\": %.2f, "
+			       "\"reader_mev_s_stream_uncompressed\": %.2f, "
+			       "\"reader_mev_s_time_uncompressed\": %.2f, "
+			       "\"reader_mev_s_stream_own_cpu\": %.2f, \"reader_mev_s_time_own_cpu\": %.2f}\n",
+			       b.stream_mev_s, b.time_mev_s, b.serial_mev_s[0], b.serial_mev_s[1],
+			       b.plain_mev_s[0], b.plain_mev_s[1], b.own_cpu_mev_s[0][0], b.own_cpu_mev_s[0][1]);
+		return 0;
+	}
 	printf("render                 text %.2f   chrome %.2f   stats %.1f M ev/s\n", b.text_mev_s,
 	       b.chrome_mev_s, b.stats_mev_s);
 	printf("Trace2, %" PRIu64 " messages   normal %.2f   perf %.2f   event %.2f M ev/s\n",
@@ -325,12 +399,18 @@ int main(int argc, char **argv)
 	       b.anon_kb_10m);
 	if (json)
 		printf("{\"reader_mev_s_stream\": %.2f, \"reader_mev_s_time\": %.2f, "
+		       "\"reader_mev_s_stream_serial\": %.2f, \"reader_mev_s_time_serial\": %.2f, "
+		       "\"reader_mev_s_stream_uncompressed\": %.2f, "
+		       "\"reader_mev_s_time_uncompressed\": %.2f, "
+		       "\"reader_mev_s_stream_own_cpu\": %.2f, \"reader_mev_s_time_own_cpu\": %.2f, "
 		       "\"render_text_mev_s\": %.3f, \"render_chrome_mev_s\": %.3f, "
 		       "\"render_stats_mev_s\": %.2f, \"render_trace2_normal_mev_s\": %.3f, "
 		       "\"render_trace2_perf_mev_s\": %.3f, \"render_trace2_event_mev_s\": %.3f, "
 		       "\"trace_import_mb_s\": %.1f, \"reader_anon_kb_1m\": %ld, "
 		       "\"reader_anon_kb_10m\": %ld}\n",
-		       b.stream_mev_s, b.time_mev_s, b.text_mev_s, b.chrome_mev_s, b.stats_mev_s,
+		       b.stream_mev_s, b.time_mev_s, b.serial_mev_s[0], b.serial_mev_s[1],
+		       b.plain_mev_s[0], b.plain_mev_s[1], b.own_cpu_mev_s[0][0], b.own_cpu_mev_s[0][1],
+		       b.text_mev_s, b.chrome_mev_s, b.stats_mev_s,
 		       b.t2_mev_s[0], b.t2_mev_s[1], b.t2_mev_s[2], b.import_mb_s, b.anon_kb_1m,
 		       b.anon_kb_10m);
 	return 0;

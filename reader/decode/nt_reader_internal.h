@@ -127,6 +127,9 @@ struct nt_reader {
 	 * it (file_base + offset) and name it (by its reader name) in damage messages. */
 	int in_many;
 	uint64_t file_base;
+	/* nt_reader_set_decompress_ahead(): 0 = never called (the environment, then the
+	 * default rule); else the buffers asked + 1 (1: off; NT_READER_AHEAD_AUTO stores 0). */
+	int ahead_setting;
 };
 
 /* The header decoder is format/'s (nt_archive_header_decode.h), shared with the manager. */
@@ -177,6 +180,13 @@ uint64_t nt_resync(const nt_reader *r, uint64_t off);
  * the header copy are checked, not the frame (nt_zchunk_decode does that). */
 int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why);
 
+/* Where the record stream a visit walks starts: an Arena layout without a saved stream has
+ * none (the file's end). */
+static inline uint64_t nt_stream_start(const nt_reader *r)
+{
+	return r->arena && !r->tail ? r->size : r->records_start;
+}
+
 static inline int nt_is_chunk_kind(unsigned kind)
 {
 	return kind == NT_KIND_CHUNK || kind == NT_KIND_ZCHUNK;
@@ -190,6 +200,16 @@ static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t of
 	return (const nt_chunk_header *)(const void *)(p[0] == NT_KIND_ZCHUNK
 							  ? p + offsetof(nt_zchunk_record, chunk)
 							  : p);
+}
+
+/* Size of the top-level record at `off` as a visit takes it: nt_record_size, and for a chunk
+ * (plain or compressed) nt_chunk_header_ok too; 0 and *why when it is damaged. */
+static inline uint64_t nt_top_record_size(const nt_reader *r, uint64_t off, const char **why)
+{
+	uint64_t size = nt_record_size(r, off, why);
+	if (size != 0 && nt_is_chunk_kind(r->data[off]) && !nt_chunk_header_ok(r, off, size, why))
+		return 0;
+	return size;
 }
 
 void nt_reader_prepare_clock(nt_reader *r);

@@ -12,12 +12,14 @@
  * per thread in time order (allocated at the thread's first compressed chunk). Records of a
  * decompressed chunk are reported at the CompressedChunk's offset. A chunk that does not
  * decompress is damage at its offset, and its events (the header copy's count) are lost:
- * a gap.
+ * a gap. With a helper thread (nt_reader_ahead.c) the chunks are decompressed ahead of the
+ * visit, which takes each one instead of decompressing it: the same buffer, the same answer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nt_reader_ahead.h"
 #include "nt_reader_internal.h"
 
 #define MAX_ARGS NT_MAX_RECORD_WORDS
@@ -50,6 +52,9 @@ typedef struct visit {
 	const nt_reader_thread *threads;
 	uint64_t base;
 	nt_zchunk_decoder **zdec; /* shared by the visits of one nt_reader_visit; made on use */
+	uint32_t ahead_buffers;   /* nt_ahead_plan's, for the helper each visit starts */
+	int ahead_forced;
+	nt_ahead *ahead;          /* decompressing ahead (NULL: serially) */
 	char msg[768];
 } visit;
 
@@ -127,21 +132,28 @@ static void cursor_open_buffer(const nt_reader *r, chunk_cursor *c, const uint8_
 }
 
 /* Opens the chunk record at `off` (`size` bytes, nt_chunk_header_ok): a Chunk in place, a
- * CompressedChunk decompressed into *buf (NT_MAX_ZCHUNK_BYTES, allocated on first use).
+ * CompressedChunk decompressed into *buf (NT_MAX_ZCHUNK_BYTES, allocated on first use), or
+ * taken from the helper's source `queue` with the buffer it was decompressed into.
  * Returns NULL, or why the compressed chunk cannot be read. */
-static const char *cursor_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint64_t off,
-				   uint64_t size)
+static const char *cursor_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint32_t queue,
+				   uint64_t off, uint64_t size)
 {
 	const nt_reader *r = v->r;
 	if (r->data[off] != NT_KIND_ZCHUNK) {
 		cursor_open_chunk(r, c, off, size);
 		return NULL;
 	}
+	const char *why;
+	if (v->ahead != NULL && nt_ahead_take(v->ahead, queue, off, buf, &why)) {
+		if (why == NULL)
+			cursor_open_buffer(r, c, *buf, off);
+		return why;
+	}
 	if (*buf == NULL && (*buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
 		return "out of memory decompressing a compressed chunk";
 	if (*v->zdec == NULL && (*v->zdec = nt_zchunk_decoder_new()) == NULL)
 		return "out of memory decompressing a compressed chunk";
-	const char *why = nt_zchunk_decode(*v->zdec, r->data + off, size, *buf, NT_MAX_ZCHUNK_BYTES);
+	why = nt_zchunk_decode(*v->zdec, r->data + off, size, *buf, NT_MAX_ZCHUNK_BYTES);
 	if (why == NULL)
 		cursor_open_buffer(r, c, *buf, off);
 	return why;
@@ -395,10 +407,7 @@ static uint64_t next_top(visit *v, uint64_t *off, int quiet, int *stopped)
 	nt_reader *r = v->r;
 	while (*off < r->size) {
 		const char *why = NULL;
-		uint64_t size = nt_record_size(r, *off, &why);
-		if (size != 0 && nt_is_chunk_kind(r->data[*off]) &&
-		    !nt_chunk_header_ok(r, *off, size, &why))
-			size = 0;
+		uint64_t size = nt_top_record_size(r, *off, &why);
 		if (size != 0)
 			return size;
 		if (!quiet) {
@@ -435,7 +444,7 @@ static int stream_chunk(visit *v, nt_reader_arg *args, uint64_t *expected, uint6
 	if (arena) {
 		cursor_open_arena(r, &c, off);
 	} else {
-		const char *bad = cursor_open_top(v, &c, buf, off, size);
+		const char *bad = cursor_open_top(v, &c, buf, 0, off, size);
 		if (bad != NULL) {
 			report(v, off, bad);
 			if (lost_chunk(r, off, &expected[nt_chunk_at(r, off)->thread], &gap))
@@ -480,7 +489,9 @@ static int visit_stream(visit *v)
 		free(expected);
 		return -1;
 	}
-	uint64_t off = r->arena && !r->tail ? r->size : r->records_start;
+	nt_ahead_source src = { r, NT_AHEAD_ANY_THREAD };
+	v->ahead = nt_ahead_start(&src, 1, 0, v->ahead_buffers, v->ahead_forced, r->zchunks);
+	uint64_t off = nt_stream_start(r);
 	for (;;) {
 		uint64_t size = next_top(v, &off, 0, &stopped);
 		if (size == 0)
@@ -497,6 +508,8 @@ static int visit_stream(visit *v)
 	if (r->arena && !stopped && result == 0)
 		for (uint32_t i = 0; i < r->nchunks && result == 0; i++)
 			result = stream_chunk(v, args, expected, r->chunks[i].offset, 0, 1, NULL);
+	nt_ahead_stop(v->ahead);
+	v->ahead = NULL;
 	free(args);
 	free(buf);
 	free(expected);
@@ -547,7 +560,7 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 		s->scan += size;
 		if (!nt_is_chunk_kind(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
 			continue;
-		const char *bad = cursor_open_top(v, &s->c, &s->buf, off, size);
+		const char *bad = cursor_open_top(v, &s->c, &s->buf, s->rank, off, size);
 		if (bad == NULL)
 			goto opened;
 		report(v, off, bad);
@@ -650,12 +663,30 @@ static void sift_down(heap_entry *heap, uint32_t n, uint32_t i)
 static int report_framing(visit *v)
 {
 	nt_reader *r = v->r;
-	uint64_t off = r->arena && !r->tail ? r->size : r->records_start;
+	uint64_t off = nt_stream_start(r);
 	int stopped = 0;
 	uint64_t size;
 	while ((size = next_top(v, &off, 0, &stopped)) != 0)
 		off += size;
 	return stopped ? -1 : 0;
+}
+
+/* The helper of a time-ordered merge: one source per thread stream, shared by the visits. */
+static void start_ahead_by_time(visit *vs, uint32_t nv, const thread_stream *streams, uint32_t n)
+{
+	uint64_t zchunks = 0;
+	for (uint32_t i = 0; i < nv; i++)
+		zchunks += vs[i].r->zchunks;
+	nt_ahead_source *src = malloc((n ? n : 1) * sizeof(*src));
+	nt_ahead *a = NULL;
+	if (src != NULL) {
+		for (uint32_t i = 0; i < n; i++)
+			src[i] = (nt_ahead_source){ streams[i].v->r, streams[i].thread };
+		a = nt_ahead_start(src, n, 1, vs[0].ahead_buffers, vs[0].ahead_forced, zchunks);
+	}
+	free(src);
+	for (uint32_t i = 0; i < nv; i++)
+		vs[i].ahead = a;
 }
 
 /* One k-way merge over the thread streams of every archive in vs[0 .. nv). */
@@ -685,15 +716,19 @@ static int visit_time(visit *vs, uint32_t nv)
 			s->v = &vs[i];
 			s->rank = k;
 			s->thread = r->thread_order[j];
-			s->scan = r->arena && !r->tail ? r->size : r->records_start;
+			s->scan = nt_stream_start(r);
 			s->args = argmem + (size_t)k * MAX_ARGS;
-			if (stream_advance(s) < 0) {
-				result = -1;
-				goto out;
-			}
-			if (s->has_event)
-				heap[hn++] = entry_of(s);
 		}
+	}
+	start_ahead_by_time(vs, nv, streams, (uint32_t)n);
+	for (uint32_t i = 0; i < n; i++) {
+		thread_stream *s = &streams[i];
+		if (stream_advance(s) < 0) {
+			result = -1;
+			goto out;
+		}
+		if (s->has_event)
+			heap[hn++] = entry_of(s);
 	}
 	for (uint32_t i = hn; i-- > 0;)
 		sift_down(heap, hn, i);
@@ -715,6 +750,9 @@ static int visit_time(visit *vs, uint32_t nv)
 		sift_down(heap, hn, 0);
 	}
 out:
+	nt_ahead_stop(vs[0].ahead); /* before the buffers it swapped into the streams go */
+	for (uint32_t i = 0; i < nv; i++)
+		vs[i].ahead = NULL;
 	for (uint64_t i = 0; streams != NULL && i < n; i++)
 		free(streams[i].buf);
 	free(streams);
@@ -793,6 +831,7 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
 	nt_zchunk_decoder *zdec = NULL;
 	visit v = { .r = r, .cb = cb, .ctx = ctx, .policy = policy, .many = r->in_many,
 		    .threads = r->threads, .base = r->file_base, .zdec = &zdec };
+	v.ahead_buffers = nt_ahead_plan(r, &v.ahead_forced);
 	int rc;
 	if (r->many)
 		rc = visit_many(r, &v, order);

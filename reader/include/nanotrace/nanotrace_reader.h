@@ -308,6 +308,42 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256]);
 int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_order order,
 		    nt_corrupt_policy policy);
 
+/* DECOMPRESSING AHEAD
+ *   A compressed archive's chunks (CompressedChunk records) can be decompressed on a helper
+ *   thread while the visit decodes the chunk before: on two cores a visit then goes at
+ *   about the rate of an uncompressed archive. What the callbacks see is the same either
+ *   way, in the same order: every event, gap and damage report (offset and message).
+ *   - Thread: one helper thread per nt_reader_visit() call (per section in NT_ORDER_STREAM
+ *     on a many-process reader, one for the whole merge in NT_ORDER_TIME), started by the
+ *     visit and joined before it returns, also when a callback stops it or damage does (the
+ *     helper stops within one chunk's decompression). Callbacks still run on the caller's
+ *     thread, one at a time. Nothing outlives the visit: nt_reader_close() has no thread
+ *     to wait for.
+ *   - Memory: besides the serial visit's buffers, at most 2 x `buffers` decompressed chunks
+ *     of NT_MAX_ZCHUNK_BYTES (64 KiB) and one zstd context (~100 KiB), for the whole visit,
+ *     whatever its size; a table of `buffers` small entries per thread in NT_ORDER_TIME.
+ *   - When: NT_READER_AHEAD_AUTO (the default) decompresses ahead when the archive (all its
+ *     sections in NT_ORDER_TIME; the section in NT_ORDER_STREAM) holds at least 8
+ *     compressed chunks and the process may run on more than one CPU (sched_getaffinity),
+ *     with NT_READER_AHEAD_BUFFERS buffers; then the environment variable
+ *     NANOTRACE_READER_AHEAD decides first when it is set: "0" or "off" never, "auto" the
+ *     rule above, a number 1..NT_READER_AHEAD_MAX_BUFFERS always (any compressed chunk, any
+ *     CPU count) with that many buffers; any other value prints one line on stderr (once
+ *     per process) and the rule above applies. A helper that cannot be started (no
+ *     memory, no thread) leaves the visit serial, never failing it.
+ *   nt_reader_set_decompress_ahead() sets it for one reader, and wins over the variable:
+ *   NT_READER_AHEAD_OFF (0) never, NT_READER_AHEAD_AUTO (-1) back to the default above, 1 ..
+ *   NT_READER_AHEAD_MAX_BUFFERS always with that many buffers (the latter for tests and
+ *   measurement). Returns 0, or -1 (nothing changed) when r is NULL or `buffers` is out of
+ *   that range. On a many-process reader it governs visits of that reader; each section's
+ *   own reader (nt_reader_section.reader) keeps its own setting. Do not call it during a
+ *   visit of r. Cost: a store. */
+#define NT_READER_AHEAD_AUTO (-1)
+#define NT_READER_AHEAD_OFF 0
+#define NT_READER_AHEAD_BUFFERS 8
+#define NT_READER_AHEAD_MAX_BUFFERS 64
+int nt_reader_set_decompress_ahead(nt_reader *r, int buffers);
+
 /* Convert raw ticks of this archive to CLOCK_MONOTONIC ns and to wall-clock ns. */
 int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks);
 int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns);
