@@ -212,6 +212,27 @@ static inline uint64_t nt_top_record_size(const nt_reader *r, uint64_t off, cons
 	return size;
 }
 
+/* What reading a durable record came to. Damage is reported and the walk goes on; running
+ * out of memory ends the open. */
+typedef enum durable_result {
+	DURABLE_OK = 0,
+	DURABLE_DAMAGED,   /* *why says what is wrong */
+	DURABLE_NO_MEMORY,
+} durable_result;
+
+/* Pool offsets are turned into pointers once the pool stops moving. */
+typedef struct pending_names {
+	long *string_at; /* by string index; pool offset + 1, 0 = undefined */
+	size_t nstring;
+	long *thread_at; /* by thread index */
+	size_t nthread;
+} pending_names;
+
+/* A durable record (string, thread, process, call site, call-site arguments) into the
+ * tables (nt_reader_durable.c); other kinds are not durable tables and are left alone. */
+durable_result nt_durable_record(nt_reader *r, uint64_t off, uint64_t size, pending_names *pn,
+				 const char **why);
+
 void nt_reader_prepare_clock(nt_reader *r);
 
 /* nt_reader_ticks_to_ns() for a tick at or after the start, in one multiply and one
