@@ -25,19 +25,6 @@ typedef struct census {
 	uint64_t callsite_args;
 } census;
 
-static uint8_t *read_file(const char *path, size_t *size)
-{
-	struct stat st;
-	assert_int_equal(stat(path, &st), 0);
-	uint8_t *data = malloc((size_t)st.st_size);
-	FILE *f = fopen(path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fread(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
-	fclose(f);
-	*size = (size_t)st.st_size;
-	return data;
-}
-
 /* The top level after the header: durable records and Chunk records (no CompressedChunk:
  * the sessions here save uncompressed, so that the records are what the writer wrote). */
 static census take_census(const uint8_t *data, size_t size, uint64_t data_offset)
@@ -91,7 +78,8 @@ static census finish_and_count(const char *tag, test_trace *t)
 	assert_int_equal(test_read(path, NT_ORDER_STREAM, t), 0);
 	assert_msg(t->errors == 0, "%s: %s", tag, t->first_error);
 	size_t size;
-	uint8_t *data = read_file(path, &size);
+	uint8_t *data = test_slurp(path, &size);
+	assert_non_null(data);
 	census c = take_census(data, size, t->info.data_offset);
 	free(data);
 	unlink(path);
@@ -239,7 +227,8 @@ static uint8_t *archive_with_args(size_t *size, uint64_t *args_at)
 	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
 	uint64_t off = t.info.data_offset, rec;
 	test_trace_free(&t);
-	uint8_t *data = read_file(path, size);
+	uint8_t *data = test_slurp(path, size);
+	assert_non_null(data);
 	unlink(path);
 	*args_at = 0;
 	while (off < *size && nt_record_frame(nt_record_word_at(data + off), *size - off, 1, &rec) ==

@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include "nt_cmocka.h"
+#define NT_TMPDIR_TAG "private"
+#include "nt_tmpdir_test.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,7 +20,6 @@
 #include "../../format/nt_private_file.h"
 
 static const char victim_text[] = "the victim's own content\n";
-static char dir[256];
 
 static void in_dir(char *out, size_t cap, const char *name)
 {
@@ -52,15 +53,6 @@ static void assert_link(const char *path)
 	assert_msg(S_ISLNK(st.st_mode), "%s is no longer a symbolic link", path);
 }
 
-static void empty_dir(void)
-{
-	DIR *d = opendir(dir);
-	assert_non_null(d);
-	for (struct dirent *e; (e = readdir(d)) != NULL;)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-}
 
 /* 500 names for one path: each "<path>." and 6 random characters, all different, none the
  * pid in any form: a name cannot be guessed to plant a link at it. */
@@ -241,21 +233,6 @@ static void failure_leaves_nothing(void **state)
 	assert_int_equal(nt_private_target_ok(path), 0); /* absent: nothing to refuse */
 	in_dir(path, sizeof(path), "absent.ntrace");
 	assert_int_equal(nt_private_target_ok(path), 0);
-}
-
-static int make_dir(void **state)
-{
-	(void)state;
-	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/nt-private-XXXXXX", base);
-	return mkdtemp(dir) == NULL;
-}
-
-static int remove_dir(void **state)
-{
-	(void)state;
-	empty_dir();
-	return rmdir(dir);
 }
 
 int main(void)

@@ -138,15 +138,9 @@ static uint8_t *probe_instants(int generic, size_t *size)
 			NT_INSTANT("kinds", "probe", NT_U32("i", i + 7));
 	}
 	assert_int_equal(nt_finish(path), NT_OK);
-	struct stat st;
-	assert_int_equal(stat(path, &st), 0);
-	uint8_t *data = malloc((size_t)st.st_size);
-	FILE *f = fopen(path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fread(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
-	fclose(f);
+	uint8_t *data = test_slurp(path, size);
+	assert_non_null(data);
 	unlink(path);
-	*size = (size_t)st.st_size;
 	return data;
 }
 

@@ -54,14 +54,8 @@ static uint8_t *record_archive(size_t *size)
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
 	assert_int_equal(nt_finish(path), NT_OK);
-	FILE *f = fopen(path, "rb");
-	assert_non_null(f);
-	struct stat st;
-	fstat(fileno(f), &st);
-	*size = (size_t)st.st_size;
-	uint8_t *data = malloc(*size);
-	assert_int_equal(fread(data, 1, *size, f), *size);
-	fclose(f);
+	uint8_t *data = test_slurp(path, size);
+	assert_non_null(data);
 	unlink(path);
 	return data;
 }

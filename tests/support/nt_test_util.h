@@ -141,4 +141,24 @@ __attribute__((unused)) static void test_tmp_path(char *buf, size_t cap, const c
 	snprintf(buf, cap, "%s/nt-test-%s-%d.ntrace", dir, tag, (int)getpid());
 }
 
+/* The whole file at `path`, malloc'd (the caller frees it), its size in *size; NULL when it
+ * cannot be read whole. */
+__attribute__((unused)) static uint8_t *test_slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	uint8_t *data = NULL;
+	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (data = (uint8_t *)malloc(n > 0 ? (size_t)n : 1)) != NULL &&
+	    fread(data, 1, (size_t)n, f) != (size_t)n) {
+		free(data);
+		data = NULL;
+	}
+	fclose(f);
+	*size = n > 0 ? (size_t)n : 0;
+	return data;
+}
+
 #endif /* NT_TEST_UTIL_H */

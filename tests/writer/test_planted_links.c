@@ -10,6 +10,8 @@
  */
 #define _GNU_SOURCE
 #include "nt_cmocka.h"
+#define NT_TMPDIR_TAG "planted"
+#include "nt_tmpdir_test.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -26,7 +28,6 @@
 
 #define EVENTS 500
 static const char victim_text[] = "the victim's own content\n";
-static char dir[256];
 
 /* ---- a frozen clock and host name for the SID (Trace2 only) ---------------------------- */
 
@@ -118,15 +119,6 @@ static void assert_archive(const char *path)
 	test_trace_free(&t);
 }
 
-static void empty_dir(void)
-{
-	DIR *d = opendir(dir);
-	assert_non_null(d);
-	for (struct dirent *e; (e = readdir(d)) != NULL;)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-}
 
 /* ---- the tests --------------------------------------------------------------------------- */
 
@@ -314,21 +306,6 @@ static void trace2_dir_does_not_follow_links(void **state)
 	assert_is(tmp, S_IFLNK);
 	assert_archive(next);
 	empty_dir();
-}
-
-static int make_dir(void **state)
-{
-	(void)state;
-	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/nt-planted-XXXXXX", base);
-	return mkdtemp(dir) == NULL;
-}
-
-static int remove_dir(void **state)
-{
-	(void)state;
-	empty_dir();
-	return rmdir(dir);
 }
 
 int main(void)
