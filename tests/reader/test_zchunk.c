@@ -129,7 +129,9 @@ static void finish_at_every_level_saves_the_same_events(void **state)
 		} else {
 			assert_same_events(&base, &t);
 			assert_true(z > 0);
-			assert_msg(size * 3 < base_size, "level %d: %zu bytes, uncompressed %zu",
+			/* Compact records (format 2.0) leave zstd less to find than the 8-byte ones
+			 * did (3x and more then): at least half, at every level. */
+			assert_msg(size * 2 < base_size, "level %d: %zu bytes, uncompressed %zu",
 				   levels[l], size, base_size);
 			printf("level %d: %zu bytes (uncompressed %zu, %.2f bytes per event)\n",
 			       levels[l], size, base_size, (double)size / (2.0 * EVENTS_PER_THREAD));
