@@ -308,7 +308,7 @@ typedef struct nt_arg_slot {
 } nt_arg_slot;
 
 /* A compact record's head (its bits: nt_record.h, which reads and writes them). */
-typedef struct nt_compact_head {
+typedef struct nt_compact_record {
 	uint32_t head;
 } nt_compact_record;
 

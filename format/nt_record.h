@@ -13,8 +13,8 @@
  * Inside a chunk, a record may instead be COMPACT (format 2): 4 bytes, then 4-byte values,
  * recognized by bit 7 of byte 0 (kinds 128..255 are never RecordKinds):
  *
- *   bits  0..2   code: 0 Pad (4 bytes, no event), 1 Begin, 2 End, 3 Instant, 4 Counter;
- *                5..7 reserved
+ *   bits  0..2   code: 0 Pad (4 bytes, no event), 1 Begin, 2 End, 3 Instant, 4 Counter,
+ *                5 Trace2 region_enter, 6 Trace2 region_leave; 7 reserved
  *   bits  3..5   how many 4-byte values follow (0..7): the record is 4 + 4 * values bytes
  *   bit   6      reserved, 0
  *   bit   7      1
@@ -80,21 +80,35 @@ static inline uint32_t nt_compact_delta(uint32_t head)
 	return head >> 18;
 }
 
-/* The RecordKind a compact record stands for: Padding (code 0), Begin, End, Instant or
- * Counter;
- * Invalid for a reserved code or bit 6 set (damage). */
+/* The event kinds a compact record can carry, by code (0: a Pad, no event; NT_KIND_INVALID:
+ * a reserved code), and the code of each kind (0: none). One table each way. */
+static const uint8_t nt_compact_kinds[8] = {
+	NT_KIND_PADDING, NT_KIND_BEGIN, NT_KIND_END, NT_KIND_INSTANT, NT_KIND_COUNTER,
+	NT_KIND_T2_FIRST + NT_T2E_REGION_ENTER, NT_KIND_T2_FIRST + NT_T2E_REGION_LEAVE,
+	NT_KIND_INVALID,
+};
+static const uint8_t nt_compact_codes[64] = {
+	[NT_KIND_BEGIN] = 1, [NT_KIND_END] = 2, [NT_KIND_INSTANT] = 3, [NT_KIND_COUNTER] = 4,
+	[NT_KIND_T2_FIRST + NT_T2E_REGION_ENTER] = 5, [NT_KIND_T2_FIRST + NT_T2E_REGION_LEAVE] = 6,
+};
+
+/* The RecordKind a compact record stands for: Padding (code 0), Begin, End, Instant,
+ * Counter, Trace2 region_enter or region_leave; Invalid for the reserved code or bit 6 set
+ * (damage). */
 static inline unsigned nt_compact_kind(uint32_t head)
 {
-	unsigned code = head & 7u;
-	if ((head & 0x40u) != 0 || code > 4u)
-		return NT_KIND_INVALID;
-	return code == 0 ? NT_KIND_PADDING : code == 4 ? NT_KIND_COUNTER : NT_KIND_BEGIN - 1u + code;
+	return (head & 0x40u) != 0 ? NT_KIND_INVALID : nt_compact_kinds[head & 7u];
 }
 
-/* The event kinds a compact record can carry. */
+/* The compact code of an event kind, 0 when a compact record cannot carry it. */
+static inline unsigned nt_compact_code(unsigned kind)
+{
+	return kind < 64u ? nt_compact_codes[kind] : 0u;
+}
+
 static inline int nt_kind_has_compact(unsigned kind)
 {
-	return kind - NT_KIND_BEGIN < 3u || kind == NT_KIND_COUNTER;
+	return nt_compact_code(kind) != 0;
 }
 
 /* The head of a compact record of `kind` (nt_kind_has_compact), `values` 4-byte values
@@ -103,8 +117,7 @@ static inline int nt_kind_has_compact(unsigned kind)
 static inline uint32_t nt_compact_head(unsigned kind, uint32_t values, uint32_t callsite,
 				       uint32_t delta)
 {
-	unsigned code = kind - (NT_KIND_BEGIN - 1u) - (kind == NT_KIND_COUNTER);
-	return NT_COMPACT_FLAG | code | values << 3 | callsite << 8 | delta << 18;
+	return NT_COMPACT_FLAG | nt_compact_code(kind) | values << 3 | callsite << 8 | delta << 18;
 }
 
 /* Bytes an event record has before its arguments (the Complete record's duration word). */

@@ -105,9 +105,10 @@ def decode(path, ntfmt):
                 head = struct_at(CompactHead, pos).Head()
                 if head & 0x80:  # a compact record: the bits are the schema's CompactHead
                     code, nvalues = head & 7, (head >> 3) & 7
-                    assert code <= 4 and not head & 0x40, 'reserved compact code'
+                    assert code <= 6 and not head & 0x40, 'reserved compact code'
                     if code:
-                        ekind = K.Counter if code == 4 else K.Begin - 1 + code
+                        ekind = [None, K.Begin, K.End, K.Instant, K.Counter,
+                                 K.Trace2RegionEnter, K.Trace2RegionLeave][code]
                         site = (head >> 8) & 0x3ff
                         ticks += head >> 18
                         args = []

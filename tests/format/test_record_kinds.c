@@ -173,7 +173,7 @@ static void reader_classifies_every_kind(void **state)
 }
 
 /* The same for every code of a compact head (byte 0 of 128..255): a Pad is framed by its
- * values and delivers nothing, Begin/End/Instant/Counter deliver their kind with the call site's
+ * values and delivers nothing, Begin/End/Instant/Counter/Trace2 region enter and leave deliver their kind with the call site's
  * arguments, and a reserved code or bit is damage, reported at the record, that never
  * shifts the ordinals of the events after it. */
 static void reader_classifies_every_compact_code(void **state)

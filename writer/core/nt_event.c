@@ -490,39 +490,35 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 }
 
 /* An event without arguments that is not compact (a site past 1023, a gap of 2^14 ticks or
- * more, a Counter, or after the chunk's last 4 bytes): one 8-byte store (behind a Pad after a
- * compact record) when it can, else the generic path. Out of line, so that nt_emit_'s
- * compact path saves fewer registers. */
-static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind)
+ * more, a kind no compact code carries, or after the chunk's last 4 bytes), read at `now`
+ * with site state `st` by nt_emit_: one 8-byte store (behind a Pad after a compact record)
+ * when it can, else the generic path. Out of line, so that nt_emit_'s compact path saves
+ * fewer registers; it reads no clock again (the clock read is most of an event's cost). */
+static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind, uint32_t st,
+						uint64_t now)
 {
 	if (!nt_kind_is_event(kind))
 		return;
-	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
-	if (nt_site_current(st, tag) && t->fast_tag == tag) {
-		uint64_t now = fast_ticks();
-		uint8_t *p = t->cur;
-		uint64_t delta = now - t->last_ticks;
-		uintptr_t pad = pad_before(p);
-		if ((uintptr_t)t->end - (uintptr_t)p >= pad + 8 && delta <= UINT32_MAX) {
-			p = put_pad(p, pad);
-			t->cur = p + 8;
-			t->last_ticks = now;
-			t->events++;
-			/* A one-word record is published by this single store. */
-			nt_store_release_64((uint64_t *)(void *)p,
-					    event_word(kind, 1, st, (uint32_t)delta));
-			return;
-		}
+	uint8_t *p = t->cur;
+	uint64_t delta = now - t->last_ticks;
+	uintptr_t pad = pad_before(p);
+	if ((uintptr_t)t->end - (uintptr_t)p >= pad + 8 && delta <= UINT32_MAX) {
+		p = put_pad(p, pad);
+		t->cur = p + 8;
+		t->last_ticks = now;
+		t->events++;
+		/* A one-word record is published by this single store. */
+		nt_store_release_64((uint64_t *)(void *)p, event_word(kind, 1, st, (uint32_t)delta));
+		return;
 	}
 	emit_slow(site, kind);
 }
 
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
-	/* The compact path takes Begin, End and Instant only; emit_wide and emit_slow refuse a
-	 * kind that is no event (recording it would break every walker's count). */
+	/* The compact path takes the kinds with a compact code only; emit_wide and emit_slow
+	 * refuse a kind that is no event (recording it would break every walker's count). */
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
 	nt_thread_state *t = &nt_T;
@@ -536,7 +532,7 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 		if (__builtin_expect(((delta >> NT_COMPACT_DELTA_BITS) |
 				      (idx >> NT_COMPACT_CALLSITE_BITS)) == 0 &&
 					     (uintptr_t)t->end - (uintptr_t)p >= 4 &&
-					     kind - NT_KIND_BEGIN < 3u,
+					     nt_kind_has_compact(kind),
 				     1)) {
 			t->cur = p + 4;
 			t->last_ticks = now;
@@ -545,7 +541,7 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 					    nt_compact_head(kind, 0, idx, (uint32_t)delta));
 			return;
 		}
-		emit_wide(site, kind);
+		emit_wide(site, kind, st, now);
 		return;
 	}
 	emit_slow(site, kind);
