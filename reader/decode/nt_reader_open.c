@@ -326,13 +326,18 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
 }
 
 /* A Stream archive's chunks hold every event its header counts as written, less those
- * circular mode overwrote: fewer is a file cut short, at a record boundary or not (a cut
- * inside a record is damage of its own as well), by the events no chunk record claims.
- * Writers that keep no count (written 0) leave nothing to check. */
+ * circular mode overwrote, and a live streaming arena's saved stream every event its header
+ * counts (the writer keeps the count with the stream's end): fewer is a file cut short, at a
+ * record boundary or not (a cut inside a record is damage of its own as well), by the events
+ * no chunk record claims. Writers that keep no count (written 0) leave nothing to check. */
 static void check_truncation(nt_reader *r)
 {
 	uint64_t written = r->info.events_written, overwritten = r->info.events_overwritten;
-	if (r->info.layout != NT_LAYOUT_STREAM || written <= overwritten)
+	if (r->info.layout == NT_LAYOUT_ARENA && r->tail)
+		overwritten = 0; /* streaming overwrites nothing; the arena's slots are not counted */
+	else if (r->info.layout != NT_LAYOUT_STREAM)
+		return;
+	if (written <= overwritten)
 		return;
 	uint64_t expected = written - overwritten;
 	if (r->chunk_events >= expected)

@@ -291,6 +291,44 @@ def test_sigkilled_demo_reads(demo):
     verify()
 
 
+def test_killed_streaming_copy_cut_short(demo):
+    """A streaming demo killed after saving part of its stream: its header counts the saved
+    stream's events (kept with the stream's end), so the file reads cleanly, and a copy cut
+    short inside the saved stream is reported as truncated with the number missing."""
+    killed = path('killed-stream-cut.ntrace')
+    remove_stale(killed)
+    proc = subprocess.Popen([DEMO, killed, '--mode', 'streaming', '--buffer-size', '262144',
+                             '--duration-ms', '8000'], stderr=subprocess.DEVNULL)
+    arena = None
+    for _ in range(600):  # until a saved stream of 200 KiB follows the arena
+        time.sleep(0.01)
+        if not os.path.exists(killed):
+            continue
+        if arena is None:
+            arena = os.path.getsize(killed)
+        elif os.path.getsize(killed) > arena + 200 * 1024:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rc, out, err = run('--stats', killed)
+    written = int(re.search(r'^written: (\d+) events', out, re.M).group(1))
+    check('killed streaming demo reads cleanly', rc == 0 and err == '', err)
+    check('its header counts the saved events', written > 0, out[:600])
+    data = open(killed, 'rb').read()
+    tail = len(data) - (arena or len(data))
+    check('a saved stream follows the arena', tail > 16 * 1024, '%d bytes' % tail)
+    cut = path('killed-stream-cut-short.ntrace')
+    open(cut, 'wb').write(data[:len(data) - tail // 2])  # inside the saved stream
+    rc, out, err = run('--stats', cut)
+    check('the copy cut short exits 2', rc == 2, 'rc=%d' % rc)
+    m = re.search(r'archive is truncated: its header counts (\d+) events written, its chunks '
+                  r'hold (\d+) \((\d+) missing\)', err)
+    check('the copy cut short is truncated, with the number missing',
+          m is not None and int(m.group(1)) == written and
+          int(m.group(1)) - int(m.group(2)) == int(m.group(3)) > 0, err)
+    verify()
+
+
 def test_sigterm_recorded(demo):
     # SIGTERM: the process dies of SIGTERM and the archive says so
     term = path('term.ntrace')

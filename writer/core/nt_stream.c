@@ -86,11 +86,14 @@ static int append_to_file(void *ctx, const void *data, size_t len)
 	return nt_write_all(nt_S.fd, data, len, &st.tail);
 }
 
-/* The saved stream ends at `end`: a reader of the file (a crash now) takes all of it. */
+/* The saved stream ends at `end`: a reader of the file (a crash now) takes all of it, and
+ * finds there the events the header counts as written (a copy cut short shows as such).
+ * The count follows the end: a crash between the two stores leaves it low, never high. */
 static void commit_stream_end(void *ctx, uint64_t end)
 {
 	(void)ctx;
 	nt_store_release_64(nt_header_u64(NT_HDR_STREAM_END), end);
+	nt_store_release_64(nt_header_u64(NT_HDR_EVENTS_WRITTEN), nt_arena_saver_events(st.saver));
 }
 
 static void save_in_process(void)
