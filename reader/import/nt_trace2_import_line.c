@@ -307,11 +307,13 @@ static int line_ticks(nt_importer *im, line_ctx *lc, int type, uint32_t proc, ui
 	const char *time_key = NT_T2_COMMON_NAME(time);
 	const nt_json_value *tv = type == NT_T2E_UNKNOWN ? peek(lc, time_key) : member(lc, time_key);
 	int64_t us = -1;
+	/* Ticks are nanoseconds since 1970 that the reader takes as int64: up to 2262-04-11
+	 * (a later time would wrap, silently). */
 	int ok = tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, &us) &&
-		 us >= 0;
+		 us >= 0 && us <= INT64_MAX / 1000;
 	if (tv != NULL && !ok && type != NT_T2E_UNKNOWN)
 		return nt_imp_fail(im, col(lc, tv), "\"time\" must be UTC like "
-						    "\"2026-11-21T23:02:46.881067Z\"");
+						    "\"2026-11-21T23:02:46.881067Z\", from 1970 to 2262");
 	if (ok) {
 		*ticks = (uint64_t)us * 1000u;
 		im->procs[proc].ticks = *ticks;
