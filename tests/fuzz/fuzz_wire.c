@@ -16,13 +16,14 @@
  *   op & 3 == 3  the manager's timers run
  * after each step the manager reads what it was sent and each peer takes its answers (and
  * closes the descriptors they carry, keeping the FIFO). At the end the manager is freed
- * (a trace still running is aborted and its bundle written). Bounded by the harness, not
+ * (a trace still running is aborted and its bundle written) and the process must hold the
+ * descriptors it held before (it aborts otherwise). Bounded by the harness, not
  * by the manager: CTL_START buffers above 4 MiB (or 0: the default) are made 256 KiB, so an
- * execution stays fast. Every descriptor is closed at the end: a leak would show as
- * EMFILE after enough runs.
+ * execution stays fast.
  */
 #include "../../manager/core/nt_mgr_loop.c"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -170,8 +171,22 @@ static void serve(nt_manager *m)
 	compact(m);
 }
 
+/* Descriptors this process holds (a leak shows as a count that grows across one run). */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	if (d == NULL)
+		return -1;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	int fds_before = open_fds();
 	nt_manager *m = manager_new();
 	peer peers[PEERS];
 	for (int i = 0; i < PEERS; i++)
@@ -208,5 +223,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hang_up(&peers[i]);
 	serve(m); /* the manager sees them go */
 	nt_manager_free(m);
+	int fds_after = open_fds();
+	if (fds_after != fds_before) {
+		fprintf(stderr, "fuzz_wire: %d descriptors before the run, %d after\n", fds_before,
+			fds_after);
+		abort();
+	}
 	return 0;
 }
