@@ -7,15 +7,18 @@
  * the rest of manager/core is linked as it is.
  *
  * The input is a list of steps; each starts with one byte, op:
- *   op & 3 == 0  peer (op >> 2) % 3 sends a message: 48 header bytes (magic ... d) from the
+ *   op & 3 == 0  peer ((op >> 2) & 3) % 3 sends a message: 48 header bytes (magic ... d) from the
  *                input, then name_len bytes of name and text_len of text (as far as they fit
  *                and the input goes); op & 0x10 attaches an output file (CTL_START's),
  *                op & 0x20 writes a valid magic and version over the input's
  *   op & 3 == 1  that peer sends a FIFO packet (16 bytes) on the FIFO INITIALIZE gave it
  *   op & 3 == 2  that peer hangs up (its FIFO too); its next step connects again
- *   op & 3 == 3  the manager's timers run
+ *   op & 3 == 3  op & 0x10: that peer writes into its buffer (a 16-bit offset in 8-byte
+ *                words, a length byte, the bytes); else the manager's timers run
  * after each step the manager reads what it was sent and each peer takes its answers (and
- * closes the descriptors they carry, keeping the FIFO). At the end the manager is freed
+ * closes the descriptors they carry, keeping the FIFO; the buffer of an INITIALIZE is
+ * mapped and given the header a provider writes, so the manager goes on to save whatever
+ * the peer puts in it: its saver and section writer read hostile arenas). At the end the manager is freed
  * (a trace still running is aborted and its bundle written) and the process must hold the
  * descriptors it held before (it aborts otherwise). Bounded by the harness, not
  * by the manager: CTL_START buffers above 4 MiB (or 0: the default) are made 256 KiB, so an
@@ -27,15 +30,30 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../../format/nt_archive_header_encode.h"
 
 #define PEERS 3
 
 typedef struct peer {
-	int sock; /* -1: not connected */
-	int fifo; /* from INITIALIZE, or -1 */
+	int sock;      /* -1: not connected */
+	int fifo;      /* from INITIALIZE, or -1 */
+	uint8_t *arena; /* the buffer INITIALIZE gave, mapped shared, or NULL */
+	size_t arena_size;
 } peer;
 
 static char scratch_dir[64];
+
+/* Up to `want` bytes of the input into out (the rest of out is left as it was). */
+static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t want)
+{
+	size_t n = (size_t)(end - *p) < want ? (size_t)(end - *p) : want;
+	memcpy(out, *p, n);
+	*p += n;
+	return n;
+}
 
 /* The manager's log: silent, or on stderr with NT_FUZZ_WIRE_LOG=1 (to see what a seed
  * reaches). */
@@ -73,7 +91,58 @@ static void hang_up(peer *p)
 		close(p->sock);
 	if (p->fifo >= 0)
 		close(p->fifo);
-	p->sock = p->fifo = -1;
+	if (p->arena != NULL)
+		munmap(p->arena, p->arena_size);
+	*p = (peer){ -1, -1, NULL, 0 };
+}
+
+/* What a provider writes at the start of the buffer INITIALIZE gave it (as
+ * tests/manager/arena_header.c does for the Python fake providers): an Arena-layout header
+ * that agrees with the manager's layout, so that the manager goes on to save the arena, which
+ * the fuzzer then writes into. */
+static void provider_arena(peer *pr, const nt_wire_msg *init, int memfd)
+{
+	nt_arena_layout l;
+	struct stat st;
+	if (pr->arena != NULL || nt_arena_layout_compute(init->b, init->c, &l) != 0 ||
+	    fstat(memfd, &st) != 0 || (uint64_t)st.st_size != l.map_size)
+		return;
+	void *map = mmap(NULL, l.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (map == MAP_FAILED)
+		return;
+	nt_archive_info info;
+	memset(&info, 0, sizeof(info));
+	info.format_major = NT_FORMAT_MAJOR;
+	info.format_minor = NT_FORMAT_MINOR;
+	info.ticks_per_second = 1000000000;
+	info.pid = (uint32_t)getpid();
+	info.buffering_mode = (uint8_t)init->a;
+	info.layout = NT_LAYOUT_ARENA;
+	info.data_offset = NT_ARENA_HEADER_BYTES;
+	info.arena_size = l.map_size;
+	info.durable_size = l.durable_size;
+	info.chunk_size = l.chunk_size;
+	info.chunks_per_half = l.chunks_per_half;
+	info.slot_overwritten_offset = l.slot_overwritten_offset;
+	info.stream_offset = info.buffering_mode == NT_MODE_STREAMING ? l.map_size : 0;
+	info.stream_end = info.stream_offset;
+	nt_header_encode(&info, map, NT_ARENA_HEADER_BYTES, NULL);
+	pr->arena = map;
+	pr->arena_size = l.map_size;
+}
+
+/* The peer writes into its arena: a 16-bit offset in 8-byte words, a length, the bytes. */
+static void arena_write(peer *pr, const uint8_t **p, const uint8_t *end)
+{
+	uint16_t words = 0;
+	uint8_t len = 0;
+	take(p, end, &words, sizeof(words));
+	take(p, end, &len, 1);
+	uint8_t bytes[255];
+	size_t n = take(p, end, bytes, len);
+	size_t at = (size_t)words * 8;
+	if (pr->arena != NULL && at < pr->arena_size && n <= pr->arena_size - at)
+		memcpy(pr->arena + at, bytes, n);
 }
 
 static int connect_peer(nt_manager *m, peer *p)
@@ -105,14 +174,6 @@ static int output_file(void)
 	return open(scratch_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
-static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t want)
-{
-	size_t n = (size_t)(end - *p) < want ? (size_t)(end - *p) : want;
-	memcpy(out, *p, n);
-	*p += n;
-	return n;
-}
-
 static void send_message(peer *pr, const uint8_t **p, const uint8_t *end, int op)
 {
 	nt_wire_msg msg;
@@ -141,6 +202,8 @@ static void drain(peer *pr)
 		if (pr->sock < 0 || receive(pr->sock, &msg, fds, &nfds, &truncated) <= 0)
 			return;
 		for (int i = 0; i < nfds; i++) {
+			if (msg.type == NT_WIRE_INITIALIZE && i == 0)
+				provider_arena(pr, &msg, fds[i]);
 			if (msg.type == NT_WIRE_INITIALIZE && i == 1 && pr->fifo < 0) {
 				pr->fifo = fds[i];
 				fcntl(pr->fifo, F_SETFL, O_NONBLOCK);
@@ -190,11 +253,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nt_manager *m = manager_new();
 	peer peers[PEERS];
 	for (int i = 0; i < PEERS; i++)
-		peers[i] = (peer){ -1, -1 };
+		peers[i] = (peer){ -1, -1, NULL, 0 };
 	const uint8_t *p = data, *end = data + size;
 	while (p < end) {
 		int op = *p++;
-		peer *pr = &peers[(op >> 2) % PEERS];
+		peer *pr = &peers[((op >> 2) & 3) % PEERS]; /* bits 2-3; 3 is peer 0 */
 		switch (op & 3) {
 		case 0:
 			if (connect_peer(m, pr))
@@ -212,7 +275,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			hang_up(pr);
 			break;
 		case 3:
-			timers(m);
+			if (op & 0x10)
+				arena_write(pr, &p, end);
+			else
+				timers(m);
 			break;
 		}
 		serve(m);

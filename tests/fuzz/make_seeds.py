@@ -3,10 +3,21 @@
 NUL-separated, in fuzz_env.c's order) and wire/ (peer steps in fuzz_wire.c's encoding: a
 provider registers, a controller starts and stops a trace, the provider answers on its FIFO).
 The other corpora are files: archives the demo, trace-import and make_bundle wrote, and git's
-own EVENT output (tests/fuzz/README.md). Run from anywhere: python3 tests/fuzz/make_seeds.py
+own EVENT output (tests/README.md, Fuzzing).
+
+    python3 tests/fuzz/make_seeds.py [ARENA [STREAMING_ARENA]]
+
+ARENA, STREAMING_ARENA (optional): the files of a nanotrace-demo killed while recording with
+--buffer-size 65536, in oneshot and in streaming mode (live arena images, as a provider's
+buffer holds them); their headers (whose counters say what was claimed), durable records and
+first two chunks become the arena writes of the wire seeds 'arena-oneshot-trace' and
+'arena-streaming-trace', so the manager's saver starts from real records. The committed
+seeds were made so (add --mode streaming for the second):
+    nanotrace-demo A --buffer-size 65536 --threads 2 --duration-ms 3000 & sleep 0.4; kill -9 $!
 """
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,10 +59,28 @@ def hang_up(peer):
 TIMERS = bytes([3])
 
 
-def trace(mode, saves=0):
+def arena_writes(peer, image, start=0, end=16384):
+    """The non-zero 8-byte words of image[start:end] as arena-write steps (255 bytes at most
+    each, at 8-byte word offsets)."""
+    steps = []
+    at = start
+    while at < min(end, len(image)):
+        if image[at:at + 8] == bytes(8):
+            at += 8
+            continue
+        n = 0
+        while n + 8 <= 248 and at + n < end and image[at + n:at + n + 8] != bytes(8):
+            n += 8
+        steps.append(bytes([(peer << 2) | 0x10 | 3]) + struct.pack('<HB', at // 8, n) +
+                     image[at:at + n])
+        at += n
+    return b''.join(steps)
+
+
+def trace(mode, saves=0, arena=b''):
     steps = [send(0, REGISTER, a=SYNC, name=b'fuzz-provider'),
              send(1, CTL_START, attach=True, a=mode, b=65536, text=b'*'),
-             fifo(0, STARTED, data32=1)]
+             fifo(0, STARTED, data32=1), arena]
     steps += [fifo(0, SAVE_BUFFER, data32=i) for i in range(saves)]
     steps += [send(1, CTL_STOP), fifo(0, STOPPED), TIMERS, hang_up(0), hang_up(1)]
     return b''.join(steps)
@@ -78,4 +107,8 @@ def write(folder, seeds):
 
 
 write('env', {k: b'\0'.join(v) for k, v in ENV_SEEDS.items()})
+for arg, name, mode, saves in zip(sys.argv[1:], ['arena-oneshot-trace', 'arena-streaming-trace'],
+                                  [ONESHOT, STREAMING], [0, 2]):
+    with open(arg, 'rb') as f:
+        WIRE_SEEDS[name] = trace(mode, saves=saves, arena=arena_writes(0, f.read(16384)))
 write('wire', WIRE_SEEDS)
