@@ -315,7 +315,11 @@ long nt_json_string_decode(const nt_json_value *v, char *out)
 
 int nt_json_string_is(const nt_json_value *v, const char *text)
 {
-	size_t n = strlen(text);
+	return nt_json_string_is_n(v, text, strlen(text));
+}
+
+int nt_json_string_is_n(const nt_json_value *v, const char *text, size_t n)
+{
 	if (v->type != NT_JSON_STRING)
 		return 0;
 	/* Fast path: Git's keys and event names never need escapes. An escape is longer than

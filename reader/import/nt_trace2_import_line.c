@@ -91,8 +91,9 @@ typedef struct line_ctx {
 
 static const nt_json_value *member(line_ctx *lc, const char *key)
 {
+	size_t n = strlen(key);
 	for (int i = 0; i < lc->n; i++)
-		if (nt_json_string_is(&lc->m[i].key, key)) {
+		if (nt_json_string_is_n(&lc->m[i].key, key, n)) {
 			lc->used[i] = 1;
 			return &lc->m[i].value;
 		}
@@ -251,8 +252,9 @@ static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_fiel
  * is written back as it stood. */
 static const nt_json_value *peek(const line_ctx *lc, const char *key)
 {
+	size_t n = strlen(key);
 	for (int i = 0; i < lc->n; i++)
-		if (nt_json_string_is(&lc->m[i].key, key))
+		if (nt_json_string_is_n(&lc->m[i].key, key, n))
 			return &lc->m[i].value;
 	return NULL;
 }
