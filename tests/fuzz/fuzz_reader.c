@@ -2,7 +2,8 @@
  * fuzz_reader.c - libFuzzer target: any bytes as an archive (or a bundle), opened from
  * memory, visited in both orders under both damage policies, records counted, and rendered
  * by every renderer trace-dump offers: text, Chrome JSON, --stats, and Git Trace2's NORMAL,
- * PERF and EVENT. The reader's promise (nanotrace_reader.h, ARCHITECTURE.md "Reader"): no
+ * PERF and EVENT; then compressed as trace-import compresses (nt_archive_compress) and the
+ * result read back. The reader's promise (nanotrace_reader.h, ARCHITECTURE.md "Reader"): no
  * input makes it read outside the buffer, hit undefined behaviour, leak or crash; damage is
  * reported, never trusted.
  *
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <nanotrace/nanotrace_reader.h>
 
@@ -73,6 +75,28 @@ static void render_all(nt_reader *r, FILE *out)
 	nt_render_trace2(&r, 1, out, &t2);
 }
 
+/* nt_archive_compress (trace-import's last step, reader/import) reads archives too: the
+ * input compressed at zstd's fastest level, and what it makes opened and visited (its
+ * CompressedChunk records hold well-formed frames of whatever the chunks held). */
+static void compress_and_visit(const uint8_t *data, size_t size)
+{
+	void *z = NULL;
+	size_t zsize = 0;
+	nt_reader_error err;
+	if (nt_archive_compress(data, size, -5, &z, &zsize, &err) != 0)
+		return;
+	nt_reader *r = nt_reader_open_memory(z, zsize, "compressed", &err);
+	if (r != NULL) {
+		nt_reader_callbacks cb = { 0 };
+		cb.on_event = count_event;
+		cb.on_error = ignore_error;
+		uint64_t n = 0;
+		nt_reader_visit(r, &cb, &n, NT_ORDER_TIME, NT_ON_CORRUPT_SKIP);
+		nt_reader_close(r);
+	}
+	free(z);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	nt_reader_error err;
@@ -84,5 +108,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (out != NULL)
 		render_all(r, out);
 	nt_reader_close(r);
+	compress_and_visit(data, size);
 	return 0;
 }
