@@ -104,7 +104,11 @@ static void provider_arena(peer *pr, const nt_wire_msg *init, int memfd)
 {
 	nt_arena_layout l;
 	struct stat st;
-	if (pr->arena != NULL || nt_arena_layout_compute(init->b, init->c, &l) != 0 ||
+	if (pr->arena != NULL) /* a later trace's buffer replaces the last one */
+		munmap(pr->arena, pr->arena_size);
+	pr->arena = NULL;
+	pr->arena_size = 0;
+	if (nt_arena_layout_compute(init->b, init->c, &l) != 0 ||
 	    fstat(memfd, &st) != 0 || (uint64_t)st.st_size != l.map_size)
 		return;
 	void *map = mmap(NULL, l.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
@@ -204,7 +208,9 @@ static void drain(peer *pr)
 		for (int i = 0; i < nfds; i++) {
 			if (msg.type == NT_WIRE_INITIALIZE && i == 0)
 				provider_arena(pr, &msg, fds[i]);
-			if (msg.type == NT_WIRE_INITIALIZE && i == 1 && pr->fifo < 0) {
+			if (msg.type == NT_WIRE_INITIALIZE && i == 1) {
+				if (pr->fifo >= 0)
+					close(pr->fifo);
 				pr->fifo = fds[i];
 				fcntl(pr->fifo, F_SETFL, O_NONBLOCK);
 			} else {
