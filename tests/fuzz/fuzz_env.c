@@ -1,8 +1,9 @@
 /*
  * fuzz_env.c - libFuzzer target: the NANOTRACE_* parsers of writer/core/nt_env.c, which
  * are static there (the exported ABI stays as it is): the file is compiled into this
- * program with its exported names renamed, so its static parsers are called directly and
- * the library's own copy is still linked for everything else.
+ * program, so its static parsers are called directly. This object then defines every global
+ * of nt_env.c, so the linker never takes libnanotrace.a's nt_env.o (an archive member is
+ * pulled only for a symbol still undefined): no duplicate, whatever nt_env.c comes to hold.
  *
  * The input is up to six values separated by NUL bytes, for NANOTRACE_MODE, _BUFFER_SIZE,
  * _CATEGORIES, _CLOCK, _MAX_FILES and _COMPRESSION in that order (a missing one is unset).
@@ -11,9 +12,6 @@
  * refused with an error naming the variable; the compression level is off, the default or
  * a level zstd takes. Anything else aborts, as a finding.
  */
-#define nt_env_start fuzz_nt_env_start
-#define nt_start_from_env fuzz_nt_start_from_env
-#define nt_compression_level fuzz_nt_compression_level
 #include "../../writer/core/nt_env.c"
 
 #include <stdint.h>
@@ -62,7 +60,7 @@ static int quiet_compression_level(void)
 	int saved = devnull >= 0 ? dup(2) : -1;
 	if (saved >= 0)
 		dup2(devnull, 2);
-	int level = fuzz_nt_compression_level(0);
+	int level = nt_compression_level(0);
 	if (saved >= 0) {
 		dup2(saved, 2);
 		close(saved);

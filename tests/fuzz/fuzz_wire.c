@@ -4,7 +4,8 @@
  * act as a provider or a controller. The manager is the real one (manager/core): its loop
  * file is compiled into this program so the fuzzer drives its static steps (accept_one,
  * read_conn, timers, compact) over socketpairs instead of poll() on a listening socket;
- * the rest of manager/core is linked as it is.
+ * the rest of manager/core is linked as it is (this object defines every global of
+ * nt_mgr_loop.c, so the linker never takes the library's copy of it).
  *
  * The input is a list of steps; each starts with one byte, op:
  *   op & 3 == 0  peer ((op >> 2) & 3) % 3 sends a message: 48 header bytes (magic ... d) from the
