@@ -406,7 +406,7 @@ int main(int argc, char **argv)
 		       "\"render_text_mev_s\": %.3f, \"render_chrome_mev_s\": %.3f, "
 		       "\"render_stats_mev_s\": %.2f, \"render_trace2_normal_mev_s\": %.3f, "
 		       "\"render_trace2_perf_mev_s\": %.3f, \"render_trace2_event_mev_s\": %.3f, "
-		       "\"trace_import_mb_s\": %.1f, \"reader_anon_kb_1m\": %ld, "
+		       "\"import_mb_s\": %.1f, \"reader_anon_kb_1m\": %ld, "
 		       "\"reader_anon_kb_10m\": %ld}\n",
 		       b.stream_mev_s, b.time_mev_s, b.serial_mev_s[0], b.serial_mev_s[1],
 		       b.plain_mev_s[0], b.plain_mev_s[1], b.own_cpu_mev_s[0][0], b.own_cpu_mev_s[0][1],

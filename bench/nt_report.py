@@ -43,6 +43,7 @@ KEYS = [
     'render_text_mev_s', 'render_chrome_mev_s', 'render_trace2_normal_mev_s',
     'render_trace2_perf_mev_s', 'render_trace2_event_mev_s', 'reader_anon_kb_1m',
     'reader_anon_kb_10m',
+    'import_mb_s',  # issue 15: trace-import reads >= 100 MB/s
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -426,6 +427,7 @@ def print_table(r):
         ('Trace2 normal / perf / event', '%s / %s / %s' % (
             fmt(r, 'render_trace2_normal_mev_s'), fmt(r, 'render_trace2_perf_mev_s'),
             fmt(r, 'render_trace2_event_mev_s'))),
+        ('trace-import (Git EVENT JSON)', fmt(r, 'import_mb_s', ' MB/s', 1)),
         ('reader private memory, 1 M / 10 M events', '%s / %s' % (
             fmt(r, 'reader_anon_kb_1m', ' KiB', 0), fmt(r, 'reader_anon_kb_10m', ' KiB', 0))),
     ]

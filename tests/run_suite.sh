@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: builds nanotrace five ways and runs every test in each.
+# The whole test suite: builds nanotrace five ways and runs every test in each, then fuzzes
+# every libFuzzer target for a minute (tests/fuzz/run_fuzz.sh) and prints the benchmark report.
 #   plain              gcc/g++, -O2 with assertions
 #   asan-ubsan         gcc/g++, AddressSanitizer + UndefinedBehaviorSanitizer (every error is
 #                      fatal)
@@ -92,6 +93,27 @@ run_config asan-ubsan gcc g++ -Db_sanitize=address,undefined -Db_lundef=false
 run_config tsan gcc g++ -Db_sanitize=thread -Db_lundef=false
 run_config clang clang clang++
 run_config clang-asan-ubsan clang clang++ -Db_sanitize=address,undefined -Db_lundef=false
+
+# Coverage-guided fuzzing (tests/fuzz): every libFuzzer target for NT_FUZZ_SECONDS (default 60)
+# on the clang ASan+UBSan fuzz build, one after another (4 targets: about 4 minutes plus the
+# build); a finding fails the suite. Without clang it is a skip, like a missing compiler.
+run_fuzz() {
+	local start=$SECONDS
+	echo "=== fuzz (${NT_FUZZ_SECONDS:-60} s per target, build-suite-fuzz)"
+	NT_FUZZ_BUILD=build-suite-fuzz NT_JOBS=$jobs bash tests/fuzz/run_fuzz.sh "${NT_FUZZ_SECONDS:-60}"
+	local rc=$?
+	if [ "$rc" -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "--- fuzz: no finding in $((SECONDS - start)) s"
+	elif [ "$rc" -eq 77 ] && [ "${CI:-}" != true ]; then
+		echo "SKIPPED (fuzz): clang not found (Debian packages clang, libclang-rt-14-dev)"
+		skipped=$((skipped + 1))
+	else
+		echo "FAIL: fuzz"
+		failed=$((failed + 1))
+	fi
+}
+run_fuzz
 
 # The benchmark report, quick size, on the plain build: every run (CI included) prints
 # nanotrace's ratios beside LTTng-UST and babeltrace2 (bench/nt_report.py). A peer that is

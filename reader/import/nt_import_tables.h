@@ -1,5 +1,5 @@
 /* nt_import_tables.h - a growable byte buffer (on nt_grow) and a byte-string -> index table
- * (the reader library's one hash, FNV-1a), for trace-import (not installed). Hand-written:
+ * (a word-at-a-time multiply-xorshift hash), for trace-import (not installed). Hand-written:
  * the reader library has no dependencies, and these are twenty lines each. */
 #ifndef NT_IMPORT_TABLES_H
 #define NT_IMPORT_TABLES_H

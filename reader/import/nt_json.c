@@ -38,11 +38,38 @@ static int hexval(char c)
 	return -1;
 }
 
+/* Does any of the 8 bytes in w need a look: '"', '\\' or a control character (< 0x20)?
+ * (The classic SWAR tests: a byte equal to b gives a zero byte of w ^ b*0x01..., and
+ * "has a zero byte" and "has a byte < 0x20" set that byte's high bit.) */
+static int word_is_special(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+	uint64_t found = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+	return (found & highs) != 0;
+}
+
+/* The first byte of [p, end) that is '"', '\\' or a control character, or end: 8 bytes a
+ * step while 8 remain (each word read with memcpy, within the span). */
+static const char *skip_plain(const char *p, const char *end)
+{
+	while (end - p >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		if (word_is_special(w))
+			break;
+		p += 8;
+	}
+	while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+
 /* *pp at the opening quote; on success *pp is past the closing quote. */
 static int scan_string(cursor *c, const char **pp)
 {
 	const char *p = *pp + 1;
-	while (p < c->end) {
+	while ((p = skip_plain(p, c->end)) < c->end) {
 		unsigned char ch = (unsigned char)*p;
 		if (ch == '"') {
 			*pp = p + 1;
@@ -68,7 +95,7 @@ static int scan_string(cursor *c, const char **pp)
 			p += 2;
 			continue;
 		}
-		p++; /* any other byte, including raw bytes >= 0x80 (Git writes them raw) */
+		p++; /* not reached: skip_plain stops only at the bytes above */
 	}
 	return fail(c, *pp, "unterminated string");
 }
@@ -288,12 +315,17 @@ long nt_json_string_decode(const nt_json_value *v, char *out)
 
 int nt_json_string_is(const nt_json_value *v, const char *text)
 {
-	size_t n = strlen(text);
+	return nt_json_string_is_n(v, text, strlen(text));
+}
+
+int nt_json_string_is_n(const nt_json_value *v, const char *text, size_t n)
+{
 	if (v->type != NT_JSON_STRING)
 		return 0;
-	/* Fast path: Git's keys and event names never need escapes. */
-	if (v->n == n + 2 && memcmp(v->p + 1, text, n) == 0)
-		return 1;
+	/* Fast path: Git's keys and event names never need escapes. An escape is longer than
+	 * what it stands for, so a raw text no longer than `text` matches only as it is. */
+	if (v->n <= n + 2)
+		return v->n == n + 2 && memcmp(v->p + 1, text, n) == 0;
 	if (memchr(v->p, '\\', v->n) == NULL || v->n > 256)
 		return 0;
 	char buf[256];

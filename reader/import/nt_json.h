@@ -49,6 +49,8 @@ int nt_json_object(const char *s, size_t n, nt_json_member *out, int max, const 
 
 /* Does string value `v` equal the NUL-terminated `text` (after decoding)? */
 int nt_json_string_is(const nt_json_value *v, const char *text);
+/* The same with text's length given (callers comparing many values against one text). */
+int nt_json_string_is_n(const nt_json_value *v, const char *text, size_t n);
 
 /* Decode string value `v` into `out`, which needs room for v->n bytes (decoding never grows
  * a string). Escapes become their bytes (\uXXXX as UTF-8, surrogate pairs joined); other

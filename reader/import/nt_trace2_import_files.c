@@ -285,18 +285,24 @@ static int read_file(const char *path, nt_trace2_input *in, nt_trace2_import_err
 	FILE *f = fopen(path, "rb");
 	if (f == NULL)
 		return path_error(err, path, strerror(errno));
-	size_t cap = 0, n = 0;
-	char *buf = NULL;
-	int oom = 0;
-	for (;;) {
-		if (!nt_grow(&buf, &cap, n + (1 << 16), 1)) {
-			oom = 1;
-			break;
-		}
+	/* Sized from fstat once (plus room to see the end), grown by doubling only if the file
+	 * grows meanwhile: no zeroing and no copy of a large input (nt_grow zeroes). */
+	struct stat st;
+	size_t cap = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0, n = 0;
+	cap = cap > SIZE_MAX - (1 << 16) ? SIZE_MAX : cap + (1 << 16);
+	char *buf = malloc(cap);
+	int oom = buf == NULL;
+	while (!oom) {
 		size_t got = fread(buf + n, 1, cap - n, f);
 		n += got;
 		if (got == 0)
 			break;
+		if (n == cap) {
+			char *more = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+			oom = more == NULL;
+			buf = more ? more : buf;
+			cap *= 2;
+		}
 	}
 	int failed = oom || ferror(f);
 	int e = oom ? ENOMEM : errno;

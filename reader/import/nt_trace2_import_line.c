@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "nt_json.h"
 #include "nt_trace2_import.h"
@@ -34,32 +33,50 @@ static const char *label_key(nt_t2_event t)
 	return f != NULL ? f->key : "";
 }
 
-/* "2026-11-21T23:02:46.881067Z" to microseconds since the epoch. */
+/* The `count` decimal digits at s as a number, or -1 when one is not a digit. */
+static long digits(const char *s, int count)
+{
+	long v = 0;
+	for (int i = 0; i < count; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (H. Hinnant's
+ * days_from_civil): what timegm() computes for 1 <= m <= 12, 1 <= d <= 31 (a day past a
+ * month's end counts on into the next month, as timegm does), in a few multiplications. */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* "2026-11-21T23:02:46.881067Z" (exactly Git's 27 bytes) to microseconds since the epoch.
+ * Reads the n bytes at s and nothing else: no NUL needed, no library parser (sscanf needs
+ * a C string, and on the line itself took strlen of the rest of the input per line). */
 static int parse_time(const char *s, size_t n, int64_t *us)
 {
-	struct tm tm = { 0 };
-	int y, mo, d, h, mi, sec, used = 0;
-	long frac;
-	char tail, text[28];
+	static const uint8_t at[] = { 4, 7, 10, 13, 16, 19, 26 }; /* where "--T::.Z" stand */
 	if (n != 27)
 		return 0;
-	/* sscanf wants a C string: on the line itself it would take strlen of the rest of the
-	 * input for every line (quadratic) and read past a buffer with no NUL after it. */
-	memcpy(text, s, 27);
-	text[27] = '\0';
-	if (sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%6ld%c%n", &y, &mo, &d, &h, &mi, &sec, &frac,
-		   &tail, &used) != 8 || used != 27 || tail != 'Z')
+	for (size_t i = 0; i < sizeof(at); i++)
+		if (s[at[i]] != "--T::.Z"[i])
+			return 0;
+	long y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
+	long h = digits(s + 11, 2), mi = digits(s + 14, 2), sec = digits(s + 17, 2);
+	long frac = digits(s + 20, 6);
+	if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+	    mi > 59 || sec < 0 || sec > 60 || frac < 0)
 		return 0;
-	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || frac < 0)
-		return 0;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	time_t t = timegm(&tm);
-	*us = (int64_t)t * 1000000 + frac;
+	int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+	*us = secs * 1000000 + frac;
 	return 1;
 }
 
@@ -74,8 +91,9 @@ typedef struct line_ctx {
 
 static const nt_json_value *member(line_ctx *lc, const char *key)
 {
+	size_t n = strlen(key);
 	for (int i = 0; i < lc->n; i++)
-		if (nt_json_string_is(&lc->m[i].key, key)) {
+		if (nt_json_string_is_n(&lc->m[i].key, key, n)) {
 			lc->used[i] = 1;
 			return &lc->m[i].value;
 		}
@@ -234,8 +252,9 @@ static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_fiel
  * is written back as it stood. */
 static const nt_json_value *peek(const line_ctx *lc, const char *key)
 {
+	size_t n = strlen(key);
 	for (int i = 0; i < lc->n; i++)
-		if (nt_json_string_is(&lc->m[i].key, key))
+		if (nt_json_string_is_n(&lc->m[i].key, key, n))
 			return &lc->m[i].value;
 	return NULL;
 }
@@ -290,11 +309,13 @@ static int line_ticks(nt_importer *im, line_ctx *lc, int type, uint32_t proc, ui
 	const char *time_key = NT_T2_COMMON_NAME(time);
 	const nt_json_value *tv = type == NT_T2E_UNKNOWN ? peek(lc, time_key) : member(lc, time_key);
 	int64_t us = -1;
+	/* Ticks are nanoseconds since 1970 that the reader takes as int64: up to 2262-04-11
+	 * (a later time would wrap, silently). */
 	int ok = tv != NULL && tv->type == NT_JSON_STRING && parse_time(tv->p + 1, tv->n - 2, &us) &&
-		 us >= 0;
+		 us >= 0 && us <= INT64_MAX / 1000;
 	if (tv != NULL && !ok && type != NT_T2E_UNKNOWN)
 		return nt_imp_fail(im, col(lc, tv), "\"time\" must be UTC like "
-						    "\"2026-11-21T23:02:46.881067Z\"");
+						    "\"2026-11-21T23:02:46.881067Z\", from 1970 to 2262");
 	if (ok) {
 		*ticks = (uint64_t)us * 1000u;
 		im->procs[proc].ticks = *ticks;

@@ -238,7 +238,9 @@ static void decode_common(const nt_reader_event *e, const nt_reader_process *p, 
 	if (o->brief_capture && e->file[0] == '\0')
 		o->file = NULL;
 	o->has_time = !o->brief_capture || NT_T2_TIMED_WHEN_BRIEF(o->type);
-	o->time_us = e->wall_ns >= 0 ? e->wall_ns / 1000 : -((-e->wall_ns + 999) / 1000);
+	/* Rounded down, also before 1970; wall_ns comes from the file and may be INT64_MIN,
+	 * whose negation is undefined (found by fuzzing: tests/fuzz/corpus/reader). */
+	o->time_us = e->wall_ns / 1000 - (e->wall_ns % 1000 < 0);
 }
 
 /* Category, label and repository: the call site's, unless an argument says otherwise. */
@@ -272,15 +274,19 @@ static void decode_times(t2_model *m, const nt_reader_process *p, t2_msg *o)
 	if (arg_u64(o->x[T2_X_T_ABS], &o->t_abs_us)) {
 		o->has_t_abs = o->t_abs_exact = 1;
 		if (o->type == NT_T2E_START && pp != NULL && o->has_time) {
-			pp->have_offset = 1;
-			pp->offset_us = o->time_us - (int64_t)o->t_abs_us;
+			/* Both come from the file: an offset that does not fit is no offset. */
+			pp->have_offset = o->t_abs_us <= INT64_MAX &&
+					  !__builtin_sub_overflow(o->time_us, (int64_t)o->t_abs_us,
+								  &pp->offset_us);
 		}
 	} else if (p != NULL && !nt_reader_info(r)->stream_ordered) {
 		o->has_t_abs = o->t_abs_exact = 1;
 		o->t_abs_us = us_between(process_start_ns(m, p), o->ev->time_ns);
 	} else if (pp != NULL && pp->have_offset && o->has_time) {
 		o->has_t_abs = 1;
-		int64_t d = o->time_us - pp->offset_us;
+		int64_t d;
+		if (__builtin_sub_overflow(o->time_us, pp->offset_us, &d))
+			d = o->time_us > 0 ? INT64_MAX : 0;
 		o->t_abs_us = d > 0 ? (uint64_t)d : 0;
 	}
 	o->has_t_rel = recorded_t_rel(r, o);

@@ -26,6 +26,7 @@ ISSUE_KEYS = [
     'render_text_mev_s', 'render_chrome_mev_s', 'render_trace2_normal_mev_s',
     'render_trace2_perf_mev_s', 'render_trace2_event_mev_s', 'reader_anon_kb_1m',
     'reader_anon_kb_10m',
+    'import_mb_s',  # issue 15
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

@@ -1,0 +1,306 @@
+/*
+ * fuzz_wire.c - libFuzzer target: the trace manager's side of its sockets (format/nt_wire.h
+ * messages, format/nt_fifo.h packets) against up to three hostile peers, each of which may
+ * act as a provider or a controller. The manager is the real one (manager/core): its loop
+ * file is compiled into this program so the fuzzer drives its static steps (accept_one,
+ * read_conn, timers, compact) over socketpairs instead of poll() on a listening socket;
+ * the rest of manager/core is linked as it is (this object defines every global of
+ * nt_mgr_loop.c, so the linker never takes the library's copy of it).
+ *
+ * The input is a list of steps; each starts with one byte, op:
+ *   op & 3 == 0  peer ((op >> 2) & 3) % 3 sends a message: 48 header bytes (magic ... d) from the
+ *                input, then name_len bytes of name and text_len of text (as far as they fit
+ *                and the input goes); op & 0x10 attaches an output file (CTL_START's),
+ *                op & 0x20 writes a valid magic and version over the input's
+ *   op & 3 == 1  that peer sends a FIFO packet (16 bytes) on the FIFO INITIALIZE gave it
+ *   op & 3 == 2  that peer hangs up (its FIFO too); its next step connects again
+ *   op & 3 == 3  op & 0x10: that peer writes into its buffer (a 16-bit offset in 8-byte
+ *                words, a length byte, the bytes); else the manager's timers run
+ * after each step the manager reads what it was sent and each peer takes its answers (and
+ * closes the descriptors they carry, keeping the FIFO; the buffer of an INITIALIZE is
+ * mapped and given the header a provider writes, so the manager goes on to save whatever
+ * the peer puts in it: its saver and section writer read hostile arenas). At the end the manager is freed
+ * (a trace still running is aborted and its bundle written) and the process must hold the
+ * descriptors it held before (it aborts otherwise). Bounded by the harness, not
+ * by the manager: CTL_START buffers above 4 MiB (or 0: the default) are made 256 KiB, so an
+ * execution stays fast.
+ */
+#include "../../manager/core/nt_mgr_loop.c"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "../../format/nt_archive_header_encode.h"
+
+#define PEERS 3
+
+typedef struct peer {
+	int sock;      /* -1: not connected */
+	int fifo;      /* from INITIALIZE, or -1 */
+	uint8_t *arena; /* the buffer INITIALIZE gave, mapped shared, or NULL */
+	size_t arena_size;
+} peer;
+
+static char scratch_dir[64];
+
+/* Up to `want` bytes of the input into out (the rest of out is left as it was). */
+static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t want)
+{
+	size_t n = (size_t)(end - *p) < want ? (size_t)(end - *p) : want;
+	memcpy(out, *p, n);
+	*p += n;
+	return n;
+}
+
+/* The manager's log: silent, or on stderr with NT_FUZZ_WIRE_LOG=1 (to see what a seed
+ * reaches). */
+static void log_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	static int verbose = -1;
+	if (verbose < 0)
+		verbose = getenv("NT_FUZZ_WIRE_LOG") != NULL;
+	if (verbose)
+		fprintf(stderr, "manager: %s\n", line);
+}
+
+static nt_manager *manager_new(void)
+{
+	nt_manager *m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		abort();
+	m->cfg.log = log_line;
+	m->cfg.stop_timeout_ms = 2000;
+	m->listen_fd = -1;
+	m->trace.out_fd = -1;
+	m->trace.ctl_fd = -1;
+	m->pending_select_fd = -1;
+	m->next_id = 1;
+	m->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->stop_fd < 0)
+		abort();
+	return m;
+}
+
+static void hang_up(peer *p)
+{
+	if (p->sock >= 0)
+		close(p->sock);
+	if (p->fifo >= 0)
+		close(p->fifo);
+	if (p->arena != NULL)
+		munmap(p->arena, p->arena_size);
+	*p = (peer){ -1, -1, NULL, 0 };
+}
+
+/* What a provider writes at the start of the buffer INITIALIZE gave it (as
+ * tests/manager/arena_header.c does for the Python fake providers): an Arena-layout header
+ * that agrees with the manager's layout, so that the manager goes on to save the arena, which
+ * the fuzzer then writes into. */
+static void provider_arena(peer *pr, const nt_wire_msg *init, int memfd)
+{
+	nt_arena_layout l;
+	struct stat st;
+	if (pr->arena != NULL) /* a later trace's buffer replaces the last one */
+		munmap(pr->arena, pr->arena_size);
+	pr->arena = NULL;
+	pr->arena_size = 0;
+	if (nt_arena_layout_compute(init->b, init->c, &l) != 0 ||
+	    fstat(memfd, &st) != 0 || (uint64_t)st.st_size != l.map_size)
+		return;
+	void *map = mmap(NULL, l.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (map == MAP_FAILED)
+		return;
+	nt_archive_info info;
+	memset(&info, 0, sizeof(info));
+	info.format_major = NT_FORMAT_MAJOR;
+	info.format_minor = NT_FORMAT_MINOR;
+	info.ticks_per_second = 1000000000;
+	info.pid = (uint32_t)getpid();
+	info.buffering_mode = (uint8_t)init->a;
+	info.layout = NT_LAYOUT_ARENA;
+	info.data_offset = NT_ARENA_HEADER_BYTES;
+	info.arena_size = l.map_size;
+	info.durable_size = l.durable_size;
+	info.chunk_size = l.chunk_size;
+	info.chunks_per_half = l.chunks_per_half;
+	info.slot_overwritten_offset = l.slot_overwritten_offset;
+	info.stream_offset = info.buffering_mode == NT_MODE_STREAMING ? l.map_size : 0;
+	info.stream_end = info.stream_offset;
+	nt_header_encode(&info, map, NT_ARENA_HEADER_BYTES, NULL);
+	pr->arena = map;
+	pr->arena_size = l.map_size;
+}
+
+/* The peer writes into its arena: a 16-bit offset in 8-byte words, a length, the bytes. */
+static void arena_write(peer *pr, const uint8_t **p, const uint8_t *end)
+{
+	uint16_t words = 0;
+	uint8_t len = 0;
+	take(p, end, &words, sizeof(words));
+	take(p, end, &len, 1);
+	uint8_t bytes[255];
+	size_t n = take(p, end, bytes, len);
+	size_t at = (size_t)words * 8;
+	if (pr->arena != NULL && at < pr->arena_size && n <= pr->arena_size - at)
+		memcpy(pr->arena + at, bytes, n);
+}
+
+static int connect_peer(nt_manager *m, peer *p)
+{
+	if (p->sock >= 0)
+		return 1;
+	int sv[2];
+	if (m->nconns >= NT_MGR_MAX_CONNS ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+		return 0;
+	int before = m->nconns;
+	accept_one(m, sv[0]); /* SO_PEERCRED of a socketpair: this process, as a peer */
+	if (m->nconns == before) {
+		close(sv[1]);
+		return 0;
+	}
+	p->sock = sv[1];
+	return 1;
+}
+
+/* An O_TMPFILE in a private directory: the bundle's streams go beside it. */
+static int output_file(void)
+{
+	if (scratch_dir[0] == '\0') {
+		snprintf(scratch_dir, sizeof(scratch_dir), "%s", "/tmp/nt-fuzz-wire-XXXXXX");
+		if (mkdtemp(scratch_dir) == NULL)
+			abort();
+	}
+	return open(scratch_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+}
+
+static void send_message(peer *pr, const uint8_t **p, const uint8_t *end, int op)
+{
+	nt_wire_msg msg;
+	memset(&msg, 0, sizeof(msg));
+	take(p, end, &msg, offsetof(nt_wire_msg, name));
+	take(p, end, msg.name, msg.name_len < sizeof(msg.name) ? msg.name_len : sizeof(msg.name));
+	take(p, end, msg.text, msg.text_len < sizeof(msg.text) ? msg.text_len : sizeof(msg.text));
+	if (op & 0x20) {
+		msg.magic = NT_WIRE_MAGIC;
+		msg.version = NT_WIRE_VERSION;
+	}
+	if (msg.type == NT_WIRE_CTL_START && (msg.b == 0 || msg.b > (4u << 20)))
+		msg.b = 256u << 10;
+	int fd = op & 0x10 ? output_file() : -1;
+	nt_mgr_send(pr->sock, &msg, &fd, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The peer takes its answers; the FIFO of an INITIALIZE is kept, other descriptors closed. */
+static void drain(peer *pr)
+{
+	for (;;) {
+		nt_wire_msg msg;
+		int fds[4], nfds, truncated;
+		if (pr->sock < 0 || receive(pr->sock, &msg, fds, &nfds, &truncated) <= 0)
+			return;
+		for (int i = 0; i < nfds; i++) {
+			if (msg.type == NT_WIRE_INITIALIZE && i == 0)
+				provider_arena(pr, &msg, fds[i]);
+			if (msg.type == NT_WIRE_INITIALIZE && i == 1) {
+				if (pr->fifo >= 0)
+					close(pr->fifo);
+				pr->fifo = fds[i];
+				fcntl(pr->fifo, F_SETFL, O_NONBLOCK);
+			} else {
+				close(fds[i]);
+			}
+		}
+	}
+}
+
+/* One turn of the loop without poll(): every connection and FIFO with something to read. */
+static void serve(nt_manager *m)
+{
+	int n = m->nconns;
+	for (int i = 0; i < n; i++) {
+		nt_mgr_conn *c = &m->conns[i];
+		if (c->closing)
+			continue;
+		if (nt_mgr_control_busy(c))
+			nt_mgr_control_flush(m, c);
+		else
+			read_conn(m, c);
+		struct pollfd pf = { .fd = c->prov ? c->prov->fifo : -1, .events = POLLIN };
+		if (!c->closing && pf.fd >= 0 && poll(&pf, 1, 0) > 0)
+			nt_mgr_provider_fifo(m, c);
+	}
+	timers(m);
+	compact(m);
+}
+
+/* Descriptors this process holds (a leak shows as a count that grows across one run). */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	if (d == NULL)
+		return -1;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int fds_before = open_fds();
+	nt_manager *m = manager_new();
+	peer peers[PEERS];
+	for (int i = 0; i < PEERS; i++)
+		peers[i] = (peer){ -1, -1, NULL, 0 };
+	const uint8_t *p = data, *end = data + size;
+	while (p < end) {
+		int op = *p++;
+		peer *pr = &peers[((op >> 2) & 3) % PEERS]; /* bits 2-3; 3 is peer 0 */
+		switch (op & 3) {
+		case 0:
+			if (connect_peer(m, pr))
+				send_message(pr, &p, end, op);
+			break;
+		case 1: {
+			nt_fifo_packet pkt;
+			memset(&pkt, 0, sizeof(pkt));
+			take(&p, end, &pkt, sizeof(pkt));
+			if (pr->fifo >= 0 && write(pr->fifo, &pkt, sizeof(pkt)) < 0)
+				break;
+			break;
+		}
+		case 2:
+			hang_up(pr);
+			break;
+		case 3:
+			if (op & 0x10)
+				arena_write(pr, &p, end);
+			else
+				timers(m);
+			break;
+		}
+		serve(m);
+		for (int i = 0; i < PEERS; i++)
+			drain(&peers[i]);
+	}
+	for (int i = 0; i < PEERS; i++)
+		hang_up(&peers[i]);
+	serve(m); /* the manager sees them go */
+	nt_manager_free(m);
+	int fds_after = open_fds();
+	if (fds_after != fds_before) {
+		fprintf(stderr, "fuzz_wire: %d descriptors before the run, %d after\n", fds_before,
+			fds_after);
+		abort();
+	}
+	return 0;
+}

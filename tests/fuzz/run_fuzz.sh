@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# run_fuzz.sh [SECONDS] - builds the fuzz build (clang, libFuzzer, ASan+UBSan) and runs every
+# target of tests/fuzz for SECONDS each (default 60), one after another. Prints one line per
+# target: executions, coverage (cov: edges, ft: features), corpus size, and FINDING when
+# libFuzzer stopped on a crash, a sanitizer report, a leak or an input that ran longer than
+# 10 s (-timeout=10: inputs are at most tens of KiB, so that is a hang); exits 1 if any did
+# (the input is kept as build-fuzz/fuzz-findings/<target>/crash-..., ready to become a
+# regression input in tests/fuzz/corpus/<target>/ beside its fix).
+#
+# Environment: NT_FUZZ_BUILD (default build-fuzz, beside the sources), NT_JOBS (ninja's
+# parallel jobs, default 2), NT_FUZZ_TARGETS (default: reader import env wire).
+# The seeds in tests/fuzz/corpus are read, never written: what a run finds goes to a scratch
+# corpus under the build directory (kept between runs, so a later run goes on from it).
+# Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev); without them it says so and
+# exits 77 (CI installs both: .ci/packages).
+set -u
+cd "$(dirname "$0")/../.."
+seconds=${1:-60}
+build=${NT_FUZZ_BUILD:-build-fuzz}
+jobs=${NT_JOBS:-2}
+targets=${NT_FUZZ_TARGETS:-reader import env wire}
+
+if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
+	echo "SKIP: clang not found (Debian packages clang, libclang-rt-14-dev)"
+	exit 77
+fi
+if [ ! -f "$build/build.ninja" ]; then
+	if ! CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true \
+		-Db_sanitize=address,undefined -Db_lundef=false >"$build.setup.log" 2>&1; then
+		cat "$build.setup.log"
+		echo "FAIL: meson setup $build (clang with libFuzzer: libclang-rt-14-dev)"
+		exit 1
+	fi
+fi
+programs=()
+for t in $targets; do
+	programs+=("tests/fuzz/fuzz_$t")
+done
+if ! ninja -C "$build" -j "$jobs" "${programs[@]}" >"$build.build.log" 2>&1; then
+	tail -n 40 "$build.build.log"
+	echo "FAIL: building the fuzz targets"
+	exit 1
+fi
+
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+failed=0
+for t in $targets; do
+	work=$build/fuzz-corpus/$t findings=$build/fuzz-findings/$t log=$build/fuzz-$t.log
+	mkdir -p "$work" "$findings"
+	"$build/tests/fuzz/fuzz_$t" "$work" "tests/fuzz/corpus/$t" -max_total_time="$seconds" \
+		-timeout=10 -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
+	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+	corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9A-Za-z]*\).*/\1/p' <<<"$last")
+	if [ "$rc" -ne 0 ] || grep -qE '^(==[0-9]+==ERROR|SUMMARY: )' "$log"; then
+		failed=$((failed + 1))
+		echo "fuzz_$t: FINDING after ${execs:-?} execs (exit $rc): $(ls "$findings" | tail -n 1)"
+		grep -E '^(==[0-9]+==ERROR|SUMMARY: |.*runtime error:)' "$log" | head -n 5 | sed 's/^/  /'
+		echo "  log: $log"
+	else
+		echo "fuzz_$t: ${execs:-?} execs in ${seconds} s, cov: ${cov:-?} ft: ${ft:-?}, corpus ${corp:-?}"
+	fi
+done
+[ "$failed" -eq 0 ]
