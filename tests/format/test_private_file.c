@@ -19,32 +19,6 @@
 
 #include "../../format/nt_private_file.h"
 
-static const char victim_text[] = "the victim's own content\n";
-
-static void in_dir(char *out, size_t cap, const char *name)
-{
-	snprintf(out, cap, "%s/%s", dir, name);
-}
-
-static void make_victim(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, victim_text, sizeof(victim_text) - 1),
-			 (ssize_t)sizeof(victim_text) - 1);
-	close(fd);
-}
-
-static void assert_victim_intact(const char *path)
-{
-	char buf[256];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	ssize_t n = read(fd, buf, sizeof(buf));
-	close(fd);
-	assert_int_equal(n, (ssize_t)sizeof(victim_text) - 1);
-	assert_memory_equal(buf, victim_text, sizeof(victim_text) - 1);
-}
 
 static void assert_link(const char *path)
 {

@@ -27,7 +27,6 @@
 #include "nt_test_util.h"
 
 #define EVENTS 500
-static const char victim_text[] = "the victim's own content\n";
 
 /* ---- a frozen clock and host name for the SID (Trace2 only) ---------------------------- */
 
@@ -55,20 +54,6 @@ int gethostname(char *name, size_t len)
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static void in_dir(char *out, size_t cap, const char *name)
-{
-	snprintf(out, cap, "%s/%s", dir, name);
-}
-
-static void make_victim(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, victim_text, sizeof(victim_text) - 1),
-			 (ssize_t)sizeof(victim_text) - 1);
-	close(fd);
-}
-
 static void plant(const char *link, const char *victim)
 {
 	unlink(link);
@@ -79,17 +64,6 @@ static void plant(const char *link, const char *victim)
 static void old_temp_name(char *out, size_t cap, const char *path, pid_t pid)
 {
 	snprintf(out, cap, "%s.tmp.%d", path, (int)pid);
-}
-
-static void assert_victim_intact(const char *victim)
-{
-	char buf[256];
-	int fd = open(victim, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	ssize_t n = read(fd, buf, sizeof(buf));
-	close(fd);
-	assert_int_equal(n, (ssize_t)sizeof(victim_text) - 1);
-	assert_memory_equal(buf, victim_text, sizeof(victim_text) - 1);
 }
 
 static void assert_is(const char *path, mode_t type)
