@@ -28,8 +28,8 @@
  * record, so readers of saved data assume only 4-byte alignment. The top level of an archive
  * and the durable region hold no compact records.
  *
- (they take one event ordinal each and advance the chunk's clock by
- * their delta) is decided here and nowhere else: the writer's chunk walk, the streaming saver,
+ * Which kinds are events (they take one event ordinal each and advance the chunk's clock by
+ * their delta), compact or not, is decided here and nowhere else: the writer's chunk walk, the streaming saver,
  * the archive writer, the reader, the importer and the tests all ask nt_kind_is_event(). A
  * kind unknown to this version is framed by its size and skipped; inside a chunk it is not an
  * event, so it never shifts ordinals. A real bug came from three walkers each deciding this
