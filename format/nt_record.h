@@ -29,8 +29,9 @@
  * and the durable region hold no compact records.
  *
  * Which kinds are events (they take one event ordinal each and advance the chunk's clock by
- * their delta), compact or not, is decided here and nowhere else: the writer's chunk walk, the streaming saver,
- * the archive writer, the reader, the importer and the tests all ask nt_kind_is_event(). A
+ * their delta), compact or not, is decided here and nowhere else: the writer's chunk walk,
+ * the streaming saver, the archive writer, the reader, the importer and the tests all ask
+ * nt_kind_is_event() (through nt_record_is_event_at() for a record in a chunk). A
  * kind unknown to this version is framed by its size and skipped; inside a chunk it is not an
  * event, so it never shifts ordinals. A real bug came from three walkers each deciding this
  * for themselves (Trace2 records were events to the writer but not to the saver).
