@@ -26,6 +26,19 @@
 
 #include "nt_bench_util.h"
 
+/* ThreadSanitizer's shadow memory grows with every page the arena and the saved file touch:
+ * private memory says nothing about nanotrace's there, so it is reported, not judged. */
+#if defined(__SANITIZE_THREAD__)
+#define MEMORY_JUDGED 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MEMORY_JUDGED 0
+#endif
+#endif
+#ifndef MEMORY_JUDGED
+#define MEMORY_JUDGED 1
+#endif
+
 #define MAX_THREADS 256
 #define WARMUP_SECONDS 2
 #define MEMORY_SLACK_KB 4096
@@ -150,7 +163,7 @@ int main(int argc, char **argv)
 	rmdir(dir);
 
 	int accounted = rc == 0 && decoded + dropped == made;
-	int flat = max_kb <= start_kb + MEMORY_SLACK_KB;
+	int flat = !MEMORY_JUDGED || max_kb <= start_kb + MEMORY_SLACK_KB;
 	double pct = made ? 100.0 * (double)dropped / (double)made : 0.0;
 	if (json)
 		printf("{\"soak_threads\":%ld,\"soak_seconds\":%.1f,\"soak_made\":%" PRIu64
@@ -159,7 +172,12 @@ int main(int argc, char **argv)
 		       ",\"soak_private_kb_start\":%" PRIu64 ",\"soak_private_kb_max\":%" PRIu64
 		       ",\"soak_accounted\":%s,\"soak_memory_flat\":%s}\n",
 		       nthreads, secs, made, decoded, dropped, (double)decoded / 1e6 / secs, pct,
-		       start_kb, max_kb, accounted ? "true" : "false", flat ? "true" : "false");
+		       start_kb, max_kb, accounted ? "true" : "false",
+		       !MEMORY_JUDGED ? "null,\"soak_memory_flat_reason\":\"not judged under "
+					"ThreadSanitizer (its shadow memory grows with every page "
+					"touched)\""
+		       : flat	      ? "true"
+				      : "false");
 	else
 		printf("soak: %ld threads, %.1f s: %" PRIu64 " events made, %" PRIu64
 		       " decoded (%.2f M/s saved), %" PRIu64 " dropped (%.3f%%); private memory %"

@@ -15,10 +15,14 @@ def test_soak_accounts_for_every_event_in_flat_memory():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    assert r['soak_accounted'] is True and r['soak_memory_flat'] is True, r
+    assert r['soak_accounted'] is True, r
     assert r['soak_made'] > 0 and r['soak_decoded'] > 0, r
     assert r['soak_decoded'] + r['soak_dropped'] == r['soak_made'], r
-    assert r['soak_private_kb_max'] <= r['soak_private_kb_start'] + 4096, r
+    if r['soak_memory_flat'] is None:  # a ThreadSanitizer build: its shadow memory grows
+        assert 'ThreadSanitizer' in r['soak_memory_flat_reason'], r
+    else:
+        assert r['soak_memory_flat'] is True, r
+        assert r['soak_private_kb_max'] <= r['soak_private_kb_start'] + 4096, r
 
 
 def test_soak_refuses_bad_arguments():
