@@ -27,6 +27,18 @@ if [ "${CI:-}" = true ]; then
 	ci_opts=(-Dcmocka=enabled -Dflatc=enabled)
 fi
 
+# tool_missing NAME WHY: a step whose tool is not installed. Outside CI it is skipped, like a
+# missing test tool; CI installs every tool (.ci/packages), so there it fails.
+tool_missing() {
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL ($1): $2: CI installs it (.ci/packages)"
+		failed=$((failed + 1))
+	else
+		echo "SKIPPED ($1): $2"
+		skipped=$((skipped + 1))
+	fi
+}
+
 # run_config NAME CC CXX [MESON_SETUP_OPTIONS...]: build build-suite-NAME with compilers CC and
 # CXX (set at setup; an existing build directory keeps its compilers) and run every test.
 run_config() {
@@ -35,14 +47,7 @@ run_config() {
 	local start=$SECONDS
 	echo "=== $name ($c, $cxx)"
 	if ! command -v "$c" >/dev/null || ! command -v "$cxx" >/dev/null; then
-		# Outside CI a missing compiler skips its configurations, like a missing test tool.
-		if [ "${CI:-}" = true ]; then
-			echo "FAIL: $c or $cxx not found: CI installs them (.ci/packages)"
-			failed=$((failed + 1))
-		else
-			echo "SKIPPED ($name): $c or $cxx not found (Debian packages gcc, g++, clang)"
-			skipped=$((skipped + 1))
-		fi
+		tool_missing "$name" "$c or $cxx not found (Debian packages gcc, g++, clang)"
 		return
 	fi
 	if [ ! -f "$dir/build.ninja" ]; then
@@ -105,9 +110,8 @@ run_fuzz() {
 	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))
 		echo "--- fuzz: no finding in $((SECONDS - start)) s"
-	elif [ "$rc" -eq 77 ] && [ "${CI:-}" != true ]; then
-		echo "SKIPPED (fuzz): clang not found (Debian packages clang, libclang-rt-14-dev)"
-		skipped=$((skipped + 1))
+	elif [ "$rc" -eq 77 ]; then
+		tool_missing fuzz "clang not found (Debian packages clang, libclang-rt-14-dev)"
 	else
 		echo "FAIL: fuzz"
 		failed=$((failed + 1))

@@ -333,12 +333,10 @@ static int turn(nt_manager *m)
 	return 1;
 }
 
-nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whylen)
+/* A manager with no socket yet: its settings and its stop eventfd (tests/fuzz/fuzz_wire.c
+ * drives one of these over socketpairs). NULL with *why on failure. */
+static nt_manager *manager_alloc(const nt_manager_config *cfg, char *why, size_t whylen)
 {
-	if (cfg == NULL || cfg->socket_path == NULL) {
-		snprintf(why, whylen, "no socket path given");
-		return NULL;
-	}
 	nt_manager *m = calloc(1, sizeof(*m));
 	if (m == NULL) {
 		snprintf(why, whylen, "out of memory");
@@ -358,6 +356,18 @@ nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whyle
 		free(m);
 		return NULL;
 	}
+	return m;
+}
+
+nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whylen)
+{
+	if (cfg == NULL || cfg->socket_path == NULL) {
+		snprintf(why, whylen, "no socket path given");
+		return NULL;
+	}
+	nt_manager *m = manager_alloc(cfg, why, whylen);
+	if (m == NULL)
+		return NULL;
 	if (nt_mgr_listen(m, why, whylen) != 0) {
 		close(m->stop_fd);
 		free(m);

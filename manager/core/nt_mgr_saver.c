@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
+#include "../../format/nt_deadline.h"
 #include "../../format/nt_saver_pace.h"
 
 static int out_append(void *ctx, const void *data, size_t len)
@@ -72,14 +73,7 @@ static void save_once(nt_mgr_saver *s)
 /* Waits on the saver's condition until `wait_ms` from now; s->lock is held. */
 static void wait_for_request(nt_mgr_saver *s, int wait_ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = nt_deadline_after_ms(wait_ms);
 	pthread_cond_timedwait(&s->cond, &s->lock, &until);
 }
 

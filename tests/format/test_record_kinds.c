@@ -144,6 +144,28 @@ static uint8_t *probe_instants(int generic, size_t *size)
 	return data;
 }
 
+/* `orig` with byte 0 of the record at `at` made `byte0` (in `copy`), read back into *t. */
+static void read_patched(const uint8_t *orig, uint8_t *copy, size_t size, uint64_t at,
+			 unsigned byte0, test_trace *t)
+{
+	memcpy(copy, orig, size);
+	copy[at] = (uint8_t)byte0;
+	assert_int_equal(test_read_memory(copy, size, NT_ORDER_STREAM, t), 0);
+}
+
+/* The patched record read as `kind`: no damage, no gap, delivered (event `which` of the
+ * PROBES) exactly when it is an event. */
+static void assert_read_as(const test_trace *t, unsigned kind, unsigned which)
+{
+	if (t->errors)
+		print_error("kind %u: %s\n", kind, t->first_error);
+	assert_int_equal(t->errors, 0);
+	assert_int_equal(t->gaps, 0);
+	assert_int_equal(t->n, PROBES - 1 + (unsigned)nt_kind_is_event(kind));
+	if (nt_kind_is_event(kind))
+		assert_int_equal(t->ev[which].kind, kind);
+}
+
 /* The reader's half for kinds the writer never records: a record of any kind in a chunk is
  * delivered as an event exactly when nt_kind_is_event() says so, framed by its size
  * otherwise, and never shifts the ordinals of the events after it. */
@@ -155,17 +177,9 @@ static void reader_classifies_every_kind(void **state)
 	uint8_t *orig = probe_instants(1, &size), *copy = malloc(size);
 	const uint64_t at = offset_of_probe(orig, size, 0, &which);
 	for (unsigned k = 1; k < NT_COMPACT_FLAG; k++) {
-		memcpy(copy, orig, size);
-		copy[at] = (uint8_t)k;
 		test_trace t;
-		assert_int_equal(test_read_memory(copy, size, NT_ORDER_STREAM, &t), 0);
-		if (t.errors)
-			print_error("kind %u: %s\n", k, t.first_error);
-		assert_int_equal(t.errors, 0);
-		assert_int_equal(t.gaps, 0);
-		assert_int_equal(t.n, PROBES - 1 + (unsigned)nt_kind_is_event(k));
-		if (nt_kind_is_event(k))
-			assert_int_equal(t.ev[which].kind, k);
+		read_patched(orig, copy, size, at, k, &t);
+		assert_read_as(&t, k, which);
 		test_trace_free(&t);
 	}
 	free(orig);
@@ -173,9 +187,9 @@ static void reader_classifies_every_kind(void **state)
 }
 
 /* The same for every code of a compact head (byte 0 of 128..255): a Pad is framed by its
- * values and delivers nothing, Begin/End/Instant/Counter/Trace2 region enter and leave deliver their kind with the call site's
- * arguments, and a reserved code or bit is damage, reported at the record, that never
- * shifts the ordinals of the events after it. */
+ * values and delivers nothing; Begin, End, Instant, Counter and the Trace2 region enter and
+ * leave deliver their kind with the call site's arguments; a reserved code or bit is damage,
+ * reported at the record, that never shifts the ordinals of the events after it. */
 static void reader_classifies_every_compact_code(void **state)
 {
 	(void)state;
@@ -189,22 +203,17 @@ static void reader_classifies_every_compact_code(void **state)
 	for (unsigned b = NT_COMPACT_FLAG; b < 256; b++) {
 		if (((b >> 3) & 7u) != 1)
 			continue; /* another value count frames another size: not this test */
-		memcpy(copy, orig, size);
-		copy[at] = (uint8_t)b;
-		unsigned kind = nt_compact_kind(nt_record_head_at(copy + at));
 		test_trace t;
-		assert_int_equal(test_read_memory(copy, size, NT_ORDER_STREAM, &t), 0);
+		read_patched(orig, copy, size, at, b, &t);
+		unsigned kind = nt_compact_kind(nt_record_head_at(copy + at));
 		if (kind == NT_KIND_INVALID) {
 			assert_true(t.errors >= 1);
 			assert_non_null(strstr(t.first_error, "compact record has a reserved code"));
 			test_trace_free(&t);
 			continue;
 		}
-		assert_int_equal(t.errors, 0);
-		assert_int_equal(t.gaps, 0);
-		assert_int_equal(t.n, PROBES - 1 + (unsigned)nt_kind_is_event(kind));
+		assert_read_as(&t, kind, which);
 		if (nt_kind_is_event(kind)) {
-			assert_int_equal(t.ev[which].kind, kind);
 			assert_int_equal(t.ev[which].nargs, 1);
 			assert_int_equal(t.ev[which].args[0].value.u64, 7 + which);
 		}

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "../../format/nt_archive_header_encode.h"
+#include "../support/nt_provider_header_test.h"
 
 #define PEERS 3
 
@@ -70,18 +71,10 @@ static void log_line(void *ctx, const char *line)
 
 static nt_manager *manager_new(void)
 {
-	nt_manager *m = calloc(1, sizeof(*m));
+	nt_manager_config cfg = { .log = log_line };
+	char why[256];
+	nt_manager *m = manager_alloc(&cfg, why, sizeof(why)); /* nt_mgr_loop.c's own */
 	if (m == NULL)
-		abort();
-	m->cfg.log = log_line;
-	m->cfg.stop_timeout_ms = 2000;
-	m->listen_fd = -1;
-	m->trace.out_fd = -1;
-	m->trace.ctl_fd = -1;
-	m->pending_select_fd = -1;
-	m->next_id = 1;
-	m->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (m->stop_fd < 0)
 		abort();
 	return m;
 }
@@ -116,21 +109,7 @@ static void provider_arena(peer *pr, const nt_wire_msg *init, int memfd)
 	if (map == MAP_FAILED)
 		return;
 	nt_archive_info info;
-	memset(&info, 0, sizeof(info));
-	info.format_major = NT_FORMAT_MAJOR;
-	info.format_minor = NT_FORMAT_MINOR;
-	info.ticks_per_second = 1000000000;
-	info.pid = (uint32_t)getpid();
-	info.buffering_mode = (uint8_t)init->a;
-	info.layout = NT_LAYOUT_ARENA;
-	info.data_offset = NT_ARENA_HEADER_BYTES;
-	info.arena_size = l.map_size;
-	info.durable_size = l.durable_size;
-	info.chunk_size = l.chunk_size;
-	info.chunks_per_half = l.chunks_per_half;
-	info.slot_overwritten_offset = l.slot_overwritten_offset;
-	info.stream_offset = info.buffering_mode == NT_MODE_STREAMING ? l.map_size : 0;
-	info.stream_end = info.stream_offset;
+	test_provider_header(&info, &l, (int)init->a, (uint32_t)getpid());
 	nt_header_encode(&info, map, NT_ARENA_HEADER_BYTES, NULL);
 	pr->arena = map;
 	pr->arena_size = l.map_size;

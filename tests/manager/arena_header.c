@@ -15,6 +15,7 @@
 #include "../../format/nt_archive_header_decode.h"
 #include "../../format/nt_archive_header_encode.h"
 #include "../../format/nt_arena_layout.h"
+#include "../support/nt_provider_header_test.h"
 
 static int layout_of(const char *size, const char *chunk, nt_arena_layout *l)
 {
@@ -31,23 +32,9 @@ static int encode(char **argv)
 	if (layout_of(argv[1], argv[2], &l) != 0)
 		return 1;
 	nt_archive_info info;
-	memset(&info, 0, sizeof(info));
-	info.format_major = NT_FORMAT_MAJOR;
-	info.format_minor = NT_FORMAT_MINOR;
+	test_provider_header(&info, &l, atoi(argv[0]), (uint32_t)strtoul(argv[3], NULL, 0));
 	snprintf(info.producer, sizeof(info.producer), "arena_header (test)");
-	info.ticks_per_second = 1000000000;
-	info.pid = (uint32_t)strtoul(argv[3], NULL, 0);
 	snprintf(info.process_name, sizeof(info.process_name), "%s", argv[4]);
-	info.buffering_mode = (uint8_t)atoi(argv[0]);
-	info.layout = NT_LAYOUT_ARENA;
-	info.data_offset = NT_ARENA_HEADER_BYTES;
-	info.arena_size = l.map_size;
-	info.durable_size = l.durable_size;
-	info.chunk_size = l.chunk_size;
-	info.chunks_per_half = l.chunks_per_half;
-	info.slot_overwritten_offset = l.slot_overwritten_offset;
-	info.stream_offset = info.buffering_mode == NT_MODE_STREAMING ? l.map_size : 0;
-	info.stream_end = info.stream_offset;
 	static uint8_t block[NT_ARENA_HEADER_BYTES];
 	if (nt_header_encode(&info, block, sizeof(block), NULL) == 0)
 		return 1;

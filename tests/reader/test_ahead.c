@@ -19,6 +19,7 @@
 #include <nanotrace/nanotrace.h>
 #include "nt_cmocka.h"
 #include "nt_test_util.h"
+#include "nt_finish_test.h"
 #include "nt_zchunk_test.h"
 
 #define THREADS 4
@@ -45,19 +46,10 @@ static uint8_t *record_archive(size_t *size)
 	cfg.buffer_size = 8u << 20;
 	cfg.chunk_size = 8192;
 	cfg.compression_level = 1;
-	char path[256];
-	test_tmp_path(path, sizeof(path), "ahead");
-	assert_int_equal(nt_start(&cfg), NT_OK);
-	pthread_t th[THREADS];
+	void *args[THREADS];
 	for (uintptr_t i = 0; i < THREADS; i++)
-		pthread_create(&th[i], NULL, worker, (void *)i);
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
-	assert_int_equal(nt_finish(path), NT_OK);
-	uint8_t *data = test_slurp(path, size);
-	assert_non_null(data);
-	unlink(path);
-	return data;
+		args[i] = (void *)i;
+	return test_record_threads(&cfg, "ahead", 0, THREADS, worker, args, size);
 }
 
 static uint8_t *archive;

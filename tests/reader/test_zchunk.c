@@ -22,6 +22,7 @@
 #include "nt_archive_header_encode.h"
 #include "nt_cmocka.h"
 #include "nt_test_util.h"
+#include "nt_finish_test.h"
 #include "nt_zchunk_test.h"
 
 #define EVENTS_PER_THREAD 3000
@@ -49,21 +50,11 @@ static uint8_t *record(int level, int mode, size_t *size)
 	cfg.chunk_size = 16384;
 	cfg.mode = mode;
 	cfg.compression_level = level;
-	char path[256];
-	test_tmp_path(path, sizeof(path), "zchunk");
-	if (mode == NT_MODE_STREAMING)
-		cfg.path = path;
-	assert_int_equal(nt_start(&cfg), NT_OK);
-	pthread_t th[2];
-	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, worker, mode == NT_MODE_STREAMING ? th : NULL);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	assert_int_equal(nt_finish(path), NT_OK);
-	uint8_t *data = test_slurp(path, size);
-	assert_non_null(data);
-	unlink(path);
-	return data;
+	/* Streaming: a file-backed session whose writers pause now and then (a non-NULL arg). */
+	static int pause;
+	void *arg = mode == NT_MODE_STREAMING ? &pause : NULL, *args[2] = { arg, arg };
+	return test_record_threads(&cfg, "zchunk", mode == NT_MODE_STREAMING, 2, worker, args,
+				   size);
 }
 
 static uint64_t compressed_chunks(const void *data, size_t size)

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "nt_arena_layout.h"
+#include "nt_deadline.h"
 #include "nt_fifo.h"
 #include "nt_internal.h"
 #include "nt_registry_wire.h"
@@ -369,14 +370,7 @@ static void registry_init(void)
 /* Caller holds R.lock: waits up to timeout_ms for REGISTERED; *started is its answer. */
 static void wait_answer(int timeout_ms, int *started)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = nt_deadline_after_ms(timeout_ms);
 	while (!R.answered &&
 	       pthread_cond_timedwait(&R.answered_cond, &R.lock, &until) != ETIMEDOUT)
 		;
