@@ -35,10 +35,11 @@
  * majors NT_FORMAT_MAJOR_OLDEST to NT_FORMAT_MAJOR (1.0 and 1.1 archives have no compact
  * records, and 1.1's CompressedChunk records are part of 2.0).
  * Minor history of major 1: 1.1 added CompressedChunk records and the header's compression
- * fields. */
+ * fields. Of major 2: 2.1 added the ZstdLanes4 codec (a 2.0 reader names it as a codec it
+ * does not support). */
 #define NT_FORMAT_MAJOR 2
 #define NT_FORMAT_MAJOR_OLDEST 1
-#define NT_FORMAT_MINOR 0
+#define NT_FORMAT_MINOR 1
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */
@@ -134,8 +135,15 @@ enum { NT_PROCESS_BRIEF = 1u, NT_PROCESS_UTC_OFFSET_KNOWN = 2u };
 
 /* Codec: how an archive's chunks may be compressed (ArchiveHeader.compression) and how one
  * CompressedChunk's payload is (nt_zchunk_record.codec). */
-enum { NT_CODEC_NONE = 0, NT_CODEC_ZSTD = 1 };
-#define NT_CODEC_LAST NT_CODEC_ZSTD
+enum { NT_CODEC_NONE = 0, NT_CODEC_ZSTD = 1, NT_CODEC_ZSTD_LANES4 = 2 };
+#define NT_CODEC_LAST NT_CODEC_ZSTD_LANES4
+
+/* How tools name a codec (the archive header's compression field). */
+static inline const char *nt_codec_name(unsigned codec)
+{
+	static const char *const names[] = { "none", "zstd", "zstd, 4 byte lanes" };
+	return codec <= NT_CODEC_LAST ? names[codec] : "unknown";
+}
 
 /* ArgType */
 enum {

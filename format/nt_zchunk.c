@@ -1,6 +1,9 @@
 /*
  * nt_zchunk.c - makes CompressedChunk records and turns them back into chunks (nt_zchunk.h).
  *
+ * Chunks are compressed as 4 byte lanes (codec ZstdLanes4, nt_lanes.h); frames of plain
+ * records (codec Zstd, format 2.0 and 1.1 archives) still decode.
+ *
  * A frame carries its content size (so a reader checks it against the header before
  * decompressing) and zstd's 32-bit content checksum (so a bit flip in the compressed bytes is
  * damage found here, not wrong events delivered later).
@@ -9,18 +12,22 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "nt_lanes.h"
 #include "nt_record.h"
 #include "nt_zchunk.h"
 
 #define HEAD ((uint32_t)sizeof(nt_zchunk_record))
 #define CHUNK_HEAD ((uint32_t)sizeof(nt_chunk_header))
 
+/* Each holds the lanes of one chunk's records (nt_lanes.h), so neither allocates per chunk. */
 struct nt_zchunk_encoder {
 	ZSTD_CCtx *cctx;
+	uint8_t lanes[NT_MAX_ZCHUNK_BYTES];
 };
 
 struct nt_zchunk_decoder {
 	ZSTD_DCtx *dctx;
+	uint8_t lanes[NT_MAX_ZCHUNK_BYTES];
 };
 
 int nt_zchunk_level_ok(int level)
@@ -64,9 +71,12 @@ size_t nt_zchunk_encode(nt_zchunk_encoder *e, const uint8_t *piece, size_t piece
 	memcpy(&h, piece, sizeof(h));
 	if (h.kind != NT_KIND_CHUNK || h.size_bytes != piece_len)
 		return 0;
+	const size_t records = piece_len - CHUNK_HEAD;
+	if (records % 4 != 0)
+		return 0; /* no saver makes one (pieces end on a word) */
+	nt_lanes_split4(e->lanes, piece + CHUNK_HEAD, records);
 	size_t room = (cap - HEAD) & ~(size_t)7; /* the padded frame must fit */
-	size_t n = ZSTD_compress2(e->cctx, out + HEAD, room, piece + CHUNK_HEAD,
-				  piece_len - CHUNK_HEAD);
+	size_t n = ZSTD_compress2(e->cctx, out + HEAD, room, e->lanes, records);
 	if (ZSTD_isError(n))
 		return 0; /* dstSize_tooSmall: not smaller than the piece */
 	size_t total = (HEAD + n + 7) & ~(size_t)7;
@@ -76,7 +86,7 @@ size_t nt_zchunk_encode(nt_zchunk_encoder *e, const uint8_t *piece, size_t piece
 	nt_zchunk_record z;
 	memset(&z, 0, sizeof(z));
 	z.kind = NT_KIND_ZCHUNK;
-	z.codec = NT_CODEC_ZSTD;
+	z.codec = NT_ZCHUNK_CODEC;
 	z.size_bytes = (uint32_t)total;
 	z.chunk = h;
 	z.compressed_bytes = (uint32_t)n;
@@ -92,7 +102,7 @@ const char *nt_zchunk_check(const uint8_t *rec, uint64_t size, nt_chunk_header *
 	memcpy(&z, rec, sizeof(z));
 	if (z.kind != NT_KIND_ZCHUNK || z.size_words != 0 || z.size_bytes != size)
 		return "compressed chunk is not framed as a large record";
-	if (z.codec != NT_CODEC_ZSTD)
+	if (z.codec != NT_CODEC_ZSTD && z.codec != NT_CODEC_ZSTD_LANES4)
 		return "compressed chunk uses a codec this reader does not support";
 	if (z.compressed_bytes == 0 || ((uint64_t)HEAD + z.compressed_bytes + 7) / 8 * 8 != size)
 		return "compressed chunk's frame length disagrees with its record size";
@@ -170,11 +180,15 @@ const char *nt_zchunk_decode(nt_zchunk_decoder *d, const uint8_t *rec, uint64_t 
 	size_t framed = ZSTD_findFrameCompressedSize(src, srclen);
 	if (ZSTD_isError(framed) || framed != srclen)
 		return "compressed chunk's frame does not end where its length says";
-	size_t n = ZSTD_decompressDCtx(d->dctx, out + CHUNK_HEAD, want, src, srclen);
+	const int lanes = ((const nt_zchunk_record *)(const void *)rec)->codec == NT_CODEC_ZSTD_LANES4;
+	size_t n = ZSTD_decompressDCtx(d->dctx, lanes ? d->lanes : out + CHUNK_HEAD, want, src,
+				       srclen);
 	if (ZSTD_isError(n))
 		return "compressed chunk's frame is damaged";
 	if (n != want)
 		return "compressed chunk's frame decompresses to another size than declared";
+	if (lanes)
+		nt_lanes_join4(out + CHUNK_HEAD, d->lanes, want); /* want % 8 == 0 (checked) */
 	memcpy(out, &h, sizeof(h));
 	return NULL;
 }

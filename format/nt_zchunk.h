@@ -7,7 +7,8 @@
  * format's bound NT_MAX_ZCHUNK_BYTES before anything is decompressed, the frame must declare
  * exactly the decompressed size the header gives, fill it exactly, end exactly at
  * compressed_bytes, and hold well-framed records whose events are as many as the header
- * says. Memory: the caller's output buffer; a decoder holds one codec context (~100 KiB).
+ * says. Memory: the caller's output buffer; an encoder or decoder holds one codec context (~100
+ * KiB; an encoder at a high level far more) and 64 KiB of lanes.
  */
 #ifndef NT_ZCHUNK_H
 #define NT_ZCHUNK_H
@@ -25,6 +26,10 @@
 /* The level savers use when none is asked for (nanotrace.h's NT_COMPRESSION_DEFAULT, the
  * trace manager's default). */
 #define NT_ZCHUNK_LEVEL_DEFAULT 1
+
+/* The codec nt_zchunk_encode writes: what a saver puts in the archive header's compression
+ * field when it compresses. The decoder also reads NT_CODEC_ZSTD (archives before 2.1). */
+#define NT_ZCHUNK_CODEC NT_CODEC_ZSTD_LANES4
 
 /* Is `level` one a saver accepts (0 included)? */
 int nt_zchunk_level_ok(int level);

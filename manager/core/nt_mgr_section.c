@@ -282,7 +282,7 @@ static int prepare_body(nt_manager *m, nt_mgr_provider *p, int end_state, nt_arc
 	info->events_written = b->events + (p->stream ? 0 : info->events_overwritten);
 	/* The codec is the manager's, whatever the provider's header said: an arena section is
 	 * the arena as it is (never compressed), a compact one what the manager's saver made. */
-	info->compression = b->compact && level ? NT_CODEC_ZSTD : NT_CODEC_NONE;
+	info->compression = b->compact && level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
 	info->compression_level = b->compact ? level : 0;
 	info->pid = (uint32_t)p->pid;
 	memset(b->block, 0, sizeof(b->block));

@@ -68,7 +68,7 @@ int nt_archive_compress(const void *archive, size_t size, int level, void **out,
 		return fail(err, 0, "only a Stream-layout archive (a finished one) can be compressed");
 	if (info.data_offset >= start && info.data_offset <= size && info.data_offset % 8 == 0)
 		start = info.data_offset;
-	info.compression = level ? NT_CODEC_ZSTD : NT_CODEC_NONE;
+	info.compression = level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
 	info.compression_level = level;
 	uint8_t header[HEADER_CAP];
 	size_t hlen = nt_header_encode_stream(&info, header, sizeof(header));

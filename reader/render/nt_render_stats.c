@@ -272,9 +272,9 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		sum.file_bytes, sum.header_bytes, sum.durable_bytes, sum.chunk_bytes);
 	uint64_t zchunks, plain_bytes;
 	nt_reader_get_compression(r, &zchunks, &plain_bytes);
-	fprintf(out, "compression: %" PRIu64 " of %" PRIu64 " chunks compressed (zstd); chunks %"
+	fprintf(out, "compression: %" PRIu64 " of %" PRIu64 " chunks compressed (%s); chunks %"
 		     PRIu64 " bytes in the file, %" PRIu64 " uncompressed (ratio %.2f)\n",
-		zchunks, sum.chunks, sum.chunk_bytes, plain_bytes,
+		zchunks, sum.chunks, nt_codec_name(in->compression), sum.chunk_bytes, plain_bytes,
 		sum.chunk_bytes ? (double)plain_bytes / (double)sum.chunk_bytes : 1.0);
 	if (s.events) {
 		fprintf(out, "bytes per event: %.2f in chunks, %.2f overall\n",

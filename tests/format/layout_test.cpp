@@ -115,6 +115,7 @@ SAME_ENUM(NT_KIND_ZCHUNK, RecordKind_CompressedChunk)
 SAME_ENUM(NT_KIND_CALLSITE_ARGS, RecordKind_CallSiteArgs)
 SAME_ENUM(NT_CODEC_NONE, Codec_None)
 SAME_ENUM(NT_CODEC_ZSTD, Codec_Zstd)
+SAME_ENUM(NT_CODEC_ZSTD_LANES4, Codec_ZstdLanes4)
 static_assert((int)fb::Codec_MAX == (int)NT_CODEC_LAST, "a codec was added");
 SAME_ENUM(NT_KIND_BEGIN, RecordKind_Begin)
 SAME_ENUM(NT_KIND_END, RecordKind_End)

@@ -64,11 +64,14 @@ def decode(path, ntfmt):
         if struct_at(RecordPrefix, off, file).Kind() != K.CompressedChunk:
             return file, off
         z = struct_at(CompressedChunkRecord, off, file)
-        assert z.Codec() == Codec.Zstd, 'codec %d' % z.Codec()
+        assert z.Codec() in (Codec.Zstd, Codec.ZstdLanes4), 'codec %d' % z.Codec()
         head = CompressedChunkRecord.SizeOf()
         frame = bytes(file[off + head:off + head + z.CompressedBytes()])
         records = subprocess.run(['zstd', '-dcq'], input=frame, check=True,
                                  capture_output=True).stdout
+        if z.Codec() == Codec.ZstdLanes4:  # lane k holds byte k of every 4-byte word
+            q = len(records) // 4
+            records = bytes(records[k * q + w] for w in range(q) for k in range(4))
         chunk_head = ChunkHeader.SizeOf()
         assert len(records) == z.Chunk(ChunkHeader()).SizeBytes() - chunk_head, 'size'
         zchunks[0] += 1

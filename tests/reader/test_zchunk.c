@@ -20,6 +20,7 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
 #include "nt_archive_header_encode.h"
+#include "nt_lanes.h"
 #include "nt_cmocka.h"
 #include "nt_test_util.h"
 #include "nt_finish_test.h"
@@ -109,7 +110,7 @@ static void finish_at_every_level_saves_the_same_events(void **state)
 		assert_int_equal(t.errors, 0);
 		assert_int_equal(t.n, 2 * EVENTS_PER_THREAD);
 		assert_int_equal(t.info.compression,
-				 levels[l] == NT_COMPRESSION_OFF ? NT_CODEC_NONE : NT_CODEC_ZSTD);
+				 levels[l] == NT_COMPRESSION_OFF ? NT_CODEC_NONE : NT_ZCHUNK_CODEC);
 		assert_int_equal(t.info.compression_level,
 				 levels[l] == NT_COMPRESSION_OFF ? 0 : levels[l]);
 		uint64_t z = compressed_chunks(data, size);
@@ -536,7 +537,30 @@ static void unknown_codec_in_header_is_refused(void **state)
 	assert_true(n > 0);
 	nt_reader_error err;
 	assert_null(nt_reader_open_memory(hdr, n, "newer", &err));
-	assert_non_null(strstr(err.message, "compressed with codec 2"));
+	char want[64];
+	snprintf(want, sizeof(want), "compressed with codec %d", NT_CODEC_LAST + 1);
+	assert_non_null(strstr(err.message, want));
+}
+
+/* The lanes of ZstdLanes4 (nt_lanes.h) give back every byte, at every length (the vector
+ * blocks and the tail), in buffers of the stack as well as of the heap. */
+static void lanes_round_trip_at_every_length(void **state)
+{
+	(void)state;
+	uint8_t in[1100], lanes[1100], out[1100];
+	unsigned seed = 12345;
+	for (size_t n = 0; n <= sizeof(in); n += 4) {
+		for (size_t i = 0; i < n; i++)
+			in[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+		nt_lanes_split4(lanes, in, n);
+		for (size_t w = 0; w < n / 4; w++)
+			for (size_t k = 0; k < 4; k++)
+				assert_int_equal(lanes[k * (n / 4) + w], in[4 * w + k]);
+		memset(out, 0xA5, sizeof(out));
+		nt_lanes_join4(out, lanes, n);
+		assert_memory_equal(out, in, n);
+		assert_int_equal(out[n < sizeof(out) ? n : 0], n < sizeof(out) ? 0xA5 : in[0]);
+	}
 }
 
 int main(void)
@@ -549,6 +573,7 @@ int main(void)
 		cmocka_unit_test(level_configuration),
 		cmocka_unit_test(hostile_compressed_chunks_are_reported_and_counted),
 		cmocka_unit_test(unknown_codec_in_header_is_refused),
+		cmocka_unit_test(lanes_round_trip_at_every_length),
 	};
 	return cmocka_run_group_tests(tests, make_archives, free_archives);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nt_internal.h"
+#include "nt_zchunk.h"
 
 nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
@@ -40,7 +41,7 @@ static void session_info(nt_archive_info *info)
 	info->chunks_per_half = nt_S.chunks_per_half;
 	info->final_state = NT_FINAL_RECORDING;
 	info->ended_by = NT_END_UNKNOWN;
-	info->compression = nt_S.compression_level ? NT_CODEC_ZSTD : NT_CODEC_NONE;
+	info->compression = nt_S.compression_level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
 	info->compression_level = nt_S.compression_level;
 }
 
