@@ -105,8 +105,12 @@ def test_streaming_saver_fills_the_disk_mid_run():
     # 1 MiB: the 64 KiB arena fits, the stream of 1.5 s of requests does not.
     p = in_small_tmpfs(1024, '"$DEMO" "$FS/s.ntrace" --mode streaming --buffer-size 65536 '
                              '--duration-ms 1500; echo "demo $?" >&2; '
-                             '"$DUMP" --stats "$FS/s.ntrace"; echo "dump $?" >&2')
+                             '"$DUMP" --stats "$FS/s.ntrace"; echo "dump $?" >&2; '
+                             'echo "== text"; "$DUMP" "$FS/s.ntrace" | tail -n 1; '
+                             'echo "== chrome"; "$DUMP" --format chrome "$FS/s.ntrace" | tail -n 1')
     out, err = text(p)
+    out, rendered = out.split('== text\n')
+    last_text, chrome = rendered.split('== chrome\n')
     said = [ln for ln in err.splitlines() if ln.startswith('nanotrace-demo: ')]
     assert len(said) == 1 and "/s.ntrace'" in said[0] and ENOSPC in said[0], err
     assert 'not saved' in said[0], said
@@ -115,7 +119,12 @@ def test_streaming_saver_fills_the_disk_mid_run():
     events, written, dropped, unsaved = stats_numbers(out)
     assert events == written > 0 and unsaved > 0 and dropped >= unsaved, out
     warn = [saving_stopped(ln) for ln in err.splitlines() if ln.startswith('trace-dump: ')]
-    assert warn == [(ENOSPC, unsaved)], err
+    assert warn == [(ENOSPC, unsaved)] * 3, err
+    # Every renderer shows it where it shows drops.
+    assert saving_stopped(out) == (ENOSPC, unsaved), out
+    assert last_text.startswith('-- ') and saving_stopped(last_text) == (ENOSPC, unsaved), last_text
+    assert '"dropped_unsaved":%d' % unsaved in chrome, chrome
+    assert '"saving_stopped":"saving stopped: %s; %d events not saved"' % (ENOSPC, unsaved) in chrome, chrome
 
 
 def test_finish_of_a_memory_arena_on_a_full_disk_keeps_what_was_saved():
