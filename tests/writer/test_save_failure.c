@@ -107,7 +107,9 @@ static void memory_arena_finish(const char *path, rlim_t limit, int err)
 	limit_file_size(0);
 	assert_int_equal(rc, NT_ERR_IO);
 	assert_error_says(path, err, "not saved");
+	/* Cut at the last whole piece on disk (a piece is at most a chunk), never further back. */
 	assert_true(limit == 0 || file_size(path) <= (off_t)limit);
+	assert_true(limit == 0 || file_size(path) + (off_t)cfg.chunk_size > (off_t)limit);
 	uint64_t kept = assert_exact_account(path, err, made);
 	assert_true(kept > 0 && kept < made);
 	printf("nt_finish into '%s': %s\n", path, nt_last_error());

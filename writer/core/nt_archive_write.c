@@ -32,6 +32,13 @@
 #include "nt_arena_saver.h"
 #include "nt_internal.h"
 
+/* A record boundary in the output: its offset, and the events saved before it. */
+typedef struct out_mark {
+	uint64_t end, events;
+} out_mark;
+
+#define OUT_MARKS 2048 /* boundaries kept per buffer (a piece is 32 bytes or more) */
+
 typedef struct out_file {
 	int fd;
 	uint8_t buf[1 << 16];
@@ -39,8 +46,9 @@ typedef struct out_file {
 	int err;
 	const nt_arena_saver *saver; /* whose event count describes each append's start */
 	uint64_t appended;           /* bytes handed to out_write, the header included */
-	uint64_t good_end;           /* a record boundary with every byte before it written */
-	uint64_t good_events;        /* the events saved before good_end */
+	out_mark good;               /* a boundary with every byte before it written */
+	out_mark mark[OUT_MARKS];    /* boundaries inside the buffer, in order */
+	uint32_t nmark;
 } out_file;
 
 static void out_flush(out_file *o)
@@ -68,17 +76,20 @@ static void out_write(out_file *o, const void *data, size_t len)
 
 /* The saver's output (nt_saver_output.append). Each append is whole records (the durable
  * ones, or one chunk piece), and the saver counts a piece's events once it is appended: so
- * when the buffer is empty at an append's start, everything before is on disk and the
- * saver's count is what it holds (the point a failed save is cut back to). */
+ * an append's start is a record boundary with the saver's count of events before it. When
+ * the buffer is empty there, everything before is on disk (o->good); otherwise the
+ * boundary is marked, for a write that fails part way (out_last_whole). */
 static int out_append(void *ctx, const void *data, size_t len)
 {
 	out_file *o = ctx;
-	uint64_t events = nt_arena_saver_events(o->saver);
+	out_mark here = { o->appended, nt_arena_saver_events(o->saver) };
 	if (o->n + len > sizeof(o->buf))
 		out_flush(o);
 	if (!o->err && o->n == 0) {
-		o->good_end = o->appended;
-		o->good_events = events;
+		o->good = here;
+		o->nmark = 0;
+	} else if (!o->err && o->nmark < OUT_MARKS) {
+		o->mark[o->nmark++] = here;
 	}
 	out_write(o, data, len);
 	o->appended += len;
@@ -119,8 +130,9 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	nt_saver_output out = out_fns;
 	out.ctx = o;
 	o->saver = saver;
-	o->appended = o->good_end = start;
-	o->good_events = 0;
+	o->appended = start;
+	o->good = (out_mark){ start, 0 };
+	o->nmark = 0;
 	/* The saved-claim words mean something only to streaming mode's claims; a saver skips
 	 * a chunk its word marks, so they are cleared before (another saver of this arena, a
 	 * failed nt_finish() before this one, may have set them) and after. */
@@ -132,10 +144,8 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	pthread_mutex_unlock(&nt_S.intern_lock);
 	memset(nt_S.saved_claim, 0, words);
 	out_flush(o);
-	if (!err && !o->err) {
-		o->good_end = o->appended;
-		o->good_events = nt_arena_saver_events(saver);
-	}
+	if (!err && !o->err)
+		o->good = (out_mark){ o->appended, nt_arena_saver_events(saver) };
 	nt_arena_saver_free(saver);
 	return err ? err : o->err;
 }
@@ -152,17 +162,30 @@ void nt_record_save_failure(int err, uint64_t unsaved)
 /* An arena in memory whose archive could not be written whole (`err`): the file is cut at
  * the last record boundary on disk and its header rewritten, in place, with the reason and
  * the events not saved; 0, or the errno that stopped even that. */
+/* The last record boundary whose bytes are all in the file: writes go at the file position,
+ * so it tells how far a write that failed part way got. */
+static out_mark out_last_whole(const out_file *o)
+{
+	out_mark m = o->good;
+	off_t on_disk = lseek(o->fd, 0, SEEK_CUR);
+	for (uint32_t i = 0; on_disk > 0 && i < o->nmark; i++)
+		if (o->mark[i].end <= (uint64_t)on_disk)
+			m = o->mark[i];
+	return m;
+}
+
 static int keep_what_was_saved(out_file *o, nt_archive_info *info, int err)
 {
 	uint8_t header[1024];
+	out_mark whole = out_last_whole(o);
 	uint64_t made = nt_arena_event_count();
-	uint64_t unsaved = made > o->good_events ? made - o->good_events : 0;
-	info->events_written = o->good_events + info->events_overwritten;
+	uint64_t unsaved = made > whole.events ? made - whole.events : 0;
+	info->events_written = whole.events + info->events_overwritten;
 	info->save_errno = (uint32_t)err;
 	info->dropped_unsaved += unsaved;
 	info->events_dropped += unsaved;
 	uint64_t at = 0;
-	if (ftruncate(o->fd, (off_t)o->good_end) != 0)
+	if (ftruncate(o->fd, (off_t)whole.end) != 0)
 		return errno;
 	int e = nt_write_all(o->fd, header, encode_header(info, header), &at);
 	if (!e && fsync(o->fd) != 0 && errno != EINVAL)
