@@ -224,6 +224,23 @@ uint64_t nt_arena_saver_end(const nt_arena_saver *s)
 	return s ? s->end : 0;
 }
 
+uint64_t nt_arena_saver_unsaved_events(nt_arena_saver *s)
+{
+	uint64_t unsaved = 0;
+	for (uint32_t i = 0; s != NULL && i < s->layout.nslots; i++) {
+		uint64_t claim = chunk_claim(s, i);
+		if (claim == 0 || marked_saved(s, i, claim))
+			continue;
+		/* Walked from what is saved of this chunk, or from its start. */
+		slot_progress p = s->progress[i];
+		if ((p.claim | 1u) != (claim | 1u))
+			p = (slot_progress){ .claim = claim };
+		(void)walk_chunk(s, i, &p);
+		unsaved += p.after.events - p.events;
+	}
+	return unsaved;
+}
+
 /* Appends to the output; the first failure stops the saving for good. */
 static int append(nt_arena_saver *s, const nt_saver_output *out, const void *data, size_t len)
 {

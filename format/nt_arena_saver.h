@@ -67,9 +67,16 @@ int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live);
  * the saved-claim words mark, whoever marked them. */
 int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events);
 
-/* Totals since nt_arena_saver_new: events saved, and the output's end. */
+/* Totals since nt_arena_saver_new: events saved, and the output's end. After a failed save
+ * both include the pieces it appended before the failure (each append is whole records):
+ * the output up to the end is a consistent stream holding exactly that many events. */
 uint64_t nt_arena_saver_events(const nt_arena_saver *s);
 uint64_t nt_arena_saver_end(const nt_arena_saver *s);
+
+/* Events published in the arena's chunks that this saver has not appended (the slots not
+ * marked saved, less what of them is saved): what a stopped arena loses when saving stopped
+ * for good. Cost: one walk of each such chunk's unsaved records. 0 for s NULL. */
+uint64_t nt_arena_saver_unsaved_events(nt_arena_saver *s);
 
 /* Totals since nt_arena_saver_new: bytes of the chunk pieces cut, and bytes appended for
  * them (smaller when compressed). Durable records are not counted. */

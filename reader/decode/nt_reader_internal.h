@@ -113,6 +113,7 @@ struct nt_reader {
 	 * missing from them (a file cut short), in words: one of the damage messages. */
 	uint64_t chunk_events;
 	char truncation[160];
+	char save_lie[160]; /* the header's account of a stopped save does not add up */
 	nt_reader_summary summary;
 	/* Compressed chunks found while opening, and the chunk bytes decompressed (a plain
 	 * chunk counts its own size): nt_reader_get_compression(). */

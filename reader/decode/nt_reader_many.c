@@ -467,6 +467,9 @@ static void add_counts(nt_archive_info *to, const nt_archive_info *in)
 	to->dropped_rolling_full += in->dropped_rolling_full;
 	to->dropped_durable_full += in->dropped_durable_full;
 	to->dropped_stopped += in->dropped_stopped;
+	to->dropped_unsaved += in->dropped_unsaved;
+	if (to->save_errno == 0)
+		to->save_errno = in->save_errno; /* the first section's reason that saving stopped */
 	to->buffers_saved += in->buffers_saved;
 	to->values_truncated += in->values_truncated;
 }
@@ -500,6 +503,8 @@ static void merge_info(nt_reader *m)
 	m->info.events_written = m->info.events_dropped = m->info.events_overwritten = 0;
 	m->info.wraps = m->info.durable_dropped = m->info.chunks_claimed = 0;
 	m->info.dropped_rolling_full = m->info.dropped_durable_full = m->info.dropped_stopped = 0;
+	m->info.dropped_unsaved = 0;
+	m->info.save_errno = 0;
 	m->info.buffers_saved = m->info.values_truncated = 0;
 	for (size_t i = 0; i < mm->nsections; i++) {
 		const nt_reader_section *s = &mm->sections[i];

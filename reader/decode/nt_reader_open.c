@@ -349,6 +349,29 @@ static void check_truncation(nt_reader *r)
 	add_damage(r, r->size, r->truncation);
 }
 
+/* Why saving stopped and the events it cost are the writer's word, checked like any other:
+ * the events not saved are some of the events dropped, counted only when saving stopped,
+ * and the reason is an errno (Linux's are below 4096). A lie is damage at the header; the
+ * values are shown as they are, and nothing is computed from them. */
+static void check_save_account(nt_reader *r)
+{
+	const nt_archive_info *in = &r->info;
+	if (in->dropped_unsaved > in->events_dropped)
+		snprintf(r->save_lie, sizeof(r->save_lie),
+			 "header counts %" PRIu64 " events not saved, more than the %" PRIu64
+			 " it counts dropped", in->dropped_unsaved, in->events_dropped);
+	else if (in->dropped_unsaved != 0 && in->save_errno == 0)
+		snprintf(r->save_lie, sizeof(r->save_lie),
+			 "header counts %" PRIu64 " events not saved but no reason saving stopped",
+			 in->dropped_unsaved);
+	else if (in->save_errno > 4095)
+		snprintf(r->save_lie, sizeof(r->save_lie),
+			 "header's reason saving stopped (%" PRIu32 ") is no errno", in->save_errno);
+	else
+		return;
+	add_damage(r, 0, r->save_lie);
+}
+
 /* Once the pool stops moving: names become pointers, and the lookups that need the whole
  * walk are built. Returns 0 when memory runs out. */
 static int finish_tables(nt_reader *r, const pending_names *pn)
@@ -410,8 +433,10 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	}
 	if (step == STEP_OK && !walk_records(r, &off, &pn))
 		step = STEP_NO_MEMORY;
-	if (step == STEP_OK)
+	if (step == STEP_OK) {
 		check_truncation(r);
+		check_save_account(r);
+	}
 	if (step == STEP_OK && !finish_tables(r, &pn))
 		step = STEP_NO_MEMORY;
 	free(pn.string_at);

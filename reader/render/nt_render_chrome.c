@@ -172,6 +172,13 @@ static void write_other_data(chrome_ctx *c)
 	nt_out_str(out, ",\"archive\":");
 	json_str(out, nt_reader_name(c->r));
 	nt_out_printf(out, ",\"processes\":%" PRIu32, nt_reader_section_count(c->r));
+	char stopped[256];
+	if (nt_render_save_stopped(info, stopped, sizeof(stopped)) != NULL) {
+		/* Only when saving stopped: other archives' metadata stays as it was. */
+		nt_out_printf(out, ",\"dropped_unsaved\":%" PRIu64 ",\"saving_stopped\":",
+			      info->dropped_unsaved);
+		json_str(out, stopped);
+	}
 	nt_out_printf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
 			   ",\"wraps\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
 			   ",\"unended_begins\":%" PRIu64 "}}\n",

@@ -188,10 +188,14 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		}
 		const nt_archive_info *in = sec->info;
 		fprintf(out, "; events decoded %" PRIu64 ", dropped %" PRIu64 " (rolling full %" PRIu64
-			     ", durable full %" PRIu64 ", stopped %" PRIu64 "), overwritten %" PRIu64
-			     ", written %" PRIu64 ", bytes %" PRIu64 "\n",
+			     ", durable full %" PRIu64 ", stopped %" PRIu64 ", not saved %" PRIu64
+			     "), overwritten %" PRIu64 ", written %" PRIu64 ", bytes %" PRIu64 "\n",
 			dec, in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
-			in->dropped_stopped, in->events_overwritten, in->events_written, sec->size);
+			in->dropped_stopped, in->dropped_unsaved, in->events_overwritten,
+			in->events_written, sec->size);
+		char stopped[256];
+		if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
+			fprintf(out, "    %s\n", stopped);
 		tdec += dec;
 		tdrop += in->events_dropped;
 		tover += in->events_overwritten;
@@ -251,9 +255,12 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	}
 	fprintf(out, "written: %" PRIu64 " events (header count)\n", in->events_written);
 	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64
-		     ", stopped %" PRIu64 ")\n",
+		     ", stopped %" PRIu64 ", not saved %" PRIu64 ")\n",
 		in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
-		in->dropped_stopped);
+		in->dropped_stopped, in->dropped_unsaved);
+	char stopped[256];
+	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
+		fprintf(out, "%s\n", stopped);
 	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
 	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
 	if (in->buffering_mode == NT_MODE_STREAMING)

@@ -215,6 +215,9 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error,
 					   .on_gap = on_gap };
 		rc = nt_reader_visit(r, &cb, t, copy.order, copy.policy);
+		char stopped[256];
+		if (rc >= 0 && nt_render_save_stopped(nt_reader_info(r), stopped, sizeof(stopped)))
+			nt_out_printf(&t->out, "-- %s\n", stopped);
 		for (uint32_t i = 0; i < t->nstacks; i++)
 			free(t->stacks[i]);
 		free(t->stacks);

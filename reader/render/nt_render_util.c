@@ -209,3 +209,12 @@ void nt_json_write_list(nt_out *out, const nt_reader_arg *a)
 	}
 	nt_out_char(out, ']');
 }
+
+const char *nt_render_save_stopped(const nt_archive_info *info, char *buf, size_t cap)
+{
+	if (info == NULL || buf == NULL || cap == 0 || info->save_errno == 0)
+		return NULL;
+	snprintf(buf, cap, "saving stopped: %s; %" PRIu64 " events not saved",
+		 strerror((int)info->save_errno), info->dropped_unsaved);
+	return buf;
+}

@@ -1,7 +1,9 @@
 /* trace-dump - print nanotrace archives: text, Chrome JSON, statistics or Git's Trace2
  * formats, of one archive, a bundle, a directory or several at once. A thin layer over
  * libnanotrace-reader. Exit status: 0 success, 1 usage error, 2 unreadable or damaged input
- * (or an output that could not be written). */
+ * (or an output that could not be written). An archive whose writer could not save all of
+ * it (a full disk: nt_render_save_stopped) is a complete account, not damage: a warning
+ * line on stderr and exit 0, as babeltrace2 does for discarded events. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,7 +40,8 @@ static const char usage[] =
 	"                   exits 0 when everything readable was rendered\n"
 	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
-	"with --salvage), or an output that could not be written.\n";
+	"with --salvage), or an output that could not be written. An archive that records\n"
+	"that its writer's saving stopped (a full disk) is read with a warning: exit 0.\n";
 
 typedef struct err_ctx {
 	const char *path;
@@ -183,6 +186,24 @@ static const char *input_name(const dump_args *d)
 }
 
 /* Git's Trace2 renderings of every process the inputs hold, as one stream. */
+/* An archive whose writer could not save all of it says why and how many events it lost
+ * (nt_render_save_stopped): a complete account, not damage, so a warning on stderr, once
+ * per section, and no change to the exit status. */
+static void warn_save_stopped(const dump_args *d, const nt_reader *r)
+{
+	char line[256];
+	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
+		const nt_reader_section *s = nt_reader_section_at(r, i);
+		if (nt_render_save_stopped(s->info, line, sizeof(line)) == NULL)
+			continue;
+		if (s->reader == r)
+			fprintf(stderr, "trace-dump: %s: %s\n", input_name(d), line);
+		else
+			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): %s\n", s->source, s->pid,
+				line);
+	}
+}
+
 /* Where damage messages come from: a plain archive's are named here; a many-process
  * reader's name their file and section themselves. */
 static err_ctx damage_ctx(dump_args *d, nt_reader *r)
@@ -202,6 +223,7 @@ static int dump_trace2(dump_args *d)
 	nt_reader *r = open_inputs(d);
 	if (r == NULL)
 		return 2;
+	warn_save_stopped(d, r);
 	err_ctx ec = damage_ctx(d, r);
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
@@ -218,6 +240,7 @@ static int dump_one(dump_args *d)
 	nt_reader *r = open_inputs(d);
 	if (r == NULL)
 		return 2;
+	warn_save_stopped(d, r);
 	err_ctx ec = damage_ctx(d, r);
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;

@@ -304,6 +304,7 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.dropped_rolling_full = nt_header_u64(NT_HDR_DROPPED_ROLLING_FULL);
 	nt_S.dropped_durable_full = nt_header_u64(NT_HDR_DROPPED_DURABLE_FULL);
 	nt_S.dropped_stopped = nt_header_u64(NT_HDR_DROPPED_STOPPED);
+	nt_S.dropped_unsaved = nt_header_u64(NT_HDR_DROPPED_UNSAVED);
 	nt_S.events_overwritten = nt_header_u64(NT_HDR_EVENTS_OVERWRITTEN);
 	nt_S.wraps = nt_header_u64(NT_HDR_WRAPS);
 	nt_S.durable_dropped = nt_header_u64(NT_HDR_DURABLE_DROPPED);

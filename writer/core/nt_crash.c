@@ -54,15 +54,15 @@ static void on_fatal_signal(int sig)
 static void on_exit_finish(void)
 {
 	/* A manager's buffer is the manager's to finish (the registry's exit handler stops it).
-	 * A failure (a full disk) is said on stderr, once: the program's exit status is its own,
-	 * and its file is still the arena as recorded, which trace-dump reads. */
+	 * A failure (a full disk) is said on stderr, once: the program's exit status is its own.
+	 * The file is still a readable archive that records why saving stopped: the arena as
+	 * recorded, or (streaming) the stream saved before; nt_last_error() says which. */
 	if (!nt_is_recording() || !nt_S.file_backed || nt_S.manager_buffer)
 		return;
 	char path[512];
 	snprintf(path, sizeof(path), "%s", nt_S.path ? nt_S.path : "(the arena file)");
 	if (nt_session_finish(NULL, NT_END_EXIT) != NT_OK)
-		nt_env_warn("could not finish '%s' at exit (%s); it keeps the arena as recorded, "
-			    "which trace-dump reads", path, nt_last_error());
+		nt_env_warn("could not finish '%s' at exit (%s)", path, nt_last_error());
 }
 
 void nt_crash_handlers_install(void)

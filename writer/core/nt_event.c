@@ -250,7 +250,7 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 			t->cur = t->end = NULL;
 			t->dropped = 1; /* this event */
 			t->chunk_first = first;
-			*reason = nt_S.dropped_rolling_full;
+			*reason = nt_no_chunk_reason();
 			return NULL;
 		}
 		t->cur = (uint8_t *)(t->chunk + 1);

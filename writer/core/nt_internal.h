@@ -75,6 +75,7 @@ typedef struct nt_session {
 	uint64_t *dropped_rolling_full;
 	uint64_t *dropped_durable_full;
 	uint64_t *dropped_stopped;
+	uint64_t *dropped_unsaved; /* saving stopped (SAVE_ERRNO): nt_record_save_failure */
 	uint64_t *events_overwritten;
 	uint64_t *wraps;
 	uint64_t *durable_dropped;
@@ -205,6 +206,17 @@ static inline uint8_t *nt_header_u8(int field)
 {
 	return nt_S.map + nt_S.hdr_field[field];
 }
+static inline uint32_t *nt_header_u32(int field)
+{
+	return (uint32_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
+}
+/* The reason an event finds no chunk to write into: saving stopped (a streaming saver's
+ * write failed, so no slot is freed again), else a full rolling buffer. */
+static inline uint64_t *nt_no_chunk_reason(void)
+{
+	return nt_load_32(nt_header_u32(NT_HDR_SAVE_ERRNO)) ? nt_S.dropped_unsaved
+							   : nt_S.dropped_rolling_full;
+}
 /* Reserve `bytes` (a multiple of 8) in the durable region; NULL when full (recording is
  * halted and the record counted). Caller holds intern_lock. */
 void *nt_durable_reserve(uint32_t bytes);
@@ -304,6 +316,10 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 int nt_archive_write(const char *path, const nt_archive_info *info);
 /* Events published in the arena's chunks now (what an archive written now would hold). */
 uint64_t nt_arena_event_count(void);
+/* Saving the live archive stopped on `err` (a write's errno, or ENOMEM): the first reason is
+ * kept in the mapped header's SAVE_ERRNO, and `unsaved` events are counted as dropped with
+ * reason DROPPED_UNSAVED, in place (stores only). */
+void nt_record_save_failure(int err, uint64_t unsaved);
 
 /* ---- The trace manager's provider (nt_registry.c, nt_registry_wire.c) ----------------
  * While the process is registered with a trace manager, the session belongs to the manager:

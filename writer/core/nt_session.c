@@ -352,6 +352,8 @@ void nt_session_reset_counters(void)
 	nt_store_64(nt_S.dropped_rolling_full, 0);
 	nt_store_64(nt_S.dropped_durable_full, 0);
 	nt_store_64(nt_S.dropped_stopped, 0);
+	nt_store_64(nt_S.dropped_unsaved, 0);
+	nt_store_32(nt_header_u32(NT_HDR_SAVE_ERRNO), 0);
 	nt_store_64(nt_S.events_overwritten, 0);
 	nt_store_64(nt_S.wraps, 0);
 	nt_store_64(nt_S.values_truncated, 0);
@@ -486,6 +488,7 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 	info.dropped_rolling_full = st.dropped_rolling_full;
 	info.dropped_durable_full = st.dropped_durable_full;
 	info.dropped_stopped = st.dropped_stopped;
+	info.dropped_unsaved = nt_load_64(nt_S.dropped_unsaved);
 	info.events_overwritten = st.events_overwritten;
 	info.wraps = st.wraps;
 	info.durable_dropped = st.durable_dropped;

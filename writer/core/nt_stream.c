@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
@@ -57,6 +58,7 @@ static struct {
 	 * why) or NT_ERR_NO_MEMORY. nt_finish() reports it. */
 	nt_result failure;
 	int failure_errno;
+	int failure_closed; /* nt_finish made the archive of what was saved (stream_finish_failed) */
 } st;
 
 static void futex_wake(uint32_t *word)
@@ -104,6 +106,10 @@ static void save_in_process(void)
 		st.failure = err == ENOMEM ? NT_ERR_NO_MEMORY : NT_ERR_IO;
 		st.failure_errno = err;
 	}
+	/* Saving has stopped for good: the header says why from now on, and writers that
+	 * find no free chunk count their events as not saved (nt_no_chunk_reason). */
+	if (err != 0)
+		nt_record_save_failure(err, 0);
 }
 
 /* `flags` adds MSG_DONTWAIT for the remote manager: a full socket is a manager that is late,
@@ -262,6 +268,7 @@ static int stream_reset(int remote)
 	st.saver = NULL;
 	st.failure = NT_OK;
 	st.failure_errno = 0;
+	st.failure_closed = 0;
 	st.tail = *nt_header_u64(NT_HDR_STREAM_OFFSET);
 	if (!remote) {
 		st.saver = nt_arena_saver_new(nt_S.map, &nt_S.layout, st.tail);
@@ -367,17 +374,51 @@ void nt_stream_forget(void)
 	st.running = 0;
 }
 
+/* The saver stopped on a failed write: the archive is what it saved. The file is cut at
+ * the end of the last whole piece (nt_arena_saver_end; a piece cut by the failure goes),
+ * which only frees blocks; the events still in the arena are counted as not saved; and the
+ * header, a block the file has had since nt_start(), points at the stream in place. */
+static nt_result stream_finish_failed(void)
+{
+	const char *why = strerror(st.failure_errno);
+	if (st.failure_closed) {
+		nt_set_error("nt_finish: writing the stream to '%s' failed (%s); its archive holds "
+			     "what was saved before", nt_S.path, why);
+		return st.failure;
+	}
+	st.failure_closed = 1;
+	uint64_t end = nt_arena_saver_end(st.saver), saved = nt_arena_saver_events(st.saver);
+	uint64_t unsaved = nt_arena_saver_unsaved_events(st.saver);
+	nt_record_save_failure(st.failure_errno, unsaved);
+	int cut = ftruncate(nt_S.fd, (off_t)end) == 0 ? 0 : errno;
+	nt_store_64(nt_header_u64(NT_HDR_STREAM_END), end);
+	*nt_header_u64(NT_HDR_DATA_OFFSET) = *nt_header_u64(NT_HDR_STREAM_OFFSET);
+	*nt_header_u64(NT_HDR_EVENTS_WRITTEN) = saved;
+	nt_fence_full();
+	*nt_header_u8(NT_HDR_LAYOUT) = NT_LAYOUT_STREAM;
+	int sync = msync(nt_S.map, NT_ARENA_HEADER_BYTES, MS_SYNC) == 0 && fdatasync(nt_S.fd) == 0
+			   ? 0 : errno;
+	if (cut == 0 && sync == 0)
+		fallocate(nt_S.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, NT_ARENA_HEADER_BYTES,
+			  (off_t)(nt_S.map_size - NT_ARENA_HEADER_BYTES));
+	if (cut != 0 || sync != 0)
+		nt_set_error("nt_finish: writing the stream to '%s': %s; recording why in its "
+			     "header failed too (%s)", nt_S.path, why, strerror(cut ? cut : sync));
+	else
+		nt_set_error("nt_finish: writing the stream to '%s': %s; it keeps the %" PRIu64
+			     " events saved before and counts the %" PRIu64 " others as not saved",
+			     nt_S.path, why, saved, nt_load_64(nt_S.dropped_unsaved));
+	return st.failure;
+}
+
 nt_result nt_stream_finish(void)
 {
 	if (st.remote || nt_S.path == NULL) {
 		nt_set_error("nt_finish: the trace manager holds this session's stream");
 		return NT_ERR_STATE;
 	}
-	if (st.failure != NT_OK) {
-		nt_set_error("nt_finish: writing the stream to '%s': %s", nt_S.path,
-			     strerror(st.failure_errno));
-		return st.failure;
-	}
+	if (st.failure != NT_OK)
+		return stream_finish_failed();
 	/* The saved stream is the archive: the header now points at it, and the arena's
 	 * blocks are given back (a hole). */
 	*nt_header_u64(NT_HDR_DATA_OFFSET) = *nt_header_u64(NT_HDR_STREAM_OFFSET);

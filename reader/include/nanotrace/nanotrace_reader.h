@@ -401,8 +401,24 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
  * left unmatched (by nt_render_chrome's rule), and the Trace2 processes present; includes
- * a line "events: N". */
+ * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
+
+/* SAVING STOPPED. A writer whose archive could not be written whole (a full disk, a file
+ * past RLIMIT_FSIZE, an I/O error) records why in the header (nt_archive_info.save_errno,
+ * the errno of the first failed write) and counts the events it made but could not save
+ * as dropped with reason dropped_unsaved, so decoded + dropped + overwritten is still every
+ * event made. Such an archive is a complete account, not damage: trace-dump says so on
+ * stderr and exits 0, as babeltrace2 does for discarded events; a file cut short is still
+ * reported as truncated. The header's values are checked when the archive is opened (more
+ * events not saved than dropped, events not saved without a reason, or a reason that is no
+ * errno are damage at byte 0).
+ *
+ * Writes "saving stopped: <strerror>; N events not saved" (NUL-terminated, cut to fit) into
+ * buf[cap] and returns buf when the header of `info` says saving stopped; NULL (buf
+ * untouched) when it did not, or info, buf or cap is NULL or 0. For a many-process reader's
+ * info, the reason is the first section's and N the sum. Cost: one snprintf. */
+const char *nt_render_save_stopped(const nt_archive_info *info, char *buf, size_t cap);
 
 /* Git Trace2's three renderings, byte for byte as git 2.39.5 writes them (the formats of
  * Git's Documentation/technical/api-trace2.adoc and trace2/tr2_tgt_*.c): NORMAL and PERF

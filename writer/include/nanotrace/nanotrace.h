@@ -267,6 +267,15 @@ nt_result nt_start_from_env(void);
  * Recording is stopped in every case; after NT_ERR_IO the recorded data is still in the
  * arena (and, file-backed, in its file, which stays a readable archive) and nt_finish() may
  * be called again.
+ * A write that fails (a full disk, EFBIG, EIO) still leaves a readable archive that records
+ * why saving stopped (the header's SAVE_ERRNO) and counts the events it could not hold as
+ * dropped (DROPPED_UNSAVED), so a reader's account stays exact: an arena in memory leaves
+ * `path` holding what was written, cut at the last whole record (a later nt_finish() replaces
+ * it); a file-backed arena keeps its file as recorded, every event in it; a streaming
+ * session whose saver failed (then, or while recording: writers that found no free chunk
+ * counted their events as not saved) ends as an archive of the stream saved before the
+ * failure, and a later nt_finish() returns the same error. The message then says what was
+ * kept. If even rewriting the header fails, the message says so.
  * Registered with a trace manager: `path` is ignored; recording stops, the manager gets the
  * final save (streaming) and STOPPED, the connection closes, and NT_OK is returned (also on
  * later calls; see MANAGER MODE below). */
@@ -388,7 +397,9 @@ int nt_provider_is_registered(void);
  * lock (a mutex, uncontended except against threads registering a call site), about
  * 100 ns: call it from a monitoring path, not per event. out == NULL is ignored. */
 typedef struct nt_stats {
-	uint64_t events_dropped;     /* events not recorded, the sum of the three reasons: */
+	uint64_t events_dropped;     /* events not recorded, the sum of the three reasons (and,
+	                                streaming, of the events not saved once the saver's
+	                                writes failed: the archive's dropped_unsaved): */
 	uint64_t dropped_rolling_full; /* no chunk to write into (oneshot full, every slot busy) */
 	uint64_t dropped_durable_full; /* recording halted: durable region or index space full */
 	uint64_t dropped_stopped;    /* made while nt_finish() stopped recording */
