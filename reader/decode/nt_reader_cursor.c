@@ -43,6 +43,26 @@ struct nt_reader_cursor {
 
 enum { CURSOR_NEW, CURSOR_RUNNING, CURSOR_DONE };
 
+/* Where nt_reader_visit pushes events: with a sink the orders below deliver every event in
+ * their own loop (the chunk cursor kept in registers) instead of returning each one; their
+ * functions then return PUSH_STOPPED when on_event asked to stop. Without one (the public
+ * cursor) they return 1 with one event. */
+typedef struct push_sink {
+	int (*on_event)(void *ctx, const nt_reader_event *event);
+	void *ctx;
+} push_sink;
+
+#define PUSH_STOPPED 2
+
+/* An event of section `v` as the reader's: its global thread, its offset in the file. */
+static inline void to_global(const visit *v, nt_reader_event *ev)
+{
+	if (v->many) {
+		ev->thread = &v->threads[ev->thread - v->r->threads];
+		ev->offset += v->base;
+	}
+}
+
 /* Opens the chunk at `off` in stream order (an arena chunk when `arena`): 1 when it is
  * open in cu->c, 0 when it cannot be read (reported; its events a gap), -1 when that
  * stops the visit. */
@@ -68,22 +88,36 @@ static int stream_open(nt_reader_cursor *cu, visit *v, uint64_t off, uint64_t si
 }
 
 /* Next event of the open chunk: 1 (cu->ev), 0 when the chunk is done, -1 when damage
- * stops the visit. */
-static int stream_chunk_next(nt_reader_cursor *cu, visit *v)
+ * stops the visit; with a sink, its events pushed (PUSH_STOPPED when it asked to stop). */
+static int stream_chunk_next(nt_reader_cursor *cu, visit *v, const push_sink *push)
 {
+	chunk_cursor c = cu->c; /* a local: its clock and position stay in registers */
+	nt_reader_event ev;
 	const char *why;
 	uint64_t at;
 	int rc;
-	while ((rc = nt_visit_next_event(v->r, &cu->c, &cu->ev, cu->args, &why, &at)) != 0) {
-		if (rc > 0)
-			return 1;
+	while ((rc = nt_visit_next_event(v->r, &c, &ev, cu->args, &why, &at)) != 0) {
+		if (rc > 0) {
+			to_global(v, &ev);
+			if (push == NULL) {
+				cu->ev = ev;
+				cu->c = c;
+				return 1;
+			}
+			if (push->on_event != NULL && push->on_event(push->ctx, &ev) != 0) {
+				cu->c = c;
+				return PUSH_STOPPED;
+			}
+			continue;
+		}
 		nt_visit_report(v, at, why);
 		if (v->policy == NT_ON_CORRUPT_STOP)
 			break;
 	}
-	uint64_t *expected = &cu->expected[cu->c.thread->index];
-	if (cu->c.ordinal > *expected)
-		*expected = cu->c.ordinal;
+	cu->c = c;
+	uint64_t *expected = &cu->expected[c.thread->index];
+	if (c.ordinal > *expected)
+		*expected = c.ordinal;
 	cu->in_chunk = 0;
 	return rc;
 }
@@ -118,13 +152,13 @@ static void stream_section_end(nt_reader_cursor *cu)
 
 /* Next event of section vi in file order (its record stream, then an Arena layout's
  * chunks): 1, 0 at the section's end, -1 when damage stops the visit. */
-static int stream_section_next(nt_reader_cursor *cu)
+static int stream_section_next(nt_reader_cursor *cu, const push_sink *push)
 {
 	visit *v = &cu->vs[cu->vi];
 	nt_reader *r = v->r;
 	for (;;) {
 		if (cu->in_chunk) {
-			int rc = stream_chunk_next(cu, v);
+			int rc = stream_chunk_next(cu, v, push);
 			if (rc != 0)
 				return rc;
 		} else if (!cu->arena_phase) {
@@ -147,12 +181,12 @@ static int stream_section_next(nt_reader_cursor *cu)
 	}
 }
 
-static int stream_next(nt_reader_cursor *cu)
+static int stream_next(nt_reader_cursor *cu, const push_sink *push)
 {
 	while (cu->vi < cu->nv) {
 		if (!cu->section_open && stream_section_begin(cu) < 0)
 			return -1;
-		int rc = stream_section_next(cu);
+		int rc = stream_section_next(cu, push);
 		if (rc != 0)
 			return rc;
 		stream_section_end(cu);
@@ -404,29 +438,36 @@ static int time_setup(nt_reader_cursor *cu)
 	return 0;
 }
 
-/* The earliest pending event (its gap delivered first): 1 and *v, *ev; 0 at the end; -1
- * when damage stops the visit. */
-static int time_next(nt_reader_cursor *cu, visit **v, nt_reader_event **ev)
+/* The earliest pending event (its gap delivered first): 1 and *ev; 0 at the end; -1 when
+ * damage stops the visit; with a sink, every event pushed (PUSH_STOPPED when it asked to
+ * stop). */
+static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink *push)
 {
 	time_merge *tm = cu->tm;
-	thread_stream *s = tm->pending;
-	if (s != NULL) {
-		tm->pending = NULL;
-		if (stream_advance(s) < 0)
-			return -1;
-		tm->heap[0] = s->has_event ? entry_of(s) : tm->heap[--tm->hn];
-		sift_down(tm->heap, tm->hn, 0);
+	for (;;) {
+		thread_stream *s = tm->pending;
+		if (s != NULL) {
+			tm->pending = NULL;
+			if (stream_advance(s) < 0)
+				return -1;
+			tm->heap[0] = s->has_event ? entry_of(s) : tm->heap[--tm->hn];
+			sift_down(tm->heap, tm->hn, 0);
+		}
+		if (tm->hn == 0)
+			return 0;
+		s = tm->pending = tm->heap[0].s;
+		if (s->has_gap) {
+			nt_visit_emit_gap(s->v, &s->gap);
+			s->has_gap = 0;
+		}
+		to_global(s->v, &s->ev);
+		if (push == NULL) {
+			*ev = &s->ev;
+			return 1;
+		}
+		if (push->on_event != NULL && push->on_event(push->ctx, &s->ev) != 0)
+			return PUSH_STOPPED;
 	}
-	if (tm->hn == 0)
-		return 0;
-	s = tm->pending = tm->heap[0].s;
-	if (s->has_gap) {
-		nt_visit_emit_gap(s->v, &s->gap);
-		s->has_gap = 0;
-	}
-	*v = s->v;
-	*ev = &s->ev;
-	return 1;
 }
 
 /* Damage the open found in an archive, reported before its events; -1 when it stops. */
@@ -530,10 +571,10 @@ nt_reader_cursor *nt_reader_cursor_open(nt_reader *r, const nt_reader_callbacks 
 	return cu;
 }
 
-int nt_reader_cursor_next(nt_reader_cursor *cu, const nt_reader_event **event)
+/* nt_reader_cursor_next's work (push NULL), and nt_reader_visit's (a sink). */
+static int cursor_step(nt_reader_cursor *cu, const nt_reader_event **event,
+		       const push_sink *push)
 {
-	if (cu == NULL || event == NULL)
-		return -1;
 	*event = NULL;
 	if (cu->state == CURSOR_DONE)
 		return cu->result;
@@ -542,23 +583,23 @@ int nt_reader_cursor_next(nt_reader_cursor *cu, const nt_reader_event **event)
 		cu->state = CURSOR_RUNNING;
 		rc = cursor_setup(cu);
 	}
-	visit *v = NULL;
 	nt_reader_event *ev = &cu->ev;
-	if (rc == 0 && cu->order == NT_ORDER_TIME)
-		rc = time_next(cu, &v, &ev);
-	else if (rc == 0 && (rc = stream_next(cu)) > 0)
-		v = &cu->vs[cu->vi];
-	if (rc <= 0) {
+	if (rc == 0)
+		rc = cu->order == NT_ORDER_TIME ? time_next(cu, &ev, push) : stream_next(cu, push);
+	if (rc != 1) { /* the end, damage, or a sink that asked to stop */
 		cu->state = CURSOR_DONE;
 		cu->result = rc;
 		return rc;
 	}
-	if (v->many) { /* the reader's global thread, the offset in the section's file */
-		ev->thread = &v->threads[ev->thread - v->r->threads];
-		ev->offset += v->base;
-	}
 	*event = ev;
 	return 1;
+}
+
+int nt_reader_cursor_next(nt_reader_cursor *cu, const nt_reader_event **event)
+{
+	if (cu == NULL || event == NULL)
+		return -1;
+	return cursor_step(cu, event, NULL);
 }
 
 void nt_reader_cursor_close(nt_reader_cursor *cu)
@@ -584,13 +625,9 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
 	if (cu == NULL)
 		return -1;
 	const nt_reader_event *ev;
-	int rc;
-	while ((rc = nt_reader_cursor_next(cu, &ev)) > 0)
-		if (cb->on_event != NULL && cb->on_event(ctx, ev) != 0) {
-			rc = 1;
-			break;
-		}
+	push_sink push = { cb->on_event, ctx };
+	int rc = cursor_step(cu, &ev, &push);
 	nt_reader_cursor_close(cu);
-	return rc;
+	return rc == PUSH_STOPPED ? 1 : rc;
 }
 

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_reader_args.h"
 #include "nt_reader_visit.h"
 
 void nt_visit_report(visit *v, uint64_t off, const char *msg)
@@ -137,98 +136,6 @@ int nt_visit_chunk_gap(const nt_reader *r, const chunk_cursor *c, uint64_t expec
 	gap->time_ns = nt_ticks_to_ns(r, c->base_ticks);
 	gap->offset = c->offset;
 	return 1;
-}
-
-/* Next event of a chunk: 1 = *ev filled, 0 = chunk done, -1 = damage (*why, *at); after a
- * damaged record that is still framed, the cursor has moved past it, so the caller may go
- * on (skip policy); when framing itself is broken the cursor is closed. */
-int nt_visit_next_event(const nt_reader *r, chunk_cursor *c, nt_reader_event *ev,
-		       nt_reader_arg *args, const char **why, uint64_t *at)
-{
-	while (c->active && c->pos + 4 <= c->end) {
-		const uint8_t *p = c->data + c->pos;
-		uint64_t off = c->report != UINT64_MAX ? c->report : c->pos, bytes;
-		uint32_t head32 = nt_record_head_at(p);
-		int compact = nt_head_is_compact(head32);
-		unsigned kind = compact ? nt_compact_kind(head32) : head32 & 0xffu;
-		nt_frame f = nt_chunk_record_frame(p, c->end - c->pos, &bytes);
-		if (f == NT_FRAME_END)
-			break; /* unpublished space: the chunk's data ends here */
-		if (f != NT_FRAME_OK) {
-			c->active = 0;
-			*why = nt_frame_problem(f);
-			*at = off;
-			return -1;
-		}
-		c->pos += bytes;
-		if (kind == NT_KIND_TIMESTAMP && bytes < sizeof(nt_timestamp_record)) {
-			*why = "timestamp record is too short";
-			*at = off;
-			return -1;
-		}
-		nt_chunk_clock clock = { c->ticks, c->ordinal };
-		nt_chunk_clock_step(&clock, p, bytes);
-		c->ticks = clock.ticks;
-		c->ordinal = clock.events;
-		if (!nt_kind_is_event(kind))
-			continue; /* padding, a clock escape, or a kind this reader does not know */
-		/* An event, even if damaged below: it took its ordinal and its delta. */
-		uint32_t head = compact ? 4u : nt_event_head_bytes(kind);
-		if (bytes < head) {
-			*why = "complete event is missing its duration";
-			*at = off;
-			return -1;
-		}
-		if (c->ordinal - 1 < c->skip_below)
-			continue; /* already delivered from the saved stream */
-		uint32_t site = compact ? nt_compact_callsite(head32) : nt_record_bits16(head32);
-		if (site == 0 || site >= r->ncallsites || !r->callsites[site].defined) {
-			*why = "event references a call site the archive never defined";
-			*at = off;
-			return -1;
-		}
-		const reader_callsite *cs = &r->callsites[site];
-		const char *bad = compact ? decode_compact_args(r, cs, p + 4, nt_compact_values(head32),
-								 args, &ev->arg_count)
-					  : decode_args(r, p + head, p + bytes, args, &ev->arg_count);
-		if (bad) {
-			*why = bad;
-			*at = off;
-			return -1;
-		}
-		ev->kind = kind;
-		ev->category = r->strings[cs->category].str;
-		ev->name = r->strings[cs->name].str;
-		ev->file = r->strings[cs->file].str;
-		ev->line = cs->line;
-		ev->callsite_repo = cs->repo;
-		ev->callsite = site;
-		ev->thread = c->thread;
-		ev->ticks = c->ticks;
-		ev->duration_ns = 0;
-		if (kind == NT_KIND_COMPLETE) {
-			uint64_t dur = rd64(p + 8);
-			ev->ticks = c->ticks - dur;
-			int64_t end_ns = nt_ticks_to_ns(r, c->ticks);
-			ev->time_ns = nt_ticks_to_ns(r, ev->ticks);
-			ev->duration_ns = end_ns > ev->time_ns ? (uint64_t)end_ns - (uint64_t)ev->time_ns : 0;
-		} else {
-			ev->time_ns = nt_ticks_to_ns(r, c->ticks);
-		}
-		ev->wall_ns = nt_ns_to_wall(r, ev->time_ns);
-		ev->args = args;
-		ev->offset = off;
-		return 1;
-	}
-	/* A decompressed chunk's header is what accounting trusts without decompressing. */
-	if (c->active && c->report != UINT64_MAX && c->ordinal != c->zend) {
-		c->active = 0;
-		*why = NT_ZCHUNK_COUNT_LIE;
-		*at = c->report;
-		return -1;
-	}
-	c->active = 0;
-	return 0;
 }
 
 /* Next top-level record at or after *off: returns its size, or 0 at the end of the file.
