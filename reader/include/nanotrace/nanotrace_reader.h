@@ -325,8 +325,9 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
  *   nt_reader_cursor_open() keeps cb's on_error and on_gap (cb may be NULL: none; on_event
  *   is never called) and ctx, and allocates the cursor alone (cost: one small allocation);
  *   it returns NULL when r is NULL, order or policy is not one of the enums' values, or
- *   memory runs out. The reader must stay open, and must not be visited otherwise, until
- *   the cursor is closed.
+ *   memory runs out. Visits do not change the reader: several cursors (and visits) may run
+ *   over one reader at once, interleaved on one thread; the reader must stay open until
+ *   its cursors are closed.
  *   nt_reader_cursor_next() returns 1 and sets *event to the next event, valid (with its
  *   arguments) until the next call or the close; 0 at the end of the archive; -1 when
  *   damage stopped the visit (NT_ON_CORRUPT_STOP) or memory ran out. Every damaged place
