@@ -11,7 +11,7 @@ O(events), and iterating again starts a new visit. An Event is read-only: time_n
 (CLOCK_MONOTONIC ns; a complete event's start), wall_ns, duration_ns (complete events),
 kind ('begin', 'end', 'instant', 'complete', 'counter', or a Trace2 message such as
 'region_enter'), category, name, file, line, thread (tid), thread_name, process (pid),
-process_name, args (a dict: int, float, bool, str, or a list of str), offset (of the
+process_name, args (a dict: int, float, bool, str, a list of str, or Pointer), offset (of the
 record in its file).
 
 Damage: an archive that cannot be opened raises Error (a ValueError) whose message is the
@@ -22,9 +22,23 @@ does. Events lost between chunks are in trace.gaps.
 """
 import os
 
+from . import _nanotrace
 from ._nanotrace import Error, Event, Reader, library_version
 
-__all__ = ['open', 'Trace', 'Event', 'Error', 'library_version']
+__all__ = ['open', 'Trace', 'Event', 'Error', 'Pointer', 'library_version']
+
+
+class Pointer(int):
+    """A pointer argument: an int that shows itself in hexadecimal, as trace-dump does."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return '0x%x' % self
+
+    __str__ = __repr__
+
+
+_nanotrace._set_pointer_type(Pointer)
 
 _POLICIES = {'stop': True, 'skip': False}
 _ORDERS = ('time', 'stream')

@@ -27,7 +27,8 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
-static PyObject *nt_py_error; /* nanotrace.Error */
+static PyObject *nt_py_error;   /* nanotrace.Error */
+static PyObject *nt_py_pointer; /* nanotrace.Pointer, an int subclass the package sets */
 
 /* ---- strings cached by address ------------------------------------------------------- */
 
@@ -46,10 +47,18 @@ static PyObject *archive_str(const char *s, size_t len)
 	return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "surrogateescape");
 }
 
-/* Raises nanotrace.Error(message) with .offset; the message may hold any bytes (a path). */
-static void raise_damage(const char *message, uint64_t offset)
+/* Raises nanotrace.Error with .offset, its message as trace-dump prints it:
+ * "[<prefix>: ]<message>[ at byte <offset>]" (the offset always, or when not 0); the
+ * message may hold any bytes (a path). */
+static void raise_damage(const char *prefix, const char *message, uint64_t offset, int always)
 {
-	PyObject *m = archive_str(message, strlen(message));
+	char text[1200];
+	int n = snprintf(text, sizeof(text), "%s%s%s", prefix ? prefix : "", prefix ? ": " : "",
+			 message);
+	if ((always || offset != 0) && n >= 0 && (size_t)n < sizeof(text))
+		snprintf(text + n, sizeof(text) - (size_t)n, " at byte %llu",
+			 (unsigned long long)offset);
+	PyObject *m = archive_str(text, strlen(text));
 	PyObject *e = m ? PyObject_CallOneArg(nt_py_error, m) : NULL;
 	PyObject *o = e ? PyLong_FromUnsignedLongLong(offset) : NULL;
 	if (o != NULL && PyObject_SetAttrString(e, "offset", o) == 0)
@@ -251,7 +260,7 @@ static int reader_init(reader_obj *ro, PyObject *args, PyObject *kw)
 	ro->r = nt_reader_open_many(paths, (size_t)n, &err);
 	Py_END_ALLOW_THREADS
 	if (ro->r == NULL) {
-		raise_damage(err.message, err.offset);
+		raise_damage(NULL, err.message, err.offset, 0);
 		goto out;
 	}
 	ro->policy = strict ? NT_ON_CORRUPT_STOP : NT_ON_CORRUPT_SKIP;
@@ -381,14 +390,24 @@ static PyObject *list_value(const nt_reader_arg *a)
 	return l;
 }
 
+static PyObject *pointer_value(uint64_t v)
+{
+	PyObject *n = PyLong_FromUnsignedLongLong(v);
+	if (n == NULL || nt_py_pointer == NULL)
+		return n;
+	PyObject *p = PyObject_CallOneArg(nt_py_pointer, n);
+	Py_DECREF(n);
+	return p;
+}
+
 static PyObject *arg_value(const nt_reader_arg *a)
 {
 	switch (a->type) {
 	case NT_ARG_INT32:
 	case NT_ARG_INT64: return PyLong_FromLongLong(a->value.i64);
 	case NT_ARG_UINT32:
-	case NT_ARG_UINT64:
-	case NT_ARG_POINTER: return PyLong_FromUnsignedLongLong(a->value.u64);
+	case NT_ARG_UINT64: return PyLong_FromUnsignedLongLong(a->value.u64);
+	case NT_ARG_POINTER: return pointer_value(a->value.u64);
 	case NT_ARG_BOOL: return PyBool_FromLong(a->value.u64 != 0);
 	case NT_ARG_DOUBLE: return PyFloat_FromDouble(a->value.f64);
 	case NT_ARG_STRING_LIST: return list_value(a);
@@ -470,6 +489,15 @@ static void on_error(void *ctx, uint64_t offset, const char *message)
 	if (item == NULL || PyList_Append(co->reader->errors, item) < 0)
 		co->failed = 1;
 	Py_XDECREF(item);
+}
+
+/* Who damage messages name, by trace-dump's rule: a plain archive is named here; a
+ * many-process reader's messages name their file and section themselves. */
+static const char *damage_prefix(const reader_obj *ro)
+{
+	const nt_reader_section *s = nt_reader_section_at(ro->r, 0);
+	return nt_reader_section_count(ro->r) == 1 && s != NULL && s->reader == ro->r
+		       ? nt_reader_name(ro->r) : NULL;
 }
 
 static void on_gap(void *ctx, const nt_reader_gap *gap)
@@ -586,7 +614,7 @@ static PyObject *cursor_iternext(cursor_obj *co)
 		return NULL; /* StopIteration */
 	if (!co->has_error)
 		return PyErr_NoMemory();
-	raise_damage(co->err_message, co->err_offset);
+	raise_damage(damage_prefix(co->reader), co->err_message, co->err_offset, 1);
 	return NULL;
 }
 
@@ -664,9 +692,28 @@ static PyTypeObject reader_type = {
 	.tp_new = PyType_GenericNew,
 };
 
+/* _set_pointer_type(cls): pointer arguments become cls(int) (nanotrace.Pointer). */
+static PyObject *set_pointer_type(PyObject *self, PyObject *cls)
+{
+	(void)self;
+	if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyLong_Type)) {
+		PyErr_SetString(PyExc_TypeError, "_set_pointer_type needs a subclass of int");
+		return NULL;
+	}
+	Py_INCREF(cls);
+	Py_XSETREF(nt_py_pointer, cls);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+	{ "_set_pointer_type", set_pointer_type, METH_O, "the type of pointer arguments" },
+	{ NULL, NULL, 0, NULL },
+};
+
 static struct PyModuleDef module_def = {
 	PyModuleDef_HEAD_INIT,
 	.m_name = "nanotrace._nanotrace",
+	.m_methods = module_methods,
 	.m_doc = "libnanotrace-reader for Python; use the nanotrace package.",
 	.m_size = -1,
 };

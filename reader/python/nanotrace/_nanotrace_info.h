@@ -233,7 +233,7 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		if (c->errors)
-			raise_damage(c->first_error, c->first_error_offset);
+			raise_damage(damage_prefix(ro), c->first_error, c->first_error_offset, 1);
 		else
 			PyErr_NoMemory();
 		goto out;
