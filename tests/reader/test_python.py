@@ -408,3 +408,23 @@ def test_to_dataframe_columns(demo, monkeypatch):
     monkeypatch.setitem(sys.modules, 'pandas', None)
     with pytest.raises(ImportError, match='pandas'):
         nanotrace.open(demo).to_dataframe()
+
+
+def test_bench_program_runs(work):
+    """bench/nt_bench_python.py (the events/s figure of the README) runs and prints its
+    keys; its figures are never judged here."""
+    bench = os.environ.get('NT_BENCH_PYTHON')
+    if not bench:
+        pytest.fail('NT_BENCH_PYTHON is not set: run this test through meson', pytrace=False)
+    p = subprocess.run([sys.executable, bench, '--demo', DEMO, '--trace-dump', TRACE_DUMP,
+                        '--events', '4000', '--reps', '1', '--json'], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    for order in ('time', 'stream'):
+        for what in ('count', 'fields', 'c_visit'):
+            assert res['%s_%s_mev_s' % (what, order)] > 0
+    assert res['events'] > 0
+    bad = subprocess.run([sys.executable, bench, '--demo', DEMO, '--reps', '0'],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and '--reps' in bad.stderr
