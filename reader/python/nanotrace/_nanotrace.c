@@ -147,6 +147,7 @@ typedef struct reader_obj {
 	PyObject *errors;     /* [(offset, message)] of the latest iteration or count */
 	PyObject *gaps;       /* [(thread index, events, time_ns, offset)] likewise */
 	cursor_obj *cursors;  /* open iterators, closed with the reader */
+	int counting;         /* counts() visits without the GIL: close() must wait */
 } reader_obj;
 
 struct cursor_obj {
@@ -641,6 +642,11 @@ static PyTypeObject cursor_type = {
 static PyObject *reader_close(reader_obj *ro, PyObject *unused)
 {
 	(void)unused;
+	if (ro->counting) {
+		PyErr_SetString(PyExc_RuntimeError, "the trace is being read by stats() in another "
+				"thread: close it after that returns");
+		return NULL;
+	}
 	reader_close_now(ro);
 	Py_RETURN_NONE;
 }

@@ -227,10 +227,12 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	nt_reader_callbacks cb = { .on_event = count_event, .on_error = count_error,
 				   .on_gap = count_gap };
 	int rc;
+	ro->counting++;
 	Py_BEGIN_ALLOW_THREADS
 	rc = nt_reader_visit(ro->r, &cb, c, NT_ORDER_STREAM, ro->policy);
 	nt_reader_count_records(ro->r, records);
 	Py_END_ALLOW_THREADS
+	ro->counting--;
 	if (rc < 0) {
 		if (c->errors)
 			raise_damage(damage_prefix(ro), c->first_error, c->first_error_offset, 1);
