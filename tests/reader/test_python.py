@@ -428,3 +428,31 @@ def test_bench_program_runs(work):
     bad = subprocess.run([sys.executable, bench, '--demo', DEMO, '--reps', '0'],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and '--reps' in bad.stderr
+
+
+MEMORY_CHILD = r'''
+import resource, sys
+import nanotrace
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+t = nanotrace.open(sys.argv[1])
+before, n = rss(), 0
+for order in ('time', 'stream'):
+    for ev in t.events(order):
+        ev.args
+        n += 1
+print(n, rss() - before)
+'''
+
+
+def test_iteration_memory_is_bounded(work):
+    """Events stream: reading every event in both orders grows the interpreter by less than
+    the archive's own size plus 8 MiB (the Event objects of a list of them would take
+    hundreds of bytes each)."""
+    path = record(work, 'memory.ntrace', '--threads', '4', '--requests', '4000',
+                  '--buffer-size', str(64 << 20))
+    p = subprocess.run([sys.executable, '-c', MEMORY_CHILD, path], capture_output=True,
+                       text=True, check=True)
+    events, grown = map(int, p.stdout.split())
+    assert events > 200000
+    assert grown < os.path.getsize(path) + (8 << 20), (events, grown)
+    assert grown < events * 100 // 2, (events, grown)
