@@ -444,18 +444,26 @@ static int time_setup(nt_reader_cursor *cu)
 static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink *push)
 {
 	time_merge *tm = cu->tm;
+	heap_entry *heap = tm->heap;
+	uint32_t hn = tm->hn; /* a local across on_event's calls, as the merge's loop had it */
+	thread_stream *s = tm->pending;
+	int rc;
 	for (;;) {
-		thread_stream *s = tm->pending;
 		if (s != NULL) {
-			tm->pending = NULL;
-			if (stream_advance(s) < 0)
-				return -1;
-			tm->heap[0] = s->has_event ? entry_of(s) : tm->heap[--tm->hn];
-			sift_down(tm->heap, tm->hn, 0);
+			if (stream_advance(s) < 0) {
+				s = NULL;
+				rc = -1;
+				break;
+			}
+			heap[0] = s->has_event ? entry_of(s) : heap[--hn];
+			sift_down(heap, hn, 0);
 		}
-		if (tm->hn == 0)
-			return 0;
-		s = tm->pending = tm->heap[0].s;
+		if (hn == 0) {
+			s = NULL;
+			rc = 0;
+			break;
+		}
+		s = heap[0].s;
 		if (s->has_gap) {
 			nt_visit_emit_gap(s->v, &s->gap);
 			s->has_gap = 0;
@@ -463,11 +471,17 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 		to_global(s->v, &s->ev);
 		if (push == NULL) {
 			*ev = &s->ev;
-			return 1;
+			rc = 1;
+			break;
 		}
-		if (push->on_event != NULL && push->on_event(push->ctx, &s->ev) != 0)
-			return PUSH_STOPPED;
+		if (push->on_event != NULL && push->on_event(push->ctx, &s->ev) != 0) {
+			rc = PUSH_STOPPED;
+			break;
+		}
 	}
+	tm->hn = hn;
+	tm->pending = s; /* advanced at the next call */
+	return rc;
 }
 
 /* Damage the open found in an archive, reported before its events; -1 when it stops. */
