@@ -304,7 +304,9 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* Deliver every event to cb->on_event in `order`. Returns 0 when the whole archive was
  * read, 1 when on_event asked to stop, -1 when damage stopped it (NT_ON_CORRUPT_STOP) or
- * memory ran out; every damaged place is reported to cb->on_error (if set) first. */
+ * memory ran out; every damaged place is reported to cb->on_error (if set) first. r or cb
+ * NULL, or an order or policy that is none of the enums' values: -1, nothing visited. It
+ * is the CURSOR below run to its end, with events pushed from the orders' own loops. */
 int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_order order,
 		    nt_corrupt_policy policy);
 
