@@ -4,8 +4,9 @@
  * trace-dump sees, decoded by the one decoder.
  *
  *   Reader(paths, strict)       an open archive (nt_reader_open_many: files, bundles,
- *                               directories); .close(), .info(), .sections(), .threads(),
- *                               .counts(order), .events(order), .errors, .gaps
+ *                               directories); .close(), .info(), .summary_counts(),
+ *                               .sections(), .threads(), .counts(), .events(order),
+ *                               .errors, .gaps (_nanotrace_info.h holds the descriptions)
  *   Reader.events(order)        an iterator over Event objects, pulled from the reader's
  *                               cursor (nt_reader_cursor_next) one at a time: memory is
  *                               the reader's, never O(events)
