@@ -7,7 +7,10 @@
  * framing), truncated files, a callback that stops the visit at any point, a reader visited
  * twice, and several archives read as one; with 1, 2 and 8 buffers (1 makes the helper
  * stall and the visit decompress for itself). The helper exists only when asked for or
- * when it pays; nt_reader_set_decompress_ahead() refuses what it does not know. TSan and
+ * when it pays; nt_reader_set_decompress_ahead() refuses what it does not know. The public
+ * cursor (nt_reader_cursor_next, the orders' pull path) gives the same log as the visit in
+ * every one of those cases, two cursors interleaved over one reader read as alone, and bad
+ * cursor arguments are refused. TSan and
  * ASan+UBSan in the suite check the threads and that a stopped visit leaks nothing.
  */
 #define _GNU_SOURCE
@@ -161,6 +164,46 @@ static void visit_log(nt_reader *r, int ahead, nt_order order, nt_corrupt_policy
 	fclose(l->f);
 }
 
+/* The same, pulled through the public cursor (nt_reader_cursor_next) instead of pushed:
+ * nt_reader_visit's loop, by the orders' other path. */
+static void cursor_log(nt_reader *r, int ahead, nt_order order, nt_corrupt_policy policy,
+		       uint64_t stop_at, vlog *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->stop_at = stop_at;
+	l->f = open_memstream(&l->text, &l->len);
+	assert_non_null(l->f);
+	assert_int_equal(nt_reader_set_decompress_ahead(r, ahead), 0);
+	nt_reader_callbacks cb = { .on_error = log_error, .on_gap = log_gap };
+	nt_reader_cursor *c = nt_reader_cursor_open(r, &cb, l, order, policy);
+	assert_non_null(c);
+	const nt_reader_event *ev;
+	int rc;
+	while ((rc = nt_reader_cursor_next(c, &ev)) > 0)
+		if (log_event(l, ev)) {
+			rc = 1;
+			break;
+		}
+	if (rc <= 0) { /* done: it says so again */
+		assert_int_equal(nt_reader_cursor_next(c, &ev), rc);
+		assert_null(ev);
+	}
+	nt_reader_cursor_close(c);
+	fprintf(l->f, "R %d\n", rc);
+	fclose(l->f);
+}
+
+static void assert_cursor_same(nt_reader *r, int ahead, nt_order o, nt_corrupt_policy p,
+			       uint64_t stop_at, const vlog *serial, const char *what)
+{
+	vlog l;
+	cursor_log(r, ahead, o, p, stop_at, &l);
+	assert_msg(l.len == serial->len && memcmp(l.text, serial->text, l.len) == 0,
+		   "%s: order %d policy %d, %d ahead, cursor: %zu bytes of log, visit %zu", what,
+		   (int)o, (int)p, ahead, l.len, serial->len);
+	free(l.text);
+}
+
 /* Reads `data` serially and with 1, 2 and 8 buffers ahead, in both orders and with both
  * policies (and stopping at `stop_at` when not 0): the same text each time. Returns how
  * many events the serial stream-order visit delivered. */
@@ -178,6 +221,10 @@ static uint64_t assert_same_as_serial(const uint8_t *data, size_t size, uint64_t
 			visit_log(r, NT_READER_AHEAD_OFF, (nt_order)o, (nt_corrupt_policy)p, stop_at, &serial);
 			if (o == 0 && p == 1)
 				events = serial.events;
+			assert_cursor_same(r, NT_READER_AHEAD_OFF, (nt_order)o, (nt_corrupt_policy)p,
+					   stop_at, &serial, what);
+			assert_cursor_same(r, 2, (nt_order)o, (nt_corrupt_policy)p, stop_at, &serial,
+					   what);
 			for (int a = 0; a < 3; a++) {
 				visit_log(r, aheads[a], (nt_order)o, (nt_corrupt_policy)p, stop_at, &l);
 				assert_msg(l.len == serial.len && memcmp(l.text, serial.text, l.len) == 0,
@@ -306,6 +353,8 @@ static void many_archives_read_the_same(void **state)
 			nt_reader *r = nt_reader_open_many(names, 3, NULL);
 			assert_non_null(r);
 			visit_log(r, NT_READER_AHEAD_OFF, (nt_order)o, (nt_corrupt_policy)p, 0, &serial);
+			assert_cursor_same(r, NT_READER_AHEAD_OFF, (nt_order)o, (nt_corrupt_policy)p, 0,
+					   &serial, "many");
 			for (int a = 1; a <= 8; a *= 8) {
 				visit_log(r, a, (nt_order)o, (nt_corrupt_policy)p, 0, &l);
 				assert_msg(l.len == serial.len && memcmp(l.text, serial.text, l.len) == 0,
@@ -317,6 +366,52 @@ static void many_archives_read_the_same(void **state)
 		}
 	for (int i = 0; i < 3; i++)
 		unlink(paths[i]);
+}
+
+/* Two cursors over one reader, interleaved, each read as a visit alone reads it; a cursor
+ * closed early (its helper running) leaves nothing behind; bad arguments are refused. */
+static void cursors_interleave_and_refuse(void **state)
+{
+	(void)state;
+	nt_reader *r = nt_reader_open_memory(archive, archive_size, "ahead", NULL);
+	assert_non_null(r);
+	vlog want[2], got[2];
+	for (int o = 0; o < 2; o++) {
+		visit_log(r, 2, (nt_order)o, NT_ON_CORRUPT_STOP, 0, &want[o]);
+		memset(&got[o], 0, sizeof(got[o]));
+		got[o].f = open_memstream(&got[o].text, &got[o].len);
+	}
+	nt_reader_callbacks cb = { .on_error = log_error, .on_gap = log_gap };
+	nt_reader_cursor *c[2] = { nt_reader_cursor_open(r, &cb, &got[0], NT_ORDER_STREAM,
+							 NT_ON_CORRUPT_STOP),
+				   nt_reader_cursor_open(r, &cb, &got[1], NT_ORDER_TIME,
+							 NT_ON_CORRUPT_STOP) };
+	int rc[2] = { 1, 1 };
+	const nt_reader_event *ev;
+	while (rc[0] > 0 || rc[1] > 0)
+		for (int o = 0; o < 2; o++)
+			if (rc[o] > 0 && (rc[o] = nt_reader_cursor_next(c[o], &ev)) > 0)
+				log_event(&got[o], ev);
+	for (int o = 0; o < 2; o++) {
+		nt_reader_cursor_close(c[o]);
+		fprintf(got[o].f, "R %d\n", rc[o]);
+		fclose(got[o].f);
+		assert_int_equal(got[o].len, want[o].len);
+		assert_memory_equal(got[o].text, want[o].text, want[o].len);
+		free(got[o].text);
+		free(want[o].text);
+	}
+	nt_reader_cursor *early = nt_reader_cursor_open(r, NULL, NULL, NT_ORDER_TIME,
+							NT_ON_CORRUPT_SKIP);
+	assert_int_equal(nt_reader_cursor_next(early, &ev), 1);
+	assert_non_null(ev);
+	nt_reader_cursor_close(early);
+	assert_null(nt_reader_cursor_open(NULL, NULL, NULL, NT_ORDER_TIME, NT_ON_CORRUPT_STOP));
+	assert_null(nt_reader_cursor_open(r, NULL, NULL, (nt_order)2, NT_ON_CORRUPT_STOP));
+	assert_null(nt_reader_cursor_open(r, NULL, NULL, NT_ORDER_TIME, (nt_corrupt_policy)7));
+	assert_int_equal(nt_reader_cursor_next(NULL, &ev), -1);
+	nt_reader_cursor_close(NULL);
+	nt_reader_close(r);
 }
 
 /* The helper is a thread of its own while the visit runs, and only when asked for: by the
@@ -395,6 +490,7 @@ int main(void)
 		cmocka_unit_test(stop_from_callback_reads_the_same),
 		cmocka_unit_test(visiting_twice_reads_the_same),
 		cmocka_unit_test(many_archives_read_the_same),
+		cmocka_unit_test(cursors_interleave_and_refuse),
 		cmocka_unit_test(helper_runs_only_when_asked),
 		cmocka_unit_test(bad_environment_is_reported_once),
 	};

@@ -304,9 +304,47 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* Deliver every event to cb->on_event in `order`. Returns 0 when the whole archive was
  * read, 1 when on_event asked to stop, -1 when damage stopped it (NT_ON_CORRUPT_STOP) or
- * memory ran out; every damaged place is reported to cb->on_error (if set) first. */
+ * memory ran out; every damaged place is reported to cb->on_error (if set) first. r or cb
+ * NULL, or an order or policy that is none of the enums' values: -1, nothing visited. It
+ * is the CURSOR below run to its end, with events pushed from the orders' own loops. */
 int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_order order,
 		    nt_corrupt_policy policy);
+
+/* CURSOR
+ *   The same visit, pulled one event at a time instead of pushed to on_event: for a caller
+ *   that hands events out in batches (a binding to another language, an iterator) without
+ *   a thread. nt_reader_visit() is this loop, so both give the same events, gaps and damage
+ *   reports, in the same order, with the same memory bounds (and the same helper thread,
+ *   DECOMPRESSING AHEAD, which a cursor holds from its first next to its end or close).
+ *
+ *     nt_reader_cursor *c = nt_reader_cursor_open(r, &cb, ctx, NT_ORDER_TIME,
+ *                                                 NT_ON_CORRUPT_STOP);
+ *     const nt_reader_event *ev;
+ *     while (nt_reader_cursor_next(c, &ev) > 0)
+ *             use(ev);
+ *     nt_reader_cursor_close(c);
+ *
+ *   nt_reader_cursor_open() keeps cb's on_error and on_gap (cb may be NULL: none; on_event
+ *   is never called) and ctx, and allocates the cursor alone (cost: one small allocation);
+ *   it returns NULL when r is NULL, order or policy is not one of the enums' values, or
+ *   memory runs out. Visits do not change the reader: several cursors (and visits) may run
+ *   over one reader at once, interleaved on one thread; the reader must stay open until
+ *   its cursors are closed.
+ *   nt_reader_cursor_next() returns 1 and sets *event to the next event, valid (with its
+ *   arguments) until the next call or the close; 0 at the end of the archive; -1 when
+ *   damage stopped the visit (NT_ON_CORRUPT_STOP) or memory ran out. Every damaged place
+ *   and gap before that event is reported to on_error / on_gap during the call, as the
+ *   visit reports them; after 0 or -1 every call returns the same again. The first call
+ *   does the visit's setup (damage found at open reported, the time order's first chunk of
+ *   every thread decoded). NULL cursor or event: -1. Cost: per event, what the visit
+ *   spends on it.
+ *   nt_reader_cursor_close() ends the visit early or late (joins its helper thread, frees
+ *   its memory); NULL is ignored. */
+typedef struct nt_reader_cursor nt_reader_cursor;
+nt_reader_cursor *nt_reader_cursor_open(nt_reader *r, const nt_reader_callbacks *cb, void *ctx,
+					nt_order order, nt_corrupt_policy policy);
+int nt_reader_cursor_next(nt_reader_cursor *c, const nt_reader_event **event);
+void nt_reader_cursor_close(nt_reader_cursor *c);
 
 /* DECOMPRESSING AHEAD
  *   A compressed archive's chunks (CompressedChunk records) can be decompressed on a helper

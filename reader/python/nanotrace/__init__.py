@@ -1,0 +1,167 @@
+"""Read nanotrace archives from Python, with libnanotrace-reader (the decoder trace-dump uses).
+
+    import nanotrace
+    with nanotrace.open("x.ntrace") as trace:          # or a bundle, a directory, a list
+        for ev in trace:                                # time order; order="stream" too
+            print(ev.time_ns, ev.kind, ev.category, ev.name, ev.thread, ev.process, ev.args)
+        print(trace.summary["pid"], trace.stats()["events"])
+
+Events stream: memory is the reader's (O(threads + strings + call sites)), never
+O(events), and iterating again starts a new visit. An Event is read-only: time_ns
+(CLOCK_MONOTONIC ns; a complete event's start), wall_ns, duration_ns (complete events),
+kind ('begin', 'end', 'instant', 'complete', 'counter', or a Trace2 message such as
+'region_enter'), category, name, file, line, thread (tid), thread_name, process (pid),
+process_name, args (a dict: int, float, bool, str, a list of str, or Pointer), offset (of the
+record in its file).
+
+Damage: an archive that cannot be opened raises Error (a ValueError) whose message is the
+reader's, naming the file and the byte offset; with on_corrupt="stop" (the default) a
+damaged record raises Error when the iteration reaches it, with on_corrupt="skip" it is
+skipped and listed in trace.errors as (offset, message), as trace-dump --on-corrupt skip
+does. Events lost between chunks are in trace.gaps.
+"""
+import os
+
+from . import _nanotrace
+from ._nanotrace import Error, Event, Reader, library_version
+
+__all__ = ['open', 'Trace', 'Event', 'Error', 'Pointer', 'library_version']
+
+
+class Pointer(int):
+    """A pointer argument: an int that shows itself in hexadecimal, as trace-dump does."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return '0x%x' % self
+
+    __str__ = __repr__
+
+
+_nanotrace._set_pointer_type(Pointer)
+
+_POLICIES = {'stop': True, 'skip': False}
+_ORDERS = ('time', 'stream')
+COLUMNS = ('time_ns', 'kind', 'category', 'name', 'thread', 'process', 'args')
+
+
+def open(path, order='time', on_corrupt='stop'):
+    """Open an archive, a bundle, a directory of archives, or a list of them as one trace
+    (every process merged by time). Raises Error when one cannot be read, ValueError for
+    an order or on_corrupt that is not one of ('time', 'stream') and ('stop', 'skip')."""
+    return Trace(path, order=order, on_corrupt=on_corrupt)
+
+
+class Trace:
+    """An open trace; iterate it for its events. A context manager; close() frees it."""
+
+    def __init__(self, path, order='time', on_corrupt='stop'):
+        if order not in _ORDERS:
+            raise ValueError("order must be 'time' or 'stream', not %r" % (order,))
+        if on_corrupt not in _POLICIES:
+            raise ValueError("on_corrupt must be 'stop' or 'skip', not %r" % (on_corrupt,))
+        paths = list(path) if isinstance(path, (list, tuple)) else [path]
+        self.order = order
+        self.on_corrupt = on_corrupt
+        self._reader = Reader([os.fspath(p) for p in paths], _POLICIES[on_corrupt])
+
+    def __iter__(self):
+        return self._reader.events(self.order)
+
+    def events(self, order=None):
+        """An iterator over the events in `order` ('time' or 'stream'; default the trace's)."""
+        return self._reader.events(order or self.order)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Close the archive; iterators still open stop with ValueError."""
+        self._reader.close()
+
+    @property
+    def closed(self):
+        return self._reader.closed
+
+    @property
+    def errors(self):
+        """[(offset, message)]: the damage the latest iteration or stats() met."""
+        return list(self._reader.errors)
+
+    @property
+    def gaps(self):
+        """[(thread index, events lost, time_ns, offset)] of the latest iteration."""
+        return list(self._reader.gaps)
+
+    @property
+    def summary(self):
+        """The archive header (pid, process_name, clock_source, ticks_per_second,
+        buffering_mode, events_written, events_dropped, ... every ArchiveHeader field by
+        name), the open-time counts (file_bytes, chunks, strings, threads, callsites, ...),
+        compression, and sections (one dict per process) and threads (dicts). For many
+        processes the header is the reader's summary: pid 0, counters summed."""
+        s = self._reader.info()
+        s.update(self._reader.summary_counts())
+        s['sections'] = self._reader.sections()
+        s['threads'] = self._reader.threads()
+        return s
+
+    def stats(self):
+        """What trace-dump --stats reports, as a dict: events, records by kind (events by
+        kind included), threads with their events, written, dropped by reason,
+        overwritten, wraps, gaps, durable_dropped, values_truncated, bytes, compression,
+        damaged places. One stream-order visit (raises Error on damage when
+        on_corrupt='stop')."""
+        counts = self._reader.counts()
+        info = self._reader.info()
+        summary = self._reader.summary_counts()
+        records = dict(counts['records_by_kind'])
+        records.update(counts['events_by_kind'])
+        threads = [dict(t, events=counts['events_by_thread'].get(t['index'], 0))
+                   for t in self._reader.threads()]
+        return {
+            'events': counts['events'],
+            'records': records,
+            'threads': threads,
+            'written': info['events_written'],
+            'dropped': {'total': info['events_dropped'],
+                        'rolling_full': info['dropped_rolling_full'],
+                        'durable_full': info['dropped_durable_full'],
+                        'stopped': info['dropped_stopped']},
+            'overwritten': info['events_overwritten'],
+            'wraps': info['wraps'],
+            'gaps': counts['gaps'],
+            'gap_events': counts['gap_events'],
+            'durable_dropped': info['durable_dropped'],
+            'values_truncated': info['values_truncated'],
+            'strings': summary['strings'],
+            'callsites': summary['callsites'],
+            'chunks': summary['chunks'],
+            'bytes': {k: summary[k + '_bytes'] for k in ('file', 'header', 'durable', 'chunk')},
+            'compressed_chunks': summary['compressed_chunks'],
+            'chunk_bytes_uncompressed': summary['chunk_bytes_uncompressed'],
+            'damaged': counts['errors'],
+        }
+
+    def to_dataframe(self, order=None):
+        """The events as a pandas DataFrame with columns time_ns, kind, category, name,
+        thread, process, args (a dict per row). Needs pandas (ImportError naming it
+        otherwise); holds every event in memory."""
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError('Trace.to_dataframe needs pandas (Debian: python3-pandas)') from e
+        columns = {c: [] for c in COLUMNS}
+        appends = [(columns[c].append, c) for c in COLUMNS]
+        for ev in self.events(order):
+            for append, c in appends:
+                append(getattr(ev, c))
+        return pandas.DataFrame(columns, columns=list(COLUMNS))
+
+    def __repr__(self):
+        state = 'closed' if self.closed else 'open'
+        return '<nanotrace.Trace %s order=%r %s>' % (
+            self._reader.summary_counts()['name'] if not self.closed else '', self.order, state)

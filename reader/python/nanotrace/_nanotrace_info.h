@@ -1,0 +1,269 @@
+/*
+ * _nanotrace_info.h - what a Reader says about its archive besides its events: the header
+ * (every field of format/nt_archive_header.h's X-macro, by its member name, so a field the
+ * format gains appears here with no change), the open-time counts, sections, threads, and
+ * one counting visit (what trace-dump --stats counts). Included once, by _nanotrace.c.
+ */
+
+/* A header member as a Python value: strings are NUL-terminated arrays. */
+#define INFO_VALUE(x)                                                                      \
+	_Generic((x), char *: info_str, const char *: info_str, int32_t: info_i64,          \
+		 default: info_u64)(x)
+
+static PyObject *info_str(const char *s)
+{
+	return archive_str(s, strlen(s));
+}
+
+static PyObject *info_i64(int64_t v)
+{
+	return PyLong_FromLongLong(v);
+}
+
+static PyObject *info_u64(uint64_t v)
+{
+	return PyLong_FromUnsignedLongLong(v);
+}
+
+static int dict_put(PyObject *d, const char *key, PyObject *value)
+{
+	if (value == NULL)
+		return -1;
+	int rc = PyDict_SetItemString(d, key, value);
+	Py_DECREF(value);
+	return rc;
+}
+
+/* Reader.info(): the decoded header (a many-process reader's summary header: see
+ * nanotrace_reader.h's MANY PROCESSES). */
+static PyObject *reader_info(reader_obj *ro, PyObject *unused)
+{
+	(void)unused;
+	if (reader_check(ro) < 0)
+		return NULL;
+	const nt_archive_info *in = nt_reader_info(ro->r);
+	PyObject *d = PyDict_New();
+	if (d == NULL)
+		return NULL;
+#define INFO_PUT_(id, member, width)                                                       \
+	if (dict_put(d, #member, INFO_VALUE(in->member)) < 0)                              \
+		goto fail;
+	NT_HDR_FIELDS(INFO_PUT_)
+#undef INFO_PUT_
+	return d;
+fail:
+	Py_DECREF(d);
+	return NULL;
+}
+
+static int summary_put(PyObject *d, const nt_reader_summary *s)
+{
+	return dict_put(d, "file_bytes", info_u64(s->file_bytes)) < 0 ||
+	       dict_put(d, "header_bytes", info_u64(s->header_bytes)) < 0 ||
+	       dict_put(d, "durable_bytes", info_u64(s->durable_bytes)) < 0 ||
+	       dict_put(d, "chunk_bytes", info_u64(s->chunk_bytes)) < 0 ||
+	       dict_put(d, "chunks", info_u64(s->chunks)) < 0 ||
+	       dict_put(d, "strings", info_u64(s->strings)) < 0 ||
+	       dict_put(d, "threads", info_u64(s->threads)) < 0 ||
+	       dict_put(d, "callsites", info_u64(s->callsites)) < 0 ||
+	       dict_put(d, "open_errors", info_u64(s->open_errors)) < 0 ? -1 : 0;
+}
+
+/* Reader.summary_counts(): nt_reader_get_summary and nt_reader_get_compression. */
+static PyObject *reader_summary(reader_obj *ro, PyObject *unused)
+{
+	(void)unused;
+	if (reader_check(ro) < 0)
+		return NULL;
+	nt_reader_summary s;
+	uint64_t zchunks, plain;
+	nt_reader_get_summary(ro->r, &s);
+	nt_reader_get_compression(ro->r, &zchunks, &plain);
+	PyObject *d = PyDict_New();
+	if (d == NULL || summary_put(d, &s) < 0 ||
+	    dict_put(d, "compressed_chunks", info_u64(zchunks)) < 0 ||
+	    dict_put(d, "chunk_bytes_uncompressed", info_u64(plain)) < 0 ||
+	    dict_put(d, "name", info_str(nt_reader_name(ro->r))) < 0) {
+		Py_XDECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+static PyObject *section_dict(const nt_reader_section *s)
+{
+	PyObject *d = PyDict_New();
+	if (d == NULL || dict_put(d, "index", info_u64(s->index)) < 0 ||
+	    dict_put(d, "pid", info_u64(s->pid)) < 0 ||
+	    dict_put(d, "provider_id", info_u64(s->provider_id)) < 0 ||
+	    dict_put(d, "end_state", info_str(s->end_text)) < 0 ||
+	    dict_put(d, "mode", info_u64(s->mode)) < 0 ||
+	    dict_put(d, "name", info_str(s->name)) < 0 ||
+	    dict_put(d, "message", info_str(s->message)) < 0 ||
+	    dict_put(d, "source", info_str(s->source)) < 0 ||
+	    dict_put(d, "offset", info_u64(s->offset)) < 0 ||
+	    dict_put(d, "size", info_u64(s->size)) < 0 ||
+	    dict_put(d, "error", info_str(s->error)) < 0 ||
+	    dict_put(d, "error_offset", info_u64(s->error_offset)) < 0 ||
+	    dict_put(d, "opened", PyBool_FromLong(s->reader != NULL)) < 0 ||
+	    summary_put(d, &s->summary) < 0) {
+		Py_XDECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* Reader.sections(): one dict per process (one for a plain archive). */
+static PyObject *reader_sections(reader_obj *ro, PyObject *unused)
+{
+	(void)unused;
+	if (reader_check(ro) < 0)
+		return NULL;
+	uint32_t n = nt_reader_section_count(ro->r);
+	PyObject *l = PyList_New(n);
+	for (uint32_t i = 0; l != NULL && i < n; i++) {
+		PyObject *d = section_dict(nt_reader_section_at(ro->r, i));
+		if (d == NULL)
+			Py_CLEAR(l);
+		else
+			PyList_SET_ITEM(l, i, d);
+	}
+	return l;
+}
+
+/* Reader.threads(): index, pid, tid, name, section of each thread, in index order. */
+static PyObject *reader_threads(reader_obj *ro, PyObject *unused)
+{
+	(void)unused;
+	if (reader_check(ro) < 0)
+		return NULL;
+	uint32_t n = nt_reader_thread_count(ro->r);
+	PyObject *l = PyList_New(n);
+	for (uint32_t i = 0; l != NULL && i < n; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(ro->r, i);
+		PyObject *d = Py_BuildValue("{sIsIsIsNsI}", "index", t->index, "pid", t->pid,
+					    "tid", t->tid, "name", info_str(t->name), "section",
+					    t->section);
+		if (d == NULL)
+			Py_CLEAR(l);
+		else
+			PyList_SET_ITEM(l, i, d);
+	}
+	return l;
+}
+
+/* ---- counting: one visit without Python on the way ------------------------------------- */
+
+typedef struct count_ctx {
+	uint64_t by_kind[256];
+	uint64_t *by_thread; /* by global thread index */
+	uint32_t nthreads;
+	uint64_t events, gaps, gap_events, errors;
+	uint64_t first_error_offset;
+	char first_error[768];
+} count_ctx;
+
+static int count_event(void *ctx, const nt_reader_event *ev)
+{
+	count_ctx *c = ctx;
+	c->events++;
+	c->by_kind[ev->kind]++;
+	if (ev->thread != NULL && ev->thread->index < c->nthreads)
+		c->by_thread[ev->thread->index]++;
+	return 0;
+}
+
+static void count_error(void *ctx, uint64_t offset, const char *message)
+{
+	count_ctx *c = ctx;
+	if (c->errors++ == 0) {
+		c->first_error_offset = offset;
+		snprintf(c->first_error, sizeof(c->first_error), "%s", message);
+	}
+}
+
+static void count_gap(void *ctx, const nt_reader_gap *gap)
+{
+	count_ctx *c = ctx;
+	c->gaps++;
+	c->gap_events += gap->events;
+}
+
+static PyObject *counts_by_kind(const uint64_t *counts)
+{
+	PyObject *d = PyDict_New();
+	for (unsigned k = 0; d != NULL && k < 256; k++) {
+		if (counts[k] == 0)
+			continue;
+		const char *n = kind_name(k);
+		char other[16];
+		if (n == NULL) {
+			snprintf(other, sizeof(other), "kind%u", k);
+			n = other;
+		}
+		if (dict_put(d, n, info_u64(counts[k])) < 0)
+			Py_CLEAR(d);
+	}
+	return d;
+}
+
+/* Reader.counts(): events by kind and by thread index, records that are not events by kind
+ * (nt_reader_count_records), gaps; one stream-order visit under the reader's policy, the
+ * GIL released. Damage: strict readers raise Error at the first; others count it. */
+static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
+{
+	(void)unused;
+	if (reader_check(ro) < 0)
+		return NULL;
+	count_ctx *c = PyMem_Calloc(1, sizeof(*c));
+	uint64_t *records = PyMem_Calloc(256, sizeof(uint64_t));
+	PyObject *d = NULL, *threads = NULL;
+	if (c == NULL || records == NULL ||
+	    (c->by_thread = PyMem_Calloc(ro->nthreads ? ro->nthreads : 1, sizeof(uint64_t))) == NULL) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	c->nthreads = ro->nthreads;
+	nt_reader_callbacks cb = { .on_event = count_event, .on_error = count_error,
+				   .on_gap = count_gap };
+	int rc;
+	ro->counting++;
+	Py_BEGIN_ALLOW_THREADS
+	rc = nt_reader_visit(ro->r, &cb, c, NT_ORDER_STREAM, ro->policy);
+	nt_reader_count_records(ro->r, records);
+	Py_END_ALLOW_THREADS
+	ro->counting--;
+	if (rc < 0) {
+		if (c->errors)
+			raise_damage(damage_prefix(ro), c->first_error, c->first_error_offset, 1);
+		else
+			PyErr_NoMemory();
+		goto out;
+	}
+	threads = PyDict_New();
+	for (uint32_t i = 0; threads != NULL && i < ro->nthreads; i++) {
+		if (c->by_thread[i] == 0)
+			continue;
+		PyObject *k = PyLong_FromUnsignedLong(i), *v = info_u64(c->by_thread[i]);
+		if (k == NULL || v == NULL || PyDict_SetItem(threads, k, v) < 0)
+			Py_CLEAR(threads);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	if (threads == NULL)
+		goto out;
+	d = Py_BuildValue("{sKsOsNsNsKsKsK}", "events", (unsigned long long)c->events,
+			  "events_by_thread", threads,
+			  "events_by_kind", counts_by_kind(c->by_kind),
+			  "records_by_kind", counts_by_kind(records),
+			  "gaps", (unsigned long long)c->gaps,
+			  "gap_events", (unsigned long long)c->gap_events,
+			  "errors", (unsigned long long)c->errors);
+out:
+	Py_XDECREF(threads);
+	if (c != NULL)
+		PyMem_Free(c->by_thread);
+	PyMem_Free(c);
+	PyMem_Free(records);
+	return d;
+}
