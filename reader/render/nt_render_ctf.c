@@ -88,11 +88,9 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* Writes the packet being filled and starts the next one. */
-static int flush_packet(ctf_ctx *c, ctf_stream *s)
+/* Writes the packet being filled, even an empty one, and starts the next one. */
+static int write_packet(ctf_ctx *c, ctf_stream *s)
 {
-	if (s->events == 0)
-		return 0;
 	put64(s->buf + CTF_PC_TS_BEGIN, s->first_ts);
 	put64(s->buf + CTF_PC_TS_END, s->last_ts);
 	put64(s->buf + CTF_PC_CONTENT_SIZE, (uint64_t)s->len * 8);
@@ -118,6 +116,12 @@ static int flush_packet(ctf_ctx *c, ctf_stream *s)
 	s->len = s->ctx_len;
 	s->events = 0;
 	return 0;
+}
+
+/* Writes the packet being filled if it holds events. */
+static int flush_packet(ctf_ctx *c, ctf_stream *s)
+{
+	return s->events ? write_packet(c, s) : 0;
 }
 
 /* Appends a NUL-terminated copy of s to the packet (room checked by the caller). */
@@ -308,8 +312,16 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 	if (g->thread->index >= c->nstreams)
 		return;
 	ctf_stream *s = &c->streams[g->thread->index];
-	if (s->made)
+	if (!s->made && !c->failed) {
+		/* An empty first packet at the gap: babeltrace2 counts a packet's discarded
+		 * events against the packet before it, and a stream's first has none. */
+		if ((s = stream_of(c, g->thread)) == NULL)
+			return;
+		s->first_ts = s->last_ts = g->time_ns < 0 ? 0 : (uint64_t)g->time_ns;
+		write_packet(c, s);
+	} else if (s->made) {
 		flush_packet(c, s);
+	}
 	s->discarded += g->events;
 	c->facts.gap_events += g->events;
 }

@@ -391,6 +391,8 @@ static void write_env(FILE *out, const ctf_trace_facts *f)
 		NT_VERSION_MAJOR, NT_VERSION_MINOR, NT_VERSION_PATCH);
 	fputs("\tproducer = ", out);
 	tsdl_string(out, h->producer);
+	fprintf(out, ";\n\tstart_monotonic_ns = %" PRIu64 ";\n\tstart_realtime_ns = %" PRIu64,
+		h->start_monotonic_ns, h->start_realtime_ns);
 	fputs(";\n\tarchive = ", out);
 	tsdl_string(out, f->archive);
 	fprintf(out, ";\n\tprocesses = %" PRIu32 ";\n\tevents = %" PRIu64 ";\n"
