@@ -385,3 +385,24 @@ def test_refusals(work):
     # a directory that cannot be made: its path and the reason
     rc, _, err = dump('--format', 'ctf', '-o', os.path.join(work, 'no', 'such', 'dir'), archive)
     assert rc == 2 and 'No such file or directory' in err, err
+
+
+def test_disk_full(work):
+    """A full disk: exit 2 naming the file and the reason, and nothing left behind. Needs
+    root (a private mount namespace with a 64 KiB tmpfs), like test_disk_full."""
+    if os.geteuid() != 0 or shutil.which('unshare') is None:
+        pytest.skip('needs root and unshare(1) to mount a small tmpfs')
+    archive = os.path.join(work, 'ctf-big.ntrace')  # an export of about 1.5 MB
+    subprocess.run([DEMO, archive, '--threads', '2', '--requests', '3000'], check=True,
+                   capture_output=True)
+    fs = os.path.join(work, 'ctf-fs')
+    os.makedirs(fs, exist_ok=True)
+    script = ('mount -t tmpfs -o size=64k,mode=0700 tmpfs "$FS" && '
+              '"$TD" --format ctf -o "$FS/out" "$A"; echo "rc=$?"; ls -A "$FS"')
+    p = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script],
+                       env=dict(os.environ, FS=fs, TD=TRACE_DUMP, A=archive),
+                       capture_output=True, text=True)
+    assert 'rc=2' in p.stdout, (p.stdout, p.stderr)
+    assert os.path.join(fs, 'out') in p.stderr and 'No space left on device' in p.stderr, \
+        p.stderr
+    assert p.stdout.strip().splitlines()[-1] == 'rc=2', 'left behind: %r' % p.stdout
