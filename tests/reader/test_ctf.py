@@ -9,7 +9,8 @@ pid, tid, time to the nanosecond (a Complete is stamped at its end), duration, e
 argument with its type. Inputs: the demo, a Trace2 import of the golden corpus (many
 processes), a streaming demo, a circular demo whose losses babeltrace2 must report with
 their exact count, and damaged archives. Skipped (77) when babeltrace2 is not installed.
-Run by meson (suite reader) with NT_TRACE_DUMP, NT_DEMO, NT_TRACE_IMPORT, NT_CORPUS.
+Run by meson (suite reader) with NT_TRACE_DUMP, NT_DEMO, NT_TRACE_IMPORT, NT_MAKE_BUNDLE and
+NT_CORPUS.
 """
 import decimal
 import json
@@ -24,8 +25,8 @@ import pytest
 
 from conftest import program
 
-TRACE_DUMP, DEMO, TRACE_IMPORT = (
-    program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT'))
+TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE = (
+    program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE'))
 CORPUS = os.environ.get('NT_CORPUS', '')
 BABELTRACE = shutil.which('babeltrace2')
 
@@ -294,6 +295,29 @@ def test_trace2_import(work):
         report('trace2 import %s' % case, archive, out, n)
         pids = {json.loads(l)['sid'] for l in open(events, 'rb') if l.strip()}
         assert len([f for f in os.listdir(out) if f.startswith('stream-')]) >= len(pids) > 0
+
+
+def test_bundle(work):
+    """Two processes in one bundle (trace-record's archive): a stream per thread, each
+    naming its process by the section's name, every event as trace-dump reads it."""
+    paths = [os.path.join(work, 'ctf-p%d.ntrace' % i) for i in range(2)]
+    procs = [subprocess.Popen([DEMO, paths[0], '--threads', '2', '--requests', '40'],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+             subprocess.Popen([DEMO, paths[1], '--threads', '3', '--requests', '30'],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    assert [p.wait() for p in procs] == [0, 0]
+    bundle = os.path.join(work, 'ctf-bundle.ntrace')
+    subprocess.run([MAKE_BUNDLE, bundle, paths[0] + ',name=web', paths[1] + ',name=db'],
+                   check=True)
+    out = os.path.join(work, 'ctf-bundle')
+    rc, _, err = export(bundle, out)
+    assert rc == 0 and err == '', err
+    n, _, env, _ = compare(bundle, out)
+    assert env['processes'] == 2
+    _, text, _ = babeltrace(out)
+    seen = {(p['procname'], p['pid']) for _, _, p, _, _ in map(parse_bt_line, text.splitlines())}
+    assert {name for name, _ in seen} == {'web', 'db'} and len(seen) == 2, seen
+    assert len([f for f in os.listdir(out) if f.startswith('stream-')]) == 3 + 4
 
 
 def test_streaming(work):
