@@ -48,7 +48,10 @@ def _string(s, i):
     out = []
     i += 1
     while s[i] != '"':
-        if s[i] == '\\':
+        if s.startswith('\\x', i):  # a control byte
+            out.append(chr(int(s[i + 2:i + 4], 16)))
+            i += 4
+        elif s[i] == '\\':
             out.append(_ESCAPES.get(s[i + 1], '\\' + s[i + 1]))
             i += 2
         else:
@@ -148,7 +151,7 @@ def chrome_events(archive):
 
 
 def env_of(ctf_dir):
-    text = open(os.path.join(ctf_dir, 'metadata')).read()
+    text = open(os.path.join(ctf_dir, 'metadata'), errors='surrogateescape').read()
     env = dict(re.findall(r'^\t(\w+) = (\d+);$', text.split('env {')[1].split('};')[0], re.M))
     clock = text.split('clock {')[1].split('};')[0]
     offset = int(re.search(r'offset_s = (-?\d+);', clock).group(1)) * 10**9 + \
@@ -167,6 +170,11 @@ def same_value(ref, got):
         return isinstance(got, (int, float)) and math.isclose(r, got, rel_tol=1e-5)
     if isinstance(ref, str) and ref.startswith('0x') and isinstance(got, int):
         return int(ref, 16) == got  # a pointer: hexadecimal on both sides
+    if isinstance(ref, list) and isinstance(got, list):
+        return len(ref) == len(got) and all(map(same_value, ref, got))
+    if isinstance(got, str):
+        # CTF strings keep the archive's bytes; trace-dump's JSON shows invalid UTF-8 as U+FFFD
+        got = got.encode('utf-8', 'surrogateescape').decode('utf-8', 'replace')
     return ref == got
 
 
@@ -282,10 +290,10 @@ def test_demo(work):
 def test_trace2_import(work):
     if not os.path.isdir(CORPUS):
         pytest.skip('golden corpus not found: %s' % (CORPUS or 'NT_CORPUS unset'))
-    for case in ('fetch_local', 'clone_file', 'version'):
+    cases = sorted(c for c in os.listdir(CORPUS) if os.path.isfile(os.path.join(CORPUS, c, 'event')))
+    assert len(cases) > 10, cases
+    for case in cases:  # every case of git's: many processes, raw bytes, unknown keys
         events = os.path.join(CORPUS, case, 'event')
-        if not os.path.exists(events):
-            continue
         archive = os.path.join(work, 'ctf-t2-%s.ntrace' % case)
         subprocess.run([TRACE_IMPORT, '-o', archive, events], check=True, capture_output=True)
         out = os.path.join(work, 'ctf-t2-%s' % case)
@@ -293,7 +301,7 @@ def test_trace2_import(work):
         assert rc == 0 and err == '', err
         n, _, env, _ = compare(archive, out)
         report('trace2 import %s' % case, archive, out, n)
-        pids = {json.loads(l)['sid'] for l in open(events, 'rb') if l.strip()}
+        pids = set(re.findall(rb'"sid":"([^"]*)"', open(events, 'rb').read()))
         assert len([f for f in os.listdir(out) if f.startswith('stream-')]) >= len(pids) > 0
 
 
