@@ -9,8 +9,8 @@ pid, tid, time to the nanosecond (a Complete is stamped at its end), duration, e
 argument with its type. Inputs: the demo, a Trace2 import of the golden corpus (many
 processes), a streaming demo, a circular demo whose losses babeltrace2 must report with
 their exact count, and damaged archives. Skipped (77) when babeltrace2 is not installed.
-Run by meson (suite reader) with NT_TRACE_DUMP, NT_DEMO, NT_TRACE_IMPORT, NT_MAKE_BUNDLE and
-NT_CORPUS.
+Run by meson (suite reader) with NT_TRACE_DUMP, NT_DEMO, NT_TRACE_IMPORT, NT_MAKE_BUNDLE,
+NT_CTF_CASES and NT_CORPUS.
 """
 import decimal
 import json
@@ -25,8 +25,9 @@ import pytest
 
 from conftest import program
 
-TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE = (
-    program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE'))
+TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE, CTF_CASES = (
+    program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE',
+                         'NT_CTF_CASES'))
 CORPUS = os.environ.get('NT_CORPUS', '')
 BABELTRACE = shutil.which('babeltrace2')
 
@@ -185,7 +186,7 @@ def canonical_ref(e, start):
     return (ts, e['pid'], e['tid'], e['ph'], name, dur)
 
 
-def compare(archive, ctf_dir, expect_warnings=False):
+def compare(archive, ctf_dir, expect_warnings=False, rename=None):
     """Every event of the archive (per trace-dump) is one of babeltrace2's, and the other way
     round; returns (babeltrace2's events, stderr, env, trace-dump's otherData)."""
     failures = []
@@ -219,7 +220,7 @@ def compare(archive, ctf_dir, expect_warnings=False):
         if not cands:
             failures.append('missing in babeltrace2: %r' % (key,))
             continue
-        args = e.get('args', {})
+        args = {(rename or {}).get(k, k): v for k, v in e.get('args', {}).items()}
         for i, p in enumerate(cands):
             p = {k: v for k, v in p.items() if not (k.endswith('_count') and
                                                     isinstance(p.get(k[:-6]), list))}
@@ -326,6 +327,23 @@ def test_bundle(work):
     seen = {(p['procname'], p['pid']) for _, _, p, _, _ in map(parse_bt_line, text.splitlines())}
     assert {name for name, _ in seen} == {'web', 'db'} and len(seen) == 2, seen
     assert len([f for f in os.listdir(out) if f.startswith('stream-')]) == 3 + 4
+
+
+def test_edges(work):
+    """300 threads (more streams than stay open), every argument type at its edges, names
+    that are no TSDL identifiers or collide once made one, dynamic names, and a Complete
+    recorded after the one nested in it (stamped at their ends: nothing is clamped)."""
+    archive = os.path.join(work, 'ctf-cases.ntrace')
+    subprocess.run([CTF_CASES, archive], check=True)
+    out = os.path.join(work, 'ctf-cases')
+    rc, _, err = export(archive, out)
+    assert rc == 0 and err == '', err
+    # the field names a viewer shows: '-' made '_', then made unique ("_2"), as are the
+    # payload's own nt_kind and TSDL's keyword _Bool
+    rename = {'nt_kind': 'nt_kind_2', 'Bool': 'Bool_2', 'a-b': 'a_b', 'a_b': 'a_b_2'}
+    n, _, env, _ = compare(archive, out, rename=rename)
+    assert n == 300 * 8 and env['timestamps_clamped'] == 0
+    assert len([f for f in os.listdir(out) if f.startswith('stream-')]) == 300
 
 
 def test_streaming(work):
