@@ -17,7 +17,7 @@ static void *worker(void *arg)
 {
 	int i = (int)(intptr_t)arg;
 	char name[32];
-	snprintf(name, sizeof(name), "dyn-%d", i % 7);
+	snprintf(name, sizeof(name), "dyn \"%d\\ \x01\xff", i % 7); /* TSDL escapes */
 	NT_BEGIN("ctf", "work", NT_I32("i32", -5 - i), NT_U32("u32", 4000000000u),
 		 NT_I64("i64", INT64_MIN + i), NT_U64("u64", UINT64_MAX - (uint64_t)i));
 	uint64_t outer = nt_now();

@@ -210,6 +210,8 @@ def compare(archive, ctf_dir, expect_warnings=False, rename=None):
         ph = PHASE.get(kind, 'i')
         ts = cycles - start - (dur or 0)  # a Complete is stamped at its end
         assert (ectx['vpid'], ectx['vtid']) == (packet['pid'], packet['tid'])
+        # raw bytes of a name as trace-dump's JSON shows them
+        name = name.encode('utf-8', 'surrogateescape').decode('utf-8', 'replace')
         key = (ts, ectx['vpid'], ectx['vtid'], ph, name, dur)
         got.setdefault(key, []).append(payload)
     nref = 0
