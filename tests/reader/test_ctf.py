@@ -293,7 +293,8 @@ def test_demo(work):
 def test_trace2_import(work):
     if not os.path.isdir(CORPUS):
         pytest.skip('golden corpus not found: %s' % (CORPUS or 'NT_CORPUS unset'))
-    cases = sorted(c for c in os.listdir(CORPUS) if os.path.isfile(os.path.join(CORPUS, c, 'event')))
+    cases = sorted(c for c in os.listdir(CORPUS)
+                   if os.path.isfile(os.path.join(CORPUS, c, 'event')))
     assert len(cases) > 10, cases
     for case in cases:  # every case of git's: many processes, raw bytes, unknown keys
         events = os.path.join(CORPUS, case, 'event')
