@@ -18,6 +18,7 @@ static const char usage[] =
 	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
 	"       trace-dump --format normal|perf|event [--brief] [--nesting N]\n"
 	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
+	"       trace-dump --format ctf -o DIR [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
 	"\n"
 	"  An ARCHIVE is one process's archive or a bundle of many (trace-record's); a\n"
 	"  DIRECTORY stands for its archives. Several inputs are read as one trace: every\n"
@@ -29,6 +30,11 @@ static const char usage[] =
 	"                   Git Trace2's NORMAL, PERF or EVENT rendering of the Trace2 messages,\n"
 	"                   byte for byte as git writes them; every process of the inputs in\n"
 	"                   one stream, in the order the processes wrote them\n"
+	"  --format ctf     a Common Trace Format 1.8 trace in DIR (made 0700; an existing\n"
+	"                   empty directory is used) for babeltrace2 and Trace Compass: one\n"
+	"                   stream per thread; a failure leaves nothing in DIR (damage\n"
+	"                   skipped: the trace's metadata counts it)\n"
+	"  -o, --output DIR where --format ctf writes\n"
 	"  --brief          Git's brief mode (default: as each process was captured)\n"
 	"  --nesting N      EVENT: omit regions and data nested deeper than N (default 2)\n"
 	"  --stats          counts per record kind and thread, drops, wraps, bytes per event;\n"
@@ -82,6 +88,7 @@ static void print_open_error(const nt_reader_error *err)
 /* What the command line asks for. */
 typedef struct dump_args {
 	const char *format;
+	const char *output; /* -o DIR: --format ctf only */
 	const char **paths; /* the ARCHIVE arguments, in order */
 	size_t npaths;
 	int stats;
@@ -95,8 +102,10 @@ typedef struct dump_args {
 static int parse_value(dump_args *d, const char *a, const char *v)
 {
 	if (strcmp(a, "--format") == 0) {
-		if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0 && !is_trace2_format(v))
-			return bad_usage("unknown format '%s' (text, chrome, normal, perf or event)", v);
+		if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0 && strcmp(v, "ctf") != 0 &&
+		    !is_trace2_format(v))
+			return bad_usage("unknown format '%s' (text, chrome, ctf, normal, perf or event)",
+					 v);
 		d->format = v;
 	} else if (strcmp(a, "--order") == 0) {
 		if (strcmp(v, "time") != 0 && strcmp(v, "stream") != 0)
@@ -135,6 +144,10 @@ static int parse_args(int argc, char **argv, dump_args *d)
 			if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > 1000000)
 				return bad_usage("--nesting needs a positive number, not '%s'", argv[i]);
 			d->t2.nesting = (int)v;
+		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+			if (i + 1 >= argc)
+				return bad_usage("option %s needs a value", a);
+			d->output = argv[++i];
 		} else if (strcmp(a, "--format") == 0 || strcmp(a, "--order") == 0 ||
 			   strcmp(a, "--on-corrupt") == 0) {
 			if (i + 1 >= argc)
@@ -152,6 +165,8 @@ static int parse_args(int argc, char **argv, dump_args *d)
 		return bad_usage("%s", "no archive given");
 	if (is_trace2_format(d->format) && d->stats)
 		return bad_usage("%s", "--stats does not combine with a Trace2 format");
+	if ((strcmp(d->format, "ctf") == 0) != (d->output != NULL) || (d->output && d->stats))
+		return bad_usage("%s", "--format ctf needs -o DIR, and -o DIR needs --format ctf");
 	return -1;
 }
 
@@ -260,6 +275,27 @@ static int dump_one(dump_args *d)
 	return status;
 }
 
+/* A CTF trace in d->output: the renderer makes the directory and its files, and removes
+ * them when it fails. */
+static int dump_ctf(dump_args *d)
+{
+	nt_reader *r = open_inputs(d);
+	if (r == NULL)
+		return 2;
+	err_ctx ec = damage_ctx(d, r);
+	d->opt.on_error = print_damage;
+	d->opt.error_ctx = &ec;
+	nt_reader_error err;
+	int rc = nt_render_ctf(r, d->output, &d->opt, &err);
+	if (rc < 0)
+		fprintf(stderr, "trace-dump: %s\n", err.message);
+	else if (ec.count > 0)
+		fprintf(stderr, "trace-dump: %s holds what could be read (its metadata's env "
+				"damage_reports = %lu)\n", d->output, ec.count);
+	nt_reader_close(r);
+	return rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	dump_args d = { .format = "text" };
@@ -272,7 +308,8 @@ int main(int argc, char **argv)
 	nt_render_options_init(&d.opt); /* time order, skip damage */
 	int rc = parse_args(argc, argv, &d);
 	if (rc < 0)
-		rc = is_trace2_format(d.format) ? dump_trace2(&d) : dump_one(&d);
+		rc = is_trace2_format(d.format) ? dump_trace2(&d)
+		     : strcmp(d.format, "ctf") == 0 ? dump_ctf(&d) : dump_one(&d);
 	free(d.paths);
 	return rc;
 }

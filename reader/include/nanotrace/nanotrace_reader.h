@@ -458,6 +458,40 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
  * info, the reason is the first section's and N the sum. Cost: one snprintf. */
 const char *nt_render_save_stopped(const nt_archive_info *info, char *buf, size_t cap);
 
+/* A Common Trace Format 1.8 trace in directory `dir`, which babeltrace2 and Trace Compass
+ * read: a TSDL "metadata" file and one binary stream per thread ("stream-<pid>-<tid>-<n>").
+ * - Time: a clock "monotonic" of 1 GHz whose values are the events' time_ns (CLOCK_MONOTONIC
+ *   ns, the times trace-dump shows) and whose offset is the archive's CLOCK_REALTIME minus
+ *   CLOCK_MONOTONIC at its start, so viewers show wall-clock times. A Complete event is
+ *   stamped at its end (time_ns + duration_ns): a stream's times must not go back, and a
+ *   Complete is recorded after the events inside it; its payload has _nt_duration_ns.
+ * - Events: one event class per call-site shape (kind, category, name, argument names and
+ *   types), named "<category>:<name>"; the payload starts with _nt_kind (an enumeration:
+ *   begin, end, instant, complete, counter, trace2_<message>), then the arguments as
+ *   fields "_<name>" of their own types (int32/64, uint32/64, double, a bool enumeration,
+ *   a hexadecimal uint64 for pointers, strings, a count and a string array for lists).
+ *   Every event's context holds _vpid and _vtid, as LTTng's do.
+ * - Packets: at most 64 KiB; their context holds timestamp_begin/_end, content_size,
+ *   packet_size, packet_seq_num, events_discarded (the thread's events lost in gaps so
+ *   far), pid, tid, procname (the process or section name) and thread_name.
+ * - Losses the archive cannot place (its header's counters) and what the export changed
+ *   (timestamps that would go back, only in a hostile archive; NUL bytes inside strings,
+ *   written as U+FFFD) are in the metadata's env, with the damage reports' count.
+ * `dir` is made 0700 if missing; an existing empty directory is used; anything else there
+ * (a file, a link, which is never followed, a directory with entries) is refused. Files
+ * are made 0600 with O_EXCL | O_NOFOLLOW. The metadata is written last. opt->order is
+ * ignored (time order: each stream in its thread's order); opt->policy and on_error as for
+ * the other renderers: with NT_ON_CORRUPT_SKIP damaged records are reported and left out,
+ * and the trace says how many reports there were (env damage_reports).
+ * Returns nt_reader_visit's result (0, or 1 never: nothing stops it), or -1 with errno
+ * set and err->message (if err is not NULL) naming the directory or file and the reason
+ * when r or dir is NULL, the directory cannot be used, a file cannot be made or written
+ * (ENOSPC, EIO), memory runs out, or damage stopped the visit (NT_ON_CORRUPT_STOP): then
+ * every file made is removed, and the directory if it was made here.
+ * Cost: O(events) time; memory one packet (64 KiB) per thread plus O(call sites). */
+int nt_render_ctf(nt_reader *r, const char *dir, const nt_render_options *opt,
+		  nt_reader_error *err);
+
 /* Git Trace2's three renderings, byte for byte as git 2.39.5 writes them (the formats of
  * Git's Documentation/technical/api-trace2.adoc and trace2/tr2_tgt_*.c): NORMAL and PERF
  * text, and EVENT JSON lines. Only Trace2 messages are rendered; low-level events are
