@@ -1,0 +1,250 @@
+/*
+ * nt_follow_snapshot.c - copies a live file-backed arena with the writers' protocol
+ * (writer/core/nt_arena.c, format/nt_arena_saver.c), so that a follower decodes only
+ * memory nobody changes.
+ *
+ * Why this order:
+ *   slots first  a chunk's records are published by a release store of their first word;
+ *                a slot is copied from its header (acquire) through its last published
+ *                record (nt_live_record_frame: acquire head loads), and its header is read
+ *                again after: a slot reused meanwhile (its first word invalidated, or a new
+ *                header) is dropped from the copy, never shown torn or under another owner;
+ *   durable next a call site or thread is published before any event that names it, so
+ *                the durable region copied after the slots defines everything they use;
+ *   header next  and the saved stream up to the STREAM_END it gives: the saver commits
+ *                the bytes before it moves STREAM_END, and a streaming writer reuses a slot
+ *                only once the saver holds all of it, so an event is in the slots copied
+ *                or in the stream read after them.
+ * Every load from the shared mapping is atomic (relaxed for bytes already published), so
+ * a concurrent writer is no data race even while it reuses the slot being copied.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nt_archive_header_decode.h"
+#include "nt_arena_layout.h"
+#include "nt_follow_snapshot.h"
+#include "nt_format.h"
+#include "nt_record.h"
+
+static uint64_t load64(const uint8_t *p, int order)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)p, order);
+}
+
+/* `n` bytes (a multiple of 4, 4-aligned) copied with relaxed loads. */
+static void copy_words32(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i += 4) {
+		uint32_t v = __atomic_load_n((const uint32_t *)(const void *)(src + i),
+					     __ATOMIC_RELAXED);
+		memcpy(dst + i, &v, 4);
+	}
+}
+
+/* What identifies the chunk in a slot: its first word (with the slot's wrap count), its
+ * owner, clock base and first ordinal, and the claim's sequence (the active bit and the
+ * event count change when the owner closes it, which changes nothing already published). */
+typedef struct chunk_id {
+	uint64_t w0, seq, base, first;
+	uint32_t thread;
+} chunk_id;
+
+static chunk_id read_id(const uint8_t *h)
+{
+	chunk_id id;
+	id.w0 = load64(h, __ATOMIC_ACQUIRE);
+	id.thread = __atomic_load_n((const uint32_t *)(const void *)(h + offsetof(nt_chunk_header, thread)),
+				    __ATOMIC_RELAXED);
+	id.seq = load64(h + offsetof(nt_chunk_header, claim), __ATOMIC_RELAXED) >> 1;
+	id.base = load64(h + offsetof(nt_chunk_header, base_ticks), __ATOMIC_RELAXED);
+	id.first = load64(h + offsetof(nt_chunk_header, first_event), __ATOMIC_RELAXED);
+	return id;
+}
+
+static int same_id(const chunk_id *a, const chunk_id *b)
+{
+	return a->w0 == b->w0 && a->thread == b->thread && a->seq == b->seq &&
+	       a->base == b->base && a->first == b->first;
+}
+
+/* One slot of `cs` bytes at src into dst (zeroed): 1 copied, 0 empty, -1 reused meanwhile
+ * (dst is zeroed again). */
+static int copy_slot(uint8_t *dst, const uint8_t *src, uint32_t cs)
+{
+	chunk_id before = read_id(src);
+	if (nt_record_kind(before.w0) != NT_KIND_CHUNK)
+		return 0;
+	copy_words32(dst, src, sizeof(nt_chunk_header));
+	memcpy(dst, &before.w0, 8); /* the word the identity was read from */
+	const uint8_t *payload = src + sizeof(nt_chunk_header);
+	uint64_t cap = cs - sizeof(nt_chunk_header), off = 0, size;
+	while (nt_live_record_frame(payload, off, cap - off, &size) == NT_FRAME_OK) {
+		copy_words32(dst + sizeof(nt_chunk_header) + off, payload + off, size);
+		off += size;
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	chunk_id after = read_id(src);
+	if (!same_id(&before, &after)) {
+		memset(dst, 0, cs);
+		return -1;
+	}
+	return 1;
+}
+
+/* The published records of the durable region [d, d + ds): up to the first zero word. */
+static void copy_durable(uint8_t *dst, const uint8_t *map, uint64_t d, uint64_t ds)
+{
+	uint64_t off = d, end = d + ds, size;
+	while (off + 8 <= end) {
+		uint64_t w0 = load64(map + off, __ATOMIC_ACQUIRE);
+		if (nt_record_kind(w0) == NT_KIND_INVALID ||
+		    nt_record_frame(w0, end - off, 0, &size) != NT_FRAME_OK)
+			break; /* not published yet (or damage, which the copy then ends at) */
+		memcpy(dst + off, &w0, 8);
+		copy_words32(dst + off + 8, map + off + 8, size - 8);
+		off += size;
+	}
+}
+
+/* The header's 4 KiB, copied and decoded. */
+static const char *copy_header(nt_follow_snapshot *s, const uint8_t *map, char *why, size_t n)
+{
+	for (uint32_t i = 0; i < NT_ARENA_HEADER_BYTES; i += 8) {
+		uint64_t v = load64(map + i, __ATOMIC_RELAXED);
+		memcpy(s->buf + i, &v, 8);
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	uint64_t where;
+	if (nt_header_decode(s->buf, NT_ARENA_HEADER_BYTES, &s->info, why, n, &where) == 0)
+		return why;
+	return NULL;
+}
+
+/* The geometry the copied header gives, checked against the mapping. */
+typedef struct geometry {
+	uint64_t d, ds, rolling, cs, nslots, counters;
+} geometry;
+
+static const char *check_geometry(const nt_archive_info *in, size_t map_len, geometry *g)
+{
+	if (in->layout != NT_LAYOUT_ARENA)
+		return "the header no longer describes a live arena";
+	g->d = in->data_offset;
+	g->ds = in->durable_size;
+	g->cs = in->chunk_size;
+	g->nslots = 2 * (uint64_t)in->chunks_per_half;
+	if (g->d < NT_ARENA_HEADER_BYTES || g->d % 8 || g->ds % 8 || g->ds > NT_MAX_DURABLE_BYTES ||
+	    g->d > map_len || g->ds > map_len - g->d)
+		return "arena header: durable region lies outside the file";
+	if (g->cs < NT_MIN_CHUNK || g->cs > NT_MAX_CHUNK || (g->cs & (g->cs - 1)) != 0)
+		return "arena header: chunk size is not usable";
+	g->rolling = g->d + g->ds;
+	if (g->nslots == 0 || g->nslots > (map_len - g->rolling) / g->cs)
+		return "arena header: chunk slots lie outside the file";
+	g->counters = in->slot_overwritten_offset;
+	if (g->counters != 0 &&
+	    (g->counters % 8 || g->counters < g->rolling + g->nslots * g->cs ||
+	     g->counters > map_len || g->nslots > (map_len - g->counters) / 8))
+		return "arena header: the slot overwrite counters lie outside the file";
+	if (in->stream_offset != 0 && in->stream_offset != map_len)
+		return "arena header: the saved stream does not start where the arena ends";
+	return NULL;
+}
+
+static int reserve(nt_follow_snapshot *s, uint64_t need)
+{
+	if (need <= s->cap)
+		return 1;
+	if (need > SIZE_MAX / 2)
+		return 0;
+	size_t cap = s->cap ? s->cap : 1u << 16;
+	while (cap < need)
+		cap *= 2;
+	uint8_t *p = realloc(s->buf, cap);
+	if (p == NULL)
+		return 0;
+	memset(p + s->cap, 0, cap - s->cap);
+	s->buf = p;
+	s->cap = cap;
+	return 1;
+}
+
+/* The saved stream [stream_offset, stream_end): bytes below stream_end are committed and
+ * never change, so only what is new since the previous call is read. */
+static const char *copy_stream(nt_follow_snapshot *s, int fd, size_t map_len, uint64_t file_size)
+{
+	uint64_t so = s->info.stream_offset, se = s->info.stream_end;
+	if (so == 0) {
+		s->size = map_len;
+		return NULL;
+	}
+	if (se < so || se > file_size)
+		return "arena header: the saved stream runs past the end of the file";
+	if (s->stream_have < so)
+		s->stream_have = so;
+	if (se < s->stream_have)
+		return "arena header: the saved stream's end moved back";
+	if (!reserve(s, se))
+		return "out of memory copying the saved stream";
+	while (s->stream_have < se) {
+		ssize_t n = pread(fd, s->buf + s->stream_have, (size_t)(se - s->stream_have),
+				  (off_t)s->stream_have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? "cannot read the saved stream" : "the file is shorter than its saved stream";
+		s->stream_have += (uint64_t)n;
+	}
+	s->size = (size_t)se;
+	return NULL;
+}
+
+const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t *map,
+				    size_t map_len, uint64_t file_size)
+{
+	static __thread char why[200];
+	if (map_len < NT_ARENA_HEADER_BYTES || map_len > file_size)
+		return "the file is shorter than its arena";
+	if (!reserve(s, map_len))
+		return "out of memory copying the arena";
+	/* The geometry first, from a copy of its own; everything is copied again below. */
+	const char *bad = copy_header(s, map, why, sizeof(why));
+	geometry g;
+	if (bad == NULL)
+		bad = check_geometry(&s->info, map_len, &g);
+	if (bad != NULL)
+		return bad;
+	memset(s->buf, 0, map_len);
+	for (uint64_t i = 0; i < g.nslots; i++) {
+		uint64_t at = g.rolling + i * g.cs;
+		if (copy_slot(s->buf + at, map + at, (uint32_t)g.cs) < 0)
+			s->reused++;
+		if (g.counters != 0) { /* after the slot: "counted" covers what was copied */
+			uint64_t c = load64(map + g.counters + 8 * i, __ATOMIC_ACQUIRE);
+			memcpy(s->buf + g.counters + 8 * i, &c, 8);
+		}
+	}
+	copy_durable(s->buf, map, g.d, g.ds);
+	nt_archive_info first = s->info;
+	if ((bad = copy_header(s, map, why, sizeof(why))) != NULL)
+		return bad;
+	/* The geometry may not change under a follower: the slots were copied with it. */
+	if (s->info.layout != first.layout || s->info.data_offset != first.data_offset ||
+	    s->info.durable_size != first.durable_size || s->info.chunk_size != first.chunk_size ||
+	    s->info.chunks_per_half != first.chunks_per_half ||
+	    s->info.slot_overwritten_offset != first.slot_overwritten_offset ||
+	    s->info.stream_offset != first.stream_offset)
+		return s->info.layout != NT_LAYOUT_ARENA ? NULL /* finished meanwhile */
+							  : "arena header: the geometry changed";
+	return copy_stream(s, fd, map_len, file_size);
+}
+
+void nt_follow_snapshot_free(nt_follow_snapshot *s)
+{
+	free(s->buf);
+	*s = (nt_follow_snapshot){ 0 };
+}
