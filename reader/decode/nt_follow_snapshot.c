@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nt_archive_header_decode.h"
@@ -182,6 +183,9 @@ static const char *copy_stream(nt_follow_snapshot *s, int fd, size_t map_len, ui
 		s->size = map_len;
 		return NULL;
 	}
+	struct stat st; /* the size now: the saver appended since the caller looked */
+	if (se > file_size && fstat(fd, &st) == 0 && (uint64_t)st.st_size > file_size)
+		file_size = (uint64_t)st.st_size;
 	if (se < so || se > file_size)
 		return "arena header: the saved stream runs past the end of the file";
 	if (s->stream_have < so)
@@ -214,6 +218,8 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 	/* The geometry first, from a copy of its own; everything is copied again below. */
 	const char *bad = copy_header(s, map, why, sizeof(why));
 	geometry g;
+	if (bad == NULL && s->info.layout != NT_LAYOUT_ARENA)
+		return NULL; /* finished: s->info says so, and the caller reads the file as it is */
 	if (bad == NULL)
 		bad = check_geometry(&s->info, map_len, &g);
 	if (bad != NULL)

@@ -59,6 +59,10 @@ struct nt_follower {
 	size_t nbatch, capbatch;
 	nt_reader_arg *args;
 	size_t nargs, capargs;
+	/* Argument bytes of the batch: a compressed chunk's values live in the visit's buffer,
+	 * which is gone once the visit returns; args point here by offset until delivery. */
+	char *bytes;
+	size_t nbytes, capbytes;
 	uint64_t lost;
 	int damaged, oom;
 	char error[512];
@@ -163,6 +167,7 @@ void nt_follow_close(nt_follower *f)
 	free(f->gap_seen);
 	free(f->batch);
 	free(f->args);
+	free(f->bytes);
 	free(f->path);
 	free(f);
 }
@@ -203,6 +208,43 @@ static follow_entry *add_entry(nt_follower *f, uint32_t thread)
 	return e;
 }
 
+/* Does an argument of this type point at bytes of the chunk (not the reader's tables)? */
+static int arg_has_bytes(uint8_t type)
+{
+	return type == NT_ARG_STRING || type == NT_ARG_JSON || type == NT_ARG_STRING_LIST;
+}
+
+/* The argument's bytes into f->bytes; its pointer becomes their offset there. */
+static int keep_arg_bytes(nt_follower *f, nt_reader_arg *a)
+{
+	if (!arg_has_bytes(a->type))
+		return 1;
+	const void *p = a->type == NT_ARG_STRING_LIST ? (const void *)a->value.list.ptr
+						       : (const void *)a->value.str.ptr;
+	size_t n = a->type == NT_ARG_STRING_LIST ? a->value.list.bytes : a->value.str.len;
+	if (!nt_grow(&f->bytes, &f->capbytes, f->nbytes + n + 1, 1)) {
+		f->oom = 1;
+		return 0;
+	}
+	if (n)
+		memcpy(f->bytes + f->nbytes, p, n);
+	if (a->type == NT_ARG_STRING_LIST)
+		a->value.list.ptr = (const uint8_t *)(uintptr_t)f->nbytes;
+	else
+		a->value.str.ptr = (const char *)(uintptr_t)f->nbytes;
+	f->nbytes += n;
+	return 1;
+}
+
+/* At delivery, when f->bytes no longer moves: offsets back to pointers. */
+static void point_arg_bytes(nt_follower *f, nt_reader_arg *a)
+{
+	if (a->type == NT_ARG_STRING_LIST)
+		a->value.list.ptr = (const uint8_t *)f->bytes + (uintptr_t)a->value.list.ptr;
+	else if (arg_has_bytes(a->type))
+		a->value.str.ptr = f->bytes + (uintptr_t)a->value.str.ptr;
+}
+
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	nt_follower *f = ctx;
@@ -241,6 +283,9 @@ static int on_event(void *ctx, const nt_reader_event *ev)
 	e->ev = *ev;
 	e->args_at = f->nargs;
 	memcpy(f->args + f->nargs, ev->args, ev->arg_count * sizeof(*ev->args));
+	for (uint32_t k = 0; k < ev->arg_count; k++)
+		if (!keep_arg_bytes(f, &f->args[f->nargs + k]))
+			return 1;
 	f->nargs += ev->arg_count;
 	return 0;
 }
@@ -275,7 +320,7 @@ static int collect(nt_follower *f, nt_reader *r)
 	uint64_t lost = f->lost;
 	memset(f->pos, 0, f->nthreads * sizeof(*f->pos));
 	memset(f->gap_seen, 0, f->nthreads);
-	f->nbatch = f->nargs = 0;
+	f->nbatch = f->nargs = f->nbytes = 0;
 	f->damaged = f->oom = 0;
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_damage, .on_gap = on_gap };
 	int rc = nt_reader_visit(r, &cb, f, NT_ORDER_STREAM, NT_ON_CORRUPT_STOP);
@@ -308,6 +353,8 @@ static int deliver(nt_follower *f, const nt_reader_callbacks *cb, void *ctx)
 	for (uint32_t i = 0; i < f->nbatch; i++) {
 		follow_entry *e = &f->batch[i];
 		e->ev.args = f->args + e->args_at;
+		for (uint32_t k = 0; !e->is_gap && k < e->ev.arg_count; k++)
+			point_arg_bytes(f, &f->args[e->args_at + k]);
 		if (head[e->thread] == UINT32_MAX) {
 			head[e->thread] = i;
 			live[nlive++] = e->thread;
