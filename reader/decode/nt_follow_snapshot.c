@@ -72,12 +72,29 @@ static int same_id(const chunk_id *a, const chunk_id *b)
 	       a->base == b->base && a->first == b->first;
 }
 
-/* One slot of `cs` bytes at src into dst (zeroed): 1 copied, 0 empty, -1 reused meanwhile
- * (dst is zeroed again). */
-static int copy_slot(uint8_t *dst, const uint8_t *src, uint32_t cs)
+/* Is the chunk with identity `id` closed and every event of it delivered already (below its
+ * thread's next ordinal)? Then the copy leaves it out: the reader sees a gap over events the
+ * follower counts as delivered, and a poll costs what is new, not the whole arena. */
+static int delivered_already(const uint8_t *h, const chunk_id *id, const uint64_t *next,
+			     size_t nnext)
+{
+	uint64_t claim = load64(h + offsetof(nt_chunk_header, claim), __ATOMIC_ACQUIRE);
+	if ((claim & NT_CLAIM_WRITER_ACTIVE) || (claim >> 1) != id->seq || id->thread >= nnext)
+		return 0;
+	uint32_t count = __atomic_load_n((const uint32_t *)(const void *)(h + offsetof(nt_chunk_header, event_count)),
+					 __ATOMIC_RELAXED);
+	return id->first + count <= next[id->thread];
+}
+
+/* One slot of `cs` bytes at src into dst: 1 copied (2: while its writer was still adding
+ * to it), 0 empty or left out, -1 reused meanwhile (left out). What dst held before is never read: a left-out slot gets a zero
+ * first word, a copied one a zero head after its last record, where the reader stops. */
+static int copy_slot(uint8_t *dst, const uint8_t *src, uint32_t cs, const uint64_t *next,
+		     size_t nnext)
 {
 	chunk_id before = read_id(src);
-	if (nt_record_kind(before.w0) != NT_KIND_CHUNK)
+	memset(dst, 0, 8);
+	if (nt_record_kind(before.w0) != NT_KIND_CHUNK || delivered_already(src, &before, next, nnext))
 		return 0;
 	copy_words32(dst, src, sizeof(nt_chunk_header));
 	memcpy(dst, &before.w0, 8); /* the word the identity was read from */
@@ -87,13 +104,19 @@ static int copy_slot(uint8_t *dst, const uint8_t *src, uint32_t cs)
 		copy_words32(dst + sizeof(nt_chunk_header) + off, payload + off, size);
 		off += size;
 	}
+	if (cap - off >= 8)
+		memset(dst + sizeof(nt_chunk_header) + off, 0, 8);
+	else
+		memset(dst + sizeof(nt_chunk_header) + off, 0, cap - off);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	chunk_id after = read_id(src);
 	if (!same_id(&before, &after)) {
-		memset(dst, 0, cs);
+		memset(dst, 0, 8);
 		return -1;
 	}
-	return 1;
+	uint64_t claim;
+	memcpy(&claim, dst + offsetof(nt_chunk_header, claim), 8);
+	return claim & NT_CLAIM_WRITER_ACTIVE ? 2 : 1;
 }
 
 /* The published records of the durable region [d, d + ds): up to the first zero word. */
@@ -109,6 +132,8 @@ static void copy_durable(uint8_t *dst, const uint8_t *map, uint64_t d, uint64_t 
 		copy_words32(dst + off + 8, map + off + 8, size - 8);
 		off += size;
 	}
+	if (off + 8 <= end)
+		memset(dst + off, 0, 8); /* where the reader's walk of the region stops */
 }
 
 /* The header's 4 KiB, copied and decoded. */
@@ -207,8 +232,67 @@ static const char *copy_stream(nt_follow_snapshot *s, int fd, size_t map_len, ui
 	return NULL;
 }
 
+/* The overwrite counter of slot i, after its copy: "counted" then covers what was copied. */
+static void copy_counter(nt_follow_snapshot *s, const uint8_t *map, const geometry *g, uint64_t i)
+{
+	if (g->counters != 0) {
+		uint64_t c = load64(map + g->counters + 8 * i, __ATOMIC_ACQUIRE);
+		memcpy(s->buf + g->counters + 8 * i, &c, 8);
+	}
+}
+
+static int grow_u64(uint64_t **a, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 1;
+	uint64_t *p = realloc(*a, need * sizeof(uint64_t));
+	if (p == NULL)
+		return 0;
+	*a = p;
+	*cap = need;
+	return 1;
+}
+
+/* Every slot, then again each chunk copied while its writer was adding to it when the same
+ * thread has a later chunk in the copy: the slots are copied one after another, so a
+ * thread may close the chunk copied early and claim one copied later; the early copy then
+ * lacks events that are in no other slot copied. The thread closed it before that claim,
+ * so the second copy is whole (or the slot was reused, and its events are truly gone). */
+static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const geometry *g,
+			      const uint64_t *next, size_t nnext)
+{
+	size_t nactive = 0;
+	if (!grow_u64(&s->latest, &s->nlatest, NT_MAX_THREAD_INDEX + 1) ||
+	    !grow_u64(&s->active, &s->nactive_cap, g->nslots))
+		return "out of memory copying the arena";
+	memset(s->latest, 0, s->nlatest * sizeof(uint64_t)); /* first_event + 1 by thread */
+	for (uint64_t i = 0; i < g->nslots; i++) {
+		uint64_t at = g->rolling + i * g->cs;
+		int rc = copy_slot(s->buf + at, map + at, (uint32_t)g->cs, next, nnext);
+		s->reused += rc < 0;
+		copy_counter(s, map, g, i);
+		if (rc <= 0)
+			continue;
+		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(s->buf + at);
+		if (h->thread <= NT_MAX_THREAD_INDEX && h->first_event + 1 > s->latest[h->thread])
+			s->latest[h->thread] = h->first_event + 1;
+		if (rc == 2)
+			s->active[nactive++] = i;
+	}
+	for (size_t k = 0; k < nactive; k++) {
+		uint64_t i = s->active[k], at = g->rolling + i * g->cs;
+		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(s->buf + at);
+		if (h->thread > NT_MAX_THREAD_INDEX || h->first_event + 1 >= s->latest[h->thread])
+			continue; /* its thread's last chunk: a prefix of it is what a copy can be */
+		s->reused += copy_slot(s->buf + at, map + at, (uint32_t)g->cs, next, nnext) < 0;
+		copy_counter(s, map, g, i);
+	}
+	return NULL;
+}
+
 const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t *map,
-				    size_t map_len, uint64_t file_size)
+				    size_t map_len, uint64_t file_size, const uint64_t *next,
+				    size_t nnext)
 {
 	static __thread char why[200];
 	if (map_len < NT_ARENA_HEADER_BYTES || map_len > file_size)
@@ -224,16 +308,8 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 		bad = check_geometry(&s->info, map_len, &g);
 	if (bad != NULL)
 		return bad;
-	memset(s->buf, 0, map_len);
-	for (uint64_t i = 0; i < g.nslots; i++) {
-		uint64_t at = g.rolling + i * g.cs;
-		if (copy_slot(s->buf + at, map + at, (uint32_t)g.cs) < 0)
-			s->reused++;
-		if (g.counters != 0) { /* after the slot: "counted" covers what was copied */
-			uint64_t c = load64(map + g.counters + 8 * i, __ATOMIC_ACQUIRE);
-			memcpy(s->buf + g.counters + 8 * i, &c, 8);
-		}
-	}
+	if ((bad = copy_slots(s, map, &g, next, nnext)) != NULL)
+		return bad;
 	copy_durable(s->buf, map, g.d, g.ds);
 	nt_archive_info first = s->info;
 	if ((bad = copy_header(s, map, why, sizeof(why))) != NULL)
@@ -252,5 +328,7 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 void nt_follow_snapshot_free(nt_follow_snapshot *s)
 {
 	free(s->buf);
+	free(s->latest);
+	free(s->active);
 	*s = (nt_follow_snapshot){ 0 };
 }

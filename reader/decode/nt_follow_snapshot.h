@@ -19,6 +19,10 @@ typedef struct nt_follow_snapshot {
 	uint64_t stream_have; /* the saved stream is copied up to here (kept across polls) */
 	uint64_t reused;      /* chunk slots dropped from copies: reused while being copied */
 	nt_archive_info info; /* the copied header, decoded */
+	uint64_t *latest;     /* per copy, by thread index: its latest chunk's first_event + 1 */
+	size_t nlatest;
+	uint64_t *active;     /* per copy: slots copied while their writer was adding to them */
+	size_t nactive_cap;
 } nt_follow_snapshot;
 
 /* Copies the live arena `map` (the first `map_len` bytes of the file, mapped shared) and the
@@ -27,10 +31,14 @@ typedef struct nt_follow_snapshot {
  * counted in s->reused), then the durable region, then the header, then the stream up to the
  * header's STREAM_END, so that every event copied finds its call site and thread copied too.
  * Every size comes from the copied header and is checked against map_len and file_size
- * first. Returns NULL, or what is wrong (the image is then not usable). Cost: O(map_len) per
- * call plus the stream bytes not copied before; memory: one image of the file. */
+ * first. A closed chunk whose events all lie below next[its thread] (nnext entries: the
+ * follower's next ordinals) is left out. Returns NULL, or what is wrong (the image is then
+ * not usable); a header that says the arena is finished (Stream layout) returns NULL with
+ * s->info.layout saying so. Cost: the published bytes of the chunks not left out, the
+ * durable region, and the stream bytes not copied before; memory: one image of the file. */
 const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t *map,
-				    size_t map_len, uint64_t file_size);
+				    size_t map_len, uint64_t file_size, const uint64_t *next,
+				    size_t nnext);
 
 void nt_follow_snapshot_free(nt_follow_snapshot *s);
 

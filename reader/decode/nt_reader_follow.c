@@ -264,7 +264,7 @@ static int on_event(void *ctx, const nt_reader_event *ev)
 		return 0; /* delivered by an earlier poll */
 	}
 	if (ord > f->next[t]) {
-		follow_entry *g = add_entry(f, t);
+			follow_entry *g = add_entry(f, t);
 		if (g == NULL)
 			return 1;
 		g->is_gap = 1;
@@ -470,7 +470,7 @@ static nt_reader *open_live(nt_follower *f, int *finished)
 		return NULL;
 	}
 	const char *why = nt_follow_snapshot_take(&f->snap, f->fd, f->map, f->map_len,
-						  (uint64_t)st.st_size);
+						  (uint64_t)st.st_size, f->next, f->nthreads);
 	if (why != NULL) {
 		fail(f, "%s", why);
 		return NULL;

@@ -155,10 +155,14 @@ static void follow_case(int mode, size_t buffer, int nthreads, int events)
 		if (s->last[t] < 0)
 			continue;
 		threads_seen++;
-		assert_msg(s->last[t] == events - 1, "thread %d ends at %" PRId64, t, s->last[t]);
-		assert_msg(s->delivered[t] + s->lost[t] == (uint64_t)events,
-			   "thread %d: %" PRIu64 " delivered + %" PRIu64 " lost != %d", t,
-			   s->delivered[t], s->lost[t], events);
+		/* Circular: a thread that ended first has its last chunks overwritten by the
+		 * others, in the archive too. */
+		uint64_t made = mode == NT_MODE_CIRCULAR ? (uint64_t)s->last[t] + 1 : (uint64_t)events;
+		assert_msg(s->last[t] == events - 1 || mode == NT_MODE_CIRCULAR,
+			   "thread %d ends at %" PRId64, t, s->last[t]);
+		assert_msg(s->delivered[t] + s->lost[t] == made,
+			   "thread %d: %" PRIu64 " delivered + %" PRIu64 " lost != %" PRIu64, t,
+			   s->delivered[t], s->lost[t], made);
 		delivered += s->delivered[t];
 		lost += s->lost[t];
 	}
