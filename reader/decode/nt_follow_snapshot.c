@@ -15,8 +15,9 @@
  *                the bytes before it moves STREAM_END, and a streaming writer reuses a slot
  *                only once the saver holds all of it, so an event is in the slots copied
  *                or in the stream read after them.
- * Every load from the shared mapping is atomic (relaxed for bytes already published), so
- * a concurrent writer is no data race even while it reuses the slot being copied.
+ * Every load from the shared mapping is atomic (acquire: what is loaded after it is not
+ * loaded before it), so a concurrent writer is no data race even while it reuses the slot
+ * being copied, and a slot's header read again after its records is read after them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,12 +37,13 @@ static uint64_t load64(const uint8_t *p, int order)
 	return __atomic_load_n((const uint64_t *)(const void *)p, order);
 }
 
-/* `n` bytes (a multiple of 4, 4-aligned) copied with relaxed loads. */
+/* `n` bytes (a multiple of 4, 4-aligned) copied with acquire loads: a load after the copy
+ * (the slot's header read again) is not done before any of them. x86: plain moves. */
 static void copy_words32(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i += 4) {
 		uint32_t v = __atomic_load_n((const uint32_t *)(const void *)(src + i),
-					     __ATOMIC_RELAXED);
+					     __ATOMIC_ACQUIRE);
 		memcpy(dst + i, &v, 4);
 	}
 }
@@ -108,7 +110,6 @@ static int copy_slot(uint8_t *dst, const uint8_t *src, uint32_t cs, const uint64
 		memset(dst + sizeof(nt_chunk_header) + off, 0, 8);
 	else
 		memset(dst + sizeof(nt_chunk_header) + off, 0, cap - off);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	chunk_id after = read_id(src);
 	if (!same_id(&before, &after)) {
 		memset(dst, 0, 8);
@@ -140,10 +141,9 @@ static void copy_durable(uint8_t *dst, const uint8_t *map, uint64_t d, uint64_t 
 static const char *copy_header(nt_follow_snapshot *s, const uint8_t *map, char *why, size_t n)
 {
 	for (uint32_t i = 0; i < NT_ARENA_HEADER_BYTES; i += 8) {
-		uint64_t v = load64(map + i, __ATOMIC_RELAXED);
+		uint64_t v = load64(map + i, __ATOMIC_ACQUIRE);
 		memcpy(s->buf + i, &v, 8);
 	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	uint64_t where;
 	if (nt_header_decode(s->buf, NT_ARENA_HEADER_BYTES, &s->info, why, n, &where) == 0)
 		return why;
