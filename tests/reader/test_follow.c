@@ -166,7 +166,9 @@ static void follow_case(int mode, size_t buffer, int nthreads, int events)
 		delivered += s->delivered[t];
 		lost += s->lost[t];
 	}
-	assert_int_equal(threads_seen, nthreads);
+	/* Circular: a thread's every chunk can be overwritten before a poll copies one. */
+	assert_msg(mode == NT_MODE_CIRCULAR ? threads_seen >= 1 : threads_seen == nthreads,
+		   "%d of %d threads seen", threads_seen, nthreads);
 	assert_int_equal(lost, nt_follow_lost(f));
 	if (mode != NT_MODE_CIRCULAR)
 		assert_int_equal(lost, 0);
