@@ -2,7 +2,8 @@
  * writes it, as `tail -f` does, and exits when the writer finishes (libnanotrace-reader's
  * LIVE FOLLOW). Its own command line, so that trace_dump.c only hands over to it.
  *
- *   trace-dump --follow [--format text] [--wait SECONDS] [--interval MS] ARCHIVE
+ *   trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS] [--interval MS]
+ *              ARCHIVE
  *
  * Exit status: 0 when the writer finished its archive (or its process ended without
  * finishing: a note says so on stderr), 1 usage error, 2 an archive that never appeared
@@ -21,10 +22,13 @@
 #include "trace_dump_follow.h"
 
 static const char follow_usage[] =
-	"usage: trace-dump --follow [--format text] [--wait SECONDS] [--interval MS] ARCHIVE\n"
+	"usage: trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS]\n"
+	"                  [--interval MS] ARCHIVE\n"
 	"  Renders ARCHIVE while a program still records it (a file-backed arena, oneshot or\n"
 	"  circular, or a streaming file), new events within an interval of their\n"
 	"  publication, and exits when the writer finishes (or its process is gone).\n"
+	"  --format         text lines (default), or Git Trace2's NORMAL, PERF or EVENT of\n"
+	"                   its Trace2 messages\n"
 	"  --wait SECONDS  wait this long for ARCHIVE to appear (default: until SIGINT)\n"
 	"  --interval MS   between polls, 1-1000 (default 10)\n"
 	"Exit status: 0 the writer finished (or ended: a note on stderr), 1 usage error,\n"
@@ -62,6 +66,7 @@ static int usage_error(const char *what, const char *arg)
 
 typedef struct follow_args {
 	const char *path;
+	const char *format;
 	double wait_s; /* < 0: until SIGINT */
 	unsigned interval_ms;
 } follow_args;
@@ -82,8 +87,11 @@ static int parse_follow(int argc, char **argv, follow_args *a)
 			if (v == NULL)
 				return usage_error("option %s needs a value", o);
 			i++;
-			if (strcmp(o, "--format") == 0 && strcmp(v, "text") != 0)
-				return usage_error("--follow renders --format text only, not '%s'", v);
+			if (strcmp(o, "--format") == 0 && strcmp(v, "text") != 0 &&
+			    strcmp(v, "normal") != 0 && strcmp(v, "perf") != 0 && strcmp(v, "event") != 0)
+				return usage_error("--follow renders text, normal, perf or event, not '%s'", v);
+			if (strcmp(o, "--format") == 0)
+				a->format = v;
 			if (strcmp(o, "--wait") == 0) {
 				a->wait_s = strtod(v, &end);
 				if (*v == '\0' || *end != '\0' || !(a->wait_s >= 0 && a->wait_s <= 1e6))
@@ -121,7 +129,10 @@ static nt_follower *wait_for(const follow_args *a)
 	double until = a->wait_s < 0 ? -1 : now_s() + a->wait_s;
 	for (;;) {
 		struct stat st;
-		if (stat(a->path, &st) == 0 || errno != ENOENT) {
+		/* An empty file is one a writer has created and not yet written its header into
+		 * (Git's Trace2 targets are opened before the session maps them): wait too. */
+		int there = stat(a->path, &st) == 0;
+		if ((there && (st.st_size > 0 || !S_ISREG(st.st_mode))) || (!there && errno != ENOENT)) {
 			nt_reader_error err;
 			nt_follower *f = nt_follow_open(a->path, &err);
 			if (f == NULL)
@@ -129,7 +140,8 @@ static nt_follower *wait_for(const follow_args *a)
 			return f;
 		}
 		if (interrupted || (until >= 0 && now_s() >= until)) {
-			fprintf(stderr, "trace-dump: %s: does not exist%s\n", a->path,
+			fprintf(stderr, "trace-dump: %s: %s%s\n", a->path,
+				there ? "still empty: no archive" : "does not exist",
 				interrupted ? "" : " (waited --wait seconds)");
 			return NULL;
 		}
@@ -138,9 +150,23 @@ static nt_follower *wait_for(const follow_args *a)
 	}
 }
 
+static int render(const follow_args *a, nt_follower *f)
+{
+	if (strcmp(a->format, "text") == 0) {
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		return nt_render_text_follow(f, stdout, &opt, a->interval_ms, keep_going, NULL);
+	}
+	nt_trace2_options t2;
+	nt_trace2_options_init(&t2);
+	t2.format = strcmp(a->format, "normal") == 0 ? NT_TRACE2_NORMAL
+		    : strcmp(a->format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
+	return nt_render_trace2_follow(f, stdout, &t2, a->interval_ms, keep_going, NULL);
+}
+
 int trace_dump_follow(int argc, char **argv)
 {
-	follow_args a = { NULL, -1, 10 };
+	follow_args a = { NULL, "text", -1, 10 };
 	int rc = parse_follow(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
@@ -151,10 +177,8 @@ int trace_dump_follow(int argc, char **argv)
 	nt_follower *f = wait_for(&a);
 	if (f == NULL)
 		return interrupted ? 130 : 2;
-	nt_render_options opt;
-	nt_render_options_init(&opt);
 	errno = 0;
-	int st = nt_render_text_follow(f, stdout, &opt, a.interval_ms, keep_going, NULL);
+	int st = render(&a, f);
 	int status = 0;
 	if (st == NT_FOLLOW_FAILED && ferror(stdout)) {
 		fprintf(stderr, "trace-dump: writing standard output: %s\n", strerror(errno ? errno : EIO));

@@ -3,7 +3,8 @@
 what it showed equals trace-dump of the finished archive, event for event (the same lines
 up to column spacing, each thread's in the same order; a circular archive keeps only its
 newest events, which must be the end of what was followed). A killed demo ends the follow
-(its pid is gone) with what the file holds; SIGINT stops it at once with exit 130; a
+(its pid is gone) with what the file holds; a Trace2 program followed as EVENT, NORMAL or
+PERF is byte for byte trace-dump of its finished file; SIGINT stops it at once with exit 130; a
 missing or broken archive is exit 2 with a message naming it, a bad command line exit 1.
 
 The demo runs with NANOTRACE_CLOCK=monotonic: a live TSC arena's times use the calibrated
@@ -152,3 +153,21 @@ def test_follow_refusals(work):
                  ['--follow', '--interval', '0', junk], ['--follow', '--stats', junk]):
         p = subprocess.run([TRACE_DUMP, *args], capture_output=True, timeout=10)
         assert p.returncode == 1 and p.stderr.startswith(b'trace-dump: '), args
+
+
+@pytest.mark.parametrize('fmt', ['event', 'normal', 'perf'])
+def test_follow_trace2(work, fmt):
+    """A Trace2 program (t2_program: every message, threads, a child) followed as Git's
+    EVENT, NORMAL or PERF: byte for byte what trace-dump renders from the finished file."""
+    t2 = program('NT_T2_PROGRAM')
+    archive = os.path.join(work, 't2.ntrace')
+    f = follow(archive, '--format', fmt, '--interval', '1')
+    time.sleep(0.2)
+    p = subprocess.run([t2, '--threads', '3'], env=dict(ENV, NANOTRACE=archive),
+                       capture_output=True, timeout=60)
+    assert p.returncode == 3, p.stderr.decode()  # t2_program exits 3 on purpose
+    rc, out, err = finish(f)
+    assert rc == 0, err
+    final = subprocess.run([TRACE_DUMP, '--format', fmt, archive], capture_output=True, env=ENV)
+    assert final.returncode == 0
+    assert out == final.stdout.decode('utf-8', 'replace') and out.count('\n') > 20

@@ -522,6 +522,15 @@ void nt_trace2_options_init(nt_trace2_options *opt);
 int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 		     const nt_trace2_options *opt);
 
+/* Follow a live archive as Git Trace2 (see LIVE FOLLOW): as nt_render_text_follow, each
+ * poll's new Trace2 messages rendered as nt_render_trace2 renders them (opt->format, brief,
+ * nesting; the region stacks carry over from poll to poll), `out` flushed after each poll.
+ * Returns the last poll's NT_FOLLOW_*, NT_FOLLOW_STOPPED when keep_going(arg) said stop,
+ * NT_FOLLOW_FAILED when a write failed (errno set), memory ran out, an argument is NULL or
+ * opt's struct_size is not an nt_trace2_options' (one line on stderr). */
+int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *opt,
+			    unsigned interval_ms, int (*keep_going)(void *arg), void *arg);
+
 /* ---- Import -------------------------------------------------------------------------------- */
 
 typedef struct nt_trace2_import_error {
