@@ -31,6 +31,7 @@
 #include "nt_follow_snapshot.h"
 #include "nt_format.h"
 #include "nt_record.h"
+#include "nt_zchunk.h"
 
 static uint64_t load64(const uint8_t *p, int order)
 {
@@ -199,9 +200,56 @@ static int reserve(nt_follow_snapshot *s, uint64_t need)
 	return 1;
 }
 
+/* The copy's header of the chunk record at `off` of `size` bytes (a Chunk's own, a
+ * CompressedChunk's copy), or NULL when the record is too short to be one. */
+static const uint8_t *stream_chunk_header(const uint8_t *rec, unsigned kind, uint64_t size)
+{
+	if (kind == NT_KIND_CHUNK && size >= sizeof(nt_chunk_header))
+		return rec;
+	if (kind == NT_KIND_ZCHUNK && size >= sizeof(nt_zchunk_record))
+		return rec + offsetof(nt_zchunk_record, chunk);
+	return NULL;
+}
+
+/* Saved chunks whose events were all delivered (below next[their thread]) become empty
+ * plain chunks of the same size and header in the copy: nothing to decompress or decode
+ * again, while the reader still frames them and counts their events (its truncation check
+ * and the ordinals the follower reads gaps from stay as they were). The scan resumes at
+ * the first chunk that still had events to deliver. */
+static void empty_delivered(nt_follow_snapshot *s, const uint64_t *next, size_t nnext)
+{
+	uint64_t off = s->empty_from > s->info.stream_offset ? s->empty_from : s->info.stream_offset;
+	int advancing = 1;
+	while (off + 8 <= s->size) {
+		uint64_t w0, size;
+		memcpy(&w0, s->buf + off, 8);
+		if (nt_record_frame(w0, s->size - off, 1, &size) != NT_FRAME_OK)
+			break; /* damage: the reader reports it */
+		const uint8_t *hp = stream_chunk_header(s->buf + off, nt_record_kind(w0), size);
+		if (hp != NULL) {
+			nt_chunk_header h;
+			memcpy(&h, hp, sizeof(h));
+			if (h.thread < nnext && h.first_event + h.event_count <= next[h.thread]) {
+				h.kind = NT_KIND_CHUNK;
+				h.size_words = 0;
+				h.slot_wrap = 0;
+				h.size_bytes = (uint32_t)size;
+				memcpy(s->buf + off, &h, sizeof(h));
+				memset(s->buf + off + sizeof(h), 0, size - sizeof(h));
+			} else {
+				advancing = 0;
+			}
+		}
+		off += size;
+		if (advancing)
+			s->empty_from = off;
+	}
+}
+
 /* The saved stream [stream_offset, stream_end): bytes below stream_end are committed and
  * never change, so only what is new since the previous call is read. */
-static const char *copy_stream(nt_follow_snapshot *s, int fd, size_t map_len, uint64_t file_size)
+static const char *copy_stream(nt_follow_snapshot *s, int fd, size_t map_len, uint64_t file_size,
+			       const uint64_t *next, size_t nnext)
 {
 	uint64_t so = s->info.stream_offset, se = s->info.stream_end;
 	if (so == 0) {
@@ -229,6 +277,7 @@ static const char *copy_stream(nt_follow_snapshot *s, int fd, size_t map_len, ui
 		s->stream_have += (uint64_t)n;
 	}
 	s->size = (size_t)se;
+	empty_delivered(s, next, nnext);
 	return NULL;
 }
 
@@ -322,7 +371,7 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 	    s->info.stream_offset != first.stream_offset)
 		return s->info.layout != NT_LAYOUT_ARENA ? NULL /* finished meanwhile */
 							  : "arena header: the geometry changed";
-	return copy_stream(s, fd, map_len, file_size);
+	return copy_stream(s, fd, map_len, file_size, next, nnext);
 }
 
 void nt_follow_snapshot_free(nt_follow_snapshot *s)

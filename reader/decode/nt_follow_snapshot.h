@@ -17,6 +17,7 @@ typedef struct nt_follow_snapshot {
 	size_t cap;           /* bytes allocated */
 	size_t size;          /* bytes of the image */
 	uint64_t stream_have; /* the saved stream is copied up to here (kept across polls) */
+	uint64_t empty_from;  /* saved chunks before here were delivered and emptied */
 	uint64_t reused;      /* chunk slots dropped from copies: reused while being copied */
 	nt_archive_info info; /* the copied header, decoded */
 	uint64_t *latest;     /* per copy, by thread index: its latest chunk's first_event + 1 */
@@ -35,7 +36,9 @@ typedef struct nt_follow_snapshot {
  * follower's next ordinals) is left out. Returns NULL, or what is wrong (the image is then
  * not usable); a header that says the arena is finished (Stream layout) returns NULL with
  * s->info.layout saying so. Cost: the published bytes of the chunks not left out, the
- * durable region, and the stream bytes not copied before; memory: one image of the file. */
+ * durable region, and the stream bytes not copied before; saved chunks delivered whole are
+ * emptied in the copy (their header kept), so the reader decodes only what is new; memory:
+ * one image of the file. */
 const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t *map,
 				    size_t map_len, uint64_t file_size, const uint64_t *next,
 				    size_t nnext);
