@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,6 +183,9 @@ static const char *check_geometry(const nt_archive_info *in, size_t map_len, geo
 	return NULL;
 }
 
+/* The image is anonymous memory: its pages are zero until written and cost nothing until
+ * then, so a 64 MiB arena's first copy does not first write 64 MiB of zeros; growing keeps
+ * what is there (mremap). */
 static int reserve(nt_follow_snapshot *s, uint64_t need)
 {
 	if (need <= s->cap)
@@ -191,10 +195,10 @@ static int reserve(nt_follow_snapshot *s, uint64_t need)
 	size_t cap = s->cap ? s->cap : 1u << 16;
 	while (cap < need)
 		cap *= 2;
-	uint8_t *p = realloc(s->buf, cap);
-	if (p == NULL)
+	void *p = s->buf == NULL ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+				 : mremap(s->buf, s->cap, cap, MREMAP_MAYMOVE);
+	if (p == MAP_FAILED)
 		return 0;
-	memset(p + s->cap, 0, cap - s->cap);
 	s->buf = p;
 	s->cap = cap;
 	return 1;
@@ -376,7 +380,8 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 
 void nt_follow_snapshot_free(nt_follow_snapshot *s)
 {
-	free(s->buf);
+	if (s->buf != NULL)
+		munmap(s->buf, s->cap);
 	free(s->latest);
 	free(s->active);
 	*s = (nt_follow_snapshot){ 0 };
