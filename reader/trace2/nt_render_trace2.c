@@ -535,22 +535,22 @@ static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
 typedef struct t2_follow {
 	t2_render rd;
 	nt_follower *f;
-	const nt_reader *bound; /* the reader the model reads now */
+	int bound; /* the model reads this poll's copy (a new copy may sit where the last was) */
 } t2_follow;
 
 /* The model over the poll's copy, before its first event. */
 static int follow_event(void *ctx, const nt_reader_event *e)
 {
 	t2_follow *tf = ctx;
-	const nt_reader *r = nt_follow_reader(tf->f);
-	if (r != tf->bound) {
-		nt_reader *rw = (nt_reader *)(uintptr_t)r; /* the model only reads through it */
+	if (!tf->bound) {
+		/* The model only reads through the reader. */
+		nt_reader *rw = (nt_reader *)(uintptr_t)nt_follow_reader(tf->f);
 		if (tf->rd.model == NULL ? (tf->rd.model = t2_model_new(rw)) == NULL
 					 : !t2_model_rebind(tf->rd.model, rw)) {
 			tf->rd.oom = 1;
 			return 1;
 		}
-		tf->bound = r;
+		tf->bound = 1;
 	}
 	return on_event(&tf->rd, e);
 }
@@ -585,6 +585,7 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
 	nt_reader_callbacks cb = { .on_event = follow_event };
 	int st;
 	for (;;) {
+		tf->bound = 0;
 		st = nt_follow_poll(f, &cb, tf);
 		if (nt_out_flush(o) != 0 || tf->rd.oom) {
 			st = NT_FOLLOW_FAILED;
