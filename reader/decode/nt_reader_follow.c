@@ -511,7 +511,10 @@ static int look(nt_follower *f)
 	}
 	if (r->info.pid != 0)
 		f->pid = r->info.pid;
-	return finished ? NT_FOLLOW_FINISHED : alive ? NT_FOLLOW_RUNNING : NT_FOLLOW_ENDED;
+	/* A writer whose pid this process cannot see (another pid namespace) looks gone: it
+	 * ends the follow only once a poll finds nothing new. */
+	return finished ? NT_FOLLOW_FINISHED
+	       : alive || f->nbatch > 0 ? NT_FOLLOW_RUNNING : NT_FOLLOW_ENDED;
 }
 
 int nt_follow_poll(nt_follower *f, const nt_reader_callbacks *cb, void *ctx)

@@ -378,8 +378,9 @@ int nt_reader_set_decompress_ahead(nt_reader *r, int buffers);
  *                      path, or the followed file became one): everything it holds was
  *                      delivered;
  *   NT_FOLLOW_ENDED    the writer's process (the header's pid) is gone, or a zombie,
- *                      without finishing: what the file holds was delivered (a killed
- *                      writer's archive);
+ *                      without finishing, and this poll found nothing new: what the file
+ *                      holds was delivered (a killed writer's archive). A writer in another
+ *                      pid namespace looks gone: its follow ends at its first idle poll;
  *   NT_FOLLOW_STOPPED  on_event returned nonzero (the rest of that poll is not delivered);
  *   NT_FOLLOW_FAILED   damage, a file that no longer fits its header, a path replaced by
  *                      another recording, or no memory: nt_follow_error() says what and
