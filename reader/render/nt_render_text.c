@@ -3,7 +3,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "../common/nt_grow.h"
 #include "nt_render_util.h"
 
 #define MAX_COL 32
@@ -17,6 +19,8 @@ typedef struct text_ctx {
 	nt_duration_stack **stacks; /* by thread index, allocated on first use */
 	uint32_t nstacks;
 	int oom;
+	nt_follower *follow; /* nt_render_text_follow: the header is printed at the first line */
+	int header_done;
 } text_ctx;
 
 /* "%-<w>.<w>s": at most w bytes of s, padded with spaces to w. */
@@ -228,4 +232,88 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	free(t);
 	errno = saved;
 	return rc;
+}
+
+/* ---- live follow --------------------------------------------------------------------- */
+
+/* Before a followed line: the column titles once (the session start comes from the first
+ * poll's copy), and a duration stack for threads the archive defined since. The columns are
+ * as wide as trace-dump's widest (MAX_COL): names defined later must fit them too. */
+static int follow_ready(text_ctx *t, uint32_t thread)
+{
+	if (!t->header_done) {
+		const nt_reader *r = nt_follow_reader(t->follow);
+		t->start_ns = r ? (int64_t)nt_reader_info(r)->start_monotonic_ns : 0;
+		print_header(t);
+		t->header_done = 1;
+	}
+	if (thread >= t->nstacks) {
+		size_t n = t->nstacks;
+		if (!nt_grow(&t->stacks, &n, (size_t)thread + 1, sizeof(*t->stacks))) {
+			t->oom = 1;
+			return 0;
+		}
+		t->nstacks = (uint32_t)n;
+	}
+	return 1;
+}
+
+static int follow_event(void *ctx, const nt_reader_event *e)
+{
+	text_ctx *t = ctx;
+	return follow_ready(t, e->thread->index) ? on_event(ctx, e) : 1;
+}
+
+static void follow_gap(void *ctx, const nt_reader_gap *g)
+{
+	text_ctx *t = ctx;
+	if (follow_ready(t, g->thread->index))
+		on_gap(ctx, g);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
+	nanosleep(&ts, NULL); /* a signal ends it early: keep_going is asked at once */
+}
+
+int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *user_opt,
+			  unsigned interval_ms, int (*keep_going)(void *arg), void *arg)
+{
+	nt_render_options copy;
+	if (f == NULL || out == NULL ||
+	    nt_render_options_in(user_opt, &copy, "nt_render_text_follow") != 0)
+		return NT_FOLLOW_FAILED;
+	text_ctx *t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NT_FOLLOW_FAILED;
+	nt_out_init(&t->out, out);
+	t->opt = &copy;
+	t->follow = f;
+	t->wthread = t->wcat = t->wname = MAX_COL;
+	nt_reader_callbacks cb = { .on_event = follow_event, .on_gap = follow_gap };
+	int st;
+	for (;;) {
+		st = nt_follow_poll(f, &cb, t);
+		if (st != NT_FOLLOW_FAILED && nt_follow_reader(f) != NULL)
+			follow_ready(t, 0); /* the titles even when nothing was recorded yet */
+		if (nt_out_flush(&t->out) != 0 || t->oom) {
+			st = NT_FOLLOW_FAILED;
+			break;
+		}
+		if (st != NT_FOLLOW_RUNNING)
+			break;
+		if (keep_going != NULL && !keep_going(arg)) {
+			st = NT_FOLLOW_STOPPED;
+			break;
+		}
+		sleep_ms(interval_ms);
+	}
+	for (uint32_t i = 0; i < t->nstacks; i++)
+		free(t->stacks[i]);
+	free(t->stacks);
+	int saved = errno;
+	free(t);
+	errno = saved;
+	return st;
 }

@@ -12,6 +12,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 #include "nt_version.h"
+#include "trace_dump_follow.h"
 
 static const char usage[] =
 	"usage: trace-dump [--format text|chrome] [--stats] [--order time|stream]\n"
@@ -19,6 +20,8 @@ static const char usage[] =
 	"       trace-dump --format normal|perf|event [--brief] [--nesting N]\n"
 	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
 	"       trace-dump --format ctf -o DIR [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
+	"       trace-dump --follow [--wait SECONDS] [--interval MS] ARCHIVE\n"
+	"                  (as a program records it; see trace-dump --follow --help)\n"
 	"\n"
 	"  An ARCHIVE is one process's archive or a bundle of many (trace-record's); a\n"
 	"  DIRECTORY stands for its archives. Several inputs are read as one trace: every\n"
@@ -298,6 +301,8 @@ static int dump_ctf(dump_args *d)
 
 int main(int argc, char **argv)
 {
+	if (trace_dump_wants_follow(argc, argv))
+		return trace_dump_follow(argc, argv);
 	dump_args d = { .format = "text" };
 	d.paths = calloc((size_t)argc, sizeof(*d.paths));
 	if (d.paths == NULL) {

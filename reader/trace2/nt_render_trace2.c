@@ -529,3 +529,81 @@ static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
 	errno = saved;
 	return rc;
 }
+
+/* ---- live follow ------------------------------------------------------------------------ */
+
+typedef struct t2_follow {
+	t2_render rd;
+	nt_follower *f;
+	int bound; /* the model reads this poll's copy (a new copy may sit where the last was) */
+} t2_follow;
+
+/* The model over the poll's copy, before its first event. */
+static int follow_event(void *ctx, const nt_reader_event *e)
+{
+	t2_follow *tf = ctx;
+	if (!tf->bound) {
+		/* The model only reads through the reader. */
+		nt_reader *rw = (nt_reader *)(uintptr_t)nt_follow_reader(tf->f);
+		if (tf->rd.model == NULL ? (tf->rd.model = t2_model_new(rw)) == NULL
+					 : !t2_model_rebind(tf->rd.model, rw)) {
+			tf->rd.oom = 1;
+			return 1;
+		}
+		tf->bound = 1;
+	}
+	return on_event(&tf->rd, e);
+}
+
+static void follow_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *user_opt,
+			    unsigned interval_ms, int (*keep_going)(void *arg), void *arg)
+{
+	if (f == NULL || out == NULL || user_opt == NULL)
+		return NT_FOLLOW_FAILED;
+	nt_trace2_options copy;
+	nt_trace2_options_init(&copy);
+	if (nt_struct_copy_in(&copy, sizeof(copy), user_opt, TRACE2_OPTIONS_V1_SIZE,
+			      "nt_render_trace2_follow", "nt_trace2_options_init") != 0)
+		return NT_FOLLOW_FAILED;
+	t2_follow *tf = calloc(1, sizeof(*tf));
+	nt_out *o = malloc(sizeof(*o));
+	if (tf == NULL || o == NULL) {
+		free(tf);
+		free(o);
+		return NT_FOLLOW_FAILED;
+	}
+	nt_out_init(o, out);
+	tf->rd.opt = &copy;
+	tf->rd.out = o;
+	tf->f = f;
+	nt_reader_callbacks cb = { .on_event = follow_event };
+	int st;
+	for (;;) {
+		tf->bound = 0;
+		st = nt_follow_poll(f, &cb, tf);
+		if (nt_out_flush(o) != 0 || tf->rd.oom) {
+			st = NT_FOLLOW_FAILED;
+			break;
+		}
+		if (st != NT_FOLLOW_RUNNING)
+			break;
+		if (keep_going != NULL && !keep_going(arg)) {
+			st = NT_FOLLOW_STOPPED;
+			break;
+		}
+		follow_sleep_ms(interval_ms);
+	}
+	t2_model_free(tf->rd.model);
+	free(tf->rd.line.p);
+	int saved = errno;
+	free(tf);
+	free(o);
+	errno = saved;
+	return st;
+}

@@ -90,6 +90,10 @@ typedef struct t2_msg {
 typedef struct t2_model t2_model;
 t2_model *t2_model_new(nt_reader *r);
 void t2_model_free(t2_model *m);
+/* The same model over a later reader of the same archive (a live follow's next copy, with
+ * the same threads and processes and maybe more): the state of each thread and process is
+ * kept. Returns 0 when memory runs out (the model is unchanged). */
+int t2_model_rebind(t2_model *m, nt_reader *r);
 /* Fills *out from a Trace2 event; returns 0 for events that are not Trace2 messages. */
 int t2_model_decode(t2_model *m, const nt_reader_event *e, t2_msg *out);
 

@@ -85,6 +85,30 @@ t2_model *t2_model_new(nt_reader *r)
 	return m;
 }
 
+int t2_model_rebind(t2_model *m, nt_reader *r)
+{
+	uint32_t nt = nt_reader_thread_index_limit(r), np = nt_reader_process_count(r);
+	if (nt > m->nthreads) {
+		t2_thread *t = realloc(m->threads, nt * sizeof(*t));
+		if (t == NULL)
+			return 0;
+		memset(t + m->nthreads, 0, (nt - m->nthreads) * sizeof(*t));
+		m->threads = t;
+		m->nthreads = nt;
+	}
+	if (np > m->nprocs) {
+		t2_process *p = realloc(m->procs, np * sizeof(*p));
+		if (p == NULL)
+			return 0;
+		memset(p + m->nprocs, 0, (np - m->nprocs) * sizeof(*p));
+		m->procs = p;
+		m->nprocs = np;
+	}
+	m->r = r;
+	m->depth_sid = NULL; /* a pointer into the previous reader */
+	return 1;
+}
+
 void t2_model_free(t2_model *m)
 {
 	if (m == NULL)

@@ -382,6 +382,73 @@ void nt_reader_cursor_close(nt_reader_cursor *c);
 #define NT_READER_AHEAD_MAX_BUFFERS 64
 int nt_reader_set_decompress_ahead(nt_reader *r, int buffers);
 
+/* LIVE FOLLOW
+ *   Read an archive while its writer still writes it, as `tail -f` reads a log: a
+ *   file-backed arena (oneshot or circular) or a streaming file, and the finished archive
+ *   that replaces it. Each nt_follow_poll() delivers, to the same callbacks a visit takes,
+ *   the events published since the previous poll, and only those:
+ *   - each thread's events in their order, and a poll's new events merged by time across
+ *     threads as NT_ORDER_TIME merges them (an event published after a later one of another
+ *     thread was delivered comes in a later poll: time order holds within a poll);
+ *   - never a record whose first word the writer has not published: the live arena is
+ *     copied with the writers' protocol (acquire loads of each record's head, each chunk
+ *     slot's header read again after its copy) and decoded from private memory, and a slot
+ *     reused while it was copied is left out of that copy;
+ *   - events the follower never saw (dropped by the writer, or overwritten in circular mode
+ *     before a poll could copy them) are delivered as a gap (on_gap) before the thread's
+ *     next event; nt_follow_lost() sums them;
+ *   - times of a live TSC-clock arena use the calibrated rate; the finished archive
+ *     interpolates between its start and finish, which can move a time by the calibration's
+ *     error (NT_CLOCK_MONOTONIC archives are exact).
+ *   The file is untrusted as any archive is: every size is taken from a copy of the header
+ *   and checked against the file's size at each poll; damage that a fresh copy shows again
+ *   (three copies, 1 ms apart) fails the poll. The file mapped shared must not be truncated
+ *   while a poll copies it (SIGBUS, as for any mapped reader).
+ *
+ * nt_follow_open(): opens `path` (a live arena, a streaming file or a finished archive) and
+ * reads its header; NULL and *err (if not NULL) when path is NULL or the file is missing,
+ * not a regular file, a bundle, or its header is damaged. A caller that waits for a file
+ * to appear retries. Cost: one open, one 4 KiB read, one mapping of the arena (not read).
+ *
+ * nt_follow_poll(): one look at the file; delivers what is new (see above) and returns
+ *   NT_FOLLOW_RUNNING  the writer is still recording: poll again later;
+ *   NT_FOLLOW_FINISHED the writer finished its archive (a Stream-layout file is now at the
+ *                      path, or the followed file became one): everything it holds was
+ *                      delivered;
+ *   NT_FOLLOW_ENDED    the writer's process (the header's pid) is gone, or a zombie,
+ *                      without finishing, and this poll found nothing new: what the file
+ *                      holds was delivered (a killed writer's archive). A writer in another
+ *                      pid namespace looks gone: its follow ends at its first idle poll;
+ *   NT_FOLLOW_STOPPED  on_event returned nonzero (the rest of that poll is not delivered);
+ *   NT_FOLLOW_FAILED   damage, a file that no longer fits its header, a path replaced by
+ *                      another recording, or no memory: nt_follow_error() says what and
+ *                      where; on_error is not called.
+ *   Once a poll returns anything but RUNNING, every later poll returns the same and
+ *   delivers nothing. f == NULL or cb == NULL: NT_FOLLOW_FAILED. Cost: a copy of the arena
+ *   and of the stream bytes saved since the previous poll, and one open and one visit of
+ *   the whole copy (O(file) time per poll); memory: one copy of the file, plus the new
+ *   events of the poll.
+ *
+ * nt_follow_reader(): the reader of the last poll's copy (thread names, header counters),
+ * valid until the next poll or nt_follow_close(); NULL before the first poll or f == NULL.
+ * nt_follow_error(): the last failure, one line ("" when none). nt_follow_lost(): events
+ * delivered as gaps so far. nt_follow_close(): frees everything (NULL is ignored). Each O(1).
+ * A follower is used by one thread at a time. */
+typedef struct nt_follower nt_follower;
+enum {
+	NT_FOLLOW_FAILED = -1,
+	NT_FOLLOW_RUNNING = 0,
+	NT_FOLLOW_FINISHED = 1,
+	NT_FOLLOW_ENDED = 2,
+	NT_FOLLOW_STOPPED = 3,
+};
+nt_follower *nt_follow_open(const char *path, nt_reader_error *err);
+int nt_follow_poll(nt_follower *f, const nt_reader_callbacks *cb, void *ctx);
+const nt_reader *nt_follow_reader(const nt_follower *f);
+const char *nt_follow_error(const nt_follower *f);
+uint64_t nt_follow_lost(const nt_follower *f);
+void nt_follow_close(nt_follower *f);
+
 /* Convert raw ticks of this archive to CLOCK_MONOTONIC ns and to wall-clock ns. */
 int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks);
 int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns);
@@ -427,6 +494,20 @@ void nt_render_options_init(nt_render_options *opt);
  * name the pid; a single archive's output has neither. Returns nt_reader_visit's result,
  * or -1 when memory runs out or a write fails (see OUTPUT). */
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
+
+/* Follow a live archive as text (see LIVE FOLLOW): polls f every interval_ms (0: as fast as
+ * it can) and writes each poll's new events as nt_render_text's lines, then flushes `out`,
+ * until the writer finishes or ends, keep_going(arg) returns 0 (asked between polls; may be
+ * NULL), or a poll fails. The column titles come first, once the file is read; the thread,
+ * category and name columns are 32 wide (names the writer defines later must fit), so
+ * lines equal nt_render_text's up to spaces; gaps are nt_render_text's gap lines. Options
+ * as nt_render_text's (order and policy are not used: a poll is merged by time and damage
+ * fails it). Returns the last poll's NT_FOLLOW_* (NT_FOLLOW_STOPPED when keep_going said
+ * stop), or NT_FOLLOW_FAILED with errno set when a write failed (see OUTPUT), and
+ * NT_FOLLOW_FAILED when f or out is NULL or memory ran out. Cost: a poll (nt_follow_poll)
+ * and an fflush per interval. */
+int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *opt,
+			  unsigned interval_ms, int (*keep_going)(void *arg), void *arg);
 
 /* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
  * process name metadata) that chrome://tracing and Perfetto UI open. An End with no open
@@ -529,6 +610,15 @@ void nt_trace2_options_init(nt_trace2_options *opt);
  * arguments return -1. */
 int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 		     const nt_trace2_options *opt);
+
+/* Follow a live archive as Git Trace2 (see LIVE FOLLOW): as nt_render_text_follow, each
+ * poll's new Trace2 messages rendered as nt_render_trace2 renders them (opt->format, brief,
+ * nesting; the region stacks carry over from poll to poll), `out` flushed after each poll.
+ * Returns the last poll's NT_FOLLOW_*, NT_FOLLOW_STOPPED when keep_going(arg) said stop,
+ * NT_FOLLOW_FAILED when a write failed (errno set), memory ran out, an argument is NULL or
+ * opt's struct_size is not an nt_trace2_options' (one line on stderr). */
+int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *opt,
+			    unsigned interval_ms, int (*keep_going)(void *arg), void *arg);
 
 /* ---- Import -------------------------------------------------------------------------------- */
 

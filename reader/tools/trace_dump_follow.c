@@ -1,0 +1,201 @@
+/* trace_dump_follow.c - `trace-dump --follow`: renders an archive while its writer still
+ * writes it, as `tail -f` does, and exits when the writer finishes (libnanotrace-reader's
+ * LIVE FOLLOW). Its own command line, so that trace_dump.c only hands over to it.
+ *
+ *   trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS] [--interval MS]
+ *              ARCHIVE
+ *
+ * Exit status: 0 when the writer finished its archive (or its process ended without
+ * finishing: a note says so on stderr), 1 usage error, 2 an archive that never appeared
+ * within --wait, damage, or an output that could not be written, 130 on SIGINT (what was
+ * read is written first). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <nanotrace/nanotrace_reader.h>
+#include "trace_dump_follow.h"
+
+static const char follow_usage[] =
+	"usage: trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS]\n"
+	"                  [--interval MS] ARCHIVE\n"
+	"  Renders ARCHIVE while a program still records it (a file-backed arena, oneshot or\n"
+	"  circular, or a streaming file), new events within an interval of their\n"
+	"  publication, and exits when the writer finishes (or its process is gone).\n"
+	"  --format         text lines (default), or Git Trace2's NORMAL, PERF or EVENT of\n"
+	"                   its Trace2 messages\n"
+	"  --wait SECONDS  wait this long for ARCHIVE to appear (default: until SIGINT)\n"
+	"  --interval MS   between polls, 1-1000 (default 10)\n"
+	"Exit status: 0 the writer finished (or ended: a note on stderr), 1 usage error,\n"
+	"2 no archive, damage or an output that could not be written, 130 SIGINT.\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static int keep_going(void *arg)
+{
+	(void)arg;
+	return !interrupted;
+}
+
+int trace_dump_wants_follow(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--follow") == 0)
+			return 1;
+	return 0;
+}
+
+static int usage_error(const char *what, const char *arg)
+{
+	fprintf(stderr, "trace-dump: ");
+	fprintf(stderr, what, arg);
+	fprintf(stderr, "\n%s", follow_usage);
+	return 1;
+}
+
+typedef struct follow_args {
+	const char *path;
+	const char *format;
+	double wait_s; /* < 0: until SIGINT */
+	unsigned interval_ms;
+} follow_args;
+
+static int parse_follow(int argc, char **argv, follow_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+		if (strcmp(o, "--follow") == 0)
+			continue;
+		if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+			fputs(follow_usage, stdout);
+			return 0;
+		}
+		if (strcmp(o, "--format") == 0 || strcmp(o, "--wait") == 0 ||
+		    strcmp(o, "--interval") == 0) {
+			if (v == NULL)
+				return usage_error("option %s needs a value", o);
+			i++;
+			if (strcmp(o, "--format") == 0 && strcmp(v, "text") != 0 &&
+			    strcmp(v, "normal") != 0 && strcmp(v, "perf") != 0 && strcmp(v, "event") != 0)
+				return usage_error("--follow renders text, normal, perf or event, not '%s'", v);
+			if (strcmp(o, "--format") == 0)
+				a->format = v;
+			if (strcmp(o, "--wait") == 0) {
+				a->wait_s = strtod(v, &end);
+				if (*v == '\0' || *end != '\0' || !(a->wait_s >= 0 && a->wait_s <= 1e6))
+					return usage_error("--wait needs seconds from 0 to 1000000, not '%s'", v);
+			} else if (strcmp(o, "--interval") == 0) {
+				long ms = strtol(v, &end, 10);
+				if (*v == '\0' || *end != '\0' || ms < 1 || ms > 1000)
+					return usage_error("--interval needs 1 to 1000 ms, not '%s'", v);
+				a->interval_ms = (unsigned)ms;
+			}
+		} else if (o[0] == '-' && o[1] != '\0') {
+			return usage_error("option '%s' does not combine with --follow", o);
+		} else if (a->path != NULL) {
+			return usage_error("--follow takes one ARCHIVE, not also '%s'", o);
+		} else {
+			a->path = o;
+		}
+	}
+	if (a->path == NULL)
+		return usage_error("%s", "--follow needs an ARCHIVE");
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The archive, once it exists and can be opened (a writer creates it complete); NULL after
+ * a message when --wait runs out, SIGINT comes, or what is there is no archive. */
+static nt_follower *wait_for(const follow_args *a)
+{
+	double until = a->wait_s < 0 ? -1 : now_s() + a->wait_s;
+	for (;;) {
+		struct stat st;
+		/* An empty file is one a writer has created and not yet written its header into
+		 * (Git's Trace2 targets are opened before the session maps them): wait too. */
+		int there = stat(a->path, &st) == 0;
+		if ((there && (st.st_size > 0 || !S_ISREG(st.st_mode))) || (!there && errno != ENOENT)) {
+			nt_reader_error err;
+			nt_follower *f = nt_follow_open(a->path, &err);
+			if (f == NULL)
+				fprintf(stderr, "trace-dump: %s\n", err.message);
+			return f;
+		}
+		if (interrupted || (until >= 0 && now_s() >= until)) {
+			fprintf(stderr, "trace-dump: %s: %s%s\n", a->path,
+				there ? "still empty: no archive" : "does not exist",
+				interrupted ? "" : " (waited --wait seconds)");
+			return NULL;
+		}
+		struct timespec ts = { 0, (long)a->interval_ms * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int render(const follow_args *a, nt_follower *f)
+{
+	if (strcmp(a->format, "text") == 0) {
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		return nt_render_text_follow(f, stdout, &opt, a->interval_ms, keep_going, NULL);
+	}
+	nt_trace2_options t2;
+	nt_trace2_options_init(&t2);
+	t2.format = strcmp(a->format, "normal") == 0 ? NT_TRACE2_NORMAL
+		    : strcmp(a->format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
+	return nt_render_trace2_follow(f, stdout, &t2, a->interval_ms, keep_going, NULL);
+}
+
+int trace_dump_follow(int argc, char **argv)
+{
+	follow_args a = { NULL, "text", -1, 10 };
+	int rc = parse_follow(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint; /* no SA_RESTART: the sleep between polls ends at once */
+	sigaction(SIGINT, &sa, NULL);
+	nt_follower *f = wait_for(&a);
+	if (f == NULL)
+		return interrupted ? 130 : 2;
+	errno = 0;
+	int st = render(&a, f);
+	int status = 0;
+	if (st == NT_FOLLOW_FAILED && ferror(stdout)) {
+		fprintf(stderr, "trace-dump: writing standard output: %s\n", strerror(errno ? errno : EIO));
+		status = 2;
+	} else if (st == NT_FOLLOW_FAILED) {
+		fprintf(stderr, "trace-dump: %s\n", nt_follow_error(f)[0] ? nt_follow_error(f) : "out of memory");
+		status = 2;
+	} else if (st == NT_FOLLOW_ENDED) {
+		fprintf(stderr, "trace-dump: %s: the writer's process ended without finishing the "
+				"archive; shown as it left it\n", a.path);
+	} else if (st == NT_FOLLOW_STOPPED) {
+		status = 130;
+	}
+	if (nt_follow_lost(f) > 0)
+		fprintf(stderr, "trace-dump: %s: %llu events lost before they could be shown "
+				"(dropped by the writer, or overwritten first)\n",
+			a.path, (unsigned long long)nt_follow_lost(f));
+	nt_follow_close(f);
+	return status;
+}
