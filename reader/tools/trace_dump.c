@@ -1,14 +1,17 @@
 /* trace-dump - print nanotrace archives: text, Chrome JSON, statistics or Git's Trace2
  * formats, of one archive, a bundle, a directory or several at once. A thin layer over
- * libnanotrace-reader. Exit status: 0 success, 1 usage error, 2 unreadable or damaged input
+ * libnanotrace-reader (doc/man/trace-dump.1 is its manual). Exit status: 0 success, 1 usage error, 2 unreadable or damaged input
  * (or an output that could not be written). */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "../../format/nt_bundle.h"
+#include "../../format/nt_format.h"
 #include "nt_version.h"
 
 static const char usage[] =
@@ -37,6 +40,8 @@ static const char usage[] =
 	"  --salvage        damage (a truncated archive included) is still reported, but\n"
 	"                   exits 0 when everything readable was rendered\n"
 	"\n"
+	"  -h, --help       this text;  --version: the version and the formats it reads\n"
+	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
 	"with --salvage), or an output that could not be written.\n";
 
@@ -55,11 +60,12 @@ static void print_damage(void *ctx, uint64_t offset, const char *message)
 		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", message, offset);
 }
 
+/* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "trace-dump: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
+	fprintf(stderr, "\nTry 'trace-dump --help'.\n");
 	return 1;
 }
 
@@ -107,44 +113,72 @@ static int parse_value(dump_args *d, const char *a, const char *v)
 	return -1;
 }
 
+/* Options without a short letter: codes above any character. */
+enum { OPT_FORMAT = 256, OPT_ORDER, OPT_ON_CORRUPT, OPT_STATS, OPT_SALVAGE, OPT_BRIEF,
+       OPT_NESTING, OPT_VERSION };
+
+/* The command line: adding an option is one row here and one case in parse_option(). */
+static const struct option long_options[] = {
+	{ "format", required_argument, 0, OPT_FORMAT },
+	{ "order", required_argument, 0, OPT_ORDER },
+	{ "on-corrupt", required_argument, 0, OPT_ON_CORRUPT },
+	{ "stats", no_argument, 0, OPT_STATS },
+	{ "salvage", no_argument, 0, OPT_SALVAGE },
+	{ "brief", no_argument, 0, OPT_BRIEF },
+	{ "nesting", required_argument, 0, OPT_NESTING },
+	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, OPT_VERSION },
+	{ 0, 0, 0, 0 },
+};
+
+static int print_version(void)
+{
+	printf("trace-dump (nanotrace) %s\n"
+	       "reads archive format %d.0 to %d.%d and bundle format %u\n",
+	       NT_VERSION_STRING, NT_FORMAT_MAJOR_OLDEST, NT_FORMAT_MAJOR, NT_FORMAT_MINOR,
+	       NT_BUNDLE_VERSION);
+	return 0;
+}
+
+/* One option getopt_long returned. Returns -1 to go on, or the exit status. */
+static int parse_option(dump_args *d, int c, const char *v)
+{
+	switch (c) {
+	case 'h': fputs(usage, stdout); return 0;
+	case OPT_VERSION: return print_version();
+	case OPT_STATS: d->stats = 1; return -1;
+	case OPT_SALVAGE: d->salvage = 1; return -1;
+	case OPT_BRIEF: d->t2.brief = 1; return -1;
+	case OPT_FORMAT: return parse_value(d, "--format", v);
+	case OPT_ORDER: return parse_value(d, "--order", v);
+	case OPT_ON_CORRUPT: return parse_value(d, "--on-corrupt", v);
+	case OPT_NESTING: {
+		char *end;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || errno != 0 || n < 1 || n > 1000000)
+			return bad_usage("--nesting needs a positive number, not '%s'", v);
+		d->t2.nesting = (int)n;
+		return -1;
+	}
+	default: /* getopt_long named the option already */
+		fprintf(stderr, "Try 'trace-dump --help'.\n");
+		return 1;
+	}
+}
+
 /* Returns -1 to go on, or the exit status (help, version, usage error). */
 static int parse_args(int argc, char **argv, dump_args *d)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage, stdout);
-			return 0;
-		} else if (strcmp(a, "--version") == 0) {
-			printf("trace-dump (nanotrace) %s\n", NT_VERSION_STRING);
-			return 0;
-		} else if (strcmp(a, "--stats") == 0) {
-			d->stats = 1;
-		} else if (strcmp(a, "--salvage") == 0) {
-			d->salvage = 1;
-		} else if (strcmp(a, "--brief") == 0) {
-			d->t2.brief = 1;
-		} else if (strcmp(a, "--nesting") == 0) {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", a);
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > 1000000)
-				return bad_usage("--nesting needs a positive number, not '%s'", argv[i]);
-			d->t2.nesting = (int)v;
-		} else if (strcmp(a, "--format") == 0 || strcmp(a, "--order") == 0 ||
-			   strcmp(a, "--on-corrupt") == 0) {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", a);
-			int rc = parse_value(d, a, argv[++i]);
-			if (rc >= 0)
-				return rc;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			return bad_usage("unknown option '%s'", a);
-		} else {
-			d->paths[d->npaths++] = a; /* room for every argument: see main() */
-		}
+	int c;
+	opterr = 1; /* getopt_long's own one-line message: "unrecognized option '--x'" */
+	while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+		int rc = parse_option(d, c, optarg);
+		if (rc >= 0)
+			return rc;
 	}
+	for (int i = optind; i < argc; i++)
+		d->paths[d->npaths++] = argv[i]; /* room for every argument: see main() */
 	if (d->npaths == 0)
 		return bad_usage("%s", "no archive given");
 	if (is_trace2_format(d->format) && d->stats)
