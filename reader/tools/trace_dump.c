@@ -40,7 +40,8 @@ static const char usage[] =
 	"  --salvage        damage (a truncated archive included) is still reported, but\n"
 	"                   exits 0 when everything readable was rendered\n"
 	"\n"
-	"  -h, --help       this text;  --version: the version and the formats it reads\n"
+	"  -h, --help       this text\n"
+	"  --version        the version and the archive formats it reads\n"
 	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
 	"with --salvage), or an output that could not be written.\n";
