@@ -12,6 +12,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "../../format/nt_bundle.h"
 #include "../../format/nt_format.h"
+#include "nt_progress.h"
 #include "nt_version.h"
 
 static const char usage[] =
@@ -40,6 +41,8 @@ static const char usage[] =
 	"  --salvage        damage (a truncated archive included) is still reported, but\n"
 	"                   exits 0 when everything readable was rendered\n"
 	"\n"
+	"  --no-progress    no progress line (shown on stderr when it is a terminal and the\n"
+	"                   output goes to a file or a pipe)\n"
 	"  -h, --help       this text\n"
 	"  --version        the version and the archive formats it reads\n"
 	"\n"
@@ -90,6 +93,7 @@ typedef struct dump_args {
 	size_t npaths;
 	int stats;
 	int salvage; /* damage is reported but is no failure */
+	int no_progress; /* --no-progress: never a progress line */
 	nt_trace2_options t2;
 	nt_render_options opt;
 } dump_args;
@@ -116,7 +120,7 @@ static int parse_value(dump_args *d, const char *a, const char *v)
 
 /* Options without a short letter: codes above any character. */
 enum { OPT_FORMAT = 256, OPT_ORDER, OPT_ON_CORRUPT, OPT_STATS, OPT_SALVAGE, OPT_BRIEF,
-       OPT_NESTING, OPT_VERSION };
+       OPT_NESTING, OPT_NO_PROGRESS, OPT_VERSION };
 
 /* The command line: adding an option is one row here and one case in parse_option(). */
 static const struct option long_options[] = {
@@ -127,6 +131,7 @@ static const struct option long_options[] = {
 	{ "salvage", no_argument, 0, OPT_SALVAGE },
 	{ "brief", no_argument, 0, OPT_BRIEF },
 	{ "nesting", required_argument, 0, OPT_NESTING },
+	{ "no-progress", no_argument, 0, OPT_NO_PROGRESS },
 	{ "help", no_argument, 0, 'h' },
 	{ "version", no_argument, 0, OPT_VERSION },
 	{ 0, 0, 0, 0 },
@@ -150,6 +155,7 @@ static int parse_option(dump_args *d, int c, const char *v)
 	case OPT_STATS: d->stats = 1; return -1;
 	case OPT_SALVAGE: d->salvage = 1; return -1;
 	case OPT_BRIEF: d->t2.brief = 1; return -1;
+	case OPT_NO_PROGRESS: d->no_progress = 1; return -1;
 	case OPT_FORMAT: return parse_value(d, "--format", v);
 	case OPT_ORDER: return parse_value(d, "--order", v);
 	case OPT_ON_CORRUPT: return parse_value(d, "--on-corrupt", v);
@@ -228,6 +234,16 @@ static err_ctx damage_ctx(dump_args *d, nt_reader *r)
 	return ec;
 }
 
+/* Where the rendering goes: stdout, through a progress line's counting stream when one
+ * belongs on the terminal (nt_progress.h). */
+static FILE *start_output(const dump_args *d, nt_progress *prog)
+{
+	prog->out = stdout;
+	if (!d->no_progress && nt_progress_wanted())
+		nt_progress_start(prog, "trace-dump");
+	return prog->out;
+}
+
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
@@ -240,9 +256,13 @@ static int dump_trace2(dump_args *d)
 	err_ctx ec = damage_ctx(d, r);
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
+	nt_progress prog;
+	FILE *out = start_output(d, &prog);
 	errno = 0;
-	int rc = nt_render_trace2(&r, 1, stdout, t2);
-	int status = flush_output(rc < 0 || (ec.count && !d->salvage) ? 2 : 0, errno);
+	int rc = nt_render_trace2(&r, 1, out, t2);
+	int render_errno = errno;
+	nt_progress_end(&prog);
+	int status = flush_output(rc < 0 || (ec.count && !d->salvage) ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;
 }
@@ -257,14 +277,17 @@ static int dump_one(dump_args *d)
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;
 	int rc;
+	nt_progress prog;
+	FILE *out = start_output(d, &prog);
 	errno = 0;
 	if (d->stats)
-		rc = nt_render_stats(r, stdout, &d->opt);
+		rc = nt_render_stats(r, out, &d->opt);
 	else if (strcmp(d->format, "chrome") == 0)
-		rc = nt_render_chrome(r, stdout, &d->opt);
+		rc = nt_render_chrome(r, out, &d->opt);
 	else
-		rc = nt_render_text(r, stdout, &d->opt);
+		rc = nt_render_text(r, out, &d->opt);
 	int render_errno = errno;
+	nt_progress_end(&prog);
 	if (rc < 0 && ec.count == 0 && !ferror(stdout)) /* else: a write failed, said below */
 		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
 	int status = flush_output(rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0, render_errno);
