@@ -19,9 +19,9 @@ ERASE = b'\r\x1b[K'
 
 @pytest.fixture(scope='module')
 def archive(tmp_path_factory):
-    # about a million events: a render of a few hundred ms, several progress updates
+    # about two million events: a render of a few hundred ms, several progress updates
     path = str(tmp_path_factory.mktemp('progress') / 'big.ntrace')
-    subprocess.run([DEMO, path, '--threads', '4', '--requests', '40000',
+    subprocess.run([DEMO, path, '--threads', '4', '--requests', '80000',
                     '--buffer-size', str(512 << 20)], check=True, capture_output=True,
                    timeout=120)
     return path
@@ -65,8 +65,10 @@ def test_progress_line_on_a_terminal(archive, tmp_path):
     assert shown.read_bytes() == plain.read_bytes()  # the line never touches the output
     lines = LINE.findall(tty)
     size = os.path.getsize(plain)
-    if wall > 0.3:  # a render this long crosses the 100 ms mark at least twice
-        assert len(lines) >= 2, (wall, tty[:500])
+    # a run this long spends more than 100 ms writing (else the archive is too small to
+    # show anything: make it bigger); ~0.6 s on an idle machine
+    assert wall > 0.25, wall
+    assert len(lines) >= 1, (wall, tty[:500])
     # at most one line per 100 ms, never more bytes than were written, erased at the end
     assert len(lines) <= wall / 0.1 + 1, (len(lines), wall)
     mbs = [float(m) for m, _ in lines]
