@@ -22,7 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../format/nt_format.h"
 #include "../../format/nt_private_file.h"
+#include "../../format/nt_wire.h"
 #include "../core/nt_manager.h"
 #include "nt_version.h"
 
@@ -53,13 +55,15 @@ static void usage(FILE *f)
 		"usage: nanotrace-manager [--foreground] [--socket PATH] [--log FILE] [--verbose]\n"
 		"The nanotrace trace manager: programs linking libnanotrace register with it when\n"
 		"NANOTRACE_MANAGER names its socket; trace-record records them into one archive.\n"
-		"  --foreground   stay attached; log to stderr (unless --log)\n"
-		"  --socket PATH  listen on PATH (default: $NANOTRACE_MANAGER, else\n"
+		"  -f, --foreground  stay attached; log to stderr (unless --log)\n"
+		"  -s, --socket PATH  listen on PATH (default: $NANOTRACE_MANAGER, else\n"
 		"                 $XDG_RUNTIME_DIR/nanotrace/manager.sock, else\n"
 		"                 /tmp/nanotrace-$UID/manager.sock; the directory must be yours, 0700)\n"
-		"  --log FILE     append the log to FILE (created 0600; default: manager.log in the\n"
+		"  -l, --log FILE  append the log to FILE (created 0600; default: manager.log in the\n"
 		"                 socket's directory when detached)\n"
-		"  --verbose      log every provider's state change\n"
+		"  -v, --verbose  log every provider's state change\n"
+		"  -h, --help     this text\n"
+		"  -V, --version  the version, the manager protocol and archive format\n"
 		"Exit: 0 stopped by SIGTERM/SIGINT, 1 usage, 2 cannot listen or run.\n");
 }
 
@@ -141,13 +145,19 @@ static int parse_args(int argc, char **argv, args *a)
 		case 'l': a->log = optarg; break;
 		case 'v': a->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("nanotrace-manager %s\n", NT_VERSION_STRING); return 0;
-		default: usage(stderr); return 1;
+		case 'V':
+			printf("nanotrace-manager (nanotrace) %s\nspeaks manager protocol %u, "
+			       "saves archive format %d.%d\n",
+			       NT_VERSION_STRING, NT_WIRE_VERSION, NT_FORMAT_MAJOR, NT_FORMAT_MINOR);
+			return 0;
+		default: /* getopt_long named the option already */
+			fprintf(stderr, "Try 'nanotrace-manager --help'.\n");
+			return 1;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "nanotrace-manager: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+		fprintf(stderr, "nanotrace-manager: unexpected argument '%s'\n"
+				"Try 'nanotrace-manager --help'.\n", argv[optind]);
 		return 1;
 	}
 	return -1;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../../format/nt_arena_layout.h"
+#include "../../format/nt_bundle.h"
 #include "../../format/nt_wire.h"
 #include "../../format/nt_zchunk.h"
 #include "nt_record_options.h"
@@ -65,6 +66,8 @@ void nt_record_usage(FILE *f)
 		"  -p, --provider NAME      record only providers of this name (repeatable)\n"
 		"  -l, --list               list the registered providers (pid, name, state)\n"
 		"  -v, --verbose            log the manager's events (timestamps from the start)\n"
+		"  -h, --help               this text\n"
+		"  -V, --version            the version, the manager protocol and formats\n"
 		"Exit status: COMMAND's own status (128 + signal if it was killed), or 0 without\n"
 		"COMMAND, when the archive was written; 1 usage error; 2 recording failed (no\n"
 		"archive, or one kept under the temporary name it names when FILE cannot be\n"
@@ -197,7 +200,12 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 		case 'l': o->list = 1; break;
 		case 'v': o->verbose = 1; break;
 		case 'h': nt_record_usage(stdout); exit(0);
-		case 'V': printf("trace-record %s\n", NT_VERSION_STRING); exit(0);
+		case 'V':
+			printf("trace-record (nanotrace) %s\nspeaks manager protocol %u, writes "
+			       "bundle format %u of archive format %d.%d\n",
+			       NT_VERSION_STRING, NT_WIRE_VERSION, NT_BUNDLE_VERSION, NT_FORMAT_MAJOR,
+			       NT_FORMAT_MINOR);
+			exit(0);
 		case 'm':
 			if ((o->mode = parse_mode(optarg)) < 0) {
 				say("--buffering-mode: '%s' is not oneshot, circular or streaming", optarg);

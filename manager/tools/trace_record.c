@@ -593,7 +593,7 @@ int main(int argc, char **argv)
 	r.ctl = r.out_fd = -1;
 	r.t0_ns = mono_ns();
 	if (nt_record_parse_options(argc, argv, &r.o) != 0) {
-		nt_record_usage(stderr);
+		fprintf(stderr, "Try 'trace-record --help'.\n");
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);

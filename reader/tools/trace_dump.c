@@ -1,16 +1,21 @@
 /* trace-dump - print nanotrace archives: text, Chrome JSON, statistics or Git's Trace2
  * formats, of one archive, a bundle, a directory or several at once. A thin layer over
- * libnanotrace-reader. Exit status: 0 success, 1 usage error, 2 unreadable or damaged input
- * (or an output that could not be written). An archive whose writer could not save all of
- * it (a full disk: nt_render_save_stopped) is a complete account, not damage: a warning
- * line on stderr and exit 0, as babeltrace2 does for discarded events. */
+ * libnanotrace-reader (doc/man/trace-dump.1 is its manual). Exit status: 0 success, 1 usage
+ * error, 2 unreadable or damaged input (or an output that could not be written). An archive
+ * whose writer could not save all of it (a full disk: nt_render_save_stopped) is a complete
+ * account, not damage: a warning line on stderr and exit 0, as babeltrace2 does for
+ * discarded events. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "../../format/nt_bundle.h"
+#include "../../format/nt_format.h"
+#include "nt_progress.h"
 #include "nt_version.h"
 #include "trace_dump_follow.h"
 
@@ -48,6 +53,11 @@ static const char usage[] =
 	"  --salvage        damage (a truncated archive included) is still reported, but\n"
 	"                   exits 0 when everything readable was rendered\n"
 	"\n"
+	"  --no-progress    no progress line (shown on stderr when it is a terminal and the\n"
+	"                   output goes to a file or a pipe)\n"
+	"  -h, --help       this text\n"
+	"  --version        the version and the archive formats it reads\n"
+	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
 	"with --salvage), or an output that could not be written. An archive that records\n"
 	"that its writer's saving stopped (a full disk) is read with a warning: exit 0.\n";
@@ -67,11 +77,12 @@ static void print_damage(void *ctx, uint64_t offset, const char *message)
 		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", message, offset);
 }
 
+/* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "trace-dump: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
+	fprintf(stderr, "\nTry 'trace-dump --help'.\n");
 	return 1;
 }
 
@@ -96,6 +107,7 @@ typedef struct dump_args {
 	size_t npaths;
 	int stats;
 	int salvage; /* damage is reported but is no failure */
+	int no_progress; /* --no-progress: never a progress line */
 	nt_trace2_options t2;
 	nt_render_options opt;
 } dump_args;
@@ -122,48 +134,76 @@ static int parse_value(dump_args *d, const char *a, const char *v)
 	return -1;
 }
 
+/* Options without a short letter: codes above any character. */
+enum { OPT_FORMAT = 256, OPT_ORDER, OPT_ON_CORRUPT, OPT_STATS, OPT_SALVAGE, OPT_BRIEF,
+       OPT_NESTING, OPT_NO_PROGRESS, OPT_VERSION };
+
+/* The command line: adding an option is one row here and one case in parse_option(). */
+static const struct option long_options[] = {
+	{ "format", required_argument, 0, OPT_FORMAT },
+	{ "order", required_argument, 0, OPT_ORDER },
+	{ "on-corrupt", required_argument, 0, OPT_ON_CORRUPT },
+	{ "stats", no_argument, 0, OPT_STATS },
+	{ "salvage", no_argument, 0, OPT_SALVAGE },
+	{ "brief", no_argument, 0, OPT_BRIEF },
+	{ "nesting", required_argument, 0, OPT_NESTING },
+	{ "output", required_argument, 0, 'o' },
+	{ "no-progress", no_argument, 0, OPT_NO_PROGRESS },
+	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, OPT_VERSION },
+	{ 0, 0, 0, 0 },
+};
+
+static int print_version(void)
+{
+	printf("trace-dump (nanotrace) %s\n"
+	       "reads archive format %d.0 to %d.%d and bundle format %u\n",
+	       NT_VERSION_STRING, NT_FORMAT_MAJOR_OLDEST, NT_FORMAT_MAJOR, NT_FORMAT_MINOR,
+	       NT_BUNDLE_VERSION);
+	return 0;
+}
+
+/* One option getopt_long returned. Returns -1 to go on, or the exit status. */
+static int parse_option(dump_args *d, int c, const char *v)
+{
+	switch (c) {
+	case 'h': fputs(usage, stdout); return 0;
+	case 'o': d->output = v; return -1;
+	case OPT_VERSION: return print_version();
+	case OPT_STATS: d->stats = 1; return -1;
+	case OPT_SALVAGE: d->salvage = 1; return -1;
+	case OPT_BRIEF: d->t2.brief = 1; return -1;
+	case OPT_NO_PROGRESS: d->no_progress = 1; return -1;
+	case OPT_FORMAT: return parse_value(d, "--format", v);
+	case OPT_ORDER: return parse_value(d, "--order", v);
+	case OPT_ON_CORRUPT: return parse_value(d, "--on-corrupt", v);
+	case OPT_NESTING: {
+		char *end;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || errno != 0 || n < 1 || n > 1000000)
+			return bad_usage("--nesting needs a positive number, not '%s'", v);
+		d->t2.nesting = (int)n;
+		return -1;
+	}
+	default: /* getopt_long named the option already */
+		fprintf(stderr, "Try 'trace-dump --help'.\n");
+		return 1;
+	}
+}
+
 /* Returns -1 to go on, or the exit status (help, version, usage error). */
 static int parse_args(int argc, char **argv, dump_args *d)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage, stdout);
-			return 0;
-		} else if (strcmp(a, "--version") == 0) {
-			printf("trace-dump (nanotrace) %s\n", NT_VERSION_STRING);
-			return 0;
-		} else if (strcmp(a, "--stats") == 0) {
-			d->stats = 1;
-		} else if (strcmp(a, "--salvage") == 0) {
-			d->salvage = 1;
-		} else if (strcmp(a, "--brief") == 0) {
-			d->t2.brief = 1;
-		} else if (strcmp(a, "--nesting") == 0) {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", a);
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > 1000000)
-				return bad_usage("--nesting needs a positive number, not '%s'", argv[i]);
-			d->t2.nesting = (int)v;
-		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", a);
-			d->output = argv[++i];
-		} else if (strcmp(a, "--format") == 0 || strcmp(a, "--order") == 0 ||
-			   strcmp(a, "--on-corrupt") == 0) {
-			if (i + 1 >= argc)
-				return bad_usage("option %s needs a value", a);
-			int rc = parse_value(d, a, argv[++i]);
-			if (rc >= 0)
-				return rc;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			return bad_usage("unknown option '%s'", a);
-		} else {
-			d->paths[d->npaths++] = a; /* room for every argument: see main() */
-		}
+	int c;
+	opterr = 1; /* getopt_long's own one-line message: "unrecognized option '--x'" */
+	while ((c = getopt_long(argc, argv, "ho:", long_options, NULL)) != -1) {
+		int rc = parse_option(d, c, optarg);
+		if (rc >= 0)
+			return rc;
 	}
+	for (int i = optind; i < argc; i++)
+		d->paths[d->npaths++] = argv[i]; /* room for every argument: see main() */
 	if (d->npaths == 0)
 		return bad_usage("%s", "no archive given");
 	if (is_trace2_format(d->format) && d->stats)
@@ -232,6 +272,16 @@ static err_ctx damage_ctx(dump_args *d, nt_reader *r)
 	return ec;
 }
 
+/* Where the rendering goes: stdout, through a progress line's counting stream when one
+ * belongs on the terminal (nt_progress.h). */
+static FILE *start_output(const dump_args *d, nt_progress *prog)
+{
+	prog->out = stdout;
+	if (!d->no_progress && nt_progress_wanted())
+		nt_progress_start(prog, "trace-dump");
+	return prog->out;
+}
+
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
@@ -245,9 +295,13 @@ static int dump_trace2(dump_args *d)
 	err_ctx ec = damage_ctx(d, r);
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
+	nt_progress prog;
+	FILE *out = start_output(d, &prog);
 	errno = 0;
-	int rc = nt_render_trace2(&r, 1, stdout, t2);
-	int status = flush_output(rc < 0 || (ec.count && !d->salvage) ? 2 : 0, errno);
+	int rc = nt_render_trace2(&r, 1, out, t2);
+	int render_errno = errno;
+	nt_progress_end(&prog);
+	int status = flush_output(rc < 0 || (ec.count && !d->salvage) ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;
 }
@@ -263,14 +317,17 @@ static int dump_one(dump_args *d)
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;
 	int rc;
+	nt_progress prog;
+	FILE *out = start_output(d, &prog);
 	errno = 0;
 	if (d->stats)
-		rc = nt_render_stats(r, stdout, &d->opt);
+		rc = nt_render_stats(r, out, &d->opt);
 	else if (strcmp(d->format, "chrome") == 0)
-		rc = nt_render_chrome(r, stdout, &d->opt);
+		rc = nt_render_chrome(r, out, &d->opt);
 	else
-		rc = nt_render_text(r, stdout, &d->opt);
+		rc = nt_render_text(r, out, &d->opt);
 	int render_errno = errno;
+	nt_progress_end(&prog);
 	if (rc < 0 && ec.count == 0 && !ferror(stdout)) /* else: a write failed, said below */
 		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
 	int status = flush_output(rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0, render_errno);
@@ -285,6 +342,7 @@ static int dump_ctf(dump_args *d)
 	nt_reader *r = open_inputs(d);
 	if (r == NULL)
 		return 2;
+	warn_save_stopped(d, r);
 	err_ctx ec = damage_ctx(d, r);
 	d->opt.on_error = print_damage;
 	d->opt.error_ctx = &ec;

@@ -1,16 +1,20 @@
 /* trace-import - convert Git Trace2 EVENT streams into a nanotrace archive. A thin layer
- * over nt_trace2_import() and nt_trace2_import_paths(). Exit status: 0 success, 1 usage
+ * over nt_trace2_import() and nt_trace2_import_paths() (doc/man/trace-import.1 is its
+ * manual). Exit status: 0 success, 1 usage
  * error, 2 unreadable or malformed input, or an output that could not be written. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
+#include "../../format/nt_format.h"
 #include "../../format/nt_private_file.h"
+#include "nt_version.h"
 #include "../common/nt_grow.h"
 
 static const char usage[] =
@@ -28,6 +32,9 @@ static const char usage[] =
 	"  -o, --output ARCHIVE       where to write the archive\n"
 	"  --compression-level N      zstd level of the archive's chunks, -50 (fastest) to 22\n"
 	"                             (smallest); 0 or off: uncompressed (default 3)\n"
+	"\n"
+	"  -h, --help                 this text\n"
+	"  --version                  the version and the archive format it writes\n"
 	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or malformed input or output.\n";
 
@@ -146,54 +153,81 @@ static int import_stdin(void **archive, size_t *asize)
 	return rc == 0;
 }
 
+/* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
+static int bad_usage(const char *what, const char *arg)
+{
+	if (what)
+		fprintf(stderr, "trace-import: %s%s%s\n", what, arg ? arg : "", arg ? "'" : "");
+	fprintf(stderr, "Try 'trace-import --help'.\n");
+	return 1;
+}
+
+enum { OPT_COMPRESSION_LEVEL = 256, OPT_VERSION };
+
+/* The command line: adding an option is one row here and one case in parse_args(). */
+static const struct option long_options[] = {
+	{ "output", required_argument, 0, 'o' },
+	{ "compression-level", required_argument, 0, OPT_COMPRESSION_LEVEL },
+	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, OPT_VERSION },
+	{ 0, 0, 0, 0 },
+};
+
+/* What the command line asks for. */
+typedef struct import_args {
+	const char *out;
+	const char **in; /* room for argc names */
+	size_t n;
+	int use_stdin, level;
+} import_args;
+
+/* Returns -1 to go on, or the exit status (help, version, usage error). */
+static int parse_args(int argc, char **argv, import_args *a)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, "ho:", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage, stdout); return 0;
+		case OPT_VERSION:
+			printf("trace-import (nanotrace) %s\nwrites archive format %d.%d\n",
+			       NT_VERSION_STRING, NT_FORMAT_MAJOR, NT_FORMAT_MINOR);
+			return 0;
+		case 'o': a->out = optarg; break;
+		case OPT_COMPRESSION_LEVEL:
+			if ((a->level = parse_level(optarg)) == -1000)
+				return bad_usage("--compression-level needs off or a level from -50 to "
+						 "22, not '", optarg);
+			break;
+		default: return bad_usage(NULL, NULL); /* getopt_long named the option */
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (strcmp(argv[i], "-") == 0)
+			a->use_stdin = 1;
+		else
+			a->in[a->n++] = argv[i];
+	}
+	if (a->use_stdin && a->n > 0)
+		return bad_usage("standard input (-) does not combine with files", NULL);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	const char *out = NULL;
-	const char **in = calloc((size_t)argc, sizeof(*in));
-	size_t n = 0;
-	int use_stdin = 0, level = DEFAULT_LEVEL;
-	if (in == NULL) {
+	import_args a = { .level = DEFAULT_LEVEL };
+	a.in = calloc((size_t)argc, sizeof(*a.in));
+	if (a.in == NULL) {
 		fprintf(stderr, "trace-import: out of memory\n");
 		return 2;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage, stdout);
-			free(in);
-			return 0;
-		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "trace-import: option %s needs a file name\n%s", a, usage);
-				free(in);
-				return 1;
-			}
-			out = argv[++i];
-		} else if (strcmp(a, "--compression-level") == 0) {
-			if (i + 1 >= argc || (level = parse_level(argv[i + 1])) == -1000) {
-				fprintf(stderr, "trace-import: --compression-level needs off or a level "
-						"from -50 to 22, not '%s'\n%s",
-					i + 1 < argc ? argv[i + 1] : "", usage);
-				free(in);
-				return 1;
-			}
-			i++;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "trace-import: unknown option '%s'\n%s", a, usage);
-			free(in);
-			return 1;
-		} else if (strcmp(a, "-") == 0) {
-			use_stdin = 1;
-		} else {
-			in[n++] = a;
-		}
+	int rc = parse_args(argc, argv, &a);
+	if (rc >= 0) {
+		free(a.in);
+		return rc;
 	}
-	if (use_stdin && n > 0) {
-		fprintf(stderr, "trace-import: standard input (-) does not combine with files\n%s",
-			usage);
-		free(in);
-		return 1;
-	}
+	const char *out = a.out, **in = a.in;
+	size_t n = a.n;
+	int level = a.level;
 	void *archive = NULL;
 	size_t asize = 0;
 	int ok;

@@ -67,12 +67,19 @@ def verify():
 
 def test_usage_errors(demo):
     archive = demo
-    # usage errors: exit 1, message on stderr, nothing on stdout
+    # usage errors: exit 1, one line naming the problem and a pointer to --help on stderr
+    # (never the whole help), nothing on stdout
     for args in ([], ['--format'], ['--format', 'xml', archive], ['--bogus', archive],
-                 ['--order', 'sideways', archive]):
+                 ['--order', 'sideways', archive], ['--format=xml', archive]):
         rc, out, err = run(*args)
-        check('usage %r exits 1' % (args,), rc == 1 and 'usage:' in err and out == '',
-              'rc=%d err=%r' % (rc, err[:200]))
+        lines = err.splitlines()
+        check('usage %r exits 1' % (args,),
+              rc == 1 and len(lines) == 2 and lines[1] == "Try 'trace-dump --help'." and
+              'usage:' not in err and out == '', 'rc=%d err=%r' % (rc, err[:200]))
+    # --opt=value and --opt value mean the same; -- ends the options
+    same = [run(*args) for args in (['--format=chrome', archive], ['--format', 'chrome', archive],
+                                    ['--format', 'chrome', '--', archive])]
+    check('--format=chrome == --format chrome', same[0] == same[1] == same[2] and same[0][0] == 0)
     rc, out, _ = run('--help')
     check('--help exits 0', rc == 0 and 'usage:' in out)
     verify()

@@ -9,6 +9,7 @@
  * leaves OUTPUT readable by trace-dump.
  */
 #define _GNU_SOURCE
+#include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 
 #include <nanotrace/nanotrace.h>
+#include "../../format/nt_format.h"
 
 static const char usage[] =
 	"usage: nanotrace-demo OUTPUT [options]\n"
@@ -30,7 +32,10 @@ static const char usage[] =
 	"  --threads N         worker threads, 1-64 (default 4)\n"
 	"  --requests N        requests per worker when no duration is given, 1-1000000\n"
 	"                      (default 200)\n"
-	"  -h, --help          this text\n";
+	"  -h, --help          this text\n"
+	"  --version           the version and the archive format it writes\n"
+	"\n"
+	"Exit status: 0 success, 1 usage error or a trace that could not be written.\n";
 
 typedef struct worker {
 	int id;
@@ -117,15 +122,21 @@ static int parse_num(const char *s, unsigned long long lo, unsigned long long hi
 	return 1;
 }
 
-static int option_value(int argc, char **argv, int *i, const char *name, unsigned long long lo,
+/* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
+static int bad_usage(void)
+{
+	fprintf(stderr, "Try 'nanotrace-demo --help'.\n");
+	return 1;
+}
+
+static int option_value(const char *v, const char *name, unsigned long long lo,
 			unsigned long long hi, unsigned long long *out)
 {
-	if (*i + 1 >= argc || !parse_num(argv[*i + 1], lo, hi, out)) {
-		fprintf(stderr, "nanotrace-demo: %s needs a number from %llu to %llu\n%s", name, lo,
-			hi, usage);
+	if (!parse_num(v, lo, hi, out)) {
+		fprintf(stderr, "nanotrace-demo: %s needs a number from %llu to %llu, not '%s'\n",
+			name, lo, hi, v);
 		return 0;
 	}
-	(*i)++;
 	return 1;
 }
 
@@ -134,46 +145,67 @@ typedef struct demo_args {
 	unsigned long long threads, requests, duration_ms, buffer;
 } demo_args;
 
-/* Returns -1 to go on, or the exit status (help, usage error). */
+enum { OPT_MODE = 256, OPT_THREADS, OPT_REQUESTS, OPT_DURATION_MS, OPT_BUFFER_SIZE,
+       OPT_VERSION };
+
+/* The command line: adding an option is one row here and one case in parse_option(). */
+static const struct option long_options[] = {
+	{ "mode", required_argument, 0, OPT_MODE },
+	{ "threads", required_argument, 0, OPT_THREADS },
+	{ "requests", required_argument, 0, OPT_REQUESTS },
+	{ "duration-ms", required_argument, 0, OPT_DURATION_MS },
+	{ "buffer-size", required_argument, 0, OPT_BUFFER_SIZE },
+	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, OPT_VERSION },
+	{ 0, 0, 0, 0 },
+};
+
+/* One option getopt_long returned: -1 to go on, or the exit status. */
+static int parse_option(int c, const char *v, demo_args *a, nt_config *cfg)
+{
+	switch (c) {
+	case 'h': fputs(usage, stdout); return 0;
+	case OPT_VERSION:
+		printf("nanotrace-demo (nanotrace) %s\nwrites archive format %d.%d\n",
+		       nt_version(), NT_FORMAT_MAJOR, NT_FORMAT_MINOR);
+		return 0;
+	case OPT_MODE:
+		cfg->mode = nt_mode_from_name(v);
+		if (cfg->mode < 0) {
+			fprintf(stderr, "nanotrace-demo: unknown mode '%s' (oneshot, circular or "
+					"streaming)\n", v);
+			return bad_usage();
+		}
+		return -1;
+	case OPT_THREADS: return option_value(v, "--threads", 1, 64, &a->threads) ? -1 : bad_usage();
+	case OPT_REQUESTS:
+		return option_value(v, "--requests", 1, 1000000, &a->requests) ? -1 : bad_usage();
+	case OPT_DURATION_MS:
+		return option_value(v, "--duration-ms", 1, 86400000, &a->duration_ms) ? -1 : bad_usage();
+	case OPT_BUFFER_SIZE:
+		return option_value(v, "--buffer-size", 65536, 4ull << 30, &a->buffer) ? -1 : bad_usage();
+	default: return bad_usage(); /* getopt_long named the option */
+	}
+}
+
+/* Returns -1 to go on, or the exit status (help, version, usage error). */
 static int parse_args(int argc, char **argv, demo_args *a, nt_config *cfg)
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			fputs(usage, stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--mode") == 0) {
-			const char *m = i + 1 < argc ? argv[++i] : "";
-			cfg->mode = nt_mode_from_name(m);
-			if (cfg->mode < 0) {
-				fprintf(stderr, "nanotrace-demo: unknown mode '%s'\n%s", m, usage);
-				return 1;
-			}
-		} else if (strcmp(argv[i], "--threads") == 0) {
-			if (!option_value(argc, argv, &i, "--threads", 1, 64, &a->threads))
-				return 1;
-		} else if (strcmp(argv[i], "--requests") == 0) {
-			if (!option_value(argc, argv, &i, "--requests", 1, 1000000, &a->requests))
-				return 1;
-		} else if (strcmp(argv[i], "--duration-ms") == 0) {
-			if (!option_value(argc, argv, &i, "--duration-ms", 1, 86400000, &a->duration_ms))
-				return 1;
-		} else if (strcmp(argv[i], "--buffer-size") == 0) {
-			if (!option_value(argc, argv, &i, "--buffer-size", 65536, 4ull << 30, &a->buffer))
-				return 1;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "nanotrace-demo: unknown option '%s'\n%s", argv[i], usage);
-			return 1;
-		} else if (a->output == NULL) {
-			a->output = argv[i];
-		} else {
-			fprintf(stderr, "nanotrace-demo: only one OUTPUT may be given\n%s", usage);
-			return 1;
-		}
+	int c;
+	while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+		int rc = parse_option(c, optarg, a, cfg);
+		if (rc >= 0)
+			return rc;
 	}
-	if (a->output == NULL) {
-		fprintf(stderr, "nanotrace-demo: no OUTPUT given\n%s", usage);
-		return 1;
+	if (optind == argc) {
+		fprintf(stderr, "nanotrace-demo: no OUTPUT given\n");
+		return bad_usage();
 	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "nanotrace-demo: only one OUTPUT may be given\n");
+		return bad_usage();
+	}
+	a->output = argv[optind];
 	return -1;
 }
 

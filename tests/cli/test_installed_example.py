@@ -1,0 +1,112 @@
+"""The installed library, as a user outside this tree meets it (README "Install and use the
+library"): `meson install` of this build into a temporary root; the .pc files found in the
+prefix's (multiarch) libdir; examples/nt_example.c compiled with -Werror against
+`pkg-config --cflags --libs nanotrace nanotrace-reader` only, linked with the rpath from
+`pkg-config --variable=libdir`, run (it records with threads and reads the archive back) and
+its archive read by the installed trace-dump; every installed header compiles alone in C
+(the API headers in C++ too); each tool's man page is installed. pkg-config's
+--define-variable=prefix moves the .pc files' prefix to the temporary root, as a real
+`--prefix` would have set it."""
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+
+import pytest
+
+BUILD = os.environ['NT_BUILD_ROOT']
+PREFIX = os.environ['NT_PREFIX']
+LIBDIR = os.environ['NT_LIBDIR']      # relative to the prefix, e.g. lib/x86_64-linux-gnu
+MANDIR = os.environ['NT_MANDIR']
+BINDIR = os.environ['NT_BINDIR']
+EXAMPLE = os.environ['NT_EXAMPLE']
+CC = shlex.split(os.environ['NT_CC'])
+CXX = shlex.split(os.environ.get('NT_CXX', ''))
+EXTRA = shlex.split(os.environ.get('NT_SANITIZE_FLAGS', ''))
+TOOLS = ('trace-dump', 'trace-import', 'trace-record', 'nanotrace-manager', 'nanotrace-demo')
+API_HEADERS = ('nanotrace.h', 'nanotrace_trace2.h', 'nanotrace_reader.h')
+
+
+def under(root, path):
+    return os.path.join(root, path.lstrip('/'))
+
+
+@pytest.fixture(scope='module')
+def installed(tmp_path_factory):
+    for tool in ('meson', 'pkg-config'):
+        if shutil.which(tool) is None:
+            pytest.skip('%s not installed' % tool)
+    root = str(tmp_path_factory.mktemp('destdir'))
+    p = subprocess.run(['meson', 'install', '-C', BUILD, '--no-rebuild', '--quiet',
+                        '--destdir', root], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    prefix = under(root, PREFIX)
+    libdir = LIBDIR if os.path.isabs(LIBDIR) else os.path.join(PREFIX, LIBDIR)
+    found = glob.glob(os.path.join(prefix, '**', 'nanotrace.pc'), recursive=True)
+    pcdir = os.path.join(under(root, libdir), 'pkgconfig')
+    assert found == [os.path.join(pcdir, 'nanotrace.pc')], (found, pcdir)
+    env = dict(os.environ, PKG_CONFIG_PATH=pcdir)
+    env.pop('PKG_CONFIG_LIBDIR', None)
+    return {'root': root, 'prefix': prefix, 'env': env}
+
+
+def pkg_config(inst, *args):
+    p = subprocess.run(['pkg-config', '--define-variable=prefix=' + inst['prefix'], *args],
+                       capture_output=True, text=True, env=inst['env'], timeout=30)
+    assert p.returncode == 0, (args, p.stderr)
+    return p.stdout.split()
+
+
+def test_example_builds_runs_and_reads_back(installed, tmp_path):
+    flags = pkg_config(installed, '--cflags', '--libs', 'nanotrace', 'nanotrace-reader')
+    libdir = pkg_config(installed, '--variable=libdir', 'nanotrace')[0]
+    assert os.path.isfile(os.path.join(libdir, 'libnanotrace.so.0')), libdir
+    assert os.path.isfile(os.path.join(libdir, 'libnanotrace-reader.so.0')), libdir
+    exe = str(tmp_path / 'nt_example')
+    p = subprocess.run([*CC, '-Wall', '-Wextra', '-Werror', *EXTRA, '-o', exe, EXAMPLE, *flags,
+                        '-Wl,-rpath,' + libdir], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    # the installed libraries, not this build's: nothing of the build tree in the paths
+    env = dict(os.environ)
+    env.pop('LD_LIBRARY_PATH', None)
+    ldd = subprocess.run(['ldd', exe], capture_output=True, text=True, env=env, timeout=30)
+    for lib in ('libnanotrace.so.0', 'libnanotrace-reader.so.0'):
+        line = next((l for l in ldd.stdout.splitlines() if lib in l), '')
+        assert os.path.join(libdir, lib) in line, (lib, ldd.stdout)
+    archive = str(tmp_path / 'example.ntrace')
+    p = subprocess.run([exe, archive, '3', '500'], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert '3 threads x 500 items read back' in p.stdout, p.stdout
+    assert oct(os.stat(archive).st_mode & 0o777) == oct(0o600)  # private, as the writer makes it
+    dump = subprocess.run([os.path.join(under(installed['root'], os.path.join(PREFIX, BINDIR)), 'trace-dump'),
+                           archive], capture_output=True, text=True, env=env, timeout=60)
+    assert dump.returncode == 0, dump.stderr
+    items = [l for l in dump.stdout.splitlines() if ' item' in l and 'worker-' in l]
+    assert len(items) == 3 * 500, dump.stdout[:2000]
+
+
+def test_installed_headers_compile_alone(installed, tmp_path):
+    incdir = os.path.join(installed['prefix'], 'include', 'nanotrace')
+    headers = sorted(os.path.basename(h) for h in glob.glob(os.path.join(incdir, '*.h')))
+    assert set(API_HEADERS) <= set(headers), headers
+    cflags = pkg_config(installed, '--cflags', 'nanotrace', 'nanotrace-reader')
+    compilers = [('c', CC, ['-std=gnu11'], headers)]
+    if CXX and shutil.which(CXX[0]):
+        compilers.append(('cpp', CXX, [], API_HEADERS))
+    for ext, cc, std, names in compilers:
+        for h in names:
+            src = tmp_path / ('inc_%s.%s' % (h.replace('.', '_'), ext))
+            src.write_text('#include <nanotrace/%s>\n' % h)
+            p = subprocess.run([*cc, *std, '-Wall', '-Wextra', '-Werror', '-fsyntax-only',
+                                *cflags, str(src)], capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, (h, ext, p.stderr)
+
+
+def test_man_pages_installed(installed):
+    man1 = os.path.join(under(installed['root'], os.path.join(PREFIX, MANDIR)), 'man1')
+    for tool in TOOLS:
+        assert os.path.isfile(os.path.join(man1, tool + '.1')), (tool, man1)
+        assert os.path.isfile(os.path.join(under(installed['root'],
+                                                 os.path.join(PREFIX, BINDIR)), tool)), tool
