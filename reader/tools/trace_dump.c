@@ -53,6 +53,10 @@ static const char usage[] =
 	"  --salvage        damage (a truncated archive included) is still reported, but\n"
 	"                   exits 0 when everything readable was rendered\n"
 	"\n"
+	"  --follow         render one ARCHIVE while a program still records it, as tail -f\n"
+	"                   does: text or a Trace2 format (trace-dump --follow --help)\n"
+	"  --wait SECONDS   --follow: wait this long for ARCHIVE to appear (default: forever)\n"
+	"  --interval MS    --follow: between polls, 1-1000 (default 10)\n"
 	"  --no-progress    no progress line (shown on stderr when it is a terminal and the\n"
 	"                   output goes to a file or a pipe)\n"
 	"  -h, --help       this text\n"
@@ -136,7 +140,7 @@ static int parse_value(dump_args *d, const char *a, const char *v)
 
 /* Options without a short letter: codes above any character. */
 enum { OPT_FORMAT = 256, OPT_ORDER, OPT_ON_CORRUPT, OPT_STATS, OPT_SALVAGE, OPT_BRIEF,
-       OPT_NESTING, OPT_NO_PROGRESS, OPT_VERSION };
+       OPT_NESTING, OPT_NO_PROGRESS, OPT_VERSION, OPT_FOLLOW_ONLY };
 
 /* The command line: adding an option is one row here and one case in parse_option(). */
 static const struct option long_options[] = {
@@ -148,6 +152,9 @@ static const struct option long_options[] = {
 	{ "brief", no_argument, 0, OPT_BRIEF },
 	{ "nesting", required_argument, 0, OPT_NESTING },
 	{ "output", required_argument, 0, 'o' },
+	{ "follow", no_argument, 0, OPT_FOLLOW_ONLY }, /* trace_dump_follow.c takes these */
+	{ "wait", required_argument, 0, OPT_FOLLOW_ONLY },
+	{ "interval", required_argument, 0, OPT_FOLLOW_ONLY },
 	{ "no-progress", no_argument, 0, OPT_NO_PROGRESS },
 	{ "help", no_argument, 0, 'h' },
 	{ "version", no_argument, 0, OPT_VERSION },
@@ -174,6 +181,7 @@ static int parse_option(dump_args *d, int c, const char *v)
 	case OPT_SALVAGE: d->salvage = 1; return -1;
 	case OPT_BRIEF: d->t2.brief = 1; return -1;
 	case OPT_NO_PROGRESS: d->no_progress = 1; return -1;
+	case OPT_FOLLOW_ONLY: return bad_usage("%s", "--wait and --interval go with --follow");
 	case OPT_FORMAT: return parse_value(d, "--format", v);
 	case OPT_ORDER: return parse_value(d, "--order", v);
 	case OPT_ON_CORRUPT: return parse_value(d, "--on-corrupt", v);

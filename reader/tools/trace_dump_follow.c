@@ -11,6 +11,7 @@
  * read is written first). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static int usage_error(const char *what, const char *arg)
 {
 	fprintf(stderr, "trace-dump: ");
 	fprintf(stderr, what, arg);
-	fprintf(stderr, "\n%s", follow_usage);
+	fprintf(stderr, "\nTry 'trace-dump --follow --help'.\n");
 	return 1;
 }
 
@@ -71,44 +72,63 @@ typedef struct follow_args {
 	unsigned interval_ms;
 } follow_args;
 
+/* --follow's own options (getopt_long, as trace-dump's: --opt=value or --opt value). */
+enum { FOLLOW_OPT_FOLLOW = 256, FOLLOW_OPT_FORMAT, FOLLOW_OPT_WAIT, FOLLOW_OPT_INTERVAL };
+
+static const struct option follow_options[] = {
+	{ "follow", no_argument, 0, FOLLOW_OPT_FOLLOW },
+	{ "format", required_argument, 0, FOLLOW_OPT_FORMAT },
+	{ "wait", required_argument, 0, FOLLOW_OPT_WAIT },
+	{ "interval", required_argument, 0, FOLLOW_OPT_INTERVAL },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+/* One option. Returns -1 to go on, or the exit status. */
+static int follow_option(follow_args *a, int c, const char *v, const char *arg)
+{
+	char *end;
+	switch (c) {
+	case FOLLOW_OPT_FOLLOW: return -1;
+	case 'h': fputs(follow_usage, stdout); return 0;
+	case FOLLOW_OPT_FORMAT:
+		if (strcmp(v, "text") != 0 && strcmp(v, "normal") != 0 && strcmp(v, "perf") != 0 &&
+		    strcmp(v, "event") != 0)
+			return usage_error("--follow renders text, normal, perf or event, not '%s'", v);
+		a->format = v;
+		return -1;
+	case FOLLOW_OPT_WAIT:
+		a->wait_s = strtod(v, &end);
+		if (*v == '\0' || *end != '\0' || !(a->wait_s >= 0 && a->wait_s <= 1e6))
+			return usage_error("--wait needs seconds from 0 to 1000000, not '%s'", v);
+		return -1;
+	case FOLLOW_OPT_INTERVAL: {
+		long ms = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || ms < 1 || ms > 1000)
+			return usage_error("--interval needs 1 to 1000 ms, not '%s'", v);
+		a->interval_ms = (unsigned)ms;
+		return -1;
+	}
+	default: /* an unknown option, one that does not combine, or a missing value */
+		return usage_error("'%s': --follow takes --format, --wait and --interval, each "
+				   "with a value", arg);
+	}
+}
+
 static int parse_follow(int argc, char **argv, follow_args *a)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		char *end;
-		if (strcmp(o, "--follow") == 0)
-			continue;
-		if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-			fputs(follow_usage, stdout);
-			return 0;
-		}
-		if (strcmp(o, "--format") == 0 || strcmp(o, "--wait") == 0 ||
-		    strcmp(o, "--interval") == 0) {
-			if (v == NULL)
-				return usage_error("option %s needs a value", o);
-			i++;
-			if (strcmp(o, "--format") == 0 && strcmp(v, "text") != 0 &&
-			    strcmp(v, "normal") != 0 && strcmp(v, "perf") != 0 && strcmp(v, "event") != 0)
-				return usage_error("--follow renders text, normal, perf or event, not '%s'", v);
-			if (strcmp(o, "--format") == 0)
-				a->format = v;
-			if (strcmp(o, "--wait") == 0) {
-				a->wait_s = strtod(v, &end);
-				if (*v == '\0' || *end != '\0' || !(a->wait_s >= 0 && a->wait_s <= 1e6))
-					return usage_error("--wait needs seconds from 0 to 1000000, not '%s'", v);
-			} else if (strcmp(o, "--interval") == 0) {
-				long ms = strtol(v, &end, 10);
-				if (*v == '\0' || *end != '\0' || ms < 1 || ms > 1000)
-					return usage_error("--interval needs 1 to 1000 ms, not '%s'", v);
-				a->interval_ms = (unsigned)ms;
-			}
-		} else if (o[0] == '-' && o[1] != '\0') {
-			return usage_error("option '%s' does not combine with --follow", o);
-		} else if (a->path != NULL) {
-			return usage_error("--follow takes one ARCHIVE, not also '%s'", o);
-		} else {
-			a->path = o;
-		}
+	int c;
+	optind = 0; /* glibc: start afresh */
+	opterr = 0; /* usage_error names the option, as "trace-dump:" */
+	while ((c = getopt_long(argc, argv, "h", follow_options, NULL)) != -1) {
+		int rc = follow_option(a, c, optarg, argv[optind - 1]);
+		if (rc >= 0)
+			return rc;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (a->path != NULL)
+			return usage_error("--follow takes one ARCHIVE, not also '%s'", argv[i]);
+		a->path = argv[i];
 	}
 	if (a->path == NULL)
 		return usage_error("%s", "--follow needs an ARCHIVE");
