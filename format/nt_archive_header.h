@@ -64,7 +64,9 @@
 	X(VALUES_TRUNCATED, values_truncated, 8)                                           \
 	X(SLOT_OVERWRITTEN_OFFSET, slot_overwritten_offset, 8)                             \
 	X(COMPRESSION, compression, 2)                                                     \
-	X(COMPRESSION_LEVEL, compression_level, 4)
+	X(COMPRESSION_LEVEL, compression_level, 4)                                         \
+	X(CHILDREN_FORKED, children_forked, 8)                                             \
+	X(FORKED_FROM, forked_from, 4)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -117,6 +119,8 @@ typedef struct nt_archive_info {
 	uint64_t slot_overwritten_offset; /* Arena layout: the per-slot overwrite counters */
 	uint16_t compression;             /* NT_CODEC_*: the codec of CompressedChunk records */
 	int32_t compression_level;        /* the level the saver used (information only) */
+	uint64_t children_forked;         /* fork()s while recording: each child's own archive */
+	uint32_t forked_from;             /* a fork() child's archive: the parent's pid, else 0 */
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

@@ -253,7 +253,9 @@ SAME_VT(NT_HDR_VALUES_TRUNCATED, VT_VALUES_TRUNCATED)
 SAME_VT(NT_HDR_SLOT_OVERWRITTEN_OFFSET, VT_SLOT_OVERWRITTEN_OFFSET)
 SAME_VT(NT_HDR_COMPRESSION, VT_COMPRESSION)
 SAME_VT(NT_HDR_COMPRESSION_LEVEL, VT_COMPRESSION_LEVEL)
-static_assert(NT_HDR_FIELD_COUNT == 40, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_CHILDREN_FORKED, VT_CHILDREN_FORKED)
+SAME_VT(NT_HDR_FORKED_FROM, VT_FORKED_FROM)
+static_assert(NT_HDR_FIELD_COUNT == 42, "a header field was added: add its SAME_VT check");
 
 
 struct c_field {
@@ -362,6 +364,8 @@ static void check_header_encoding(void **)
 	in.dropped_stopped = 91;
 	in.compression = NT_CODEC_ZSTD;
 	in.compression_level = -5;
+	in.children_forked = 90;
+	in.forked_from = 4141;
 	size_t n = nt_header_encode(&in, buf.data(), buf.size(), nullptr);
 	assert_msg(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
 	flatbuffers::Verifier v(buf.data(), n);
@@ -391,6 +395,8 @@ static void check_header_encoding(void **)
 	      "layout, end and drop reasons");
 	assert_msg(h->compression() == fb::Codec_Zstd && h->compression_level() == -5,
 		   "compression and its level");
+	assert_msg(h->children_forked() == 90 && h->forked_from() == 4141,
+		   "children_forked and forked_from");
 	// Every byte of a shorter buffer must be rejected, never read past.
 	for (size_t cut = 0; cut < n; cut += 4) {
 		flatbuffers::Verifier vc(buf.data(), cut);

@@ -231,6 +231,7 @@ nt_result nt_start(const nt_config *cfg)
 {
 	if (nt_registry_owns_session())
 		return NT_OK;
+	nt_fork_child_cancel();
 	nt_result rc = nt_provider_initialize(cfg);
 	return rc != NT_OK ? rc : nt_lifecycle_start(NT_BUFFER_CLEAR_ENTIRE, NULL);
 }
@@ -242,5 +243,7 @@ nt_result nt_finish(const char *path)
 		nt_registry_exit();
 		return NT_OK;
 	}
-	return nt_session_finish(path, NT_END_FINISHED);
+	char beside[4096]; /* a lazily started fork() child's archive goes beside `path` */
+	return nt_session_finish(nt_fork_finish_path(path, beside, sizeof(beside)),
+				 NT_END_FINISHED);
 }
