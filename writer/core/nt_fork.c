@@ -18,6 +18,7 @@
 
 #include "nt_core.h"
 #include "nt_internal.h"
+#include "../../format/nt_fork_path.h"
 
 enum { FORK_NONE, FORK_PENDING, FORK_STARTING, FORK_STARTED, FORK_FAILED };
 
@@ -56,14 +57,9 @@ nt_result nt_fork_remember_config(const nt_config *cfg)
 
 int nt_fork_child_path(char *out, size_t cap, const char *base, int pid)
 {
-	static const char suffix[] = ".ntrace";
-	size_t n = strlen(base), s = sizeof(suffix) - 1;
-	int len;
-	if (n > s && strcmp(base + n - s, suffix) == 0)
-		len = snprintf(out, cap, "%.*s.%d%s", (int)(n - s), base, pid, suffix);
-	else
-		len = snprintf(out, cap, "%s.%d", base, pid);
-	return len > 0 && (size_t)len < cap;
+	char text[16];
+	snprintf(text, sizeof(text), "%d", pid);
+	return nt_fork_child_name(out, cap, base, text);
 }
 
 void nt_fork_parent_counted(void)

@@ -330,8 +330,8 @@ void nt_registry_after_fork_in_child(void);
 /* nt_fork.c: a fork() child's own archive, started lazily at its first event. */
 /* Keep a copy of `cfg` (checked, full size) for the children of this session. */
 nt_result nt_fork_remember_config(const nt_config *cfg);
-/* The child's path for parent archive `base`: "<stem>.<pid>.ntrace" when base ends in
- * ".ntrace", else "<base>.<pid>". 0 when it does not fit `cap`. */
+/* The child's path for parent archive `base` (format/nt_fork_path.h). 0 when it does not
+ * fit `cap`. */
 int nt_fork_child_path(char *out, size_t cap, const char *base, int pid);
 /* The parent's atfork handler: count the child in the archive header when recording. */
 void nt_fork_parent_counted(void);
