@@ -56,8 +56,9 @@ static void on_exit_finish(void)
 	/* A manager's buffer is the manager's to finish (the registry's exit handler stops it).
 	 * A failure (a full disk) is said on stderr, once: the program's exit status is its own,
 	 * and its file is still the arena as recorded, which trace-dump reads. */
-	if (!nt_is_recording() || !nt_S.file_backed || nt_S.manager_buffer)
-		return;
+	if (!nt_is_recording() || !nt_S.file_backed || nt_S.manager_buffer ||
+	    nt_S.started != SESSION_RECORDING)
+		return; /* nt_is_recording() is also true of a fork() child's pending session */
 	char path[512];
 	snprintf(path, sizeof(path), "%s", nt_S.path ? nt_S.path : "(the arena file)");
 	if (nt_session_finish(NULL, NT_END_EXIT) != NT_OK)
