@@ -33,6 +33,9 @@ void nt_core_set_hooks(const nt_core_hooks *hooks)
 	nt_core_hooks h = hooks ? *hooks : (nt_core_hooks){ 0 };
 	__atomic_store_n(&nt_hooks.on_fatal_signal, h.on_fatal_signal, __ATOMIC_RELEASE);
 	__atomic_store_n(&nt_hooks.on_durable_cleared, h.on_durable_cleared, __ATOMIC_RELEASE);
+	__atomic_store_n(&nt_hooks.fork_child_path, h.fork_child_path, __ATOMIC_RELEASE);
+	__atomic_store_n(&nt_hooks.on_fork_child_started, h.on_fork_child_started,
+			 __ATOMIC_RELEASE);
 }
 #define NSIG_HANDLED (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 static struct sigaction previous[NSIG_HANDLED];

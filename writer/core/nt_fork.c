@@ -108,6 +108,10 @@ static void say_unrecorded(void)
 
 static void start_child_session(void)
 {
+	void (*rename)(char *, size_t) =
+		__atomic_load_n(&nt_hooks.fork_child_path, __ATOMIC_ACQUIRE);
+	if (rename != NULL)
+		rename(child_path, sizeof(child_path));
 	nt_config cfg = parent_cfg;
 	cfg.struct_size = sizeof(cfg);
 	cfg.path = child_path[0] != '\0' ? child_path : NULL;
@@ -115,6 +119,10 @@ static void start_child_session(void)
 	nt_result rc = nt_start(&cfg);
 	if (rc == NT_OK) {
 		state = FORK_STARTED;
+		void (*started)(void) =
+			__atomic_load_n(&nt_hooks.on_fork_child_started, __ATOMIC_ACQUIRE);
+		if (started != NULL)
+			started();
 		return;
 	}
 	state = FORK_FAILED;
