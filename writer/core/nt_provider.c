@@ -90,6 +90,7 @@ nt_result nt_provider_initialize(const nt_config *cfg)
 {
 	if (nt_registry_owns_session())
 		return owned_by_manager("nt_provider_initialize");
+	nt_fork_child_cancel(); /* a fork() child's own choice, before its lazy session */
 	remote_fifo = -1;
 	return initialize(cfg, -1);
 }
@@ -231,7 +232,6 @@ nt_result nt_start(const nt_config *cfg)
 {
 	if (nt_registry_owns_session())
 		return NT_OK;
-	nt_fork_child_cancel();
 	nt_result rc = nt_provider_initialize(cfg);
 	return rc != NT_OK ? rc : nt_lifecycle_start(NT_BUFFER_CLEAR_ENTIRE, NULL);
 }
