@@ -30,6 +30,7 @@ static int state;                 /* FORK_*; written under start_lock once pendi
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t unrecorded;       /* events of a child whose archive could not start */
 static char failure[640];         /* why, for the exit line */
+static int path_too_long;         /* the path beside the parent's does not fit */
 
 static char *dup_or_null(const char *s)
 {
@@ -76,14 +77,17 @@ void nt_fork_child_prepare(int parent_pid, int parent_recording, const char *bas
 	pthread_mutex_init(&start_lock, NULL);
 	unrecorded = 0;
 	if (!parent_recording && state != FORK_PENDING) {
-		state = FORK_NONE;
+		if (state != FORK_FAILED) /* a failed child's children count what they lose too */
+			state = FORK_NONE;
 		return;
 	}
 	char from[sizeof(child_path)];
 	snprintf(from, sizeof(from), "%s", parent_recording ? (base ? base : "") : child_path);
 	child_path[0] = '\0';
-	if (from[0] != '\0' && !nt_fork_child_path(child_path, sizeof(child_path), from, getpid()))
-		snprintf(child_path, sizeof(child_path), "%s", from); /* refused at start: too long */
+	path_too_long = from[0] != '\0' &&
+			!nt_fork_child_path(child_path, sizeof(child_path), from, getpid());
+	if (path_too_long) /* never the parent's path: the start fails and says so */
+		snprintf(child_path, sizeof(child_path), "%.200s...", from);
 	nt_S.forked_from = parent_pid;
 	state = FORK_PENDING;
 	nt_store_release_32(&nt_session_tag_, NT_TAG_FORKED);
@@ -108,15 +112,20 @@ static void say_unrecorded(void)
 
 static void start_child_session(void)
 {
-	void (*rename)(char *, size_t) =
+	void (*name_hook)(char *, size_t) =
 		__atomic_load_n(&nt_hooks.fork_child_path, __ATOMIC_ACQUIRE);
-	if (rename != NULL)
-		rename(child_path, sizeof(child_path));
+	if (name_hook != NULL)
+		name_hook(child_path, sizeof(child_path));
 	nt_config cfg = parent_cfg;
 	cfg.struct_size = sizeof(cfg);
 	cfg.path = child_path[0] != '\0' ? child_path : NULL;
 	state = FORK_STARTING;
-	nt_result rc = nt_start(&cfg);
+	nt_result rc = NT_ERR_INVALID_ARGUMENT;
+	if (path_too_long)
+		nt_set_error("the path beside the parent's archive is longer than %zu bytes",
+			     sizeof(child_path) - 1);
+	else
+		rc = nt_start(&cfg);
 	if (rc == NT_OK) {
 		state = FORK_STARTED;
 		void (*started)(void) =

@@ -78,7 +78,9 @@
  *   record, and at exit() prints "nanotrace: fork() child <pid>: <n> events not recorded
  *   (...)". Before its first event the child may nt_start() a session of its own instead
  *   (then no archive is made beside the parent's); nt_finish() there fails with NT_ERR_STATE
- *   naming the parent's pid. nt_is_recording() is nonzero in a child that will record.
+ *   naming the parent's pid. nt_is_recording() is nonzero in a child that will record (and
+ *   in one whose archive could not start: its events still reach the library, to be
+ *   counted).
  *   A child of a process registered with a trace manager registers as a provider of its own
  *   (MANAGER MODE) instead. Do not fork() while nt_start() or nt_finish() runs.
  *
