@@ -66,7 +66,9 @@
 	X(COMPRESSION, compression, 2)                                                     \
 	X(COMPRESSION_LEVEL, compression_level, 4)                                         \
 	X(SAVE_ERRNO, save_errno, 4)                                                       \
-	X(DROPPED_UNSAVED, dropped_unsaved, 8)
+	X(DROPPED_UNSAVED, dropped_unsaved, 8)                                             \
+	X(CHILDREN_FORKED, children_forked, 8)                                             \
+	X(FORKED_FROM, forked_from, 4)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -122,6 +124,8 @@ typedef struct nt_archive_info {
 	uint32_t save_errno;              /* why saving stopped: errno of the first failed
 					     write of the archive, 0 = none */
 	uint64_t dropped_unsaved;         /* events made but not saved because saving stopped */
+	uint64_t children_forked;         /* fork()s while recording: each child's own archive */
+	uint32_t forked_from;             /* a fork() child's archive: the parent's pid, else 0 */
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nt_render_util.h"
+#include "../../format/nt_fork_path.h"
 
 typedef struct stats_ctx {
 	uint64_t by_kind[256];
@@ -89,6 +90,25 @@ static const char *final_name(uint8_t f)
 }
 
 /* What the header says about the archive: where it came from and how it was recorded. */
+/* fork(): a child's archive names its parent; a parent's counts its children and says
+ * where their archives are (format/nt_fork_path.h). */
+static void print_fork(const nt_reader *r, FILE *out)
+{
+	const nt_archive_info *in = nt_reader_info(r);
+	if (in->forked_from != 0)
+		fprintf(out, "forked from: pid %" PRIu32 " (a fork() child's own archive)\n",
+			in->forked_from);
+	if (in->children_forked == 0)
+		return;
+	const char *name = nt_reader_name(r), *slash = strrchr(name, '/');
+	char beside[4096], shown[4096];
+	if (!nt_fork_child_name(beside, sizeof(beside), slash ? slash + 1 : name, "<pid>"))
+		snprintf(beside, sizeof(beside), "%s", "<this archive's name>.<pid>");
+	fprintf(out, "children forked: %" PRIu64 " while recording (each records into its own "
+		"archive beside this one, named %s)\n", in->children_forked,
+		nt_unctrl_copy(shown, sizeof(shown), beside));
+}
+
 static void print_archive(const nt_reader *r, FILE *out)
 {
 	const nt_archive_info *in = nt_reader_info(r);
@@ -99,6 +119,7 @@ static void print_archive(const nt_reader *r, FILE *out)
 		in->format_minor);
 	fprintf(out, "process: %s (pid %" PRIu32 ")\n",
 		nt_unctrl_copy(process, sizeof(process), in->process_name), in->pid);
+	print_fork(r, out);
 	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_SOURCE_TSC ? "tsc" : "monotonic",
 		in->ticks_per_second);
 	/* An imported log was never in an arena: its header leaves the geometry 0, and the

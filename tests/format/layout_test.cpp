@@ -256,7 +256,9 @@ SAME_VT(NT_HDR_COMPRESSION, VT_COMPRESSION)
 SAME_VT(NT_HDR_COMPRESSION_LEVEL, VT_COMPRESSION_LEVEL)
 SAME_VT(NT_HDR_SAVE_ERRNO, VT_SAVE_ERRNO)
 SAME_VT(NT_HDR_DROPPED_UNSAVED, VT_DROPPED_UNSAVED)
-static_assert(NT_HDR_FIELD_COUNT == 42, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_CHILDREN_FORKED, VT_CHILDREN_FORKED)
+SAME_VT(NT_HDR_FORKED_FROM, VT_FORKED_FROM)
+static_assert(NT_HDR_FIELD_COUNT == 44, "a header field was added: add its SAME_VT check");
 
 
 struct c_field {
@@ -367,6 +369,8 @@ static void check_header_encoding(void **)
 	in.compression_level = -5;
 	in.save_errno = 28;
 	in.dropped_unsaved = 90;
+	in.children_forked = 90;
+	in.forked_from = 4141;
 	size_t n = nt_header_encode(&in, buf.data(), buf.size(), nullptr);
 	assert_msg(n > 0 && n % 8 == 0, "encoded header is %zu bytes", n);
 	flatbuffers::Verifier v(buf.data(), n);
@@ -398,6 +402,8 @@ static void check_header_encoding(void **)
 		   "compression and its level");
 	assert_msg(h->save_errno() == 28 && h->dropped_unsaved() == 90,
 		   "why saving stopped and the events it cost");
+	assert_msg(h->children_forked() == 90 && h->forked_from() == 4141,
+		   "children_forked and forked_from");
 	// Every byte of a shorter buffer must be rejected, never read past.
 	for (size_t cut = 0; cut < n; cut += 4) {
 		flatbuffers::Verifier vc(buf.data(), cut);

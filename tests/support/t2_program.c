@@ -66,15 +66,33 @@ static int run_child(const char *self, const char *const *argv, int git_cmd)
 	return code;
 }
 
+/* The child records a region and data, then exits; the parent waits for it. */
+static void fork_child(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		NT_T2_REGION_ENTER("forked", "work", -1);
+		NT_T2_DATA_STRING("forked", -1, "role", "fork-child");
+		NT_T2_REGION_LEAVE("forked", "work", -1);
+		exit(NT_T2_CMD_EXIT(0));
+	}
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		fprintf(stderr, "t2_program: the fork() child failed\n");
+}
+
 int main(int argc, const char **argv)
 {
 	NT_T2_INITIALIZE_CLOCK();
-	int child = 0, sig = 0, nthreads = 3;
+	int child = 0, sig = 0, nthreads = 3, forked = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--child") == 0)
 			child = 1;
 		else if (strcmp(argv[i], "--signal") == 0)
 			sig = 1;
+		else if (strcmp(argv[i], "--fork") == 0)
+			forked = 1;
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			nthreads = atoi(argv[++i]);
 	}
@@ -87,6 +105,8 @@ int main(int argc, const char **argv)
 		NT_T2_REGION_LEAVE("child", "run", 0);
 		return NT_T2_CMD_EXIT(0);
 	}
+	if (forked) /* a fork() child without exec: its own SID and archive (nanotrace.h, FORK) */
+		fork_child();
 	NT_T2_CMD_MODE("full");
 	NT_T2_CMD_PATH("/usr/local/bin/t2prog");
 	const char *alias_argv[] = { "t2prog", "--all", NULL };

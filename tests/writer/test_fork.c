@@ -4,7 +4,11 @@
  * The parent records BEFORE events, forks, waits for the child, records AFTER more and
  * finishes. The child makes CHILD events and ends with _exit, exit, exec, SIGTERM or
  * SIGKILL. The parent's archive must hold exactly its own events (each seq once, none named
- * "child") and its loss counters must be zero. A child may also start its own session.
+ * "child") and its loss counters must be zero, and count the one child forked. A file-backed
+ * parent's child records its events into its own archive beside the parent's
+ * (format/nt_fork_path.h), exactly, naming the parent in forked_from, however it ended; an
+ * anonymous parent's child leaves no file unless it calls nt_finish(). A child may also start
+ * its own session before its first event. test_fork_child.c has the rest of the rule.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -19,6 +23,7 @@
 
 #include <nanotrace/nanotrace.h>
 #include "nt_test_util.h"
+#include "nt_fork_path.h"
 
 #define BEFORE 600
 #define AFTER 600
@@ -56,9 +61,25 @@ static void start(int mode, const char *path)
 	assert_int_equal(start_session(mode, path), NT_OK);
 }
 
-static void child_ends(enum ending how)
+/* ThreadSanitizer no longer delivers signals in the child of a process that had threads
+ * (streaming's saver threads): raise(SIGTERM) returns there. */
+#if defined(__SANITIZE_THREAD__)
+#define CHILD_OF_THREADS_GETS_SIGNALS 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHILD_OF_THREADS_GETS_SIGNALS 0
+#endif
+#endif
+#ifndef CHILD_OF_THREADS_GETS_SIGNALS
+#define CHILD_OF_THREADS_GETS_SIGNALS 1
+#endif
+/* Nor can it start threads there: a streaming child's own session (its saver threads) is
+ * not started under it, so that child makes no event and leaves no file. */
+#define CHILD_OF_THREADS_STARTS_THREADS CHILD_OF_THREADS_GETS_SIGNALS
+
+static void child_ends(enum ending how, int records)
 {
-	for (uint64_t i = 0; i < CHILD; i++)
+	for (uint64_t i = 0; records && i < CHILD; i++)
 		emit_child(i);
 	switch (how) {
 	case END_UNDERSCORE_EXIT:
@@ -87,8 +108,10 @@ static void wait_child(pid_t pid, enum ending how)
 	}
 }
 
-/* Exactly `n` events named `name` with seq 0 .. n-1 once each, nothing else, no loss. */
-static void assert_exact(const char *path, const char *name, uint64_t n, const char *what)
+/* Exactly `n` events named `name` with seq 0 .. n-1 once each, nothing else, no loss; the
+ * archive's header in *info when not NULL. */
+static void assert_exact_info(const char *path, const char *name, uint64_t n, const char *what,
+			      nt_archive_info *info)
 {
 	test_trace t;
 	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
@@ -111,7 +134,42 @@ static void assert_exact(const char *path, const char *name, uint64_t n, const c
 			 ", overwritten %" PRIu64 ", wraps %" PRIu64,
 			 what, mine, name, n, other, dup, t.errors, t.first_error, t.gaps,
 			 t.info.events_dropped, t.info.events_overwritten, t.info.wraps);
+	if (info != NULL)
+		*info = t.info;
 	test_trace_free(&t);
+}
+
+static void assert_exact(const char *path, const char *name, uint64_t n, const char *what)
+{
+	assert_exact_info(path, name, n, what, NULL);
+}
+
+/* The archive of `child`, forked by this process from the archive at `path`. */
+static void child_archive(char *out, size_t cap, const char *path, pid_t child)
+{
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)child);
+	assert_true(nt_fork_child_name(out, cap, path, pid));
+}
+
+/* A file-backed parent's child recorded its CHILD events into its own archive, exactly; an
+ * anonymous parent's child, which never called nt_finish(), or one without events left no
+ * file. */
+static void assert_child_archive(const char *path, pid_t child, int no_file, const char *what)
+{
+	char own[300], label[128];
+	child_archive(own, sizeof(own), path, child);
+	if (no_file) {
+		assert_int_equal(access(own, F_OK), -1);
+		return;
+	}
+	nt_archive_info info;
+	snprintf(label, sizeof(label), "%s: the child's own archive", what);
+	assert_exact_info(own, "child", CHILD, label, &info);
+	assert_int_equal(info.forked_from, (uint32_t)getpid());
+	assert_int_equal(info.pid, (uint32_t)child);
+	assert_int_equal(info.children_forked, 0);
+	unlink(own);
 }
 
 /* mode < 0: an anonymous (oneshot) arena, finished to a path by the parent. */
@@ -123,30 +181,23 @@ static void parent_survives(int mode, enum ending how)
 	start(mode < 0 ? NT_MODE_ONESHOT : mode, mode < 0 ? NULL : path);
 	for (uint64_t i = 0; i < BEFORE; i++)
 		emit_parent(i);
+	int records = CHILD_OF_THREADS_STARTS_THREADS || mode != NT_MODE_STREAMING;
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		child_ends(how);
+		child_ends(how, records);
 	wait_child(pid, how);
 	for (uint64_t i = BEFORE; i < BEFORE + AFTER; i++)
 		emit_parent(i);
 	assert_int_equal(nt_finish(mode < 0 ? path : NULL), NT_OK);
-	assert_exact(path, "parent", BEFORE + AFTER, what);
+	nt_archive_info info;
+	assert_exact_info(path, "parent", BEFORE + AFTER, what, &info);
+	assert_int_equal(info.children_forked, 1);
+	assert_int_equal(info.forked_from, 0);
+	assert_child_archive(path, pid, mode < 0 || !records, what);
 	unlink(path);
 }
 
-/* ThreadSanitizer no longer delivers signals in the child of a process that had threads
- * (streaming's saver threads): raise(SIGTERM) returns there. */
-#if defined(__SANITIZE_THREAD__)
-#define CHILD_OF_THREADS_GETS_SIGNALS 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CHILD_OF_THREADS_GETS_SIGNALS 0
-#endif
-#endif
-#ifndef CHILD_OF_THREADS_GETS_SIGNALS
-#define CHILD_OF_THREADS_GETS_SIGNALS 1
-#endif
 
 static void every_ending(int mode)
 {
@@ -180,17 +231,15 @@ static void anonymous_parent_exact(void **state)
 	every_ending(-1);
 }
 
-/* In the child: not recording, nt_finish refused with the parent's pid named, and a session
- * of its own records exactly the child's events. Exit status 0 when all of that holds. */
+/* In the child, before its first event: nt_finish refused with the parent's pid named, and
+ * a session of its own (nt_start) replaces the archive it would have started: it records
+ * exactly the child's events. Exit status 0 when all of that holds. */
 static int child_own_session(int mode, const char *own, pid_t parent)
 {
 	char pid_text[32];
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)parent);
-	if (nt_is_recording())
-		return 10;
 	if (nt_finish(NULL) != NT_ERR_STATE || strstr(nt_last_error(), pid_text) == NULL)
 		return 11;
-	emit_child(CHILD); /* dropped: not the child's session */
 	if (start_session(mode, own) != NT_OK)
 		return 12;
 	for (uint64_t i = 0; i < CHILD; i++)
@@ -230,6 +279,9 @@ static void child_records_its_own_session(void **state)
 		assert_int_equal(nt_finish(NULL), NT_OK);
 		assert_exact(path, "parent", BEFORE + AFTER, what);
 		assert_exact(own, "child", CHILD, "the child's own session");
+		char beside[300];
+		child_archive(beside, sizeof(beside), path, pid);
+		assert_int_equal(access(beside, F_OK), -1); /* no lazy archive as well */
 		unlink(path);
 		unlink(own);
 	}

@@ -9,6 +9,7 @@
 #ifndef NT_CORE_H
 #define NT_CORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <nanotrace/nanotrace.h>
@@ -19,10 +20,18 @@
  *                     recording still on: it may record one last event; async-signal-safe
  *                     code only.
  *   on_durable_cleared  after a start that cleared the durable region (CLEAR_ENTIRE):
- *                     durable records the layer wrote before must be written again. */
+ *                     durable records the layer wrote before must be written again.
+ *   fork_child_path   in a fork() child, at its first event, before its own session starts
+ *                     (nanotrace.h, FORK): `path` holds the archive the core chose beside
+ *                     the parent's ("" for an anonymous arena), of `cap` bytes; the layer
+ *                     may rename it (Trace2: after the child's new SID). No event here.
+ *   on_fork_child_started  right after that session started: the layer writes its durable
+ *                     records for the child (Trace2: the child's ProcessRecord). */
 typedef struct nt_core_hooks {
 	void (*on_fatal_signal)(int sig);
 	void (*on_durable_cleared)(void);
+	void (*fork_child_path)(char *path, size_t cap);
+	void (*on_fork_child_started)(void);
 } nt_core_hooks;
 void nt_core_set_hooks(const nt_core_hooks *hooks);
 

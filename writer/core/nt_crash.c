@@ -33,6 +33,9 @@ void nt_core_set_hooks(const nt_core_hooks *hooks)
 	nt_core_hooks h = hooks ? *hooks : (nt_core_hooks){ 0 };
 	__atomic_store_n(&nt_hooks.on_fatal_signal, h.on_fatal_signal, __ATOMIC_RELEASE);
 	__atomic_store_n(&nt_hooks.on_durable_cleared, h.on_durable_cleared, __ATOMIC_RELEASE);
+	__atomic_store_n(&nt_hooks.fork_child_path, h.fork_child_path, __ATOMIC_RELEASE);
+	__atomic_store_n(&nt_hooks.on_fork_child_started, h.on_fork_child_started,
+			 __ATOMIC_RELEASE);
 }
 #define NSIG_HANDLED (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 static struct sigaction previous[NSIG_HANDLED];
@@ -57,8 +60,9 @@ static void on_exit_finish(void)
 	 * A failure (a full disk) is said on stderr, once: the program's exit status is its own.
 	 * The file is still a readable archive that records why saving stopped: the arena as
 	 * recorded, or (streaming) the stream saved before; nt_last_error() says which. */
-	if (!nt_is_recording() || !nt_S.file_backed || nt_S.manager_buffer)
-		return;
+	if (!nt_is_recording() || !nt_S.file_backed || nt_S.manager_buffer ||
+	    nt_S.started != SESSION_RECORDING)
+		return; /* nt_is_recording() is also true of a fork() child's pending session */
 	char path[512];
 	snprintf(path, sizeof(path), "%s", nt_S.path ? nt_S.path : "(the arena file)");
 	if (nt_session_finish(NULL, NT_END_EXIT) != NT_OK)

@@ -173,7 +173,7 @@ int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_tick
 			    int32_t utc_offset)
 {
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	if (tag == 0 || tag == NT_TAG_HALTED)
+	if (tag == 0 || tag == NT_TAG_HALTED || tag == NT_TAG_FORKED)
 		return 0;
 	size_t len = strnlen(sid, NT_MAX_SID_LENGTH);
 	uint32_t words = 4 + nt_words_for_bytes((uint32_t)len);
@@ -199,8 +199,8 @@ void nt_thread_set_name(const char *name)
 	if (name == NULL || name[0] == '\0')
 		return;
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	if (tag == 0 || tag == NT_TAG_HALTED)
-		return;
+	if (tag == 0 || tag == NT_TAG_HALTED || tag == NT_TAG_FORKED)
+		return; /* a fork() child's pending session names the thread when it joins */
 	if (t->tag != tag && !thread_join(t, tag))
 		return;
 	pthread_mutex_lock(&nt_S.intern_lock);
@@ -449,6 +449,7 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 		st = nt_callsite_resolve(site, args);
 		if (!(st & NT_SITE_ENABLED))
 			return; /* disabled category, or dropped and counted */
+		tag = nt_load_acquire_32(&nt_session_tag_); /* a fork() child's just started */
 	}
 	if (now == 0)
 		now = nt_clock_ticks();

@@ -249,6 +249,16 @@ uint32_t nt_callsite_resolve(nt_callsite *site, const nt_arg *args)
 {
 	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
 	uint32_t st = nt_load_acquire_32(&site->state);
+	if (tag == NT_TAG_FORKED) {
+		/* A fork() child's first event starts its own session (nt_fork.c); one that
+		 * could not start counts the event as not recorded. */
+		if (nt_fork_child_first_event() <= 0)
+			return 0;
+		tag = nt_load_acquire_32(&nt_session_tag_);
+		st = nt_load_acquire_32(&site->state);
+		if (tag == NT_TAG_FORKED)
+			return 0;
+	}
 	if (tag == 0 || tag == NT_TAG_HALTED) {
 		/* An event that raced nt_finish(), or came after recording halted. Before the
 		 * first nt_start() there are no counters (and the macros never get here). */

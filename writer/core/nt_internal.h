@@ -36,8 +36,12 @@
 
 #define NT_CACHELINE 64
 #define NT_TAG_GEN_SHIFT 17
-#define NT_TAG_GEN_MAX 0x7FFEu        /* generation 0x7FFF is the "halted" tag */
+#define NT_TAG_GEN_MAX 0x7FFDu        /* generations 0x7FFE and 0x7FFF are tags of their own */
 #define NT_TAG_HALTED ((0x7FFFu << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED)
+/* A fork() child's pending session (nt_fork.c): nonzero, so the event macros call in, and of
+ * a generation no call site has, so every event takes the cold path, whose first call starts
+ * the child's own session. */
+#define NT_TAG_FORKED ((0x7FFEu << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED)
 #define NT_SITE_INDEX_MASK 0xFFFFu
 #define NT_TAG_EPOCH_MASK 0xFFFFu /* the low bits of the tag number the start/stop runs */
 
@@ -338,6 +342,26 @@ void nt_registry_exit(void);
 void nt_registry_before_fork(void);
 void nt_registry_after_fork_in_parent(void);
 void nt_registry_after_fork_in_child(void);
+
+/* nt_fork.c: a fork() child's own archive, started lazily at its first event. */
+/* Keep a copy of `cfg` (checked, full size) for the children of this session. */
+nt_result nt_fork_remember_config(const nt_config *cfg);
+/* The child's path for parent archive `base` (format/nt_fork_path.h). 0 when it does not
+ * fit `cap`. */
+int nt_fork_child_path(char *out, size_t cap, const char *base, int pid);
+/* The parent's atfork handler: count the child in the archive header when recording. */
+void nt_fork_parent_counted(void);
+/* The child's atfork handler: a pending own session when the parent was recording (or was
+ * itself a pending child); base is the parent's archive path or NULL. */
+void nt_fork_child_prepare(int parent_pid, int parent_recording, const char *base);
+/* nt_start() in a pending child: the lazy start is not wanted. */
+void nt_fork_child_cancel(void);
+/* The cold path (tag NT_TAG_FORKED): a pending child starts its session once. 1: recording now, try
+ * again; -1: the child could not start (the event is counted as not recorded); 0: nothing
+ * to do with fork (count the event as usual). */
+int nt_fork_child_first_event(void);
+/* nt_finish(path) in a lazily started child: the path beside `path` (buf), else path. */
+const char *nt_fork_finish_path(const char *path, char *buf, size_t cap);
 
 /* nt_session.c: the pthread_atfork handlers (installed once; the registry needs them before
  * any session exists). */

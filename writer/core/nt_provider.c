@@ -90,6 +90,7 @@ nt_result nt_provider_initialize(const nt_config *cfg)
 {
 	if (nt_registry_owns_session())
 		return owned_by_manager("nt_provider_initialize");
+	nt_fork_child_cancel(); /* a fork() child's own choice, before its lazy session */
 	remote_fifo = -1;
 	return initialize(cfg, -1);
 }
@@ -242,5 +243,7 @@ nt_result nt_finish(const char *path)
 		nt_registry_exit();
 		return NT_OK;
 	}
-	return nt_session_finish(path, NT_END_FINISHED);
+	char beside[4096]; /* a lazily started fork() child's archive goes beside `path` */
+	return nt_session_finish(nt_fork_finish_path(path, beside, sizeof(beside)),
+				 NT_END_FINISHED);
 }

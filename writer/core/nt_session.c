@@ -43,6 +43,7 @@ static void session_info(nt_archive_info *info)
 	info->ended_by = NT_END_UNKNOWN;
 	info->compression = nt_S.compression_level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
 	info->compression_level = nt_S.compression_level;
+	info->forked_from = (uint32_t)nt_S.forked_from;
 }
 
 static __thread char last_error[512];
@@ -110,22 +111,30 @@ static void before_fork(void)
 
 static void after_fork_in_parent(void)
 {
+	nt_fork_parent_counted();
 	pthread_mutex_unlock(&nt_S.intern_lock);
 	nt_registry_after_fork_in_parent();
 }
 
 /* Runs in the child's only thread before fork() returns there, so nothing of the child has
- * touched the session yet. Tag 0 makes its events unrecorded and uncounted, and the exit
- * and signal handlers find no session to end; the arena, fd and path are let go. */
+ * touched the session yet. NT_TAG_FORKED sends its first event to the cold path, which starts the
+ * child's own session (nt_fork.c); the exit and signal handlers find no session of the
+ * parent's to end; the arena, fd and path are let go. */
 static void after_fork_in_child(void)
 {
 	pthread_mutex_unlock(&nt_S.intern_lock);
+	int recording = nt_S.started == SESSION_RECORDING && !nt_S.manager_buffer;
 	if (nt_S.started != SESSION_IDLE) {
 		nt_store_release_32(&nt_session_tag_, 0);
+		nt_S.forked_from = forking_pid;
+		/* Before nt_arena_forget frees the path the child's is derived from; it may
+		 * store NT_TAG_FORKED. */
+		nt_fork_child_prepare(forking_pid, recording, nt_S.path);
 		nt_stream_forget();
 		nt_arena_forget(); /* also the manager's buffer: it stays the parent's alone */
 		nt_S.started = SESSION_IDLE;
-		nt_S.forked_from = forking_pid;
+	} else {
+		nt_fork_child_prepare(forking_pid, 0, NULL); /* a pending child passes it on */
 	}
 	nt_registry_after_fork_in_child(); /* last: it may start a session of the child's own */
 }
@@ -264,6 +273,8 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 	int rc = config_copy_in(user_cfg, &full);
 	if (rc == NT_OK)
 		rc = config_check(cfg, memfd);
+	if (rc == NT_OK && memfd < 0)
+		rc = nt_fork_remember_config(cfg);
 	if (rc != NT_OK)
 		return rc;
 	uint64_t tps;
@@ -313,7 +324,6 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 	if (!nt_S.file_backed)
 		pthread_once(&exit_warning_once, install_exit_warning);
 	nt_S.started = SESSION_READY;
-	nt_S.forked_from = 0;
 	return NT_OK;
 }
 
@@ -494,6 +504,7 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 	info.durable_dropped = st.durable_dropped;
 	info.values_truncated = st.values_truncated;
 	info.chunks_claimed = st.chunks_claimed;
+	info.children_forked = nt_load_64(nt_header_u64(NT_HDR_CHILDREN_FORKED));
 	/* events_written is completed by nt_archive_write, which counts the chunks' events. */
 	int rc = nt_archive_write(target, &info);
 	if (rc == NT_OK && nt_S.file_backed && strcmp(target, nt_S.path) != 0)

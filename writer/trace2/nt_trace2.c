@@ -215,7 +215,9 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	nt_arg sa[NT_T2_NARGS(SIGNAL)] = { T2_A(SIGNAL, signo, nt_arg_i64, 0) };
 	nt_callsite_resolve(&signal_site, sa);
 	nt_core_set_hooks(&(nt_core_hooks){ .on_fatal_signal = signal_message,
-					    .on_durable_cleared = write_process_record });
+					    .on_durable_cleared = write_process_record,
+					    .fork_child_path = nt_t2_fork_child_path,
+					    .on_fork_child_started = write_process_record });
 	atexit(atexit_message);
 	pthread_mutex_unlock(&t2_lock);
 	return 1;

@@ -69,3 +69,26 @@ int nt_t2_env_start(int *too_many_files)
 		nt_env_warn("%s; tracing is off", msg);
 	return rc == NT_OK;
 }
+
+/* A fork() child's first event (the core's fork_child_path hook): the child gets a new SID,
+ * "<parent SID>/<own>", as Git gives its child processes, passed on to its own children.
+ * Where the parent's file is named by its SID (a directory target) the child's is named by
+ * its own, in the same directory; otherwise it keeps the core's name beside the parent's. */
+void nt_t2_fork_child_path(char *path, size_t cap)
+{
+	char parent[sizeof(nt_T2.sid)];
+	snprintf(parent, sizeof(parent), "%s", nt_T2.sid);
+	setenv("NANOTRACE_PARENT_SID", parent, 1);
+	nt_t2_make_sid(nt_T2.sid, sizeof(nt_T2.sid));
+	setenv("NANOTRACE_PARENT_SID", nt_T2.sid, 1);
+	const char *plast = strrchr(parent, '/'), *own = strrchr(nt_T2.sid, '/');
+	plast = plast ? plast + 1 : parent;
+	own = own ? own + 1 : nt_T2.sid;
+	char *base = strrchr(path, '/');
+	size_t dir = base ? (size_t)(base - path) + 1 : 0, plen = strlen(plast);
+	/* The core's name for a parent file "<dir>/<parent's last component>": "<that>.<pid>" */
+	if (path[0] == '\0' || strncmp(path + dir, plast, plen) != 0 || path[dir + plen] != '.' ||
+	    dir + strlen(own) + 1 > cap)
+		return;
+	snprintf(path + dir, cap - dir, "%s", own);
+}

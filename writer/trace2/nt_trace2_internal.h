@@ -69,6 +69,9 @@ const char *nt_t2_redact(const char *s, char *buf, size_t cap);
 int nt_t2_env_start(int *too_many_files);
 /* The SID of this process, composed once: "<parent>/<ts>-H<host>-P<pid>". */
 void nt_t2_make_sid(char *out, size_t cap);
+/* The core's fork_child_path hook: a new SID for a fork() child, and its file named by it
+ * where the parent's was named by the parent's SID. */
+void nt_t2_fork_child_path(char *path, size_t cap);
 
 /* nt_trace2_timer.c: emit this thread's per-thread timers and counters, merge them into
  * the process totals; with `final`, also emit the totals (atexit). */

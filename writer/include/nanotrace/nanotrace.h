@@ -45,14 +45,44 @@
  *   when every event must be accounted for.
  *
  * FORK
- *   A session belongs to the process that started it. In the child of fork() (handlers are
- *   registered with pthread_atfork by the first nt_start()) the inherited session is gone
- *   before fork() returns: the child's events are neither recorded nor counted,
- *   nt_is_recording() is 0, nt_finish() fails with NT_ERR_STATE naming the parent's pid, and
- *   neither exit() nor a fatal signal in the child ends or touches the parent's archive; the
- *   child never writes to the parent's file or arena, whatever it does (_exit, exit, exec,
- *   killed). The child may nt_start() a session of its own. The parent's archive is exactly
- *   what the parent recorded. Do not fork() while nt_start() or nt_finish() runs.
+ *   A session belongs to the process that started it; the parent's archive is exactly what
+ *   the parent recorded, whatever a child does (_exit, exit, exec, killed): a child never
+ *   writes to the parent's file or arena. The child of a process that is recording (handlers
+ *   are registered with pthread_atfork by the first nt_start()) records into an archive of
+ *   its own, started at its first event, with the parent's configuration (mode, sizes,
+ *   clock, categories, compression, file mode, process name) and a path beside the parent's:
+ *     file-backed parent "P.ntrace" -> the child's "P.<child pid>.ntrace"; any other name
+ *                             "P" -> "P.<child pid>" (a NANOTRACE directory target's
+ *                             per-process file included: the child's is beside it); created
+ *                             as every archive is (FILES), finished by the child's nt_finish()
+ *                             or exit(), readable as an arena image if it is killed;
+ *     anonymous arena         the child's is anonymous too, written where its nt_finish(path)
+ *                             says, turned into the path beside `path` by the same rule (so
+ *                             never over the parent's); like the parent's, it is lost at
+ *                             _exit() (exit() without nt_finish() prints the usual
+ *                             "was never finished" line);
+ *     Trace2 (NANOTRACE)      the child gets a new SID "<parent SID>/<own>", and in a
+ *                             directory target its file is named by its last component.
+ *   A grandchild follows the same rule from the child's archive. A child that makes no event
+ *   (fork()+exec(), fork()+_exit()) creates no file and costs nothing more than fork().
+ *   The parent's header counts the children forked while it recorded (children_forked) and
+ *   the child's names its parent (forked_from): `trace-dump --stats` shows both.
+ *   Cost: the parent's event path is unchanged; its fork() adds one atomic add to a header
+ *   counter, and the child's fork() handler one string copy of the path. The child's events
+ *   carry a session tag that no call site matches, so its first event takes the cold path,
+ *   which starts the session once (under a lock the child made anew) and records the event;
+ *   from then on events take the usual paths.
+ *   Errors: if the child's archive cannot start (path unusable, disk full, memory), the
+ *   child prints one line on stderr "nanotrace: fork() child <pid> of <ppid>: its archive
+ *   '<path>' could not be started: <nt_last_error()>; ...", counts every event it does not
+ *   record, and at exit() prints "nanotrace: fork() child <pid>: <n> events not recorded
+ *   (...)". Before its first event the child may nt_start() a session of its own instead
+ *   (then no archive is made beside the parent's); nt_finish() there fails with NT_ERR_STATE
+ *   naming the parent's pid. nt_is_recording() is nonzero in a child that will record (and
+ *   in one whose archive could not start: its events still reach the library, to be
+ *   counted).
+ *   A child of a process registered with a trace manager registers as a provider of its own
+ *   (MANAGER MODE) instead. Do not fork() while nt_start() or nt_finish() runs.
  *
  * FILES
  *   Every file is first created under a fresh random name beside its final path (mkostemp:
@@ -207,8 +237,9 @@ const char *nt_version(void);
  * streaming without a path; NT_ERR_UNSUPPORTED for a field this library does not know
  * (see GROWING STRUCTS); NT_ERR_STATE if already initialized; NT_ERR_NO_MEMORY; NT_ERR_IO if the file cannot be created or sized (the
  * message names it); NT_ERR_UNSUPPORTED for a demanded TSC that is not invariant.
- * Fork: a child of fork() does not inherit the session (see FORK above) and may call
- * nt_start() for one of its own.
+ * Fork: a child of fork() does not inherit the session: it records into its own, beside
+ * the parent's, from its first event, or may call nt_start() for one of its own before that
+ * (see FORK above).
  * Registered with a trace manager (NANOTRACE_MANAGER): returns NT_OK and starts nothing;
  * the manager's session is the process's (see MANAGER MODE below). */
 nt_result nt_start(const nt_config *cfg);
@@ -281,7 +312,8 @@ nt_result nt_start_from_env(void);
  * later calls; see MANAGER MODE below). */
 nt_result nt_finish(const char *path);
 
-/* Nonzero between a successful nt_start() and nt_finish(). Cost: one load. */
+/* Nonzero between a successful nt_start() and nt_finish(), and in a fork() child of a
+ * recording process, whose first event starts its own session (see FORK). Cost: one load. */
 int nt_is_recording(void);
 
 /* ---- Provider lifecycle (fuchsia.tracing.provider) ---------------------------------------

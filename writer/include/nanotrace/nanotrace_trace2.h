@@ -62,6 +62,11 @@
  *                               a value too long to add this process's own part to (the SID:
  *                               NT_MAX_SID_LENGTH bytes; the hierarchy: 1023) prints one line
  *                               and this process starts a chain of its own.
+ *   fork() without exec      the child of a recording process records into its own archive
+ *                               from its first message (nanotrace.h, FORK) with a new SID
+ *                               "<parent SID>/<own>", passed on in NANOTRACE_PARENT_SID; in a
+ *                               directory target its file is named by its last component,
+ *                               beside a file target "<file>.<pid>" (nanotrace.h's rule).
  *   A bad value prints one line "nanotrace: ..." on stderr naming the variable (the value
  *   shown with control and non-ASCII bytes as \xNN, at most 64 bytes of it) and leaves
  *   tracing off (NANOTRACE_COMPRESSION, NANOTRACE_REDACT and NANOTRACE_REGISTER_TIMEOUT:
