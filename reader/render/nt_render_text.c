@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/nt_follow_loop.h"
 #include "../common/nt_grow.h"
 #include "nt_render_util.h"
 
@@ -271,10 +272,14 @@ static void follow_gap(void *ctx, const nt_reader_gap *g)
 		on_gap(ctx, g);
 }
 
-static void sleep_ms(unsigned ms)
+/* The end of one poll's output (nt_follow_loop): the titles even when nothing was
+ * recorded yet, then the lines out. */
+static int text_after_poll(void *ctx, int status)
 {
-	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
-	nanosleep(&ts, NULL); /* a signal ends it early: keep_going is asked at once */
+	text_ctx *t = ctx;
+	if (status != NT_FOLLOW_FAILED && nt_follow_reader(t->follow) != NULL)
+		follow_ready(t, 0);
+	return nt_out_flush(&t->out) != 0 || t->oom;
 }
 
 int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *user_opt,
@@ -292,23 +297,7 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *us
 	t->follow = f;
 	t->wthread = t->wcat = t->wname = MAX_COL;
 	nt_reader_callbacks cb = { .on_event = follow_event, .on_gap = follow_gap };
-	int st;
-	for (;;) {
-		st = nt_follow_poll(f, &cb, t);
-		if (st != NT_FOLLOW_FAILED && nt_follow_reader(f) != NULL)
-			follow_ready(t, 0); /* the titles even when nothing was recorded yet */
-		if (nt_out_flush(&t->out) != 0 || t->oom) {
-			st = NT_FOLLOW_FAILED;
-			break;
-		}
-		if (st != NT_FOLLOW_RUNNING)
-			break;
-		if (keep_going != NULL && !keep_going(arg)) {
-			st = NT_FOLLOW_STOPPED;
-			break;
-		}
-		sleep_ms(interval_ms);
-	}
+	int st = nt_follow_loop(f, &cb, t, text_after_poll, interval_ms, keep_going, arg);
 	for (uint32_t i = 0; i < t->nstacks; i++)
 		free(t->stacks[i]);
 	free(t->stacks);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/nt_follow_loop.h"
 #include "../common/nt_grow.h"
 #include "../common/nt_out.h"
 #include "../common/nt_struct_in.h"
@@ -555,10 +556,13 @@ static int follow_event(void *ctx, const nt_reader_event *e)
 	return on_event(&tf->rd, e);
 }
 
-static void follow_sleep_ms(unsigned ms)
+/* The end of one poll's output (nt_follow_loop); the next poll binds its model anew. */
+static int t2_after_poll(void *ctx, int status)
 {
-	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
-	nanosleep(&ts, NULL);
+	(void)status;
+	t2_follow *tf = ctx;
+	tf->bound = 0;
+	return nt_out_flush(tf->rd.out) != 0 || tf->rd.oom;
 }
 
 int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *user_opt,
@@ -583,22 +587,7 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
 	tf->rd.out = o;
 	tf->f = f;
 	nt_reader_callbacks cb = { .on_event = follow_event };
-	int st;
-	for (;;) {
-		tf->bound = 0;
-		st = nt_follow_poll(f, &cb, tf);
-		if (nt_out_flush(o) != 0 || tf->rd.oom) {
-			st = NT_FOLLOW_FAILED;
-			break;
-		}
-		if (st != NT_FOLLOW_RUNNING)
-			break;
-		if (keep_going != NULL && !keep_going(arg)) {
-			st = NT_FOLLOW_STOPPED;
-			break;
-		}
-		follow_sleep_ms(interval_ms);
-	}
+	int st = nt_follow_loop(f, &cb, tf, t2_after_poll, interval_ms, keep_going, arg);
 	t2_model_free(tf->rd.model);
 	free(tf->rd.line.p);
 	int saved = errno;
