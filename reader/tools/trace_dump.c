@@ -251,7 +251,6 @@ static const char *input_name(const dump_args *d)
 	return d->npaths == 1 ? d->paths[0] : "(several archives)";
 }
 
-/* Git's Trace2 renderings of every process the inputs hold, as one stream. */
 /* An archive whose writer could not save all of it says why and how many events it lost
  * (nt_render_save_stopped): a complete account, not damage, so a warning on stderr, once
  * per section, and no change to the exit status. */
@@ -290,6 +289,21 @@ static FILE *start_output(const dump_args *d, nt_progress *prog)
 	return prog->out;
 }
 
+/* The inputs, opened for a renderer: a warning for each section whose saving stopped, and
+ * damage reported through `ec` (which must outlive the rendering). NULL after a message. */
+static nt_reader *open_for_render(dump_args *d, err_ctx *ec)
+{
+	nt_reader *r = open_inputs(d);
+	if (r == NULL)
+		return NULL;
+	warn_save_stopped(d, r);
+	*ec = damage_ctx(d, r);
+	d->opt.on_error = print_damage;
+	d->opt.error_ctx = ec;
+	return r;
+}
+
+/* Git's Trace2 renderings of every process the inputs hold, as one stream. */
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
@@ -317,13 +331,10 @@ static int dump_trace2(dump_args *d)
 /* Text, Chrome JSON or statistics of every process the inputs hold. */
 static int dump_one(dump_args *d)
 {
-	nt_reader *r = open_inputs(d);
+	err_ctx ec;
+	nt_reader *r = open_for_render(d, &ec);
 	if (r == NULL)
 		return 2;
-	warn_save_stopped(d, r);
-	err_ctx ec = damage_ctx(d, r);
-	d->opt.on_error = print_damage;
-	d->opt.error_ctx = &ec;
 	int rc;
 	nt_progress prog;
 	FILE *out = start_output(d, &prog);
@@ -347,13 +358,10 @@ static int dump_one(dump_args *d)
  * them when it fails. */
 static int dump_ctf(dump_args *d)
 {
-	nt_reader *r = open_inputs(d);
+	err_ctx ec;
+	nt_reader *r = open_for_render(d, &ec);
 	if (r == NULL)
 		return 2;
-	warn_save_stopped(d, r);
-	err_ctx ec = damage_ctx(d, r);
-	d->opt.on_error = print_damage;
-	d->opt.error_ctx = &ec;
 	nt_reader_error err;
 	int rc = nt_render_ctf(r, d->output, &d->opt, &err);
 	if (rc < 0)
