@@ -40,6 +40,9 @@ typedef struct nt_importer {
 	const char *input;       /* name of the stream being read, for messages (NULL: none) */
 	unsigned long line;      /* its line being read */
 	int oom;
+	nt_trace2_import_progress progress; /* NULL: none (nt_trace2_import_paths_progress) */
+	void *progress_ctx;
+	uint64_t done_bytes, total_bytes, next_report;
 } nt_importer;
 
 /* Fills im->err ("[input: ]line L, column C: what"); returns 0 so callers can return it. */

@@ -33,11 +33,18 @@ static int next_line(const char **p, const char *end, const char **text, size_t 
 	return 1;
 }
 
+#define PROGRESS_STEP (1u << 20) /* input bytes between two progress calls */
+
 static int import_line(nt_importer *im, const nt_trace2_input *in, unsigned long no,
 		       const char *text, size_t n)
 {
 	im->input = in->name;
 	im->line = no;
+	im->done_bytes += n + 1;
+	if (im->progress != NULL && im->done_bytes >= im->next_report) {
+		im->progress(im->progress_ctx, im->done_bytes, im->total_bytes);
+		im->next_report = im->done_bytes + PROGRESS_STEP;
+	}
 	return nt_imp_blank(text, n) || nt_imp_line(im, text, n);
 }
 
@@ -173,8 +180,9 @@ static int import_all(nt_importer *im, const nt_trace2_input *inputs, size_t n,
 	return ok;
 }
 
-int nt_trace2_import_many(const nt_trace2_input *inputs, size_t n, void **archive,
-			  size_t *archive_size, nt_trace2_import_error *err)
+static int import_many(const nt_trace2_input *inputs, size_t n, void **archive,
+		       size_t *archive_size, nt_trace2_import_error *err,
+		       nt_trace2_import_progress progress, void *ctx)
 {
 	nt_trace2_import_error dummy;
 	if (err == NULL)
@@ -189,7 +197,9 @@ int nt_trace2_import_many(const nt_trace2_input *inputs, size_t n, void **archiv
 	}
 	*archive = NULL;
 	*archive_size = 0;
-	nt_importer im = { .err = err };
+	nt_importer im = { .err = err, .progress = progress, .progress_ctx = ctx };
+	for (size_t i = 0; i < n; i++)
+		im.total_bytes += inputs[i].size;
 	unsigned long lines = 0;
 	int ok = import_all(&im, inputs, n, &lines);
 	im.input = NULL;
@@ -199,7 +209,15 @@ int nt_trace2_import_many(const nt_trace2_input *inputs, size_t n, void **archiv
 	nt_imp_free(&im);
 	if (ok)
 		err->lines = lines;
+	if (ok && progress != NULL)
+		progress(ctx, im.total_bytes, im.total_bytes);
 	return ok ? 0 : -1;
+}
+
+int nt_trace2_import_many(const nt_trace2_input *inputs, size_t n, void **archive,
+			  size_t *archive_size, nt_trace2_import_error *err)
+{
+	return import_many(inputs, n, archive, archive_size, err, NULL, NULL);
 }
 
 int nt_trace2_import(const void *data, size_t size, void **archive, size_t *archive_size,
@@ -318,6 +336,13 @@ static int read_file(const char *path, nt_trace2_input *in, nt_trace2_import_err
 int nt_trace2_import_paths(const char *const *paths, size_t n, void **archive,
 			   size_t *archive_size, nt_trace2_import_error *err)
 {
+	return nt_trace2_import_paths_progress(paths, n, archive, archive_size, err, NULL, NULL);
+}
+
+int nt_trace2_import_paths_progress(const char *const *paths, size_t n, void **archive,
+				    size_t *archive_size, nt_trace2_import_error *err,
+				    nt_trace2_import_progress progress, void *ctx)
+{
 	nt_trace2_import_error dummy;
 	if (err == NULL)
 		err = &dummy;
@@ -343,7 +368,7 @@ int nt_trace2_import_paths(const char *const *paths, size_t n, void **archive,
 	size_t nin = 0;
 	for (; ok && nin < files.n; nin++)
 		ok = read_file(files.path[nin], &in[nin], err);
-	int rc = ok ? nt_trace2_import_many(in, nin, archive, archive_size, err) : -1;
+	int rc = ok ? import_many(in, nin, archive, archive_size, err, progress, ctx) : -1;
 	for (size_t i = 0; in != NULL && i < nin; i++)
 		free((void *)in[i].data);
 	free(in);

@@ -21,6 +21,11 @@ int nt_progress_wanted(void)
 	return isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
 }
 
+int nt_progress_wanted_on_stderr(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
 static void show(nt_progress *p, int64_t t)
 {
 	fprintf(stderr, "\r%s: %.1f MB written, %.1f s\033[K", p->tool, (double)p->bytes / 1e6,
@@ -57,6 +62,33 @@ void nt_progress_start(nt_progress *p, const char *tool)
 			fclose(p->out);
 		p->out = stdout;
 	}
+}
+
+void nt_progress_begin(nt_progress *p, const char *tool)
+{
+	memset(p, 0, sizeof(*p));
+	p->tool = tool;
+	p->out = stdout;
+	p->start_ns = p->last_ns = now_ns();
+}
+
+void nt_progress_update(nt_progress *p, uint64_t done, uint64_t total)
+{
+	if (p->tool == NULL)
+		return;
+	if (done >= total) {
+		nt_progress_end(p);
+		return;
+	}
+	int64_t t = now_ns();
+	if (t - p->last_ns < NT_PROGRESS_INTERVAL_NS)
+		return;
+	fprintf(stderr, "\r%s: %.1f of %.1f MB imported (%d%%), %.1f s\033[K", p->tool,
+		(double)done / 1e6, (double)total / 1e6, (int)(100.0 * (double)done / (double)total),
+		(double)(t - p->start_ns) / 1e9);
+	fflush(stderr);
+	p->shown = 1;
+	p->last_ns = t;
 }
 
 void nt_progress_end(nt_progress *p)

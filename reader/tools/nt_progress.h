@@ -26,9 +26,19 @@ typedef struct nt_progress {
 /* Whether a progress line belongs on this terminal: stderr a TTY, stdout not. */
 int nt_progress_wanted(void);
 
+/* The same for a tool that writes only files: stderr a TTY. */
+int nt_progress_wanted_on_stderr(void);
+
 /* Starts counting: p->out is a stream that writes through to stdout and shows the line.
  * When that stream cannot be made, p->out is stdout and nothing is shown. */
 void nt_progress_start(nt_progress *p, const char *tool);
+
+/* For work of a known size that writes no output of its own (trace-import): p->out is
+ * stdout, and nt_progress_update() shows "TOOL: 12.3 of 45.6 MB imported (27%), 1.2 s". */
+void nt_progress_begin(nt_progress *p, const char *tool);
+
+/* The line for `done` of `total` bytes, at most every 100 ms; done == total erases it. */
+void nt_progress_update(nt_progress *p, uint64_t done, uint64_t total);
 
 /* Flushes p->out, erases the line and closes the counting stream (stdout stays open: its
  * errors are the caller's to check, as without progress). */

@@ -14,11 +14,13 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "../../format/nt_format.h"
 #include "../../format/nt_private_file.h"
+#include "nt_progress.h"
 #include "nt_version.h"
 #include "../common/nt_grow.h"
 
 static const char usage[] =
-	"usage: trace-import [-o ARCHIVE] [--compression-level N] [FILE|DIRECTORY ...]\n"
+	"usage: trace-import [-o ARCHIVE] [--compression-level N] [--no-progress]\n"
+	"                    [FILE|DIRECTORY ...]\n"
 	"\n"
 	"Reads Git Trace2 EVENT lines (what GIT_TRACE2_EVENT writes) from each FILE, from the\n"
 	"files of each DIRECTORY (a GIT_TRACE2_EVENT directory target: one file per process;\n"
@@ -32,6 +34,8 @@ static const char usage[] =
 	"  -o, --output ARCHIVE       where to write the archive\n"
 	"  --compression-level N      zstd level of the archive's chunks, -50 (fastest) to 22\n"
 	"                             (smallest); 0 or off: uncompressed (default 3)\n"
+	"  --no-progress              no progress line (shown on stderr when it is a terminal\n"
+	"                             and FILEs or DIRECTORYs are imported)\n"
 	"\n"
 	"  -h, --help                 this text\n"
 	"  --version                  the version and the archive format it writes\n"
@@ -153,6 +157,12 @@ static int import_stdin(void **archive, size_t *asize)
 	return rc == 0;
 }
 
+/* nt_trace2_import_paths_progress's report, as the progress line. */
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	nt_progress_update(ctx, done, total);
+}
+
 /* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
 static int bad_usage(const char *what, const char *arg)
 {
@@ -162,12 +172,13 @@ static int bad_usage(const char *what, const char *arg)
 	return 1;
 }
 
-enum { OPT_COMPRESSION_LEVEL = 256, OPT_VERSION };
+enum { OPT_COMPRESSION_LEVEL = 256, OPT_VERSION, OPT_NO_PROGRESS };
 
 /* The command line: adding an option is one row here and one case in parse_args(). */
 static const struct option long_options[] = {
 	{ "output", required_argument, 0, 'o' },
 	{ "compression-level", required_argument, 0, OPT_COMPRESSION_LEVEL },
+	{ "no-progress", no_argument, 0, OPT_NO_PROGRESS },
 	{ "help", no_argument, 0, 'h' },
 	{ "version", no_argument, 0, OPT_VERSION },
 	{ 0, 0, 0, 0 },
@@ -179,6 +190,7 @@ typedef struct import_args {
 	const char **in; /* room for argc names */
 	size_t n;
 	int use_stdin, level;
+	int no_progress; /* --no-progress: never a progress line */
 } import_args;
 
 /* Returns -1 to go on, or the exit status (help, version, usage error). */
@@ -193,6 +205,7 @@ static int parse_args(int argc, char **argv, import_args *a)
 			       NT_VERSION_STRING, NT_FORMAT_MAJOR, NT_FORMAT_MINOR);
 			return 0;
 		case 'o': a->out = optarg; break;
+		case OPT_NO_PROGRESS: a->no_progress = 1; break;
 		case OPT_COMPRESSION_LEVEL:
 			if ((a->level = parse_level(optarg)) == -1000)
 				return bad_usage("--compression-level needs off or a level from -50 to "
@@ -235,7 +248,14 @@ int main(int argc, char **argv)
 		ok = import_stdin(&archive, &asize);
 	} else {
 		nt_trace2_import_error err;
-		ok = nt_trace2_import_paths(in, n, &archive, &asize, &err) == 0;
+		nt_progress prog = { 0 };
+		int shown = !a.no_progress && nt_progress_wanted_on_stderr();
+		if (shown)
+			nt_progress_begin(&prog, "trace-import");
+		ok = nt_trace2_import_paths_progress(in, n, &archive, &asize, &err,
+						     shown ? show_progress : NULL, &prog) == 0;
+		if (shown)
+			nt_progress_end(&prog);
 		if (!ok)
 			fprintf(stderr, "trace-import: %s\n", err.message);
 	}

@@ -1,4 +1,4 @@
-"""trace-dump's progress line (reader/tools/nt_progress.h): with stderr on a terminal (a pty)
+"""trace-dump's and trace-import's progress lines (reader/tools/nt_progress.h): with stderr on a terminal (a pty)
 and the output in a file, a line "trace-dump: N MB written, S s" appears at most every 100 ms
 and is erased at the end; the output is byte for byte what a run without it writes; there is
 no line with --no-progress, with stderr piped, or with stdout on the terminal too."""
@@ -12,6 +12,7 @@ import time
 import pytest
 
 TRACE_DUMP = os.environ['NT_TRACE_DUMP']
+TRACE_IMPORT = os.environ['NT_TRACE_IMPORT']
 DEMO = os.environ['NT_DEMO']
 LINE = re.compile(rb'\rtrace-dump: (\d+\.\d) MB written, (\d+\.\d) s\x1b\[K')
 ERASE = b'\r\x1b[K'
@@ -27,13 +28,13 @@ def archive(tmp_path_factory):
     return path
 
 
-def run_on_pty(args, stdout_path, stdout_on_tty=False):
+def run_on_pty(args, stdout_path, stdout_on_tty=False, tool=TRACE_DUMP):
     """Runs trace-dump with stderr (and stdout when asked) on a new pty; returns the exit
     status, what the terminal received and the wall time."""
     master, slave = pty.openpty()
     out = open(stdout_path, 'wb') if not stdout_on_tty else slave
     t0 = time.monotonic()
-    p = subprocess.Popen([TRACE_DUMP, *args], stdout=out, stderr=slave, stdin=subprocess.DEVNULL)
+    p = subprocess.Popen([tool, *args], stdout=out, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     if out is not slave:
         out.close()
@@ -84,3 +85,49 @@ def test_no_progress_when_asked_or_output_on_the_terminal(archive, tmp_path):
     # stdout on the terminal as well: the line would mix with the output
     rc, tty, _ = run_on_pty(['--stats', archive], None, stdout_on_tty=True)
     assert rc == 0 and b'events:' in tty and b'MB written' not in tty, tty[:300]
+
+
+IMPORT_LINE = re.compile(rb'\rtrace-import: (\d+\.\d) of (\d+\.\d) MB imported \((\d+)%\), '
+                         rb'(\d+\.\d) s\x1b\[K')
+
+
+def test_import_progress_line_on_a_terminal(tmp_path):
+    """trace-import shows how much of its input it has imported, of the total, when stderr
+    is a terminal; the archive is the same as without the line; none when stderr is piped
+    or with --no-progress."""
+    corpus = os.environ.get('NT_CORPUS', '')
+    events = sorted((os.path.getsize(os.path.join(corpus, d, 'event')), os.path.join(corpus, d, 'event'))
+                    for d in (os.listdir(corpus) if os.path.isdir(corpus) else [])
+                    if os.path.isfile(os.path.join(corpus, d, 'event')))
+    if not events:
+        pytest.skip('golden corpus not found: %s' % (corpus or 'NT_CORPUS unset'))
+    one = open(events[-1][1], 'rb').read()
+    big = tmp_path / 'big.event'
+    with open(big, 'wb') as f:  # about 120 MB: an import of most of a second
+        for _ in range(max(1, (120 << 20) // len(one))):
+            f.write(one)
+    size = os.path.getsize(big)
+    plain = tmp_path / 'plain.ntrace'
+    p = subprocess.run([TRACE_IMPORT, '-o', str(plain), str(big)], stderr=subprocess.PIPE,
+                       timeout=300)
+    assert p.returncode == 0 and p.stderr == b'', p.stderr  # piped stderr: no line
+    shown = tmp_path / 'shown.ntrace'
+    rc, tty, wall = run_on_pty(['-o', str(shown), str(big)], os.devnull, tool=TRACE_IMPORT)
+    assert rc == 0, tty
+    assert shown.read_bytes() == plain.read_bytes()
+    lines = IMPORT_LINE.findall(tty)
+    assert wall > 0.25, wall  # else the input is too small to show anything: make it bigger
+    assert len(lines) >= 1, (wall, tty[:500])
+    assert len(lines) <= wall / 0.1 + 1, (len(lines), wall)
+    done = [float(d) for d, _, _, _ in lines]
+    assert done == sorted(done), done
+    for d, total, pct, _ in lines:
+        assert abs(float(total) * 1e6 - size) <= 1e5, (total, size)
+        assert float(d) <= float(total), (d, total)
+        assert abs(int(pct) - 100 * float(d) / float(total)) <= 1, (d, total, pct)
+    assert tty.endswith(ERASE), tty[-100:]
+    assert IMPORT_LINE.sub(b'', tty).replace(ERASE, b'') == b'', tty[:500]
+    quiet = tmp_path / 'quiet.ntrace'
+    rc, tty, _ = run_on_pty(['--no-progress', '-o', str(quiet), str(big)], os.devnull,
+                            tool=TRACE_IMPORT)
+    assert rc == 0 and tty == b'', tty[:200]

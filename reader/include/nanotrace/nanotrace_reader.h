@@ -684,6 +684,15 @@ int nt_trace2_import_many(const nt_trace2_input *inputs, size_t n, void **archiv
 int nt_trace2_import_paths(const char *const *paths, size_t n, void **archive,
 			   size_t *archive_size, nt_trace2_import_error *err);
 
+/* nt_trace2_import_paths() that says how far it got: after reading the files, `progress`
+ * (NULL: none) is called on the importing thread with the input bytes imported so far and
+ * in all, about once per MiB of input and once at the end (done == total), with `ctx`. It
+ * must not call back into the import. Cost: one call per MiB beyond nt_trace2_import_paths. */
+typedef void (*nt_trace2_import_progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
+int nt_trace2_import_paths_progress(const char *const *paths, size_t n, void **archive,
+				    size_t *archive_size, nt_trace2_import_error *err,
+				    nt_trace2_import_progress progress, void *ctx);
+
 /* Writes `len` bytes as the body of a JSON string: escapes quotes, backslashes and control
  * characters, and replaces bytes that are not valid UTF-8 with U+FFFD. */
 void nt_json_write_string(FILE *out, const char *s, size_t len);
