@@ -283,7 +283,7 @@ static err_ctx damage_ctx(dump_args *d, nt_reader *r)
  * belongs on the terminal (nt_progress.h). */
 static FILE *start_output(const dump_args *d, nt_progress *prog)
 {
-	prog->out = stdout;
+	*prog = (nt_progress){ .out = stdout }; /* nothing shown: nt_progress_end erases nothing */
 	if (!d->no_progress && nt_progress_wanted())
 		nt_progress_start(prog, "trace-dump");
 	return prog->out;

@@ -192,7 +192,10 @@ int trace_dump_follow(int argc, char **argv)
 		return rc;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint; /* no SA_RESTART: the sleep between polls ends at once */
+	/* SA_RESTART: a write to stdout interrupted by Ctrl-C goes on (no EINTR failure); the
+	 * sleep between polls ends at once anyway (nanosleep is never restarted). */
+	sa.sa_handler = on_sigint;
+	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	nt_follower *f = wait_for(&a);
 	if (f == NULL)

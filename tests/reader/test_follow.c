@@ -80,12 +80,13 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	char want[32];
 	int n = snprintf(want, sizeof(want), "x%" PRId64, i);
 	const nt_reader_arg *str = &e->args[2];
-	if (j != 7 * i + 3 || str->value.str.len != (uint32_t)n ||
+	/* unsigned: a hostile arena's flipped name leaves INT64_MIN, whose product overflows */
+	if ((uint64_t)j != 7u * (uint64_t)i + 3u || str->value.str.len != (uint32_t)n ||
 	    memcmp(str->value.str.ptr, want, (size_t)n) != 0) {
 		snprintf(s->problem, sizeof(s->problem), "torn event: i %" PRId64 " j %" PRId64, i, j);
 		return 1;
 	}
-	if (i <= s->last[t] || (uint64_t)(i - s->last[t] - 1) != s->pending[t]) {
+	if (i <= s->last[t] || (uint64_t)i - (uint64_t)s->last[t] - 1u != s->pending[t]) {
 		snprintf(s->problem, sizeof(s->problem),
 			 "thread %u: event %" PRId64 " after %" PRId64 " with a gap of %" PRIu64, t, i,
 			 s->last[t], s->pending[t]);
