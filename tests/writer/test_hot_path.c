@@ -41,6 +41,19 @@
 #define NT_SANITIZED 0
 #endif
 
+/* ThreadSanitizer's runtime makes system calls of its own when a process touches memory it
+ * has not tracked yet (a fork() child's new arena): the seccomp half cannot judge it there. */
+#if defined(__SANITIZE_THREAD__)
+#define NT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NT_TSAN 1
+#endif
+#endif
+#ifndef NT_TSAN
+#define NT_TSAN 0
+#endif
+
 #if !NT_SANITIZED
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -130,8 +143,11 @@ static void check_mode(int mode, const char *name)
 	printf("ok %s: no allocation in %llu events\n", name, (unsigned long long)loops * 6);
 #endif
 	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
+	int status = 0;
+	pid_t pid = NT_TSAN ? 0 : fork();
+	if (NT_TSAN) {
+		printf("not judged under ThreadSanitizer: system calls on the event path\n");
+	} else if (pid == 0) {
 		/* The child's first event starts its own session, as the parent's start did
 		 * (nanotrace.h, FORK), and registers the thread and every call site there. */
 		emit_all(0);
@@ -139,9 +155,9 @@ static void check_mode(int mode, const char *name)
 		for (uint64_t i = 1; i <= loops; i++)
 			emit_all(i);
 		syscall(SYS_exit_group, 0);
+	} else {
+		waitpid(pid, &status, 0);
 	}
-	int status = 0;
-	waitpid(pid, &status, 0);
 	nt_stats st;
 	nt_get_stats(&st);
 	nt_finish(path);
@@ -150,7 +166,8 @@ static void check_mode(int mode, const char *name)
 		   "%s: the event path made a system call", name);
 	assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		   "%s: child ended with status 0x%x", name, status);
-	printf("ok %s: no system call in %llu events\n", name, (unsigned long long)loops * 6);
+	if (!NT_TSAN)
+		printf("ok %s: no system call in %llu events\n", name, (unsigned long long)loops * 6);
 	assert_msg(mode != NT_MODE_ONESHOT || st.events_dropped != 0,
 		   "%s: the loop never reached the drop path", name);
 	assert_msg(mode != NT_MODE_CIRCULAR || st.wraps != 0, "%s: the loop never wrapped", name);
