@@ -28,12 +28,8 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "nt_bench_util.h"
+
 
 typedef struct samples {
 	int64_t *v;
@@ -165,21 +161,13 @@ static void *tool_main(void *arg)
 
 static pid_t start_tool(const config *c, const char *path, FILE **out)
 {
-	int fd[2];
-	if (pipe(fd) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		close(fd[0]);
-		close(fd[1]);
-		char iv[16];
-		snprintf(iv, sizeof(iv), "%u", c->interval_ms);
-		execl(c->trace_dump, c->trace_dump, "--follow", "--interval", iv, path, (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
-	*out = fdopen(fd[0], "r");
+	char iv[16];
+	snprintf(iv, sizeof(iv), "%u", c->interval_ms);
+	char *argv[] = { (char *)c->trace_dump, "--follow", "--interval", iv, (char *)path, NULL };
+	int fd;
+	pid_t pid = nt_bench_spawn_reading(argv, &fd);
+	if (pid > 0)
+		*out = fdopen(fd, "r");
 	return pid;
 }
 

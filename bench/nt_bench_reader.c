@@ -227,23 +227,16 @@ static int child_memory(const char *path)
 
 static long reader_anon_kb(const char *path)
 {
-	int fd[2];
-	if (pipe(fd) != 0)
+	char *argv[] = { "/proc/self/exe", "--child-memory", (char *)path, NULL };
+	int fd;
+	pid_t pid = nt_bench_spawn_reading(argv, &fd);
+	if (pid < 0)
 		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		close(fd[0]);
-		execl("/proc/self/exe", "nt_bench_reader", "--child-memory", path, (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
 	char buf[64] = { 0 };
-	ssize_t n = pid > 0 ? read(fd[0], buf, sizeof(buf) - 1) : -1;
-	close(fd[0]);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
 	int st = 1;
-	if (pid > 0)
-		waitpid(pid, &st, 0);
+	waitpid(pid, &st, 0);
 	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? strtol(buf, NULL, 10) : -1;
 }
 

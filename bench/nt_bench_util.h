@@ -1,11 +1,13 @@
 /* nt_bench_util.h - what the benchmark programs share: the clock they time with, medians,
- * and the loop of argument-less begin/end pairs both compare. */
+ * the loop of argument-less begin/end pairs both compare, and a program run with its
+ * standard output read back. */
 #ifndef NT_BENCH_UTIL_H
 #define NT_BENCH_UTIL_H
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
 
@@ -38,6 +40,29 @@ static inline double pairs_loop(uint64_t pairs)
 		NT_END("bench", "pair");
 	}
 	return (double)(now_ns() - t0) / (double)(2 * pairs);
+}
+
+/* Runs argv[0] (a path) with argv, its standard output a pipe whose read end is *out_fd.
+ * Returns its pid, or -1 (nothing left open) when the pipe or the fork fails. */
+static inline pid_t nt_bench_spawn_reading(char *const argv[], int *out_fd)
+{
+	int fd[2];
+	if (pipe(fd) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fd[1]);
+	if (pid < 0)
+		close(fd[0]);
+	else
+		*out_fd = fd[0];
+	return pid;
 }
 
 #endif /* NT_BENCH_UTIL_H */

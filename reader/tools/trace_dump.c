@@ -310,11 +310,10 @@ static int dump_trace2(dump_args *d)
 	t2->format = strcmp(d->format, "normal") == 0 ? NT_TRACE2_NORMAL
 		     : strcmp(d->format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
 	t2->policy = d->opt.policy;
-	nt_reader *r = open_inputs(d);
+	err_ctx ec;
+	nt_reader *r = open_for_render(d, &ec);
 	if (r == NULL)
 		return 2;
-	warn_save_stopped(d, r);
-	err_ctx ec = damage_ctx(d, r);
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
 	nt_progress prog;

@@ -149,15 +149,21 @@ static void log_error(void *ctx, uint64_t off, const char *msg)
 	fprintf(l->f, "X @%llu %s\n", (unsigned long long)off, msg);
 }
 
-/* One visit of `r` with `ahead` (nt_reader_set_decompress_ahead), into *l (free l->text). */
-static void visit_log(nt_reader *r, int ahead, nt_order order, nt_corrupt_policy policy,
-		      uint64_t stop_at, vlog *l)
+/* An empty log for one visit of `r` with `ahead` (nt_reader_set_decompress_ahead). */
+static void log_open(nt_reader *r, int ahead, uint64_t stop_at, vlog *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->stop_at = stop_at;
 	l->f = open_memstream(&l->text, &l->len);
 	assert_non_null(l->f);
 	assert_int_equal(nt_reader_set_decompress_ahead(r, ahead), 0);
+}
+
+/* One visit of `r` with `ahead` (nt_reader_set_decompress_ahead), into *l (free l->text). */
+static void visit_log(nt_reader *r, int ahead, nt_order order, nt_corrupt_policy policy,
+		      uint64_t stop_at, vlog *l)
+{
+	log_open(r, ahead, stop_at, l);
 	nt_reader_callbacks cb = { .on_event = log_event, .on_error = log_error, .on_gap = log_gap };
 	int rc = nt_reader_visit(r, &cb, l, order, policy);
 	fprintf(l->f, "R %d\n", rc);
@@ -169,11 +175,7 @@ static void visit_log(nt_reader *r, int ahead, nt_order order, nt_corrupt_policy
 static void cursor_log(nt_reader *r, int ahead, nt_order order, nt_corrupt_policy policy,
 		       uint64_t stop_at, vlog *l)
 {
-	memset(l, 0, sizeof(*l));
-	l->stop_at = stop_at;
-	l->f = open_memstream(&l->text, &l->len);
-	assert_non_null(l->f);
-	assert_int_equal(nt_reader_set_decompress_ahead(r, ahead), 0);
+	log_open(r, ahead, stop_at, l);
 	nt_reader_callbacks cb = { .on_error = log_error, .on_gap = log_gap };
 	nt_reader_cursor *c = nt_reader_cursor_open(r, &cb, l, order, policy);
 	assert_non_null(c);

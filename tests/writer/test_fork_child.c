@@ -93,6 +93,20 @@ static void assert_exact(const char *path, const char *name, uint64_t n, nt_arch
 	test_trace_free(&t);
 }
 
+/* The parent's archive at `path` holds its 10 events and counts one fork; the child `pid`'s
+ * archive, beside it at `own`, holds the child's CHILD events and names this process as its
+ * parent. *child gets the child's header. */
+static void assert_parent_and_child(const char *path, pid_t pid, char *own, size_t cap,
+				    nt_archive_info *child)
+{
+	nt_archive_info info;
+	assert_exact(path, "parent", 10, &info);
+	assert_int_equal(info.children_forked, 1);
+	beside(own, cap, path, pid);
+	assert_exact(own, "child", CHILD, child);
+	assert_int_equal(child->forked_from, (uint32_t)getpid());
+}
+
 /* fork()+exec(), fork()+_exit() and fork()+exit() without an event cost no file. */
 static void child_without_events_leaves_no_file(void **state)
 {
@@ -141,11 +155,7 @@ static void anonymous_child_finishes_beside(void **state)
 	assert_int_equal(access(path, F_OK), -1); /* not the parent's file */
 	assert_int_equal(nt_finish(path), NT_OK);
 	nt_archive_info info;
-	assert_exact(path, "parent", 10, &info);
-	assert_int_equal(info.children_forked, 1);
-	beside(own, sizeof(own), path, pid);
-	assert_exact(own, "child", CHILD, &info);
-	assert_int_equal(info.forked_from, (uint32_t)getpid());
+	assert_parent_and_child(path, pid, own, sizeof(own), &info);
 	unlink(path);
 	unlink(own);
 }
@@ -193,11 +203,7 @@ static void grandchild_records_its_own(void **state)
 		close(fds[1]);
 		assert_int_equal(nt_finish(NULL), NT_OK);
 		nt_archive_info info;
-		assert_exact(path, "parent", 10, &info);
-		assert_int_equal(info.children_forked, 1);
-		beside(own, sizeof(own), path, pid);
-		assert_exact(own, "child", CHILD, &info);
-		assert_int_equal(info.forked_from, (uint32_t)getpid());
+		assert_parent_and_child(path, pid, own, sizeof(own), &info);
 		/* A child recording when it forked counts its child; one not yet did not. */
 		assert_int_equal(info.children_forked, (uint64_t)child_first);
 		beside(grand, sizeof(grand), own, g);
