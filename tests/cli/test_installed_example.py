@@ -4,7 +4,7 @@ prefix's (multiarch) libdir; examples/nt_example.c compiled with -Werror against
 `pkg-config --cflags --libs nanotrace nanotrace-reader` only, linked with the rpath from
 `pkg-config --variable=libdir`, run (it records with threads and reads the archive back) and
 its archive read by the installed trace-dump; every installed header compiles alone in C
-(the API headers in C++ too); each tool's man page is installed. pkg-config's
+and in C++ (a C++ program records with the same macros); each tool's man page is installed. pkg-config's
 --define-variable=prefix moves the .pc files' prefix to the temporary root, as a real
 `--prefix` would have set it."""
 import glob
@@ -94,7 +94,7 @@ def test_installed_headers_compile_alone(installed, tmp_path):
     cflags = pkg_config(installed, '--cflags', 'nanotrace', 'nanotrace-reader')
     compilers = [('c', CC, ['-std=gnu11'], headers)]
     if CXX and shutil.which(CXX[0]):
-        compilers.append(('cpp', CXX, [], API_HEADERS))
+        compilers.append(('cpp', CXX, ['-std=c++17'], headers))
     for ext, cc, std, names in compilers:
         for h in names:
             src = tmp_path / ('inc_%s.%s' % (h.replace('.', '_'), ext))
@@ -110,3 +110,54 @@ def test_man_pages_installed(installed):
         assert os.path.isfile(os.path.join(man1, tool + '.1')), (tool, man1)
         assert os.path.isfile(os.path.join(under(installed['root'],
                                                  os.path.join(PREFIX, BINDIR)), tool)), tool
+
+
+CXX_PROGRAM = r'''
+#include <nanotrace/nanotrace.h>
+#include <cstdio>
+#include <string>
+static int work(int i) {
+    NT_SCOPE("cxx", "work", NT_I64("i", i));
+    std::string s = "item-" + std::to_string(i);
+    NT_INSTANT("cxx", "item", NT_STR("s", s.c_str()), NT_F64("half", i / 2.0));
+    return i;
+}
+int main(int argc, char **argv) {
+    nt_config cfg;
+    nt_config_init(&cfg);
+    cfg.path = argc > 1 ? argv[1] : "cxx.ntrace";
+    if (nt_start(&cfg) != NT_OK)
+        return 1;
+    int sum = 0;
+    for (int i = 0; i < 100; i++)
+        sum += work(i);
+    std::printf("%d\n", sum);
+    return nt_finish(nullptr) == NT_OK ? 0 : 1;
+}
+'''
+
+
+def test_cxx_program_records_with_the_macros(installed, tmp_path):
+    """A C++17 program uses the recording macros (NT_SCOPE's cleanup included) against the
+    installed headers and library; its archive reads back with every event."""
+    if not (CXX and shutil.which(CXX[0])):
+        pytest.skip('no C++ compiler')
+    src = tmp_path / 'cxx_example.cc'
+    src.write_text(CXX_PROGRAM)
+    flags = pkg_config(installed, '--cflags', '--libs', 'nanotrace')
+    libdir = pkg_config(installed, '--variable=libdir', 'nanotrace')[0]
+    exe = str(tmp_path / 'cxx_example')
+    p = subprocess.run([*CXX, '-std=c++17', '-Wall', '-Wextra', '-Werror', *EXTRA, '-o', exe,
+                        str(src), *flags, '-Wl,-rpath,' + libdir], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    archive = str(tmp_path / 'cxx.ntrace')
+    env = dict(os.environ)
+    env.pop('LD_LIBRARY_PATH', None)
+    p = subprocess.run([exe, archive], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout == '4950\n', (p.stdout, p.stderr)
+    dump = subprocess.run([os.path.join(under(installed['root'], os.path.join(PREFIX, BINDIR)), 'trace-dump'),
+                           '--stats', archive], capture_output=True, text=True, env=env, timeout=60)
+    assert dump.returncode == 0, dump.stderr
+    assert '\nevents: 300\n' in dump.stdout, dump.stdout[:1500]
+    assert 'records: begin 100, end 100, instant 100,' in dump.stdout, dump.stdout[:1500]

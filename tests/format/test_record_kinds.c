@@ -224,9 +224,32 @@ static void reader_classifies_every_compact_code(void **state)
 	free(copy);
 }
 
+/* A compact head's code and its kind: nt_compact_code() inverts nt_compact_kinds for every
+ * code that carries an event, and gives no code to any other kind. */
+static void compact_codes_invert_kinds(void **state)
+{
+	(void)state;
+	unsigned with_code = 0;
+	for (unsigned kind = 0; kind < 256; kind++) {
+		unsigned code = nt_compact_code(kind);
+		assert_true(code < 7);
+		if (code == 0)
+			continue;
+		with_code++;
+		assert_int_equal(nt_compact_kinds[code], kind);
+		assert_true(nt_kind_has_compact(kind));
+	}
+	for (unsigned code = 1; code < 7; code++)
+		assert_int_equal(nt_compact_code(nt_compact_kinds[code]), code);
+	assert_int_equal(with_code, 6);
+	assert_int_equal(nt_compact_kind(7), NT_KIND_INVALID);
+	assert_int_equal(nt_compact_kind(0x40u | 3u), NT_KIND_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(compact_codes_invert_kinds),
 		cmocka_unit_test(kinds_agree_oneshot),
 		cmocka_unit_test(kinds_agree_circular),
 		cmocka_unit_test(kinds_agree_streaming),
