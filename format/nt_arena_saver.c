@@ -418,7 +418,7 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	nt_chunk_header hdr;
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.kind = NT_KIND_CHUNK;
-	hdr.slot_wrap = (uint16_t)(nt_claim_sequence(p->claim) / s->layout.nslots);
+	hdr.slot_wrap = nt_chunk_slot_wrap(nt_claim_sequence(p->claim), s->layout.nslots);
 	hdr.size_bytes = (uint32_t)sizeof(hdr) + len;
 	hdr.thread = p->thread;
 	hdr.event_count = (uint32_t)(after.events - p->events);

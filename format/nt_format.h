@@ -234,6 +234,14 @@ static inline uint64_t nt_claim_sequence(uint64_t claim)
 {
 	return (claim >> 1) - 1u;
 }
+/* ChunkHeader.slot_wrap of the chunk a claim of `sequence` makes in an arena of `nslots`
+ * slots: how many times its slot was claimed before (mod 2^16). A claim word whose sequence
+ * gives another wrap than the header's belongs to a new owner that has not yet rewritten
+ * the slot: the header is the previous, closed chunk's. */
+static inline uint16_t nt_chunk_slot_wrap(uint64_t sequence, uint64_t nslots)
+{
+	return (uint16_t)(sequence / nslots);
+}
 
 typedef struct nt_record_prefix {
 	uint8_t kind;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "nt_archive_header_decode.h"
+#include "nt_archive_header_encode.h"
 #include "nt_arena_layout.h"
 #include "nt_follow_snapshot.h"
 #include "nt_format.h"
@@ -139,7 +140,11 @@ static void copy_durable(uint8_t *dst, const uint8_t *map, uint64_t d, uint64_t 
 		memset(dst + off, 0, 8); /* where the reader's walk of the region stops */
 }
 
-/* The header's 4 KiB, copied and decoded. */
+/* The header's 4 KiB, copied and decoded. A oneshot or circular arena's events_written
+ * counts the chunks closed up to the header's copy, which is later than the slots': chunks
+ * that closed in between are open in the copy, or gone from it, and the reader would take
+ * the difference for a file cut short. The copy's count is cleared (re-encoded: 0 is "not
+ * counted"); the follower accounts for what it did not see by its own gaps. */
 static const char *copy_header(nt_follow_snapshot *s, const uint8_t *map, char *why, size_t n)
 {
 	for (uint32_t i = 0; i < NT_ARENA_HEADER_BYTES; i += 8) {
@@ -149,6 +154,12 @@ static const char *copy_header(nt_follow_snapshot *s, const uint8_t *map, char *
 	uint64_t where;
 	if (nt_header_decode(s->buf, NT_ARENA_HEADER_BYTES, &s->info, why, n, &where) == 0)
 		return why;
+	if (s->info.layout == NT_LAYOUT_ARENA && s->info.buffering_mode != NT_MODE_STREAMING &&
+	    s->info.events_written != 0) {
+		s->info.events_written = 0;
+		if (nt_header_encode(&s->info, s->buf, NT_ARENA_HEADER_BYTES, NULL) == 0)
+			return "arena header: too large to copy";
+	}
 	return NULL;
 }
 

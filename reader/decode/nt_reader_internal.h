@@ -112,7 +112,10 @@ struct nt_reader {
 	/* The events the top-level chunks' headers count, and what the header's count says is
 	 * missing from them (a file cut short), in words: one of the damage messages. */
 	uint64_t chunk_events;
-	char truncation[160];
+	/* A live oneshot or circular arena: the events its closed chunks' headers count (its
+	 * header's events_written counts those that closed, overwritten ones included). */
+	uint64_t closed_events;
+	char truncation[200];
 	char save_lie[160]; /* the header's account of a stopped save does not add up */
 	nt_reader_summary summary;
 	/* Compressed chunks found while opening, and the chunk bytes decompressed (a plain

@@ -140,7 +140,7 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 {
 	const nt_archive_info *in = &r->info;
 	uint64_t d = in->data_offset, ds = in->durable_size, cs = in->chunk_size;
-	uint64_t nslots = 2 * (uint64_t)in->chunks_per_half;
+	uint64_t nslots = 2 * (uint64_t)in->chunks_per_half, all_slots = nslots;
 	if (d < r->records_start || d % 8 || ds % 8 || d > r->size || ds > r->size - d) {
 		*bad = "arena header: durable region lies outside the file";
 		return 1;
@@ -190,6 +190,11 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 		r->chunks[r->nchunks++] = (struct arena_chunk){ at, nt_claim_sequence(h->claim),
 								h->base_ticks, h->first_event,
 								h->thread };
+		/* Closed: its owner released the claim, or a new owner claimed the slot (a claim
+		 * of another wrap) and has not yet invalidated this, the previous chunk. */
+		if (!(h->claim & NT_CLAIM_WRITER_ACTIVE) ||
+		    nt_chunk_slot_wrap(nt_claim_sequence(h->claim), all_slots) != h->slot_wrap)
+			r->closed_events += h->event_count;
 		r->summary.chunks++;
 		r->summary.chunk_bytes += cs;
 		r->plain_chunk_bytes += cs; /* an arena's slots are never compressed */
@@ -329,23 +334,40 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
  * circular mode overwrote, and a live streaming arena's saved stream every event its header
  * counts (the writer keeps the count with the stream's end): fewer is a file cut short, at a
  * record boundary or not (a cut inside a record is damage of its own as well), by the events
- * no chunk record claims. Writers that keep no count (written 0) leave nothing to check. */
+ * no chunk record claims. A live oneshot or circular arena (a killed process's, or a copy
+ * of one) counts the events of the chunks that closed, as they close, never ahead of them:
+ * its closed chunks less the overwritten ones hold at least that many, and fewer is a file
+ * cut short (or slots destroyed) by at least the difference; a chunk still open when the
+ * process stopped is in no count. Writers that keep no count (written 0) leave nothing to
+ * check. */
 static void check_truncation(nt_reader *r)
 {
 	uint64_t written = r->info.events_written, overwritten = r->info.events_overwritten;
-	if (r->info.layout == NT_LAYOUT_ARENA && r->tail)
+	uint64_t found = r->chunk_events;
+	int live_slots = 0;
+	if (r->info.layout == NT_LAYOUT_ARENA && r->tail) {
 		overwritten = 0; /* streaming overwrites nothing; the arena's slots are not counted */
-	else if (r->info.layout != NT_LAYOUT_STREAM)
+	} else if (r->info.layout == NT_LAYOUT_ARENA) {
+		found = r->closed_events;
+		live_slots = 1;
+	} else if (r->info.layout != NT_LAYOUT_STREAM) {
 		return;
+	}
 	if (written <= overwritten)
 		return;
 	uint64_t expected = written - overwritten;
-	if (r->chunk_events >= expected)
+	if (found >= expected)
 		return;
-	snprintf(r->truncation, sizeof(r->truncation),
-		 "archive is truncated: its header counts %" PRIu64 " events written, its chunks "
-		 "hold %" PRIu64 " (%" PRIu64 " missing)",
-		 expected, r->chunk_events, expected - r->chunk_events);
+	if (live_slots)
+		snprintf(r->truncation, sizeof(r->truncation),
+			 "arena is truncated: its header counts %" PRIu64 " events in closed chunks, "
+			 "its slots hold %" PRIu64 " (at least %" PRIu64 " missing)",
+			 expected, found, expected - found);
+	else
+		snprintf(r->truncation, sizeof(r->truncation),
+			 "archive is truncated: its header counts %" PRIu64 " events written, its "
+			 "chunks hold %" PRIu64 " (%" PRIu64 " missing)",
+			 expected, found, expected - found);
 	add_damage(r, r->size, r->truncation);
 }
 

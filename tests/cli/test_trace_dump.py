@@ -336,6 +336,65 @@ def test_killed_streaming_copy_cut_short(demo):
     verify()
 
 
+@pytest.mark.parametrize('mode', ['oneshot', 'circular'])
+def test_killed_arena_copy_cut_short(mode):
+    """A oneshot or circular demo killed while it records: its arena's header counts the
+    events of the chunks that closed, as they close, so the killed file reads cleanly, and a
+    copy that lost whole chunk slots (cut short) is reported as truncated with the events of
+    the closed chunks it lost (at least: a chunk still open at the kill is in no count),
+    exits 2, and --salvage reads what is left."""
+    killed = path('killed-%s-cut.ntrace' % mode)
+    remove_stale(killed)
+    proc = subprocess.Popen([DEMO, killed, '--mode', mode, '--buffer-size', str(1 << 20),
+                             '--duration-ms', '8000'], stderr=subprocess.DEVNULL)
+    for _ in range(400):  # until a dozen chunks (circular: and a wrap), however loaded
+        time.sleep(0.02)
+        if not os.path.exists(killed):
+            continue
+        rc, out, _ = run('--stats', killed)
+        m = re.search(r', chunks: (\d+)', out)
+        w = re.search(r'^wraps: (\d+)', out, re.M)
+        if m and int(m.group(1)) >= 12 and (mode == 'oneshot' or (w and int(w.group(1)) > 0)):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rc, out, err = run('--stats', killed)
+    check('killed %s demo reads cleanly' % mode, rc == 0 and err == '', err)
+    written = int(re.search(r'^written: (\d+) events', out, re.M).group(1))
+    over = re.search(r'^overwritten: (\d+) events', out, re.M)
+    closed = written - (int(over.group(1)) if over else 0)
+    events = int(re.search(r'^events: (\d+)$', out, re.M).group(1))
+    check('its header counts the closed chunks\' events', 0 < closed <= events,
+          '%d closed, %d events' % (closed, events))
+    g = re.search(r'durable (\d+) B, chunks 2 x \d+ x (\d+) B', out)
+    durable, cs = (int(x) for x in g.groups())
+    rolling = 4096 + durable  # NT_ARENA_HEADER_BYTES, then the durable region
+    used = int(re.search(r', chunks: (\d+)', out).group(1))
+    data = open(killed, 'rb').read()
+    # Slots past `keep` go; with at most one chunk open per thread (5), each cut loses
+    # closed ones too.
+    for keep in (2, used // 3):
+        cut = path('killed-%s-cut-short.ntrace' % mode)
+        open(cut, 'wb').write(data[:rolling + keep * cs])
+        rc, out, err = run('--stats', cut)
+        check('%s cut to %d slots exits 2' % (mode, keep), rc == 2, 'rc=%d %s' % (rc, err))
+        m = re.search(r'arena is truncated: its header counts (\d+) events in closed chunks, '
+                      r'its slots hold (\d+) \(at least (\d+) missing\)', err)
+        rc, out2, err2 = run('--salvage', '--stats', cut)
+        left = re.search(r'^events: (\d+)$', out2, re.M)
+        check('%s cut to %d slots --salvage reads the rest' % (mode, keep),
+              rc == 0 and left is not None, 'rc=%d %s' % (rc, err2))
+        if m is None or left is None:
+            check('%s cut to %d slots says how many are missing' % (mode, keep), False, err)
+            continue
+        counted, held, missing = (int(x) for x in m.groups())
+        lost = events - int(left.group(1))
+        check('%s cut to %d slots: %d counted, %d held, at least %d missing of the %d lost'
+              % (mode, keep, counted, held, missing, lost),
+              counted == closed and counted - held == missing and 0 < missing <= lost, err)
+    verify()
+
+
 def test_sigterm_recorded(demo):
     # SIGTERM: the process dies of SIGTERM and the archive says so
     term = path('term.ntrace')

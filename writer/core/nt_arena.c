@@ -9,7 +9,9 @@
  *           claimer moves on to the next sequence number.
  *   fill    the owner appends records with plain stores, each published by its first word.
  *   close   the owner stores event_count, then the claim word with the low bit cleared
- *           (release). Only then can a later claim reuse the slot.
+ *           (release). Only then can a later claim reuse the slot. Oneshot and circular
+ *           then add event_count to the header's events_written: a reader of a cut copy
+ *           compares it with the closed chunks it finds (the count may lag, never lead).
  * In oneshot mode slots are never reused, so the fetch-and-add alone claims a slot.
  *
  * Overwrite accounting (circular mode) must be exact in a file a SIGKILL can cut at any
@@ -311,6 +313,9 @@ int nt_arena_publish(nt_archive_info *info)
 	nt_S.values_truncated = nt_header_u64(NT_HDR_VALUES_TRUNCATED);
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
+	nt_S.events_closed = nt_S.mode != NT_MODE_STREAMING && !nt_S.manager_buffer
+				     ? nt_header_u64(NT_HDR_EVENTS_WRITTEN)
+				     : NULL;
 	/* Last, and a release: a thread that finds events_dropped set (nt_callsite_resolve,
 	 * while a trace manager's provider thread initializes) finds the others set too. */
 	__atomic_store_n(&nt_S.events_dropped, nt_header_u64(NT_HDR_EVENTS_DROPPED),
@@ -475,6 +480,11 @@ void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count)
 	uint64_t claim = nt_load_64(&chunk->claim);
 	nt_store_32(&chunk->event_count, event_count);
 	nt_store_release_64(&chunk->claim, claim & ~(uint64_t)1);
+	/* After the close: a kill between the two leaves a closed chunk not yet counted, never
+	 * a count of events no chunk shows (the reader's truncation check needs count <= shown).
+	 * One atomic add per chunk, not per event. */
+	if (nt_S.events_closed != NULL)
+		nt_add_64(nt_S.events_closed, event_count);
 }
 
 uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events)

@@ -86,6 +86,11 @@ typedef struct nt_session {
 	uint64_t *values_truncated;
 	uint64_t *chunks_claimed;
 	uint64_t *buffers_saved;
+	uint64_t *events_closed; /* EVENTS_WRITTEN of a oneshot or circular arena: the events of
+				    its closed chunks, added as each closes, so that a cut copy of
+				    a killed process's arena says how many it lost. NULL when
+				    streaming (the saver keeps EVENTS_WRITTEN: nt_stream.c) and in
+				    a trace manager's buffer */
 
 	/* Streaming mode (nt_stream.c). A half generation g is the g-th use of a rolling half
 	 * (sequences g * cph ... (g + 1) * cph - 1). Generation g may be written once g - 2 is
@@ -233,7 +238,7 @@ uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events);
 /* ChunkHeader.slot_wrap for sequence `seq`. */
 static inline uint16_t nt_slot_wrap(uint64_t seq)
 {
-	return (uint16_t)(seq / nt_S.nslots);
+	return nt_chunk_slot_wrap(seq, nt_S.nslots);
 }
 
 /* The slot's chunk as a consistent pair: returns its claim word if the header published

@@ -365,6 +365,8 @@ void nt_session_reset_counters(void)
 	nt_store_64(nt_S.dropped_unsaved, 0);
 	nt_store_32(nt_header_u32(NT_HDR_SAVE_ERRNO), 0);
 	nt_store_64(nt_S.events_overwritten, 0);
+	if (nt_S.events_closed != NULL)
+		nt_store_64(nt_S.events_closed, 0);
 	nt_store_64(nt_S.wraps, 0);
 	nt_store_64(nt_S.values_truncated, 0);
 }
