@@ -4,9 +4,9 @@
  * by every renderer trace-dump offers: text, Chrome JSON, --stats, Git Trace2's NORMAL,
  * PERF and EVENT, and CTF (into a directory of this process's own, made with mkdtemp and
  * emptied after each input); then compressed as trace-import compresses
- * (nt_archive_compress) and the result read back. The reader's promise (nanotrace_reader.h, ARCHITECTURE.md "Reader"): no
- * input makes it read outside the buffer, hit undefined behaviour, leak or crash; damage is
- * reported, never trusted.
+ * (nt_archive_compress) and the result read back. The reader's promise
+ * (nanotrace_reader.h, ARCHITECTURE.md "Reader"): no input makes it read outside the
+ * buffer, hit undefined behaviour, leak or crash; damage is reported, never trusted.
  *
  * Built as fuzz_reader with -Dfuzz=true (clang, libFuzzer) and, in every build, as
  * replay_reader, which runs the inputs of tests/fuzz/corpus/reader once (replay_main.c).
