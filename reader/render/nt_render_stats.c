@@ -274,7 +274,12 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 			t->index, nt_unctrl_copy(name, sizeof(name), t->name), t->pid, t->tid,
 			s.by_thread[t->index]);
 	}
-	fprintf(out, "written: %" PRIu64 " events (header count)\n", in->events_written);
+	/* A live arena's count is of another thing than a saved archive's (schema: events_written). */
+	const char *counted = in->layout != NT_LAYOUT_ARENA ? "header count"
+			      : in->buffering_mode == NT_MODE_STREAMING
+				      ? "header count: the saved stream's"
+				      : "header count: the chunks closed so far";
+	fprintf(out, "written: %" PRIu64 " events (%s)\n", in->events_written, counted);
 	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64
 		     ", stopped %" PRIu64 ", not saved %" PRIu64 ")\n",
 		in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
