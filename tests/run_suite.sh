@@ -10,7 +10,8 @@
 #   clang-asan-ubsan   clang/clang++, AddressSanitizer + UndefinedBehaviorSanitizer
 # Every build is -Werror (meson.build) and compiles C as gnu11 and C++ as C++17.
 # Ends with one line "N passed, N failed", followed by ", N skipped" when tests skipped (a
-# missing optional tool: tests/README.md); exits non-zero if anything failed.
+# missing optional tool: tests/README.md), after "=== failed" and a line per failure when
+# anything failed (each test with its configuration); exits non-zero if anything failed.
 # With CI=true a skipped test counts as failed: CI installs everything (.ci/packages), so a
 # skip there is a missing install step.
 # NT_JOBS=N caps the parallel jobs (default: all cores).
@@ -20,6 +21,9 @@ jobs=${NT_JOBS:-$(nproc)}
 passed=0
 failed=0
 skipped=0
+# What failed, a line each, repeated just before the last line: a log read from its end
+# (CI shows the tail) names them.
+failed_names=()
 
 # In CI a missing tool fails configuration outright (meson_options.txt).
 ci_opts=()
@@ -33,6 +37,7 @@ tool_missing() {
 	if [ "${CI:-}" = true ]; then
 		echo "FAIL ($1): $2: CI installs it (.ci/packages)"
 		failed=$((failed + 1))
+		failed_names+=("$1: $2")
 	else
 		echo "SKIPPED ($1): $2"
 		skipped=$((skipped + 1))
@@ -55,6 +60,7 @@ run_config() {
 			cat "$dir.setup.log"
 			echo "FAIL: meson setup ($name)"
 			failed=$((failed + 1))
+			failed_names+=("$name: meson setup")
 			return
 		fi
 	fi
@@ -62,6 +68,7 @@ run_config() {
 		tail -n 40 "$dir.build.log"
 		echo "FAIL: build ($name)"
 		failed=$((failed + 1))
+		failed_names+=("$name: build")
 		return
 	fi
 	meson test -C "$dir" --num-processes "$jobs" --print-errorlogs 2>&1 | tee "$dir.test.log" |
@@ -73,16 +80,23 @@ run_config() {
 	if [ -z "$ok" ]; then
 		echo "FAIL: meson test ($name) did not finish"
 		failed=$((failed + 1))
+		failed_names+=("$name: meson test did not finish")
 		return
 	fi
 	passed=$((passed + ok))
 	failed=$((failed + fail))
+	local line # each failed test once (meson repeats it in its summary)
+	while IFS= read -r line; do
+		failed_names+=("$name: $line")
+	done < <(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT|UNEXPECTEDPASS|ERROR) ' "$dir.test.log" |
+		 sed -E 's/^ *[0-9]+\/[0-9]+ +//; s/  +/ /g' | awk '!seen[$0]++')
 	echo "--- $name: $ok passed, $fail failed, $skip skipped in $((SECONDS - start)) s"
 	if [ "$skip" -gt 0 ]; then
 		grep -E '^ *[0-9]+/[0-9]+ .* SKIP ' "$dir.test.log" | sed "s/^/SKIPPED ($name): /"
 		if [ "${CI:-}" = true ]; then
 			echo "FAIL: $skip skipped in $name: CI installs every tool (.ci/packages), nothing may skip"
 			failed=$((failed + skip))
+			failed_names+=("$name: $skip skipped (CI installs every tool)")
 		else
 			skipped=$((skipped + skip))
 		fi
@@ -115,6 +129,7 @@ run_fuzz() {
 	else
 		echo "FAIL: fuzz"
 		failed=$((failed + 1))
+		failed_names+=("fuzz: a finding or a failed build (above)")
 	fi
 }
 run_fuzz
@@ -128,6 +143,7 @@ run_report() {
 	if [ ! -x "$dir/bench/nt_bench_peers" ]; then
 		echo "FAIL: bench report: $dir/bench/nt_bench_peers was not built"
 		failed=$((failed + 1))
+		failed_names+=("bench report: nt_bench_peers was not built")
 		return
 	fi
 	if python3 bench/nt_report.py --build "$dir" --quick --svg "$dir/nt_report.svg" --json; then
@@ -136,10 +152,15 @@ run_report() {
 	else
 		echo "FAIL: bench report"
 		failed=$((failed + 1))
+		failed_names+=("bench report: a benchmark failed (above)")
 	fi
 }
 run_report
 
+if [ "${#failed_names[@]}" -gt 0 ]; then
+	echo "=== failed"
+	printf '  %s\n' "${failed_names[@]}"
+fi
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else
