@@ -132,12 +132,13 @@ static int provider_header(const nt_mgr_provider *p, nt_archive_info *info, char
 	return 0;
 }
 
+/* A byte loop is not vectorised (it exits early): 1.6 GB/s here, against 11.6 GB/s for
+ * memcmp of the block with itself one byte on, which is zero exactly when every byte
+ * equals the first (64 KiB blocks of 256 MiB, gcc -O2). Under the fuzzer the byte loop
+ * was three quarters of fuzz_wire's time. */
 static int all_zero(const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != 0)
-			return 0;
-	return 1;
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
 /* The arena after its header; all-zero blocks (a buffer's unused part: the provider

@@ -46,7 +46,7 @@ typedef struct peer {
 	size_t arena_size;
 } peer;
 
-static char scratch_dir[64];
+static char scratch_dir[512];
 
 /* Up to `want` bytes of the input into out (the rest of out is left as it was). */
 static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t want)
@@ -147,13 +147,23 @@ static int connect_peer(nt_manager *m, peer *p)
 	return 1;
 }
 
-/* An O_TMPFILE in a private directory: the bundle's streams go beside it. */
+/* Its files are O_TMPFILEs, gone when closed: the directory is empty at exit. */
+static void remove_scratch_dir(void)
+{
+	rmdir(scratch_dir);
+}
+
+/* An O_TMPFILE in a private directory under $TMPDIR (or /tmp): the bundle's streams go
+ * beside it. */
 static int output_file(void)
 {
 	if (scratch_dir[0] == '\0') {
-		snprintf(scratch_dir, sizeof(scratch_dir), "%s", "/tmp/nt-fuzz-wire-XXXXXX");
+		const char *tmp = getenv("TMPDIR");
+		snprintf(scratch_dir, sizeof(scratch_dir), "%s/nt-fuzz-wire-XXXXXX",
+			 tmp != NULL && tmp[0] == '/' && strlen(tmp) < 400 ? tmp : "/tmp");
 		if (mkdtemp(scratch_dir) == NULL)
 			abort();
+		atexit(remove_scratch_dir);
 	}
 	return open(scratch_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
