@@ -186,6 +186,12 @@ def canonical_ref(e, start):
     return (ts, e['pid'], e['tid'], e['ph'], name, dur)
 
 
+def discarded(err):
+    """The counts of babeltrace2's loss warnings, one per gap ("1 event", "2 events")."""
+    return [int(x) for x in re.findall(r'^WARNING: Tracer discarded (\d+) events? between ',
+                                       err, re.M)]
+
+
 def compare(archive, ctf_dir, expect_warnings=False, rename=None):
     """Every event of the archive (per trace-dump) is one of babeltrace2's, and the other way
     round; returns (babeltrace2's events, stderr, env, trace-dump's otherData)."""
@@ -194,7 +200,7 @@ def compare(archive, ctf_dir, expect_warnings=False, rename=None):
     assert rc == 0, err
     env, offset = env_of(ctf_dir)
     # the only thing babeltrace2 may say: the losses, each thread's, exactly
-    warned = [int(x) for x in re.findall(r'^WARNING: Tracer discarded (\d+) events ', err, re.M)]
+    warned = discarded(err)
     assert len(warned) == len(err.splitlines()), 'babeltrace2 said: %s' % err[:2000]
     assert sum(warned) == env['events_lost_in_gaps'], (warned, env['events_lost_in_gaps'])
     if not expect_warnings:
@@ -376,7 +382,7 @@ def test_losses_reported(work):
     _, stats, _ = dump('--stats', archive)
     lost = int(re.search(r'^gaps: \d+ \((\d+) events lost', stats, re.M).group(1))
     assert lost > 0, 'the circular demo lost nothing: the test proves nothing'
-    warned = [int(x) for x in re.findall(r'WARNING: Tracer discarded (\d+) events', bt_err)]
+    warned = discarded(bt_err)
     assert sum(warned) == lost == env['events_lost_in_gaps'], (warned, lost)
     assert all(l.startswith('WARNING: Tracer discarded') for l in bt_err.splitlines())
 
