@@ -210,7 +210,10 @@ static void streaming_saves_compressed_chunks(void **state)
 	test_trace t;
 	assert_int_equal(test_read_memory(data, size, NT_ORDER_TIME, &t), 0);
 	assert_int_equal(t.errors, 0);
-	assert_int_equal(t.n + t.gap_events + t.info.events_dropped, 2 * EVENTS_PER_THREAD);
+	/* Read back or dropped (the saver starved on a loaded machine), as the header says; the
+	 * gaps are some of the dropped (a thread's last ones have no later event to say so). */
+	assert_int_equal(t.n + t.info.events_dropped, 2 * EVENTS_PER_THREAD);
+	assert_true(t.gap_events <= t.info.events_dropped);
 	assert_true(compressed_chunks(data, size) > 0);
 	test_trace_free(&t);
 	free(data);

@@ -20,9 +20,9 @@ typedef struct test_event {
 	uint64_t duration_ns;
 	uint64_t offset; /* of the record in the archive */
 	uint32_t nargs;
-	nt_reader_arg args[8];
-	char strs[8][2048]; /* copies of string argument values */
-	char names[8][64];  /* copies of argument names */
+	nt_reader_arg args[8]; /* args[i].name is names[i]; a string's value.str.ptr is strs[i] */
+	char *strs[8];         /* string values, malloc'd whole; NULL for other types */
+	char names[8][64];     /* copies of argument names */
 } test_event;
 
 typedef struct test_trace {
@@ -64,7 +64,12 @@ static int test_collect(void *ctx, const nt_reader_event *e)
 		snprintf(x->names[i], sizeof(x->names[i]), "%s", e->args[i].name);
 		x->args[i].name = x->names[i];
 		if (e->args[i].type == NT_ARG_STRING || e->args[i].type == NT_ARG_STRING_REF) {
-			uint32_t len = e->args[i].value.str.len < 2047 ? e->args[i].value.str.len : 2047;
+			/* Kept out of line: events are many (hundreds of thousands in a
+			 * streaming test), strings few. */
+			uint32_t len = e->args[i].value.str.len;
+			x->strs[i] = (char *)malloc((size_t)len + 1);
+			if (x->strs[i] == NULL)
+				abort();
 			memcpy(x->strs[i], e->args[i].value.str.ptr, len);
 			x->strs[i][len] = '\0';
 			x->args[i].value.str.ptr = x->strs[i];
@@ -109,6 +114,9 @@ __attribute__((unused)) static int test_read_reader(nt_reader *r, const nt_reade
 	cb.on_gap = test_gap;
 	t->visit_rc = nt_reader_visit(r, &cb, t, order, NT_ON_CORRUPT_SKIP);
 	nt_reader_close(r);
+	for (size_t j = 0; j < t->n; j++) /* the array moved as it grew */
+		for (uint32_t i = 0; i < t->ev[j].nargs; i++)
+			t->ev[j].args[i].name = t->ev[j].names[i];
 	return 0;
 }
 
@@ -130,6 +138,9 @@ __attribute__((unused)) static int test_read_memory(const void *data, size_t siz
 
 __attribute__((unused)) static void test_trace_free(test_trace *t)
 {
+	for (size_t j = 0; j < t->n; j++)
+		for (uint32_t i = 0; i < t->ev[j].nargs; i++)
+			free(t->ev[j].strs[i]);
 	free(t->ev);
 	memset(t, 0, sizeof(*t));
 }

@@ -82,7 +82,7 @@ static uint64_t assert_exact_account(const char *path, int err, uint64_t made)
 		 (unsigned long long)t.info.dropped_unsaved);
 	assert_string_equal(line, want);
 	uint64_t n = t.n;
-	free(t.ev);
+	test_trace_free(&t);
 	return n;
 }
 
@@ -130,7 +130,7 @@ static void test_memory_arena_finish(void **state)
 	assert_int_equal(t.n, made);
 	assert_int_equal(t.info.save_errno, 0);
 	assert_int_equal(t.info.dropped_unsaved, 0);
-	free(t.ev);
+	test_trace_free(&t);
 	unlink(path);
 }
 
@@ -184,7 +184,7 @@ static void test_streaming_saver(void **state)
 	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
 	assert_true(t.info.dropped_unsaved > 0);
 	assert_int_equal(t.info.layout, NT_LAYOUT_STREAM);
-	free(t.ev);
+	test_trace_free(&t);
 	uint64_t kept = assert_exact_account(path, EFBIG, made);
 	assert_true(kept > 0 && kept < made);
 	unlink(path);
@@ -219,7 +219,7 @@ static void first_damage(nt_reader *r, char *out, size_t cap)
 	test_trace t;
 	assert_int_equal(test_read_reader(r, NULL, NT_ORDER_STREAM, &t), 0);
 	snprintf(out, cap, "%s", t.errors ? t.first_error : "");
-	free(t.ev);
+	test_trace_free(&t);
 }
 
 static void test_forged_headers(void **state)
