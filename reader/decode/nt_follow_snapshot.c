@@ -317,11 +317,50 @@ static int grow_u64(uint64_t **a, size_t *cap, size_t need)
 	return 1;
 }
 
+/* A second look at every slot, once the first copy of them all is done: a chunk that was
+ * claimed in a slot after that slot was copied, and that is older than its thread's latest
+ * chunk in the copy, is copied now. The slots are copied one after another, so a thread can
+ * claim chunks in slots already copied and then one in a slot copied later: the copy would
+ * hold the later chunk without the ones before it, and the follower would take the events
+ * between for lost. Each of those was claimed before the thread's latest chunk in the copy,
+ * so before this look: it is in its slot now, or its slot was reused since (a streaming
+ * saver had saved it: it is in the stream read after; circular: it is truly overwritten).
+ * Chunks newer than the thread's latest are left to the next poll: taking them could leave
+ * the same kind of hole before them. A look that finds nothing to take keeps what the
+ * first copy holds. */
+static const char *copy_claimed_since(nt_follow_snapshot *s, const uint8_t *map,
+				      const geometry *g, const uint64_t *next, size_t nnext)
+{
+	if (s->scratch_cap < g->cs) {
+		uint8_t *p = realloc(s->scratch, (size_t)g->cs);
+		if (p == NULL)
+			return "out of memory copying the arena";
+		s->scratch = p;
+		s->scratch_cap = (size_t)g->cs;
+	}
+	for (uint64_t i = 0; i < g->nslots; i++) {
+		uint64_t at = g->rolling + i * g->cs;
+		chunk_id now = read_id(map + at);
+		if (nt_record_kind(now.w0) != NT_KIND_CHUNK || now.thread > NT_MAX_THREAD_INDEX ||
+		    now.first + 1 >= s->latest[now.thread])
+			continue; /* empty, or no older than its thread's latest chunk copied */
+		chunk_id had = read_id(s->buf + at);
+		if (nt_record_kind(had.w0) == NT_KIND_CHUNK && same_id(&had, &now))
+			continue; /* the chunk the first copy took */
+		if (copy_slot(s->scratch, map + at, (uint32_t)g->cs, next, nnext) <= 0)
+			continue;
+		memcpy(s->buf + at, s->scratch, (size_t)g->cs);
+		copy_counter(s, map, g, i);
+	}
+	return NULL;
+}
+
 /* Every slot, then again each chunk copied while its writer was adding to it when the same
  * thread has a later chunk in the copy: the slots are copied one after another, so a
  * thread may close the chunk copied early and claim one copied later; the early copy then
  * lacks events that are in no other slot copied. The thread closed it before that claim,
- * so the second copy is whole (or the slot was reused, and its events are truly gone). */
+ * so the second copy is whole (or the slot was reused, and its events are truly gone).
+ * Then the chunks claimed in slots after they were copied (copy_claimed_since). */
 static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const geometry *g,
 			      const uint64_t *next, size_t nnext)
 {
@@ -351,7 +390,7 @@ static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const g
 		s->reused += copy_slot(s->buf + at, map + at, (uint32_t)g->cs, next, nnext) < 0;
 		copy_counter(s, map, g, i);
 	}
-	return NULL;
+	return copy_claimed_since(s, map, g, next, nnext);
 }
 
 const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t *map,
@@ -395,5 +434,6 @@ void nt_follow_snapshot_free(nt_follow_snapshot *s)
 		munmap(s->buf, s->cap);
 	free(s->latest);
 	free(s->active);
+	free(s->scratch);
 	*s = (nt_follow_snapshot){ 0 };
 }

@@ -24,12 +24,16 @@ typedef struct nt_follow_snapshot {
 	size_t nlatest;
 	uint64_t *active;     /* per copy: slots copied while their writer was adding to them */
 	size_t nactive_cap;
+	uint8_t *scratch;     /* one slot: a later look at a slot is copied here first */
+	size_t scratch_cap;
 } nt_follow_snapshot;
 
 /* Copies the live arena `map` (the first `map_len` bytes of the file, mapped shared) and the
  * saved stream after it (read from `fd`, whose size is now `file_size`) into s: every chunk
  * slot up to its last published record (a slot reused while it was copied is left empty and
- * counted in s->reused), then the durable region, then the header, then the stream up to the
+ * counted in s->reused) and a second look at each for chunks claimed there since that are
+ * older than their thread's latest chunk copied (no thread shows a hole that was only the
+ * order of the copy), then the durable region, then the header, then the stream up to the
  * header's STREAM_END, so that every event copied finds its call site and thread copied too.
  * Every size comes from the copied header and is checked against map_len and file_size
  * first. A closed chunk whose events all lie below next[its thread] (nnext entries: the
