@@ -10,15 +10,54 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
+/* keep_going is asked every this many events a poll delivers too: a poll's batch can be a
+ * whole live arena (millions of lines), and Ctrl-C must not wait for all of it. */
+#define NT_FOLLOW_ASK_EVERY 1024u
+
+typedef struct nt_follow_asking {
+	const nt_reader_callbacks *cb;
+	void *ctx;
+	int (*keep_going)(void *arg);
+	void *arg;
+	unsigned events;
+} nt_follow_asking;
+
+static inline int nt_follow_asking_event(void *p, const nt_reader_event *e)
+{
+	nt_follow_asking *a = (nt_follow_asking *)p;
+	if (++a->events % NT_FOLLOW_ASK_EVERY == 0 && !a->keep_going(a->arg))
+		return 1; /* the poll stops delivering: NT_FOLLOW_STOPPED */
+	return a->cb->on_event != NULL ? a->cb->on_event(a->ctx, e) : 0;
+}
+
+static inline void nt_follow_asking_gap(void *p, const nt_reader_gap *g)
+{
+	nt_follow_asking *a = (nt_follow_asking *)p;
+	if (a->cb->on_gap != NULL)
+		a->cb->on_gap(a->ctx, g);
+}
+
+static inline void nt_follow_asking_error(void *p, uint64_t offset, const char *message)
+{
+	nt_follow_asking *a = (nt_follow_asking *)p;
+	if (a->cb->on_error != NULL)
+		a->cb->on_error(a->ctx, offset, message);
+}
+
 /* after_poll(ctx, status) ends one poll's output (a flush) and returns nonzero when it
  * failed. Returns the last NT_FOLLOW_* status: NT_FOLLOW_FAILED when a poll or the output
- * failed, NT_FOLLOW_STOPPED when keep_going (may be NULL) said stop. */
+ * failed, NT_FOLLOW_STOPPED when keep_going (may be NULL) said stop, between polls or
+ * within one's delivery. */
 static inline int nt_follow_loop(nt_follower *f, const nt_reader_callbacks *cb, void *ctx,
 				 int (*after_poll)(void *ctx, int status), unsigned interval_ms,
 				 int (*keep_going)(void *arg), void *arg)
 {
+	nt_follow_asking asking = { cb, ctx, keep_going, arg, 0 };
+	const nt_reader_callbacks asking_cb = { nt_follow_asking_event, nt_follow_asking_error,
+						nt_follow_asking_gap };
 	for (;;) {
-		int st = nt_follow_poll(f, cb, ctx);
+		int st = keep_going != NULL ? nt_follow_poll(f, &asking_cb, &asking)
+					    : nt_follow_poll(f, cb, ctx);
 		if (after_poll(ctx, st) != 0)
 			return NT_FOLLOW_FAILED;
 		if (st != NT_FOLLOW_RUNNING)

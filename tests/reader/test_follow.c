@@ -331,6 +331,55 @@ static void test_refusals(void **state)
 	nt_follow_close(NULL);
 }
 
+static int asked;
+
+static int stop_at_first_ask(void *arg)
+{
+	(void)arg;
+	asked++;
+	return 0;
+}
+
+/* A stop asked for while a poll delivers a large batch (the first look at a full arena)
+ * takes effect within NT_FOLLOW_ASK_EVERY events, not at the batch's end: Ctrl-C on
+ * trace-dump --follow. Text and Trace2 follows share the loop that asks. */
+static void test_stop_within_a_poll(void **state)
+{
+	(void)state;
+	char path[300];
+	in_dir(path, sizeof(path), "stop.ntrace");
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.path = path;
+	cfg.handle_signals = 0;
+	assert_int_equal(nt_start(&cfg), NT_OK);
+	writer_arg a = { 5000, 0 };
+	writer_main(&a);
+	nt_reader_error err;
+	nt_follower *f = nt_follow_open(path, &err);
+	assert_msg(f != NULL, "%s", err.message);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	assert_non_null(out);
+	asked = 0;
+	nt_render_options opt;
+	nt_render_options_init(&opt);
+	int st = nt_render_text_follow(f, out, &opt, 10, stop_at_first_ask, NULL);
+	fclose(out);
+	assert_int_equal(st, NT_FOLLOW_STOPPED);
+	assert_int_equal(asked, 1);
+	size_t lines = 0;
+	for (const char *p = text; (p = strstr(p, " ev ")) != NULL; p++)
+		lines++;
+	assert_msg(lines == 1023, "%zu events shown before the stop, of 5000", lines);
+	nt_reader_callbacks cb = { .on_event = on_event };
+	assert_int_equal(nt_follow_poll(f, &cb, NULL), NT_FOLLOW_STOPPED); /* it stays stopped */
+	free(text);
+	nt_follow_close(f);
+	assert_int_equal(nt_finish(NULL), NT_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -340,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_circular),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_streaming_overrun),
+		cmocka_unit_test(test_stop_within_a_poll),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -497,8 +497,9 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Follow a live archive as text (see LIVE FOLLOW): polls f every interval_ms (0: as fast as
  * it can) and writes each poll's new events as nt_render_text's lines, then flushes `out`,
- * until the writer finishes or ends, keep_going(arg) returns 0 (asked between polls; may be
- * NULL), or a poll fails. The column titles come first, once the file is read; the thread,
+ * until the writer finishes or ends, keep_going(arg) returns 0 (asked between polls and
+ * every 1024 events a poll delivers, so a stop never waits for a whole batch; may be NULL),
+ * or a poll fails. The column titles come first, once the file is read; the thread,
  * category and name columns are 32 wide (names the writer defines later must fit), so
  * lines equal nt_render_text's up to spaces; gaps are nt_render_text's gap lines. Options
  * as nt_render_text's (order and policy are not used: a poll is merged by time and damage
