@@ -387,6 +387,26 @@ static size_t make_frame(const void *src, size_t len, int content_size, uint8_t 
 	return n;
 }
 
+/* Flips one bit of the frame, from its middle on, where zstd notices: a bit the decoder
+ * never reads (a table's padding) changes nothing, and the content checksum covers only what
+ * the frame decodes to. Which bits those are depends on the recorded times, so a fixed bit
+ * would make the test pass or fail by the archive it happened to record. */
+static void flip_a_bit_zstd_notices(uint8_t *frame, size_t len)
+{
+	size_t cap = 2 * NT_MAX_ZCHUNK_BYTES;
+	void *out = malloc(cap);
+	assert_non_null(out);
+	size_t at = len / 2;
+	for (;; at++) {
+		assert_true(at < len);
+		frame[at] ^= 0x10;
+		if (ZSTD_isError(ZSTD_decompress(out, cap, frame, len)))
+			break;
+		frame[at] ^= 0x10;
+	}
+	free(out);
+}
+
 /* The damaged archive reads with exactly one error, at the chunk, naming `want`; the events
  * of the chunk are missing and counted in gaps (as many as its header claims), in both
  * orders; or, when `lost` is 0 (the chunk decompressed), all delivered. */
@@ -457,7 +477,7 @@ static void hostile_compressed_chunks_are_reported_and_counted(void **state)
 	free(bad);
 
 	memcpy(tmp, frame, flen); /* a bit flipped inside the frame: the checksum */
-	tmp[flen / 2] ^= 0x10;
+	flip_a_bit_zstd_notices(tmp, flen);
 	bad = replace_zchunk(&h, tmp, flen, &size);
 	assert_chunk_lost(bad, size, "compressed chunk");
 	free(bad);
