@@ -317,6 +317,27 @@ static int grow_u64(uint64_t **a, size_t *cap, size_t need)
 	return 1;
 }
 
+/* Slot i copied again, into the scratch slot first, and taken into the image only when it
+ * holds the chunk `want` still (its identity, read_id). A later look at a slot must never
+ * take whatever chunk is there now: a chunk claimed after the first copy of the slots may be
+ * newer than its thread's chunks in the copy, and taking it would show the events between
+ * as lost. Returns copy_slot's result, or 0 when the slot holds another chunk now; the
+ * image keeps what it had unless the chunk was taken. */
+static int copy_slot_again(nt_follow_snapshot *s, const uint8_t *map, const geometry *g,
+			   uint64_t i, const chunk_id *want, const uint64_t *next, size_t nnext)
+{
+	uint64_t at = g->rolling + i * g->cs;
+	int rc = copy_slot(s->scratch, map + at, (uint32_t)g->cs, next, nnext);
+	if (rc <= 0)
+		return rc;
+	chunk_id got = read_id(s->scratch);
+	if (!same_id(&got, want))
+		return 0;
+	memcpy(s->buf + at, s->scratch, (size_t)g->cs);
+	copy_counter(s, map, g, i);
+	return rc;
+}
+
 /* A second look at every slot, once the first copy of them all is done: a chunk that was
  * claimed in a slot after that slot was copied, and that is older than its thread's latest
  * chunk in the copy, is copied now. The slots are copied one after another, so a thread can
@@ -326,18 +347,10 @@ static int grow_u64(uint64_t **a, size_t *cap, size_t need)
  * so before this look: it is in its slot now, or its slot was reused since (a streaming
  * saver had saved it: it is in the stream read after; circular: it is truly overwritten).
  * Chunks newer than the thread's latest are left to the next poll: taking them could leave
- * the same kind of hole before them. A look that finds nothing to take keeps what the
- * first copy holds. */
-static const char *copy_claimed_since(nt_follow_snapshot *s, const uint8_t *map,
-				      const geometry *g, const uint64_t *next, size_t nnext)
+ * the same kind of hole before them. */
+static void copy_claimed_since(nt_follow_snapshot *s, const uint8_t *map, const geometry *g,
+			       const uint64_t *next, size_t nnext)
 {
-	if (s->scratch_cap < g->cs) {
-		uint8_t *p = realloc(s->scratch, (size_t)g->cs);
-		if (p == NULL)
-			return "out of memory copying the arena";
-		s->scratch = p;
-		s->scratch_cap = (size_t)g->cs;
-	}
 	for (uint64_t i = 0; i < g->nslots; i++) {
 		uint64_t at = g->rolling + i * g->cs;
 		chunk_id now = read_id(map + at);
@@ -347,19 +360,16 @@ static const char *copy_claimed_since(nt_follow_snapshot *s, const uint8_t *map,
 		chunk_id had = read_id(s->buf + at);
 		if (nt_record_kind(had.w0) == NT_KIND_CHUNK && same_id(&had, &now))
 			continue; /* the chunk the first copy took */
-		if (copy_slot(s->scratch, map + at, (uint32_t)g->cs, next, nnext) <= 0)
-			continue;
-		memcpy(s->buf + at, s->scratch, (size_t)g->cs);
-		copy_counter(s, map, g, i);
+		copy_slot_again(s, map, g, i, &now, next, nnext);
 	}
-	return NULL;
 }
 
 /* Every slot, then again each chunk copied while its writer was adding to it when the same
  * thread has a later chunk in the copy: the slots are copied one after another, so a
  * thread may close the chunk copied early and claim one copied later; the early copy then
  * lacks events that are in no other slot copied. The thread closed it before that claim,
- * so the second copy is whole (or the slot was reused, and its events are truly gone).
+ * so the second copy is whole; if the slot holds another chunk by then, the early copy, a
+ * prefix of it, stays (the rest was saved: it is in the stream; circular: overwritten).
  * Then the chunks claimed in slots after they were copied (copy_claimed_since). */
 static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const geometry *g,
 			      const uint64_t *next, size_t nnext)
@@ -368,6 +378,13 @@ static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const g
 	if (!grow_u64(&s->latest, &s->nlatest, NT_MAX_THREAD_INDEX + 1) ||
 	    !grow_u64(&s->active, &s->nactive_cap, g->nslots))
 		return "out of memory copying the arena";
+	if (s->scratch_cap < g->cs) {
+		uint8_t *p = realloc(s->scratch, (size_t)g->cs);
+		if (p == NULL)
+			return "out of memory copying the arena";
+		s->scratch = p;
+		s->scratch_cap = (size_t)g->cs;
+	}
 	memset(s->latest, 0, s->nlatest * sizeof(uint64_t)); /* first_event + 1 by thread */
 	for (uint64_t i = 0; i < g->nslots; i++) {
 		uint64_t at = g->rolling + i * g->cs;
@@ -384,13 +401,13 @@ static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const g
 	}
 	for (size_t k = 0; k < nactive; k++) {
 		uint64_t i = s->active[k], at = g->rolling + i * g->cs;
-		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(s->buf + at);
-		if (h->thread > NT_MAX_THREAD_INDEX || h->first_event + 1 >= s->latest[h->thread])
+		chunk_id had = read_id(s->buf + at);
+		if (had.thread > NT_MAX_THREAD_INDEX || had.first + 1 >= s->latest[had.thread])
 			continue; /* its thread's last chunk: a prefix of it is what a copy can be */
-		s->reused += copy_slot(s->buf + at, map + at, (uint32_t)g->cs, next, nnext) < 0;
-		copy_counter(s, map, g, i);
+		s->reused += copy_slot_again(s, map, g, i, &had, next, nnext) < 0;
 	}
-	return copy_claimed_since(s, map, g, next, nnext);
+	copy_claimed_since(s, map, g, next, nnext);
+	return NULL;
 }
 
 const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t *map,

@@ -264,7 +264,7 @@ static int on_event(void *ctx, const nt_reader_event *ev)
 		return 0; /* delivered by an earlier poll */
 	}
 	if (ord > f->next[t]) {
-			follow_entry *g = add_entry(f, t);
+		follow_entry *g = add_entry(f, t);
 		if (g == NULL)
 			return 1;
 		g->is_gap = 1;
