@@ -110,14 +110,17 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 
 /* Follows a session of `nthreads` writers of `events` each in `mode`, polling while they
  * write, then after nt_finish() until the follower says finished. */
-static void follow_case(int mode, size_t buffer, int nthreads, int events, int pace_every)
+/* A file-backed session of `mode` (its buffer `buffer` bytes, 0: the default) recording into
+ * `name` in the test's directory, and a follower of that file. */
+static nt_follower *start_followed(const char *name, int mode, size_t buffer)
 {
 	char path[300];
-	in_dir(path, sizeof(path), "live.ntrace");
+	in_dir(path, sizeof(path), name);
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.mode = mode;
-	cfg.buffer_size = buffer;
+	if (buffer)
+		cfg.buffer_size = buffer;
 	cfg.path = path;
 	cfg.clock = NT_CLOCK_USE_MONOTONIC;
 	cfg.handle_signals = 0;
@@ -125,6 +128,12 @@ static void follow_case(int mode, size_t buffer, int nthreads, int events, int p
 	nt_reader_error err;
 	nt_follower *f = nt_follow_open(path, &err);
 	assert_msg(f != NULL, "%s", err.message);
+	return f;
+}
+
+static void follow_case(int mode, size_t buffer, int nthreads, int events, int pace_every)
+{
+	nt_follower *f = start_followed("live.ntrace", mode, buffer);
 	seen *s = calloc(1, sizeof(*s));
 	assert_non_null(s);
 	for (int t = 0; t < 64; t++)
@@ -346,18 +355,9 @@ static int stop_at_first_ask(void *arg)
 static void test_stop_within_a_poll(void **state)
 {
 	(void)state;
-	char path[300];
-	in_dir(path, sizeof(path), "stop.ntrace");
-	nt_config cfg;
-	nt_config_init(&cfg);
-	cfg.path = path;
-	cfg.handle_signals = 0;
-	assert_int_equal(nt_start(&cfg), NT_OK);
+	nt_follower *f = start_followed("stop.ntrace", NT_MODE_ONESHOT, 0);
 	writer_arg a = { 5000, 0 };
-	writer_main(&a);
-	nt_reader_error err;
-	nt_follower *f = nt_follow_open(path, &err);
-	assert_msg(f != NULL, "%s", err.message);
+	writer_main(&a); /* all of it published before the first poll: one batch */
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
