@@ -282,6 +282,23 @@ static inline nt_frame nt_live_record_frame(const uint8_t *payload, uint64_t off
 	return nt_record_frame(w0, room, 0, size);
 }
 
+/* Records that hold a chunk at the top level: a Chunk, or a CompressedChunk (whose header
+ * copy is checked by nt_zchunk_check). */
+static inline int nt_kind_is_chunk(unsigned kind)
+{
+	return kind == NT_KIND_CHUNK || kind == NT_KIND_ZCHUNK;
+}
+
+/* The "next record" step at the top level of an archive of `size` bytes: frames the record
+ * at `off` (< size; 8-aligned, as every top-level record is), large records admitted, and
+ * sets *bytes. Word 0 is read only when 8 bytes are there. */
+static inline nt_frame nt_top_record_frame(const uint8_t *data, uint64_t size, uint64_t off,
+					   uint64_t *bytes)
+{
+	uint64_t room = size - off;
+	return nt_record_frame(room >= 8 ? nt_record_word_at(data + off) : 0, room, 1, bytes);
+}
+
 /* Is the framed record at `rec` (inside a chunk) an event? */
 static inline int nt_record_is_event_at(const uint8_t *rec)
 {

@@ -54,7 +54,7 @@ static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_
 			off = nt_resync(r, off);
 			continue;
 		}
-		if (nt_is_chunk_kind(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
+		if (nt_kind_is_chunk(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
 			if (r->data[off] == NT_KIND_ZCHUNK)
 				count_zchunk(r, off, size, &z, counts);
 			else

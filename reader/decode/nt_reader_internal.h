@@ -172,7 +172,8 @@ nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, con
 void nt_many_close(nt_reader *r);
 void nt_many_count_records(const nt_reader *r, uint64_t counts[256]);
 
-/* Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it
+/* nt_reader_frame.c: the top-level records (format/nt_record.h's framing).
+ * Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it
  * is malformed or runs past the end; *why says which. */
 uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why);
 
@@ -191,11 +192,6 @@ static inline uint64_t nt_stream_start(const nt_reader *r)
 	return r->arena && !r->tail ? r->size : r->records_start;
 }
 
-static inline int nt_is_chunk_kind(unsigned kind)
-{
-	return kind == NT_KIND_CHUNK || kind == NT_KIND_ZCHUNK;
-}
-
 /* The chunk header of the chunk record at `off` (a Chunk's own, a CompressedChunk's copy,
  * 8 bytes in: 8-byte aligned either way). Only after nt_chunk_header_ok. */
 static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t off)
@@ -211,7 +207,7 @@ static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t of
 static inline uint64_t nt_top_record_size(const nt_reader *r, uint64_t off, const char **why)
 {
 	uint64_t size = nt_record_size(r, off, why);
-	if (size != 0 && nt_is_chunk_kind(r->data[off]) && !nt_chunk_header_ok(r, off, size, why))
+	if (size != 0 && nt_kind_is_chunk(r->data[off]) && !nt_chunk_header_ok(r, off, size, why))
 		return 0;
 	return size;
 }

@@ -32,48 +32,6 @@ static void set_err(nt_reader_error *err, const char *name, uint64_t off, const 
 	snprintf(err->message + n, sizeof(err->message) - (size_t)n, fmt, detail);
 }
 
-uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why)
-{
-	uint64_t size, room = r->size - off;
-	nt_frame f = nt_record_frame(room >= 8 ? rd64(r->data + off) : 0, room, 1, &size);
-	if (f != NT_FRAME_OK)
-		*why = nt_frame_problem(f);
-	return size;
-}
-
-uint64_t nt_resync(const nt_reader *r, uint64_t off)
-{
-	for (off += 8; off + sizeof(nt_chunk_header) <= r->size; off += 8) {
-		uint64_t w0 = rd64(r->data + off), size;
-		const char *why;
-		if (nt_is_chunk_kind(nt_record_kind(w0)) &&
-		    nt_record_frame(w0, r->size - off, 1, &size) == NT_FRAME_OK &&
-		    nt_chunk_header_ok(r, off, size, &why))
-			return off;
-	}
-	return r->size;
-}
-
-int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why)
-{
-	if (r->data[off] == NT_KIND_ZCHUNK) {
-		const char *bad = nt_zchunk_check(r->data + off, size, NULL);
-		if (bad != NULL) {
-			*why = bad;
-			return 0;
-		}
-	} else if (r->data[off + 1] != 0 || size < sizeof(nt_chunk_header)) {
-		*why = "chunk header is malformed";
-		return 0;
-	}
-	uint32_t t = nt_chunk_at(r, off)->thread;
-	if (t == 0 || t >= r->nthreads || r->threads[t].name == NULL) {
-		*why = "chunk belongs to a thread the archive never defined";
-		return 0;
-	}
-	return 1;
-}
-
 static void add_damage(nt_reader *r, uint64_t off, const char *msg)
 {
 	r->summary.open_errors++;
@@ -319,7 +277,7 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
 		}
 		uint8_t kind = r->data[*off];
 		int ok = 1;
-		if (nt_is_chunk_kind(kind))
+		if (nt_kind_is_chunk(kind))
 			ok = walk_chunk(r, *off, size);
 		else if (nt_kind_is_durable(kind))
 			ok = take_durable(r, *off, size, pn);
