@@ -23,9 +23,6 @@
 #include "nt_bundle.h"
 #include "nt_reader_internal.h"
 
-#define BUNDLE_MAX_NAME 100u
-#define BUNDLE_MAX_MESSAGE 1024u
-
 int nt_is_bundle(const uint8_t *data, size_t size)
 {
 	return data != NULL && size >= 8 && memcmp(data, NT_BUNDLE_MAGIC, 8) == 0;
@@ -174,24 +171,6 @@ static nt_reader_section *frame_section(reader_many *mm, const char *file,
 	return s;
 }
 
-/* What is wrong with the frame at `off` (NULL: nothing); *head = its bytes up to the archive. */
-static const char *frame_problem(const nt_bundle_frame *f, uint64_t *head)
-{
-	if (f->magic != NT_BUNDLE_FRAME_MAGIC)
-		return "bad frame magic";
-	if (f->kind != NT_BUNDLE_SECTION && f->kind != NT_BUNDLE_END)
-		return "unknown frame kind";
-	if (f->kind == NT_BUNDLE_SECTION && f->name_len > BUNDLE_MAX_NAME)
-		return "provider name longer than 100 bytes";
-	if (f->message_len > BUNDLE_MAX_MESSAGE)
-		return "message longer than 1024 bytes";
-	if (f->kind == NT_BUNDLE_SECTION &&
-	    (f->end_state < NT_SECTION_FINISHED || f->end_state > NT_SECTION_DAMAGED))
-		return "unknown section end state";
-	*head = nt_bundle_frame_head(f);
-	return NULL; /* a frame or archive cut by the end of the file: the caller says so */
-}
-
 /* The END frame: the count it gives, how the recording ended, and nothing after it. */
 static int read_end(reader_many *mm, const char *file, const nt_bundle_frame *f,
 		    const uint8_t *text, uint64_t off, uint64_t after, size_t size, uint32_t nsec)
@@ -229,18 +208,19 @@ static int read_frames(reader_many *mm, const char *file, const uint8_t *data, s
 		}
 		nt_bundle_frame f;
 		memcpy(&f, data + off, sizeof(f));
-		uint64_t head = 0;
-		const char *bad = frame_problem(&f, &head);
+		const char *bad = nt_bundle_frame_problem(&f);
 		if (bad != NULL) {
 			snprintf(what, sizeof(what), "%s in the frame here: read up to the last whole "
 				 "frame (%u sections)", bad, nsec);
 			return add_problem(mm, file, off, what);
 		}
-		if (head > size - off) {
+		uint64_t head, next;
+		nt_bundle_fit fit = nt_bundle_frame_fit(&f, off, size, &head, &next);
+		if (fit == NT_BUNDLE_FIT_CUT_TEXT) {
 			snprintf(what, sizeof(what), "cut short after %u sections (inside a frame)", nsec);
 			return add_problem(mm, file, off, what);
 		}
-		if (f.kind == NT_BUNDLE_SECTION && f.archive_size > size - off - head) {
+		if (fit == NT_BUNDLE_FIT_CUT_ARCHIVE) {
 			snprintf(what, sizeof(what), "cut short after %u sections (the next section's "
 				 "archive of %llu bytes runs past the end of the file)", nsec,
 				 (unsigned long long)f.archive_size);
@@ -248,12 +228,11 @@ static int read_frames(reader_many *mm, const char *file, const uint8_t *data, s
 		}
 		const uint8_t *text = data + off + sizeof(f);
 		if (f.kind == NT_BUNDLE_END)
-			return read_end(mm, file, &f, text + f.name_len, off, off + head, size, nsec);
+			return read_end(mm, file, &f, text + f.name_len, off, next, size, nsec);
 		if (frame_section(mm, file, &f, text, off + head) == NULL)
 			return 0;
 		nsec++;
-		uint64_t next = off + head + NT_BUNDLE_PAD8(f.archive_size);
-		if (next > size) { /* the archive is whole, its padding cut: the file ends */
+		if (fit == NT_BUNDLE_FIT_CUT_PAD) { /* the archive is whole: the file ends */
 			snprintf(what, sizeof(what), "cut short after %u sections (no END frame)", nsec);
 			return add_problem(mm, file, size, what);
 		}
