@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "nt_format.h"
+#include "nt_unaligned.h"
 
 /* Events: the low-level kinds and every Trace2 message (NT_T2_EVENTS). */
 static inline int nt_kind_is_event(unsigned kind)
@@ -166,17 +167,13 @@ static inline uint32_t nt_record_delta(uint64_t w0)
  * head, or the low half of word 0 (kind, size, bits16). */
 static inline uint32_t nt_record_head_at(const void *p)
 {
-	uint32_t h;
-	__builtin_memcpy(&h, p, 4);
-	return h;
+	return nt_load_le32(p);
 }
 
 /* Reads word 0 at `p` (any alignment) as the little-endian value it is. */
 static inline uint64_t nt_record_word_at(const void *p)
 {
-	uint64_t w;
-	__builtin_memcpy(&w, p, 8);
-	return w;
+	return nt_load_le64(p);
 }
 
 typedef enum nt_frame {

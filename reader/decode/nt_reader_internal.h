@@ -8,6 +8,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "nt_archive_header_decode.h"
 #include "nt_record.h"
+#include "nt_unaligned.h"
 #include "nt_zchunk.h"
 
 typedef struct reader_string {
@@ -138,24 +139,6 @@ struct nt_reader {
 
 /* The header decoder is format/'s (nt_archive_header_decode.h), shared with the manager. */
 
-static inline uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	__builtin_memcpy(&v, p, 8);
-	return v;
-}
-static inline uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	__builtin_memcpy(&v, p, 4);
-	return v;
-}
-static inline uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	__builtin_memcpy(&v, p, 2);
-	return v;
-}
 
 /* nt_reader_open.c: map a regular, non-empty file read-only; 0 and *err on failure. */
 int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err);

@@ -86,7 +86,7 @@ static const uint8_t *slot_counters(nt_reader *r, uint64_t slots_end, uint64_t n
 	}
 	uint64_t sum = 0;
 	for (uint64_t i = 0; i < nslots; i++)
-		sum += rd64(r->data + off + 8 * i) & ~NT_SLOT_CHUNK_COUNTED;
+		sum += nt_load_le64(r->data + off + 8 * i) & ~NT_SLOT_CHUNK_COUNTED;
 	r->info.events_overwritten = sum;
 	return r->data + off;
 }
@@ -134,7 +134,7 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + at);
 		if (h->kind == NT_KIND_INVALID)
 			continue; /* never used, or being reused when the process stopped */
-		if (counted != NULL && (rd64(counted + 8 * i) & NT_SLOT_CHUNK_COUNTED))
+		if (counted != NULL && (nt_load_le64(counted + 8 * i) & NT_SLOT_CHUNK_COUNTED))
 			continue; /* being overwritten: its events are counted as overwritten */
 		const char *why;
 		if (h->kind != NT_KIND_CHUNK || h->size_bytes > cs || h->claim < 2) {
