@@ -28,14 +28,6 @@ int nt_is_bundle(const uint8_t *data, size_t size)
 	return data != NULL && size >= 8 && memcmp(data, NT_BUNDLE_MAGIC, 8) == 0;
 }
 
-static void many_err(nt_reader_error *err, const char *name, uint64_t off, const char *what)
-{
-	if (err == NULL)
-		return;
-	err->offset = off;
-	snprintf(err->message, sizeof(err->message), "%.200s: %s", name, what);
-}
-
 static nt_reader *many_new(const char *name, nt_reader_error *err)
 {
 	nt_reader *m = calloc(1, sizeof(*m));
@@ -44,7 +36,7 @@ static nt_reader *many_new(const char *name, nt_reader_error *err)
 		m = NULL;
 	}
 	if (m == NULL) {
-		many_err(err, name, 0, "out of memory");
+		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		return NULL;
 	}
 	snprintf(m->name, sizeof(m->name), "%s", name);
@@ -246,12 +238,12 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 	reader_many *mm = m->many;
 	nt_bundle_preamble pre;
 	if (size < sizeof(pre)) {
-		many_err(err, file, 0, "bundle preamble cut short");
+		nt_reader_fail(err, file, 0, "%s", "bundle preamble cut short");
 		goto fail;
 	}
 	memcpy(&pre, data, sizeof(pre));
 	if (pre.version != NT_BUNDLE_VERSION) {
-		many_err(err, file, 8, "unsupported bundle version (this reader reads version 1)");
+		nt_reader_fail(err, file, 8, "%s", "unsupported bundle version (this reader reads version 1)");
 		goto fail;
 	}
 	if (mapped) {
@@ -269,7 +261,7 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 	}
 	return 1;
 oom:
-	many_err(err, file, 0, "out of memory while reading the bundle");
+	nt_reader_fail(err, file, 0, "%s", "out of memory while reading the bundle");
 	return 0;
 fail:
 	if (mapped)
@@ -290,12 +282,12 @@ static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
 	nt_reader_section *s = add_section(mm, path);
 	if (s == NULL) {
 		munmap((void *)(uintptr_t)data, size);
-		many_err(err, path, 0, "out of memory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
 	s->size = size;
 	if (!open_section(s, data, size, 1)) {
-		many_err(err, path, 0, "out of memory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
 	return 1;
@@ -313,7 +305,7 @@ static char **list_dir(const char *path, size_t *n, nt_reader_error *err)
 	if (d == NULL) {
 		char what[128];
 		snprintf(what, sizeof(what), "cannot read the directory: %s", strerror(errno));
-		many_err(err, path, 0, what);
+		nt_reader_fail(err, path, 0, "%s", what);
 		return NULL;
 	}
 	char **names = NULL;
@@ -338,9 +330,9 @@ static char **list_dir(const char *path, size_t *n, nt_reader_error *err)
 	}
 	closedir(d);
 	if (ok && k == 0)
-		many_err(err, path, 0, "no archives in this directory");
+		nt_reader_fail(err, path, 0, "%s", "no archives in this directory");
 	if (!ok)
-		many_err(err, path, 0, "out of memory while listing the directory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory while listing the directory");
 	if (!ok || k == 0) {
 		for (size_t i = 0; i < k; i++)
 			free(names[i]);
@@ -503,8 +495,8 @@ static void merge_info(nt_reader *m)
 static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
 {
 	if (!merge_processes(m) || !merge_threads(m)) {
-		many_err(err, m->name, 0, "out of memory while merging the sections' tables");
-		nt_reader_close(m);
+		nt_reader_fail(err, m->name, 0, "%s", "out of memory while merging the sections' tables");
+		nt_many_close(m);
 		return NULL;
 	}
 	merge_info(m);
@@ -523,32 +515,25 @@ nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, con
 	}
 	m->size = size;
 	if (!add_bundle(m, name, data, size, mapped, err)) {
-		nt_reader_close(m);
+		nt_many_close(m);
 		return NULL;
 	}
 	return many_finish(m, err);
 }
 
-nt_reader *nt_reader_open_many(const char *const *paths, size_t n, nt_reader_error *err)
+nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_error *err)
 {
-	if (paths == NULL || n == 0) {
-		many_err(err, "(none)", 0, "no archive path given");
-		return NULL;
-	}
-	struct stat st;
-	if (n == 1 && paths[0] != NULL && (stat(paths[0], &st) != 0 || !S_ISDIR(st.st_mode)))
-		return nt_reader_open(paths[0], err);
 	nt_reader *m = many_new(n == 1 && paths[0] ? paths[0] : "(several archives)", err);
 	if (m == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (paths[i] == NULL) {
-			many_err(err, "(null)", 0, "no archive path given");
-			nt_reader_close(m);
+			nt_reader_fail(err, "(null)", 0, "%s", "no archive path given");
+			nt_many_close(m);
 			return NULL;
 		}
 		if (!add_path(m, paths[i], err)) {
-			nt_reader_close(m);
+			nt_many_close(m);
 			return NULL;
 		}
 	}
@@ -562,7 +547,7 @@ void nt_many_close(nt_reader *m)
 	reader_many *mm = m->many;
 	for (size_t i = 0; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
-		nt_reader_close(s->reader);
+		nt_single_close(s->reader);
 		free((char *)s->source);
 		free((char *)s->name);
 		free((char *)s->message);
@@ -584,12 +569,7 @@ void nt_many_close(nt_reader *m)
 
 void nt_many_count_records(const nt_reader *m, uint64_t counts[256])
 {
-	uint64_t part[256];
-	for (size_t i = 0; i < m->many->nsections; i++) {
-		if (m->many->sections[i].reader == NULL)
-			continue;
-		nt_reader_count_records(m->many->sections[i].reader, part);
-		for (unsigned k = 0; k < 256; k++)
-			counts[k] += part[k];
-	}
+	for (size_t i = 0; i < m->many->nsections; i++)
+		if (m->many->sections[i].reader != NULL)
+			nt_single_count_records(m->many->sections[i].reader, counts);
 }
