@@ -12,20 +12,7 @@
 
 #include "nt_archive_header_decode.h"
 #include "nt_format.h"
-
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	__builtin_memcpy(&v, p, 4);
-	return v;
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	__builtin_memcpy(&v, p, 2);
-	return v;
-}
+#include "nt_unaligned.h"
 
 typedef struct fb_view {
 	const uint8_t *buf; /* start of the size-prefixed buffer (the size field) */
@@ -47,7 +34,7 @@ static uint64_t field_at(const fb_view *v, unsigned f, unsigned width, int *bad)
 	unsigned slot = 4 + 2 * f;
 	if (slot + 2 > v->vt_size)
 		return 0;
-	uint16_t off = rd16(v->buf + v->vtable + slot);
+	uint16_t off = nt_load_le16(v->buf + v->vtable + slot);
 	if (off == 0)
 		return 0;
 	if ((uint64_t)off + width > v->table_size || (v->table + off) % width != 0) {
@@ -59,10 +46,10 @@ static uint64_t field_at(const fb_view *v, unsigned f, unsigned width, int *bad)
 
 static int read_string(const fb_view *v, uint64_t at, char *out, size_t cap)
 {
-	uint64_t s = at + rd32(v->buf + at);
+	uint64_t s = at + nt_load_le32(v->buf + at);
 	if (s % 4 != 0 || s + 4 > v->end)
 		return 0;
-	uint64_t len = rd32(v->buf + s);
+	uint64_t len = nt_load_le32(v->buf + s);
 	if (len > v->end || s + 4 + len + 1 > v->end || v->buf[s + 4 + len] != 0)
 		return 0;
 	size_t n = len < cap - 1 ? (size_t)len : cap - 1;
@@ -79,20 +66,20 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 		return fail(why, whylen, where, 0, "file too short for an archive header");
 	if (memcmp(data + 8, NT_FILE_IDENTIFIER, 4) != 0)
 		return fail(why, whylen, where, 8, "not a nanotrace archive (file identifier is not NTRC)");
-	uint64_t prefix = rd32(data);
+	uint64_t prefix = nt_load_le32(data);
 	if (prefix < 8 || prefix > size - 4)
 		return fail(why, whylen, where, 0, "header size prefix exceeds the file (truncated?)");
 	v.end = 4 + prefix;
-	v.table = 4 + (uint64_t)rd32(data + 4);
+	v.table = 4 + (uint64_t)nt_load_le32(data + 4);
 	if (v.table % 4 != 0 || v.table + 4 > v.end)
 		return fail(why, whylen, where, 4, "header root table offset out of bounds");
-	int32_t soff = (int32_t)rd32(data + v.table);
+	int32_t soff = (int32_t)nt_load_le32(data + v.table);
 	int64_t vt = (int64_t)v.table - soff;
 	if (vt < 4 || vt % 2 != 0 || (uint64_t)vt + 4 > v.end)
 		return fail(why, whylen, where, v.table, "header vtable offset out of bounds");
 	v.vtable = (uint64_t)vt;
-	v.vt_size = rd16(data + v.vtable);
-	v.table_size = rd16(data + v.vtable + 2);
+	v.vt_size = nt_load_le16(data + v.vtable);
+	v.table_size = nt_load_le16(data + v.vtable + 2);
 	if (v.vt_size < 4 || v.vt_size % 2 != 0 || v.vtable + v.vt_size > v.end)
 		return fail(why, whylen, where, v.vtable, "header vtable size out of bounds");
 	if (v.table_size < 4 || v.table + v.table_size > v.end)

@@ -31,6 +31,13 @@
 #define NT_BUNDLE_VERSION 1u
 #define NT_BUNDLE_FRAME_MAGIC 0x4653544Eu /* "NTSF" little-endian */
 
+/* The longest provider name a SECTION frame carries and the longest message any frame
+ * carries, in bytes (no NUL). A frame over either is damage: a walk stops there. */
+#define NT_BUNDLE_MAX_NAME 100
+#define NT_BUNDLE_MAX_MESSAGE 1024
+#define NT_BUNDLE_STR_(x) #x
+#define NT_BUNDLE_STR(x) NT_BUNDLE_STR_(x)
+
 /* BundleFrame.kind */
 enum { NT_BUNDLE_SECTION = 1, NT_BUNDLE_END = 2 };
 
@@ -78,8 +85,8 @@ typedef struct nt_bundle_frame {
 	uint8_t mode;            /* SECTION: the buffering mode (NT_MODE_*) */
 	uint32_t pid;            /* SECTION: the provider's process */
 	uint32_t provider_id;    /* SECTION: the manager's number for it (1, 2, ...) */
-	uint16_t name_len;       /* SECTION: the provider's name, <= 100 bytes */
-	uint16_t message_len;    /* what the manager found, <= 1024 bytes ("" = nothing) */
+	uint16_t name_len;       /* SECTION: the provider's name, <= NT_BUNDLE_MAX_NAME bytes */
+	uint16_t message_len;    /* what the manager found, <= NT_BUNDLE_MAX_MESSAGE ("" = none) */
 	uint32_t sections;       /* END: the number of SECTION frames before it */
 	NT_ALIGN8 uint64_t archive_size; /* SECTION: bytes of its archive (0 = none saved) */
 	int64_t end_wall_ns;     /* CLOCK_REALTIME when this section or the recording ended */
@@ -105,6 +112,54 @@ static inline void nt_bundle_preamble_init(nt_bundle_preamble *pre, int64_t crea
 static inline uint64_t nt_bundle_frame_head(const nt_bundle_frame *f)
 {
 	return sizeof(*f) + NT_BUNDLE_PAD8((uint64_t)f->name_len + f->message_len);
+}
+
+/* What is wrong with a frame's own fields, as a reader of the bundle judges them (NULL:
+ * nothing): its magic, its kind, its lengths within the limits above, a SECTION's end
+ * state. Where the frame lies in the file is nt_bundle_frame_fit's question. */
+static inline const char *nt_bundle_frame_problem(const nt_bundle_frame *f)
+{
+	if (f->magic != NT_BUNDLE_FRAME_MAGIC)
+		return "bad frame magic";
+	if (f->kind != NT_BUNDLE_SECTION && f->kind != NT_BUNDLE_END)
+		return "unknown frame kind";
+	if (f->kind == NT_BUNDLE_SECTION && f->name_len > NT_BUNDLE_MAX_NAME)
+		return "provider name longer than " NT_BUNDLE_STR(NT_BUNDLE_MAX_NAME) " bytes";
+	if (f->message_len > NT_BUNDLE_MAX_MESSAGE)
+		return "message longer than " NT_BUNDLE_STR(NT_BUNDLE_MAX_MESSAGE) " bytes";
+	if (f->kind == NT_BUNDLE_SECTION &&
+	    (f->end_state < NT_SECTION_FINISHED || f->end_state > NT_SECTION_DAMAGED))
+		return "unknown section end state";
+	return NULL;
+}
+
+/* How much of a frame lies inside the file. */
+typedef enum nt_bundle_fit {
+	NT_BUNDLE_FIT_WHOLE = 0,   /* the frame, and a SECTION's archive and padding */
+	NT_BUNDLE_FIT_CUT_TEXT,    /* its name and message run past the end */
+	NT_BUNDLE_FIT_CUT_ARCHIVE, /* a SECTION's archive runs past the end */
+	NT_BUNDLE_FIT_CUT_PAD,     /* a SECTION's archive is whole, the padding after it cut */
+} nt_bundle_fit;
+
+/* The one bounded step of a walk over a bundle's frames: the frame `f`, read at `off` of a
+ * bundle of `size` bytes (off + sizeof(*f) <= size), sets *head (bytes from the frame to its
+ * archive; an END frame's whole length) and *next (where the next frame starts: after a
+ * SECTION's padded archive, after an END frame's text). Trusts no length beyond the file. */
+static inline nt_bundle_fit nt_bundle_frame_fit(const nt_bundle_frame *f, uint64_t off,
+						uint64_t size, uint64_t *head, uint64_t *next)
+{
+	uint64_t room = size - off;
+	*head = nt_bundle_frame_head(f);
+	*next = off + *head;
+	if (*head > room)
+		return NT_BUNDLE_FIT_CUT_TEXT;
+	if (f->kind != NT_BUNDLE_SECTION)
+		return NT_BUNDLE_FIT_WHOLE;
+	if (f->archive_size > room - *head)
+		return NT_BUNDLE_FIT_CUT_ARCHIVE;
+	*next += NT_BUNDLE_PAD8(f->archive_size);
+	return NT_BUNDLE_PAD8(f->archive_size) > room - *head ? NT_BUNDLE_FIT_CUT_PAD
+							      : NT_BUNDLE_FIT_WHOLE;
 }
 
 #endif /* NT_BUNDLE_H */

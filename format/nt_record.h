@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "nt_format.h"
+#include "nt_unaligned.h"
 
 /* Events: the low-level kinds and every Trace2 message (NT_T2_EVENTS). */
 static inline int nt_kind_is_event(unsigned kind)
@@ -166,17 +167,13 @@ static inline uint32_t nt_record_delta(uint64_t w0)
  * head, or the low half of word 0 (kind, size, bits16). */
 static inline uint32_t nt_record_head_at(const void *p)
 {
-	uint32_t h;
-	__builtin_memcpy(&h, p, 4);
-	return h;
+	return nt_load_le32(p);
 }
 
 /* Reads word 0 at `p` (any alignment) as the little-endian value it is. */
 static inline uint64_t nt_record_word_at(const void *p)
 {
-	uint64_t w;
-	__builtin_memcpy(&w, p, 8);
-	return w;
+	return nt_load_le64(p);
 }
 
 typedef enum nt_frame {
@@ -280,6 +277,23 @@ static inline nt_frame nt_live_record_frame(const uint8_t *payload, uint64_t off
 	uint64_t w0 = __atomic_load_n((const uint64_t *)(const void *)(payload + off),
 				      __ATOMIC_ACQUIRE);
 	return nt_record_frame(w0, room, 0, size);
+}
+
+/* Records that hold a chunk at the top level: a Chunk, or a CompressedChunk (whose header
+ * copy is checked by nt_zchunk_check). */
+static inline int nt_kind_is_chunk(unsigned kind)
+{
+	return kind == NT_KIND_CHUNK || kind == NT_KIND_ZCHUNK;
+}
+
+/* The "next record" step at the top level of an archive of `size` bytes: frames the record
+ * at `off` (< size; 8-aligned, as every top-level record is), large records admitted, and
+ * sets *bytes. Word 0 is read only when 8 bytes are there. */
+static inline nt_frame nt_top_record_frame(const uint8_t *data, uint64_t size, uint64_t off,
+					   uint64_t *bytes)
+{
+	uint64_t room = size - off;
+	return nt_record_frame(room >= 8 ? nt_record_word_at(data + off) : 0, room, 1, bytes);
 }
 
 /* Is the framed record at `rec` (inside a chunk) an event? */

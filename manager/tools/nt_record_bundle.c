@@ -54,22 +54,23 @@ static uint64_t last_whole(int fd, uint64_t size, uint32_t *sections, int *ended
 	*sections = 0;
 	*ended = 0;
 	while (off + sizeof(nt_bundle_frame) <= size) {
+		/* Salvage asks only where whole frames end, not what they say (the reader judges
+		 * that): a frame is walked past on its magic and lengths. */
 		nt_bundle_frame f;
 		if (pread(fd, &f, sizeof(f), (off_t)off) != (ssize_t)sizeof(f) ||
-		    f.magic != NT_BUNDLE_FRAME_MAGIC || f.name_len > 100 || f.message_len > 1024)
+		    f.magic != NT_BUNDLE_FRAME_MAGIC || f.name_len > NT_BUNDLE_MAX_NAME ||
+		    f.message_len > NT_BUNDLE_MAX_MESSAGE)
 			break;
-		uint64_t head = nt_bundle_frame_head(&f);
+		uint64_t head, next;
+		nt_bundle_fit fit = nt_bundle_frame_fit(&f, off, size, &head, &next);
 		if (f.kind == NT_BUNDLE_END) {
-			*ended = off + head <= size;
+			*ended = fit == NT_BUNDLE_FIT_WHOLE;
 			break;
 		}
-		if (f.kind != NT_BUNDLE_SECTION || f.archive_size > size)
-			break;
-		uint64_t end = off + head + NT_BUNDLE_PAD8(f.archive_size);
-		if (end > size)
+		if (f.kind != NT_BUNDLE_SECTION || fit != NT_BUNDLE_FIT_WHOLE)
 			break;
 		(*sections)++;
-		off = end;
+		off = next;
 	}
 	return off;
 }
@@ -105,7 +106,7 @@ int nt_record_bundle_salvage(int fd, int end_state, const char *message, uint32_
 	f.kind = NT_BUNDLE_END;
 	f.end_state = (uint8_t)end_state;
 	f.sections = *sections;
-	f.message_len = (uint16_t)strnlen(message, 1024);
+	f.message_len = (uint16_t)strnlen(message, NT_BUNDLE_MAX_MESSAGE);
 	f.end_wall_ns = wall_ns();
 	static const char zero[8];
 	if (ftruncate(fd, (off_t)off) != 0 || write_all(fd, &f, sizeof(f), (off_t)off) != 0 ||

@@ -33,6 +33,7 @@
 #include "nt_follow_snapshot.h"
 #include "nt_format.h"
 #include "nt_record.h"
+#include "nt_unaligned.h"
 #include "nt_zchunk.h"
 
 static uint64_t load64(const uint8_t *p, int order)
@@ -118,8 +119,7 @@ static int copy_slot(uint8_t *dst, const uint8_t *src, uint32_t cs, const uint64
 		memset(dst, 0, 8);
 		return -1;
 	}
-	uint64_t claim;
-	memcpy(&claim, dst + offsetof(nt_chunk_header, claim), 8);
+	uint64_t claim = nt_load_le64(dst + offsetof(nt_chunk_header, claim));
 	return claim & NT_CLAIM_WRITER_ACTIVE ? 2 : 1;
 }
 
@@ -236,11 +236,10 @@ static void empty_delivered(nt_follow_snapshot *s, const uint64_t *next, size_t 
 	uint64_t off = s->empty_from > s->info.stream_offset ? s->empty_from : s->info.stream_offset;
 	int advancing = 1;
 	while (off + 8 <= s->size) {
-		uint64_t w0, size;
-		memcpy(&w0, s->buf + off, 8);
-		if (nt_record_frame(w0, s->size - off, 1, &size) != NT_FRAME_OK)
+		uint64_t size;
+		if (nt_top_record_frame(s->buf, s->size, off, &size) != NT_FRAME_OK)
 			break; /* damage: the reader reports it */
-		const uint8_t *hp = stream_chunk_header(s->buf + off, nt_record_kind(w0), size);
+		const uint8_t *hp = stream_chunk_header(s->buf + off, s->buf[off], size);
 		if (hp != NULL) {
 			nt_chunk_header h;
 			memcpy(&h, hp, sizeof(h));

@@ -45,7 +45,7 @@ static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8
 		case NT_ARG_POINTER:
 			if (bytes < 16)
 				return "64-bit argument is missing its value word";
-			memcpy(&a->value.u64, p + 8, 8);
+			a->value.u64 = nt_load_le64(p + 8);
 			break;
 		case NT_ARG_STRING:
 			if (h->value32 > bytes - 8)
@@ -59,7 +59,7 @@ static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8
 			for (uint32_t i = 0; i < count; i++) {
 				if (bytes - pos < 4)
 					return "string list runs past its argument";
-				uint32_t len = rd32(p + pos);
+				uint32_t len = nt_load_le32(p + pos);
 				if (len > bytes - pos - 4)
 					return "string list element runs past its argument";
 				pos += 4 + len;
@@ -70,7 +70,7 @@ static const char *decode_args(const nt_reader *r, const uint8_t *p, const uint8
 			break;
 		}
 		case NT_ARG_JSON: {
-			uint32_t len = bytes >= 12 ? rd32(p + 8) : 0;
+			uint32_t len = bytes >= 12 ? nt_load_le32(p + 8) : 0;
 			if (bytes < 12 || len > bytes - 12)
 				return "JSON value argument runs past its record";
 			a->value.json.ptr = (const char *)p + 12;
@@ -107,7 +107,7 @@ static const char *decode_compact_args(const nt_reader *r, const reader_callsite
 	if (nvalues != cs->nargs)
 		return "compact event's value count differs from its call site's arguments";
 	for (uint32_t i = 0; i < nvalues; i++) {
-		uint32_t v = rd32(p + 4 * i);
+		uint32_t v = nt_load_le32(p + 4 * i);
 		nt_reader_arg *a = &args[i];
 		a->name = r->strings[cs->arg_names[i]].str;
 		switch (cs->arg_types[i]) {

@@ -4,7 +4,6 @@
  * chunks), by the one framing of format/nt_record.h. For --stats: what the archive is made of.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "nt_reader_internal.h"
 
@@ -54,7 +53,7 @@ static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_
 			off = nt_resync(r, off);
 			continue;
 		}
-		if (nt_is_chunk_kind(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
+		if (nt_kind_is_chunk(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
 			if (r->data[off] == NT_KIND_ZCHUNK)
 				count_zchunk(r, off, size, &z, counts);
 			else
@@ -71,15 +70,8 @@ static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_
 /* Wherever the layout keeps records. An arena image holds its durable records in the
  * durable region (up to the first zero word) and its chunks in slots, which is where the
  * open found them: the bytes between are no record stream. */
-void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
+void nt_single_count_records(const nt_reader *r, uint64_t counts[256])
 {
-	if (r == NULL || counts == NULL)
-		return;
-	memset(counts, 0, 256 * sizeof(*counts));
-	if (r->many) {
-		nt_many_count_records(r, counts);
-		return;
-	}
 	if (r->arena) {
 		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
 		while (off + 8 <= end && r->data[off] != NT_KIND_INVALID) {

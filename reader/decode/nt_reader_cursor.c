@@ -171,7 +171,7 @@ static int stream_section_next(nt_reader_cursor *cu, const push_sink *push)
 				continue;
 			}
 			cu->off += size;
-			if (nt_is_chunk_kind(r->data[off]) && stream_open(cu, v, off, size, 0) < 0)
+			if (nt_kind_is_chunk(r->data[off]) && stream_open(cu, v, off, size, 0) < 0)
 				return -1;
 		} else {
 			if (!r->arena || cu->arena_i >= r->nchunks)
@@ -237,7 +237,7 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 			break;
 		uint64_t off = s->scan;
 		s->scan += size;
-		if (!nt_is_chunk_kind(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
+		if (!nt_kind_is_chunk(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
 			continue;
 		const char *bad = nt_visit_open_top(v, &s->c, &s->buf, s->rank, off, size);
 		if (bad == NULL)

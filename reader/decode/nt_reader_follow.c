@@ -85,26 +85,18 @@ static void fail_reader(nt_follower *f, const nt_reader_error *err)
 	f->state = NT_FOLLOW_FAILED;
 }
 
-static void set_open_error(nt_reader_error *err, const char *path, const char *what)
-{
-	if (err != NULL) {
-		err->offset = 0;
-		snprintf(err->message, sizeof(err->message), "%.200s: %s", path, what);
-	}
-}
-
 /* Maps the live arena of the file open at f->fd, whose header `in` describes. */
 static int map_arena(nt_follower *f, const nt_archive_info *in, uint64_t file_size,
 		     nt_reader_error *err)
 {
 	uint64_t len = in->stream_offset != 0 ? in->stream_offset : file_size;
 	if (len < NT_ARENA_HEADER_BYTES || len > file_size || len > SIZE_MAX) {
-		set_open_error(err, f->path, "the arena does not fit the file");
+		nt_reader_fail(err, f->path, 0, "%s", "the arena does not fit the file");
 		return 0;
 	}
 	void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, f->fd, 0);
 	if (m == MAP_FAILED) {
-		set_open_error(err, f->path, strerror(errno));
+		nt_reader_fail(err, f->path, 0, "%s", strerror(errno));
 		return 0;
 	}
 	f->map = m;
@@ -115,13 +107,13 @@ static int map_arena(nt_follower *f, const nt_archive_info *in, uint64_t file_si
 nt_follower *nt_follow_open(const char *path, nt_reader_error *err)
 {
 	if (path == NULL) {
-		set_open_error(err, "(null)", "no archive path given");
+		nt_reader_fail(err, "(null)", 0, "%s", "no archive path given");
 		return NULL;
 	}
 	nt_follower *f = calloc(1, sizeof(*f));
 	if (f == NULL || (f->path = strdup(path)) == NULL) {
 		free(f);
-		set_open_error(err, path, "out of memory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return NULL;
 	}
 	f->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -132,15 +124,16 @@ nt_follower *nt_follow_open(const char *path, nt_reader_error *err)
 	nt_archive_info in;
 	ssize_t n;
 	if (f->fd < 0 || fstat(f->fd, &st) != 0) {
-		set_open_error(err, path, strerror(errno));
+		nt_reader_fail(err, path, 0, "%s", strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
-		set_open_error(err, path, "not a regular file");
+		nt_reader_fail(err, path, 0, "%s", "not a regular file");
 	} else if ((n = pread(f->fd, head, sizeof(head), 0)) <= 0) {
-		set_open_error(err, path, n < 0 ? strerror(errno) : "empty file: not a nanotrace archive");
+		nt_reader_fail(err, path, 0, "%s",
+			       n < 0 ? strerror(errno) : "empty file: not a nanotrace archive");
 	} else if (nt_is_bundle(head, (size_t)n)) {
-		set_open_error(err, path, "a bundle of many processes cannot be followed");
+		nt_reader_fail(err, path, 0, "%s", "a bundle of many processes cannot be followed");
 	} else if (nt_header_decode(head, (size_t)n, &in, why, sizeof(why), &where) == 0) {
-		set_open_error(err, path, why);
+		nt_reader_fail(err, path, 0, "%s", why);
 	} else if (in.layout != NT_LAYOUT_ARENA || map_arena(f, &in, (uint64_t)st.st_size, err)) {
 		f->dev = st.st_dev;
 		f->ino = st.st_ino;

@@ -1,4 +1,24 @@
-/* nt_reader_internal.h - the reader's state, shared by its mechanisms (not installed). */
+/*
+ * nt_reader_internal.h - the reader's state, shared by its mechanisms (not installed).
+ *
+ * reader/decode from the bottom up; each file calls only files on its own line or below:
+ *   state and helpers  this header, nt_reader_error.c (nt_reader_fail), nt_reader_frame.c
+ *                      (top-level records), nt_reader_durable.c, nt_reader_clock.c,
+ *                      nt_reader_access.c (accessors), nt_follow_snapshot.c
+ *   mechanisms         nt_reader_open.c (one archive), nt_reader_count.c, nt_reader_ahead.c,
+ *                      nt_reader_visit.c, then nt_reader_many.c and nt_reader_cursor.c
+ *   top                nt_reader.c (every call that differs for one archive and for many),
+ *                      nt_reader_follow.c (built on the public calls)
+ *
+ * Errors. A public call that fails returns NULL (a pointer), -1 (a status) or 0 (a count)
+ * and, where it takes an nt_reader_error, fills it through nt_reader_fail(): one line,
+ * "<input>: <problem>", and the offset. Damage inside an archive that opened fails no call:
+ * a visit reports it to on_error. Inside the folder: a function that can only run out of
+ * memory returns 1 or 0; one with several outcomes returns an enum (nt_frame,
+ * durable_result, open_step); a problem found in the input is a static string, returned
+ * (NULL: none) by a function whose work is to find it, or through `const char **why` by one
+ * that returns something else (a size, a yes or no); a visit's steps return -1 to stop it.
+ */
 #ifndef NT_READER_INTERNAL_H
 #define NT_READER_INTERNAL_H
 
@@ -8,6 +28,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "nt_archive_header_decode.h"
 #include "nt_record.h"
+#include "nt_unaligned.h"
 #include "nt_zchunk.h"
 
 typedef struct reader_string {
@@ -138,24 +159,11 @@ struct nt_reader {
 
 /* The header decoder is format/'s (nt_archive_header_decode.h), shared with the manager. */
 
-static inline uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	__builtin_memcpy(&v, p, 8);
-	return v;
-}
-static inline uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	__builtin_memcpy(&v, p, 4);
-	return v;
-}
-static inline uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	__builtin_memcpy(&v, p, 2);
-	return v;
-}
+
+/* nt_reader_error.c: fills *err (when not NULL) with "<name>: <fmt ...>" and `off`: the one
+ * way a public call of the reader says why it failed. */
+void nt_reader_fail(nt_reader_error *err, const char *name, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* nt_reader_open.c: map a regular, non-empty file read-only; 0 and *err on failure. */
 int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err);
@@ -163,16 +171,25 @@ int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_
  * *err when it is no archive (a mapping is unmapped then too). Not for bundles. */
 nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
 			  nt_reader_error *err);
+/* Frees a reader of one archive (nt_reader_over's; NULL is nothing). */
+void nt_single_close(nt_reader *r);
+
+/* nt_reader_count.c: adds the records of one archive, by kind, to counts. */
+void nt_single_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* nt_reader_many.c: is this the start of a bundle? */
 int nt_is_bundle(const uint8_t *data, size_t size);
 /* A many-process reader of one bundle at `data` (unmapped at close when `mapped`). */
 nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, const char *name,
 			       nt_reader_error *err);
+/* A many-process reader of `n` (> 0) paths, each a file or a directory of archives. */
+nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_error *err);
 void nt_many_close(nt_reader *r);
+/* Adds the records of every section that opened, by kind, to counts. */
 void nt_many_count_records(const nt_reader *r, uint64_t counts[256]);
 
-/* Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it
+/* nt_reader_frame.c: the top-level records (format/nt_record.h's framing).
+ * Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it
  * is malformed or runs past the end; *why says which. */
 uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why);
 
@@ -191,11 +208,6 @@ static inline uint64_t nt_stream_start(const nt_reader *r)
 	return r->arena && !r->tail ? r->size : r->records_start;
 }
 
-static inline int nt_is_chunk_kind(unsigned kind)
-{
-	return kind == NT_KIND_CHUNK || kind == NT_KIND_ZCHUNK;
-}
-
 /* The chunk header of the chunk record at `off` (a Chunk's own, a CompressedChunk's copy,
  * 8 bytes in: 8-byte aligned either way). Only after nt_chunk_header_ok. */
 static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t off)
@@ -211,7 +223,7 @@ static inline const nt_chunk_header *nt_chunk_at(const nt_reader *r, uint64_t of
 static inline uint64_t nt_top_record_size(const nt_reader *r, uint64_t off, const char **why)
 {
 	uint64_t size = nt_record_size(r, off, why);
-	if (size != 0 && nt_is_chunk_kind(r->data[off]) && !nt_chunk_header_ok(r, off, size, why))
+	if (size != 0 && nt_kind_is_chunk(r->data[off]) && !nt_chunk_header_ok(r, off, size, why))
 		return 0;
 	return size;
 }
@@ -237,6 +249,7 @@ typedef struct pending_names {
 durable_result nt_durable_record(nt_reader *r, uint64_t off, uint64_t size, pending_names *pn,
 				 const char **why);
 
+/* nt_reader_clock.c: the clock conversion's fast path (below), from the header. */
 void nt_reader_prepare_clock(nt_reader *r);
 
 /* nt_reader_ticks_to_ns() for a tick at or after the start, in one multiply and one

@@ -23,20 +23,9 @@
 #include "nt_bundle.h"
 #include "nt_reader_internal.h"
 
-#define BUNDLE_MAX_NAME 100u
-#define BUNDLE_MAX_MESSAGE 1024u
-
 int nt_is_bundle(const uint8_t *data, size_t size)
 {
 	return data != NULL && size >= 8 && memcmp(data, NT_BUNDLE_MAGIC, 8) == 0;
-}
-
-static void many_err(nt_reader_error *err, const char *name, uint64_t off, const char *what)
-{
-	if (err == NULL)
-		return;
-	err->offset = off;
-	snprintf(err->message, sizeof(err->message), "%.200s: %s", name, what);
 }
 
 static nt_reader *many_new(const char *name, nt_reader_error *err)
@@ -47,7 +36,7 @@ static nt_reader *many_new(const char *name, nt_reader_error *err)
 		m = NULL;
 	}
 	if (m == NULL) {
-		many_err(err, name, 0, "out of memory");
+		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		return NULL;
 	}
 	snprintf(m->name, sizeof(m->name), "%s", name);
@@ -174,24 +163,6 @@ static nt_reader_section *frame_section(reader_many *mm, const char *file,
 	return s;
 }
 
-/* What is wrong with the frame at `off` (NULL: nothing); *head = its bytes up to the archive. */
-static const char *frame_problem(const nt_bundle_frame *f, uint64_t *head)
-{
-	if (f->magic != NT_BUNDLE_FRAME_MAGIC)
-		return "bad frame magic";
-	if (f->kind != NT_BUNDLE_SECTION && f->kind != NT_BUNDLE_END)
-		return "unknown frame kind";
-	if (f->kind == NT_BUNDLE_SECTION && f->name_len > BUNDLE_MAX_NAME)
-		return "provider name longer than 100 bytes";
-	if (f->message_len > BUNDLE_MAX_MESSAGE)
-		return "message longer than 1024 bytes";
-	if (f->kind == NT_BUNDLE_SECTION &&
-	    (f->end_state < NT_SECTION_FINISHED || f->end_state > NT_SECTION_DAMAGED))
-		return "unknown section end state";
-	*head = nt_bundle_frame_head(f);
-	return NULL; /* a frame or archive cut by the end of the file: the caller says so */
-}
-
 /* The END frame: the count it gives, how the recording ended, and nothing after it. */
 static int read_end(reader_many *mm, const char *file, const nt_bundle_frame *f,
 		    const uint8_t *text, uint64_t off, uint64_t after, size_t size, uint32_t nsec)
@@ -229,18 +200,19 @@ static int read_frames(reader_many *mm, const char *file, const uint8_t *data, s
 		}
 		nt_bundle_frame f;
 		memcpy(&f, data + off, sizeof(f));
-		uint64_t head = 0;
-		const char *bad = frame_problem(&f, &head);
+		const char *bad = nt_bundle_frame_problem(&f);
 		if (bad != NULL) {
 			snprintf(what, sizeof(what), "%s in the frame here: read up to the last whole "
 				 "frame (%u sections)", bad, nsec);
 			return add_problem(mm, file, off, what);
 		}
-		if (head > size - off) {
+		uint64_t head, next;
+		nt_bundle_fit fit = nt_bundle_frame_fit(&f, off, size, &head, &next);
+		if (fit == NT_BUNDLE_FIT_CUT_TEXT) {
 			snprintf(what, sizeof(what), "cut short after %u sections (inside a frame)", nsec);
 			return add_problem(mm, file, off, what);
 		}
-		if (f.kind == NT_BUNDLE_SECTION && f.archive_size > size - off - head) {
+		if (fit == NT_BUNDLE_FIT_CUT_ARCHIVE) {
 			snprintf(what, sizeof(what), "cut short after %u sections (the next section's "
 				 "archive of %llu bytes runs past the end of the file)", nsec,
 				 (unsigned long long)f.archive_size);
@@ -248,12 +220,11 @@ static int read_frames(reader_many *mm, const char *file, const uint8_t *data, s
 		}
 		const uint8_t *text = data + off + sizeof(f);
 		if (f.kind == NT_BUNDLE_END)
-			return read_end(mm, file, &f, text + f.name_len, off, off + head, size, nsec);
+			return read_end(mm, file, &f, text + f.name_len, off, next, size, nsec);
 		if (frame_section(mm, file, &f, text, off + head) == NULL)
 			return 0;
 		nsec++;
-		uint64_t next = off + head + NT_BUNDLE_PAD8(f.archive_size);
-		if (next > size) { /* the archive is whole, its padding cut: the file ends */
+		if (fit == NT_BUNDLE_FIT_CUT_PAD) { /* the archive is whole: the file ends */
 			snprintf(what, sizeof(what), "cut short after %u sections (no END frame)", nsec);
 			return add_problem(mm, file, size, what);
 		}
@@ -267,12 +238,12 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 	reader_many *mm = m->many;
 	nt_bundle_preamble pre;
 	if (size < sizeof(pre)) {
-		many_err(err, file, 0, "bundle preamble cut short");
+		nt_reader_fail(err, file, 0, "%s", "bundle preamble cut short");
 		goto fail;
 	}
 	memcpy(&pre, data, sizeof(pre));
 	if (pre.version != NT_BUNDLE_VERSION) {
-		many_err(err, file, 8, "unsupported bundle version (this reader reads version 1)");
+		nt_reader_fail(err, file, 8, "%s", "unsupported bundle version (this reader reads version 1)");
 		goto fail;
 	}
 	if (mapped) {
@@ -290,7 +261,7 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 	}
 	return 1;
 oom:
-	many_err(err, file, 0, "out of memory while reading the bundle");
+	nt_reader_fail(err, file, 0, "%s", "out of memory while reading the bundle");
 	return 0;
 fail:
 	if (mapped)
@@ -311,12 +282,12 @@ static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
 	nt_reader_section *s = add_section(mm, path);
 	if (s == NULL) {
 		munmap((void *)(uintptr_t)data, size);
-		many_err(err, path, 0, "out of memory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
 	s->size = size;
 	if (!open_section(s, data, size, 1)) {
-		many_err(err, path, 0, "out of memory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
 	return 1;
@@ -334,7 +305,7 @@ static char **list_dir(const char *path, size_t *n, nt_reader_error *err)
 	if (d == NULL) {
 		char what[128];
 		snprintf(what, sizeof(what), "cannot read the directory: %s", strerror(errno));
-		many_err(err, path, 0, what);
+		nt_reader_fail(err, path, 0, "%s", what);
 		return NULL;
 	}
 	char **names = NULL;
@@ -359,9 +330,9 @@ static char **list_dir(const char *path, size_t *n, nt_reader_error *err)
 	}
 	closedir(d);
 	if (ok && k == 0)
-		many_err(err, path, 0, "no archives in this directory");
+		nt_reader_fail(err, path, 0, "%s", "no archives in this directory");
 	if (!ok)
-		many_err(err, path, 0, "out of memory while listing the directory");
+		nt_reader_fail(err, path, 0, "%s", "out of memory while listing the directory");
 	if (!ok || k == 0) {
 		for (size_t i = 0; i < k; i++)
 			free(names[i]);
@@ -524,8 +495,8 @@ static void merge_info(nt_reader *m)
 static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
 {
 	if (!merge_processes(m) || !merge_threads(m)) {
-		many_err(err, m->name, 0, "out of memory while merging the sections' tables");
-		nt_reader_close(m);
+		nt_reader_fail(err, m->name, 0, "%s", "out of memory while merging the sections' tables");
+		nt_many_close(m);
 		return NULL;
 	}
 	merge_info(m);
@@ -544,32 +515,25 @@ nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, con
 	}
 	m->size = size;
 	if (!add_bundle(m, name, data, size, mapped, err)) {
-		nt_reader_close(m);
+		nt_many_close(m);
 		return NULL;
 	}
 	return many_finish(m, err);
 }
 
-nt_reader *nt_reader_open_many(const char *const *paths, size_t n, nt_reader_error *err)
+nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_error *err)
 {
-	if (paths == NULL || n == 0) {
-		many_err(err, "(none)", 0, "no archive path given");
-		return NULL;
-	}
-	struct stat st;
-	if (n == 1 && paths[0] != NULL && (stat(paths[0], &st) != 0 || !S_ISDIR(st.st_mode)))
-		return nt_reader_open(paths[0], err);
 	nt_reader *m = many_new(n == 1 && paths[0] ? paths[0] : "(several archives)", err);
 	if (m == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (paths[i] == NULL) {
-			many_err(err, "(null)", 0, "no archive path given");
-			nt_reader_close(m);
+			nt_reader_fail(err, "(null)", 0, "%s", "no archive path given");
+			nt_many_close(m);
 			return NULL;
 		}
 		if (!add_path(m, paths[i], err)) {
-			nt_reader_close(m);
+			nt_many_close(m);
 			return NULL;
 		}
 	}
@@ -583,7 +547,7 @@ void nt_many_close(nt_reader *m)
 	reader_many *mm = m->many;
 	for (size_t i = 0; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
-		nt_reader_close(s->reader);
+		nt_single_close(s->reader);
 		free((char *)s->source);
 		free((char *)s->name);
 		free((char *)s->message);
@@ -605,12 +569,7 @@ void nt_many_close(nt_reader *m)
 
 void nt_many_count_records(const nt_reader *m, uint64_t counts[256])
 {
-	uint64_t part[256];
-	for (size_t i = 0; i < m->many->nsections; i++) {
-		if (m->many->sections[i].reader == NULL)
-			continue;
-		nt_reader_count_records(m->many->sections[i].reader, part);
-		for (unsigned k = 0; k < 256; k++)
-			counts[k] += part[k];
-	}
+	for (size_t i = 0; i < m->many->nsections; i++)
+		if (m->many->sections[i].reader != NULL)
+			nt_single_count_records(m->many->sections[i].reader, counts);
 }

@@ -21,59 +21,6 @@
 #include "nt_reader_internal.h"
 
 
-static void set_err(nt_reader_error *err, const char *name, uint64_t off, const char *fmt,
-		    const char *detail)
-{
-	if (err == NULL)
-		return;
-	err->offset = off;
-	/* Truncation of an overlong path is acceptable: the message stays one line. */
-	int n = snprintf(err->message, sizeof(err->message), "%.200s: ", name);
-	snprintf(err->message + n, sizeof(err->message) - (size_t)n, fmt, detail);
-}
-
-uint64_t nt_record_size(const nt_reader *r, uint64_t off, const char **why)
-{
-	uint64_t size, room = r->size - off;
-	nt_frame f = nt_record_frame(room >= 8 ? rd64(r->data + off) : 0, room, 1, &size);
-	if (f != NT_FRAME_OK)
-		*why = nt_frame_problem(f);
-	return size;
-}
-
-uint64_t nt_resync(const nt_reader *r, uint64_t off)
-{
-	for (off += 8; off + sizeof(nt_chunk_header) <= r->size; off += 8) {
-		uint64_t w0 = rd64(r->data + off), size;
-		const char *why;
-		if (nt_is_chunk_kind(nt_record_kind(w0)) &&
-		    nt_record_frame(w0, r->size - off, 1, &size) == NT_FRAME_OK &&
-		    nt_chunk_header_ok(r, off, size, &why))
-			return off;
-	}
-	return r->size;
-}
-
-int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const char **why)
-{
-	if (r->data[off] == NT_KIND_ZCHUNK) {
-		const char *bad = nt_zchunk_check(r->data + off, size, NULL);
-		if (bad != NULL) {
-			*why = bad;
-			return 0;
-		}
-	} else if (r->data[off + 1] != 0 || size < sizeof(nt_chunk_header)) {
-		*why = "chunk header is malformed";
-		return 0;
-	}
-	uint32_t t = nt_chunk_at(r, off)->thread;
-	if (t == 0 || t >= r->nthreads || r->threads[t].name == NULL) {
-		*why = "chunk belongs to a thread the archive never defined";
-		return 0;
-	}
-	return 1;
-}
-
 static void add_damage(nt_reader *r, uint64_t off, const char *msg)
 {
 	r->summary.open_errors++;
@@ -128,7 +75,7 @@ static const uint8_t *slot_counters(nt_reader *r, uint64_t slots_end, uint64_t n
 	}
 	uint64_t sum = 0;
 	for (uint64_t i = 0; i < nslots; i++)
-		sum += rd64(r->data + off + 8 * i) & ~NT_SLOT_CHUNK_COUNTED;
+		sum += nt_load_le64(r->data + off + 8 * i) & ~NT_SLOT_CHUNK_COUNTED;
 	r->info.events_overwritten = sum;
 	return r->data + off;
 }
@@ -176,7 +123,7 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(r->data + at);
 		if (h->kind == NT_KIND_INVALID)
 			continue; /* never used, or being reused when the process stopped */
-		if (counted != NULL && (rd64(counted + 8 * i) & NT_SLOT_CHUNK_COUNTED))
+		if (counted != NULL && (nt_load_le64(counted + 8 * i) & NT_SLOT_CHUNK_COUNTED))
 			continue; /* being overwritten: its events are counted as overwritten */
 		const char *why;
 		if (h->kind != NT_KIND_CHUNK || h->size_bytes > cs || h->claim < 2) {
@@ -218,7 +165,7 @@ static int decode_header(nt_reader *r, nt_reader_error *err)
 	uint64_t where = 0;
 	r->records_start = nt_header_decode(r->data, r->size, &r->info, why, sizeof(why), &where);
 	if (r->records_start == 0) {
-		set_err(err, r->name, where, "%s", why);
+		nt_reader_fail(err, r->name, where, "%s", why);
 		return 0;
 	}
 	if (r->info.compression > NT_CODEC_LAST) {
@@ -226,7 +173,7 @@ static int decode_header(nt_reader *r, nt_reader_error *err)
 			 "archive's chunks are compressed with codec %u, which this reader (%s) "
 			 "does not support",
 			 (unsigned)r->info.compression, NT_VERSION_STRING);
-		set_err(err, r->name, 0, "%s", why);
+		nt_reader_fail(err, r->name, 0, "%s", why);
 		return 0;
 	}
 	if (r->records_start > r->size)
@@ -247,7 +194,7 @@ static open_step start_arena(nt_reader *r, pending_names *pn, uint64_t *off,
 	if (!arena_init(r, pn, &bad))
 		return STEP_NO_MEMORY;
 	if (bad != NULL) {
-		set_err(err, r->name, 0, "%s", bad);
+		nt_reader_fail(err, r->name, 0, "%s", bad);
 		return STEP_FAILED;
 	}
 	uint64_t so = r->info.stream_offset, se = r->info.stream_end;
@@ -319,7 +266,7 @@ static int walk_records(nt_reader *r, uint64_t *off, pending_names *pn)
 		}
 		uint8_t kind = r->data[*off];
 		int ok = 1;
-		if (nt_is_chunk_kind(kind))
+		if (nt_kind_is_chunk(kind))
 			ok = walk_chunk(r, *off, size);
 		else if (nt_kind_is_durable(kind))
 			ok = take_durable(r, *off, size, pn);
@@ -438,7 +385,7 @@ static void describe_self(nt_reader *r)
 static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 {
 	if (!decode_header(r, err)) {
-		nt_reader_close(r);
+		nt_single_close(r);
 		return NULL;
 	}
 	pending_names pn = { 0 };
@@ -447,7 +394,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	if (r->info.layout == NT_LAYOUT_ARENA) {
 		step = start_arena(r, &pn, &off, err);
 	} else if (r->info.layout != NT_LAYOUT_STREAM) {
-		set_err(err, r->name, 0, "%s", "unknown archive layout in the header");
+		nt_reader_fail(err, r->name, 0, "%s", "unknown archive layout in the header");
 		step = STEP_FAILED;
 	} else if (r->info.data_offset >= r->records_start && r->info.data_offset <= r->size &&
 		   r->info.data_offset % 8 == 0) {
@@ -464,9 +411,9 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	free(pn.string_at);
 	free(pn.thread_at);
 	if (step == STEP_NO_MEMORY)
-		set_err(err, r->name, off, "%s", "out of memory while reading the durable tables");
+		nt_reader_fail(err, r->name, off, "%s", "out of memory while reading the durable tables");
 	if (step != STEP_OK) {
-		nt_reader_close(r);
+		nt_single_close(r);
 		return NULL;
 	}
 	describe_self(r);
@@ -481,7 +428,7 @@ nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const ch
 	if (r == NULL) {
 		if (mapped)
 			munmap((void *)(uintptr_t)data, size);
-		set_err(err, name, 0, "%s", "out of memory");
+		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		return NULL;
 	}
 	snprintf(r->name, sizeof(r->name), "%s", name);
@@ -489,38 +436,30 @@ nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const ch
 	r->size = r->mapped_size = size;
 	r->mapped = mapped;
 	if (data == NULL || size == 0) {
-		set_err(err, r->name, 0, "%s", "empty input: not a nanotrace archive");
-		nt_reader_close(r);
+		nt_reader_fail(err, r->name, 0, "%s", "empty input: not a nanotrace archive");
+		nt_single_close(r);
 		return NULL;
 	}
 	return reader_init(r, err);
-}
-
-nt_reader *nt_reader_open_memory(const void *data, size_t size, const char *name,
-				 nt_reader_error *err)
-{
-	name = name ? name : "(memory)";
-	if (nt_is_bundle(data, size))
-		return nt_many_open_bundle(data, size, 0, name, err);
-	return nt_reader_over(data, size, 0, name, err);
 }
 
 int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, path, 0, "cannot open: %s", strerror(errno));
+		nt_reader_fail(err, path, 0, "cannot open: %s", strerror(errno));
 		return 0;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		set_err(err, path, 0, "%s", S_ISDIR(st.st_mode) ? "is a directory, not an archive"
-								 : "not a regular file");
+		nt_reader_fail(err, path, 0, "%s",
+			       S_ISDIR(st.st_mode) ? "is a directory, not an archive"
+						   : "not a regular file");
 		close(fd);
 		return 0;
 	}
 	if (st.st_size == 0) {
-		set_err(err, path, 0, "%s", "empty file: not a nanotrace archive");
+		nt_reader_fail(err, path, 0, "%s", "empty file: not a nanotrace archive");
 		close(fd);
 		return 0;
 	}
@@ -528,7 +467,7 @@ int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_
 	int map_errno = errno;
 	close(fd);
 	if (m == MAP_FAILED) {
-		set_err(err, path, 0, "cannot map: %s", strerror(map_errno));
+		nt_reader_fail(err, path, 0, "cannot map: %s", strerror(map_errno));
 		return 0;
 	}
 	*data = m;
@@ -536,29 +475,10 @@ int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_
 	return 1;
 }
 
-nt_reader *nt_reader_open(const char *path, nt_reader_error *err)
-{
-	if (path == NULL) {
-		set_err(err, "(null)", 0, "%s", "no archive path given");
-		return NULL;
-	}
-	const uint8_t *data;
-	size_t size;
-	if (!nt_map_path(path, &data, &size, err))
-		return NULL;
-	if (nt_is_bundle(data, size))
-		return nt_many_open_bundle(data, size, 1, path, err);
-	return nt_reader_over(data, size, 1, path, err);
-}
-
-void nt_reader_close(nt_reader *r)
+void nt_single_close(nt_reader *r)
 {
 	if (r == NULL)
 		return;
-	if (r->many) {
-		nt_many_close(r);
-		return;
-	}
 	if (r->mapped)
 		munmap((void *)(uintptr_t)r->data, r->mapped_size);
 	free(r->covered);
@@ -572,175 +492,4 @@ void nt_reader_close(nt_reader *r)
 	free(r->callsites);
 	free(r->chunks);
 	free(r);
-}
-
-const char *nt_reader_version(void)
-{
-	return NT_VERSION_STRING; /* this library's, compiled in here: not the caller's header */
-}
-
-const nt_archive_info *nt_reader_info(const nt_reader *r)
-{
-	return &r->info;
-}
-
-uint32_t nt_reader_process_count(const nt_reader *r)
-{
-	return r ? (uint32_t)r->nprocesses : 0;
-}
-
-const nt_reader_process *nt_reader_process_at(const nt_reader *r, uint32_t index)
-{
-	if (r == NULL || index >= r->nprocesses || !r->processes[index].defined)
-		return NULL;
-	return &r->processes[index];
-}
-
-const char *nt_reader_name(const nt_reader *r)
-{
-	return r->name;
-}
-
-uint32_t nt_reader_thread_count(const nt_reader *r)
-{
-	return r ? r->summary.threads : 0;
-}
-
-const nt_reader_thread *nt_reader_thread_at(const nt_reader *r, uint32_t i)
-{
-	if (r == NULL || i >= r->summary.threads)
-		return NULL;
-	return &r->threads[r->thread_order[i]];
-}
-
-const nt_reader_thread *nt_reader_thread_by_index(const nt_reader *r, uint32_t index)
-{
-	if (r == NULL || index >= r->thread_limit || r->threads[index].name == NULL)
-		return NULL;
-	return &r->threads[index];
-}
-
-uint32_t nt_reader_thread_index_limit(const nt_reader *r)
-{
-	return r ? r->thread_limit : 0;
-}
-
-uint32_t nt_reader_max_category_len(const nt_reader *r)
-{
-	return r->max_category_len;
-}
-
-uint32_t nt_reader_max_name_len(const nt_reader *r)
-{
-	return r->max_name_len;
-}
-
-uint32_t nt_reader_max_event_name_len(const nt_reader *r)
-{
-	return r ? r->max_event_name_len : 0;
-}
-
-void nt_reader_get_summary(const nt_reader *r, nt_reader_summary *out)
-{
-	*out = r->summary;
-}
-
-void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
-			       uint64_t *chunk_bytes_uncompressed)
-{
-	uint64_t z = 0, plain = 0;
-	if (r != NULL && r->many) {
-		for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-			const nt_reader *s = nt_reader_section_at(r, i)->reader;
-			if (s != NULL)
-				z += s->zchunks, plain += s->plain_chunk_bytes;
-		}
-	} else if (r != NULL) {
-		z = r->zchunks;
-		plain = r->plain_chunk_bytes;
-	}
-	if (compressed_chunks != NULL)
-		*compressed_chunks = z;
-	if (chunk_bytes_uncompressed != NULL)
-		*chunk_bytes_uncompressed = plain;
-}
-
-uint32_t nt_reader_section_count(const nt_reader *r)
-{
-	return r == NULL ? 0 : r->many ? (uint32_t)r->many->nsections : 1;
-}
-
-const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i)
-{
-	if (r == NULL || i >= nt_reader_section_count(r))
-		return NULL;
-	return r->many ? &r->many->sections[i] : &r->self;
-}
-
-uint32_t nt_reader_problem_count(const nt_reader *r)
-{
-	return r && r->many ? (uint32_t)r->many->nproblems : 0;
-}
-
-const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offset)
-{
-	if (i >= nt_reader_problem_count(r))
-		return NULL;
-	if (offset)
-		*offset = r->many->problems[i].offset;
-	return r->many->problems[i].message;
-}
-
-/* Archive values are untrusted: conversions saturate instead of overflowing. */
-static int64_t saturate(__int128 v)
-{
-	return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
-}
-
-int64_t nt_reader_ticks_to_ns(const nt_reader *r, uint64_t ticks)
-{
-	const nt_archive_info *in = &r->info;
-	if (in->clock_source == NT_CLOCK_SOURCE_MONOTONIC)
-		return (int64_t)ticks; /* the ticks are CLOCK_MONOTONIC nanoseconds */
-	int64_t d = (int64_t)(ticks - in->start_ticks);
-	__int128 ns;
-	if (in->finish_ticks > in->start_ticks && in->finish_monotonic_ns > in->start_monotonic_ns)
-		/* Interpolate between the pairs taken at start and finish: exact at both ends,
-		 * whatever the calibration said. */
-		ns = (__int128)d * (__int128)(in->finish_monotonic_ns - in->start_monotonic_ns) /
-		     (__int128)(in->finish_ticks - in->start_ticks);
-	else /* never finished: the calibrated rate */
-		ns = (__int128)d * 1000000000 / (__int128)in->ticks_per_second;
-	return saturate((__int128)in->start_monotonic_ns + ns);
-}
-
-void nt_reader_prepare_clock(nt_reader *r)
-{
-	const nt_archive_info *in = &r->info;
-	nt_clock_conv *c = &r->clock;
-	*c = (nt_clock_conv){ 0 };
-	c->identity = in->clock_source == NT_CLOCK_SOURCE_MONOTONIC;
-	c->start_ticks = in->start_ticks;
-	if (in->start_monotonic_ns <= (uint64_t)INT64_MAX) {
-		c->start_ns = (int64_t)in->start_monotonic_ns;
-		/* The two branches of nt_reader_ticks_to_ns(), as a ratio. */
-		if (in->finish_ticks > in->start_ticks &&
-		    in->finish_monotonic_ns > in->start_monotonic_ns) {
-			c->num = in->finish_monotonic_ns - in->start_monotonic_ns;
-			c->den = in->finish_ticks - in->start_ticks;
-		} else if (in->ticks_per_second != 0) {
-			c->num = 1000000000u;
-			c->den = in->ticks_per_second;
-		}
-	}
-	c->wall_ok = in->start_realtime_ns <= (uint64_t)INT64_MAX &&
-		     in->start_monotonic_ns <= (uint64_t)INT64_MAX;
-	if (c->wall_ok)
-		c->wall_offset = (int64_t)in->start_realtime_ns - (int64_t)in->start_monotonic_ns;
-}
-
-int64_t nt_reader_ns_to_wall(const nt_reader *r, int64_t monotonic_ns)
-{
-	return saturate((__int128)r->info.start_realtime_ns + monotonic_ns -
-			(__int128)r->info.start_monotonic_ns);
 }

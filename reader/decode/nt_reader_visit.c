@@ -177,7 +177,7 @@ int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, u
 {
 	if (a->type != NT_ARG_STRING_LIST || *pos + 4 > a->value.list.bytes)
 		return 0;
-	uint32_t n = rd32(a->value.list.ptr + *pos);
+	uint32_t n = nt_load_le32(a->value.list.ptr + *pos);
 	*s = (const char *)a->value.list.ptr + *pos + 4;
 	*len = n;
 	*pos += 4 + n;

@@ -136,7 +136,7 @@ static inline int nt_visit_next_event(const nt_reader *r, chunk_cursor *c,
 		ev->ticks = c->ticks;
 		ev->duration_ns = 0;
 		if (kind == NT_KIND_COMPLETE) {
-			uint64_t dur = rd64(p + 8);
+			uint64_t dur = nt_load_le64(p + 8);
 			ev->ticks = c->ticks - dur;
 			int64_t end_ns = nt_ticks_to_ns(r, c->ticks);
 			ev->time_ns = nt_ticks_to_ns(r, ev->ticks);

@@ -31,7 +31,7 @@ static census take_census(const uint8_t *data, size_t size, uint64_t data_offset
 {
 	census c = { 0 };
 	uint64_t off = data_offset, rec;
-	while (off < size && nt_record_frame(nt_record_word_at(data + off), size - off, 1, &rec) ==
+	while (off < size && nt_top_record_frame(data, size, off, &rec) ==
 				     NT_FRAME_OK) {
 		unsigned kind = data[off];
 		assert_int_not_equal(kind, NT_KIND_ZCHUNK);
@@ -231,7 +231,7 @@ static uint8_t *archive_with_args(size_t *size, uint64_t *args_at)
 	assert_non_null(data);
 	unlink(path);
 	*args_at = 0;
-	while (off < *size && nt_record_frame(nt_record_word_at(data + off), *size - off, 1, &rec) ==
+	while (off < *size && nt_top_record_frame(data, *size, off, &rec) ==
 				      NT_FRAME_OK) {
 		if (data[off] == NT_KIND_CALLSITE_ARGS)
 			*args_at = off;

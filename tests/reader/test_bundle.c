@@ -555,7 +555,7 @@ static void test_stream_defines_a_later_thread(void **state)
 	uint32_t later = limit + 40, threads = 0, chunks = 0;
 	for (uint64_t off = so; off + 8 <= arch_size[2];) {
 		uint64_t size;
-		if (nt_record_frame(nt_record_word_at(a + off), arch_size[2] - off, 1, &size) !=
+		if (nt_top_record_frame(a, arch_size[2], off, &size) !=
 		    NT_FRAME_OK)
 			break;
 		if (a[off] == NT_KIND_THREAD && threads++ == 0)

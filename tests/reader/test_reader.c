@@ -16,6 +16,7 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
 #include "nt_test_util.h"
+#include "nt_unaligned.h"
 #include "nt_zchunk_test.h"
 
 /* The archive under test: variants[0] uncompressed, variants[1] its chunks compressed. */
@@ -287,11 +288,6 @@ static void garbage_and_empty_fail_to_open(void **state)
 	free(copy);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* Offset of the first record of `kind` at top level. */
 static size_t find_top(uint8_t kind)
 {
@@ -299,7 +295,7 @@ static size_t find_top(uint8_t kind)
 	while (off + 8 <= archive_size) {
 		if (archive[off] == kind)
 			return off;
-		uint32_t size = archive[off + 1] ? archive[off + 1] * 8u : rd32(archive + off + 4);
+		uint32_t size = archive[off + 1] ? archive[off + 1] * 8u : nt_load_le32(archive + off + 4);
 		off += size;
 	}
 	return 0;
