@@ -6,7 +6,13 @@ prefix's (multiarch) libdir; examples/nt_example.c compiled with -Werror against
 its archive read by the installed trace-dump; every installed header compiles alone in C
 and in C++ (a C++ program records with the same macros); each tool's man page is installed. pkg-config's
 --define-variable=prefix moves the .pc files' prefix to the temporary root, as a real
-`--prefix` would have set it."""
+`--prefix` would have set it.
+
+The build tree, as a user who has not installed meets it (README "Build a program against
+the build tree"): examples/nt_example.c compiled with `-I build/include` alone and with
+`pkg-config` over meson's uninstalled .pc files (build/meson-uninstalled), linked with an
+rpath into the build tree, run; build/include/nanotrace holds the installed headers; and no
+.pc file hands its users another package's flags (ck.pc's `-D__x86_64__ -I/usr/include`)."""
 import glob
 import os
 import shlex
@@ -161,3 +167,69 @@ def test_cxx_program_records_with_the_macros(installed, tmp_path):
     assert dump.returncode == 0, dump.stderr
     assert '\nevents: 300\n' in dump.stdout, dump.stdout[:1500]
     assert 'records: begin 100, end 100, instant 100,' in dump.stdout, dump.stdout[:1500]
+
+
+# What a build-tree program links: the shared libraries where meson builds them.
+BUILD_LIBDIRS = [os.path.join(BUILD, 'writer'), os.path.join(BUILD, 'reader')]
+
+
+def run_example_against_build_tree(tmp_path, flags):
+    """Compiles nt_example.c with `flags` and the build tree's rpath, checks that it loads the
+    build tree's libraries, runs it, and returns its archive's path."""
+    exe = str(tmp_path / 'nt_example')
+    rpath = '-Wl,-rpath,' + ':'.join(BUILD_LIBDIRS)
+    cmd = [*CC, '-Wall', '-Wextra', '-Werror', *EXTRA, '-o', exe, EXAMPLE, *flags, rpath]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, '$ %s\n%s' % (shlex.join(cmd), p.stderr)
+    env = dict(os.environ)
+    env.pop('LD_LIBRARY_PATH', None)
+    ldd = subprocess.run(['ldd', exe], capture_output=True, text=True, env=env, timeout=30)
+    for libdir, lib in zip(BUILD_LIBDIRS, ('libnanotrace.so.0', 'libnanotrace-reader.so.0')):
+        line = next((l for l in ldd.stdout.splitlines() if lib in l), '')
+        assert os.path.join(libdir, lib) in line, (lib, ldd.stdout)
+    archive = str(tmp_path / 'example.ntrace')
+    p = subprocess.run([exe, archive, '2', '300'], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert '2 threads x 300 items read back' in p.stdout, p.stdout
+
+
+def test_example_against_build_include(tmp_path):
+    """One -I for every public header, the generated nt_version.h included."""
+    run_example_against_build_tree(tmp_path, [
+        '-I' + os.path.join(BUILD, 'include'),
+        *('-L' + d for d in BUILD_LIBDIRS), '-lnanotrace', '-lnanotrace-reader'])
+
+
+def uninstalled_pkg_config(*args):
+    if shutil.which('pkg-config') is None:
+        pytest.skip('pkg-config not installed')
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, 'meson-uninstalled'))
+    p = subprocess.run(['pkg-config', *args], capture_output=True, text=True, env=env,
+                       timeout=30)
+    assert p.returncode == 0, (args, p.stderr)
+    return p.stdout.split()
+
+
+def test_example_against_uninstalled_pkg_config(tmp_path):
+    run_example_against_build_tree(
+        tmp_path, uninstalled_pkg_config('--cflags', '--libs', 'nanotrace', 'nanotrace-reader'))
+
+
+def test_build_include_holds_the_installed_headers(installed):
+    incdir = os.path.join(installed['prefix'], 'include', 'nanotrace')
+    want = sorted(os.listdir(incdir))
+    got = sorted(os.listdir(os.path.join(BUILD, 'include', 'nanotrace')))
+    assert got == want
+
+
+def test_cflags_are_nanotrace_only(installed):
+    """nanotrace.pc once required ck (Requires.private), and pkg-config prints a private
+    requirement's Cflags to everyone: ck.pc's -D__x86_64__ -I/usr/include. Static links still
+    get -lck."""
+    for flags in (pkg_config(installed, '--cflags', 'nanotrace', 'nanotrace-reader'),
+                  uninstalled_pkg_config('--cflags', 'nanotrace', 'nanotrace-reader')):
+        assert not [f for f in flags if f.startswith('-D') or f == '-I/usr/include'], flags
+    assert pkg_config(installed, '--cflags', 'nanotrace') == [
+        '-I' + os.path.join(installed['prefix'], 'include')]
+    assert '-lck' in pkg_config(installed, '--static', '--libs', 'nanotrace')

@@ -22,7 +22,35 @@ does. Events lost between chunks are in trace.gaps.
 """
 import os
 
-from . import _nanotrace
+from . import _built_for
+
+
+def _not_loadable(error):
+    """The ImportError of an extension that does not load. When it was built for another
+    interpreter (a `python3` on PATH is often not the one meson found), it says which one
+    it needs and which one is running; otherwise it is the loader's error, said as such."""
+    import glob
+    import importlib.machinery
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = [os.path.basename(f) for f in glob.glob(os.path.join(here, '_nanotrace.*.so'))]
+    loadable = [f for f in built
+                if f in ('_nanotrace' + x for x in importlib.machinery.EXTENSION_SUFFIXES)]
+    if built and not loadable:
+        return ImportError(
+            'nanotrace: its extension module (%s, in %s) was built for %s (Python %s), but '
+            'this is %s (Python %d.%d): run %s, or configure nanotrace with -Dpython=%s (and '
+            "that interpreter's headers) and rebuild"
+            % (', '.join(built), here, _built_for.PYTHON, _built_for.VERSION, sys.executable,
+               sys.version_info[0], sys.version_info[1], _built_for.PYTHON, sys.executable))
+    return ImportError('nanotrace: its extension module _nanotrace (in %s, built for %s) does '
+                       'not load: %s' % (here, _built_for.PYTHON, error))
+
+
+try:
+    from . import _nanotrace
+except ImportError as e:
+    raise _not_loadable(e) from e
 from ._nanotrace import Error, Event, Reader, library_version
 
 __all__ = ['open', 'Trace', 'Event', 'Error', 'Pointer', 'library_version']
@@ -102,11 +130,18 @@ class Trace:
         buffering_mode, events_written, events_dropped, ... every ArchiveHeader field by
         name), the open-time counts (file_bytes, chunks, strings, threads, callsites, ...),
         compression, and sections (one dict per process) and threads (dicts). For many
-        processes the header is the reader's summary: pid 0, counters summed."""
+        processes (a bundle, a directory, a list) the counters are summed, and pid and
+        process_name are the first process's: the first section that opened (in a bundle
+        trace-record wrote, the first to register: the command it ran, when that records),
+        as a viewer names a trace after its first process; every process is in sections."""
         s = self._reader.info()
         s.update(self._reader.summary_counts())
         s['sections'] = self._reader.sections()
         s['threads'] = self._reader.threads()
+        if s['pid'] == 0:
+            first = next((x for x in s['sections'] if x['opened']), None)
+            if first is not None:
+                s['pid'], s['process_name'] = first['pid'], first['name']
         return s
 
     def stats(self):

@@ -689,10 +689,12 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
  *                           the generic path: the arguments are built in an array on the
  *                           stack, sized, then encoded
  * A chunk change (every chunk_size bytes) and a gap of 2^32 ticks take the generic path too.
- * The macros are the same in C and C++ (C++11 and later, g++ and
- * clang++, -Wall -Wextra; not -pedantic: an event without arguments relies on GNU's
- * `, ##__VA_ARGS__`, and the Trace2 macros with a value are statement expressions). A 33rd
- * argument is a compile error.
+ * The macros are the same in C and C++ (C11, C++11 and later, gcc, g++, clang and clang++,
+ * -Wall -Wextra -Wpedantic: the arguments after the names are counted and split off without
+ * GNU's `, ##__VA_ARGS__`, and the Trace2 macros with a value are statement expressions
+ * marked __extension__). A 33rd argument is a compile error ("at most 32 arguments"); an
+ * argument that is not one NT_I64() ... NT_STR() value is the compiler's error about that
+ * argument's type, and only that.
  *
  * NT_INSTANT   a point in time
  * NT_BEGIN     a duration begins on this thread
@@ -716,20 +718,37 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
  */
 #ifndef NTRACE
 
-/* Counts up to 32 arguments at preprocessing time: an integer constant in C and C++ alike
- * (a compound literal in sizeof is neither C++ nor a constant for clang). The array's size
- * is checked against it, so a 33rd argument is a compile error, not a miscount. Called as
- * NT__NARGS(0, ##__VA_ARGS__): with strict -std=c++NN (not gnu++NN) a comma before an empty
- * __VA_ARGS__ is only removed in a macro that has a named parameter too. */
-#define NT__NARGS(...)                                                                         \
-	NT__NARGS_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, \
-		   17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define NT__NARGS_(z, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16,   \
-		   a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31,  \
-		   a32, n, ...)                                                                \
+/* Counts the macro's arguments, names included, at preprocessing time (2 to 41): an integer
+ * constant in C and C++ alike (a compound literal in sizeof is neither C++ nor a constant for
+ * clang). An event's arguments are the count less its names, so 33 to 39 are counted right
+ * and refused by a static assertion; more leave an argument where the count should be, which
+ * does not compile either. The `~` after the numbers keeps the `...` of NT__COUNT_ from being
+ * empty, which ISO C and C++ before C++20 do not allow (-Wpedantic). */
+#define NT__COUNT(...)                                                                          \
+	NT__COUNT_(__VA_ARGS__, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,  \
+		   25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, \
+		   4, 3, 2, 1, ~)
+#define NT__COUNT_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, \
+		   a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32,  \
+		   a33, a34, a35, a36, a37, a38, a39, a40, a41, n, ...)                        \
 	n
-/* The arguments, after a placeholder so that an event without arguments is a valid array. */
-#define NT__ARGS(var, ...) const nt_arg var[] = { nt_arg_make_(NULL, NT_ARG_NONE), ##__VA_ARGS__ }
+/* The first, second and third of the macro's arguments (category, name, start), and the
+ * arguments after the first two or three: each called with one more argument than it names,
+ * so that no `...` is ever empty. */
+#define NT__1ST(...) NT__1ST_(__VA_ARGS__, ~)
+#define NT__1ST_(a, ...) a
+#define NT__2ND(...) NT__2ND_(__VA_ARGS__, ~)
+#define NT__2ND_(a, b, ...) b
+#define NT__3RD(...) NT__3RD_(__VA_ARGS__, ~)
+#define NT__3RD_(a, b, c, ...) c
+#define NT__AFTER2(a, b, ...) __VA_ARGS__
+#define NT__AFTER3(a, b, c, ...) __VA_ARGS__
+/* The n arguments, then a terminator, so that an event without arguments is a valid array.
+ * Sized by the count, not by the initializers: an argument of the wrong type is then one
+ * error about that argument, with no second one about the array. `after` is NT__AFTER2 or
+ * NT__AFTER3, the macro's arguments follow. */
+#define NT__ARGS(var, n, after, ...)                                                           \
+	const nt_arg var[(n) + 1] = { after(__VA_ARGS__, nt_arg_make_(NULL, NT_ARG_NONE)) }
 
 /* Positional initializers, valid C and C++ (designated ones are C++20), in nt_callsite's
  * order: state, line, category, name, file, arg_names, arg_count, next_registered, always,
@@ -764,40 +783,43 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 		}                                                                              \
 	} while (0)
 
-#define NT__EVENT(kind, cat, nm, ...)                                                          \
+/* The macros' arguments are (category, name, NT_*() ...): see NT__COUNT for why they are
+ * taken apart here rather than named. */
+#define NT__EVENT(kind, ...)                                                                   \
 	do {                                                                                   \
 		const uint32_t nt__tag_ = NT__TAG();                                           \
 		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
-			NT__SITE(cat, nm, nt__n_);                                             \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 2 };                          \
+			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
+			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
 			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
-				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
-						 "at most 32 arguments");                      \
+				NT__ARGS(nt__a_, nt__n_, NT__AFTER2, __VA_ARGS__);             \
 				if (nt__n_ == 0)                                               \
 					nt_emit_(&nt__site_, (kind));                          \
 				else                                                           \
-					NT__EMIT_ARGS(kind, nt__a_ + 1, nt__n_);               \
+					NT__EMIT_ARGS(kind, nt__a_, nt__n_);                   \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
 
-#define NT_INSTANT(cat, nm, ...) NT__EVENT(NT_KIND_INSTANT, cat, nm, ##__VA_ARGS__)
-#define NT_BEGIN(cat, nm, ...) NT__EVENT(NT_KIND_BEGIN, cat, nm, ##__VA_ARGS__)
-#define NT_END(cat, nm, ...) NT__EVENT(NT_KIND_END, cat, nm, ##__VA_ARGS__)
-#define NT_COUNTER(cat, nm, ...) NT__EVENT(NT_KIND_COUNTER, cat, nm, ##__VA_ARGS__)
+/* Each is (category, name, NT_*() ...), written (...) so that no argument may be empty. */
+#define NT_INSTANT(...) NT__EVENT(NT_KIND_INSTANT, __VA_ARGS__)
+#define NT_BEGIN(...) NT__EVENT(NT_KIND_BEGIN, __VA_ARGS__)
+#define NT_END(...) NT__EVENT(NT_KIND_END, __VA_ARGS__)
+#define NT_COUNTER(...) NT__EVENT(NT_KIND_COUNTER, __VA_ARGS__)
 
-#define NT_COMPLETE(cat, nm, start, ...)                                                       \
+/* (category, name, start, NT_*() ...) */
+#define NT_COMPLETE(...)                                                                       \
 	do {                                                                                   \
 		const uint32_t nt__tag_ = NT__TAG();                                           \
 		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__NARGS(0, ##__VA_ARGS__) };                              \
-			NT__SITE(cat, nm, nt__n_);                                             \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 3 };                          \
+			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
+			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
 			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, ##__VA_ARGS__);                               \
-				NT_STATIC_ASSERT(sizeof(nt__a_) == sizeof(nt_arg) * (nt__n_ + 1), \
-						 "at most 32 arguments");                      \
-				nt_emit_complete_(&nt__site_, (start), nt__a_ + 1, nt__n_);    \
+				NT__ARGS(nt__a_, nt__n_, NT__AFTER3, __VA_ARGS__);             \
+				nt_emit_complete_(&nt__site_, (NT__3RD(__VA_ARGS__)), nt__a_,  \
+						  nt__n_);                                     \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
@@ -827,42 +849,48 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 #endif
 #define NT__CAT2(a, b) a##b
 #define NT__CAT(a, b) NT__CAT2(a, b)
-#define NT_SCOPE(cat, nm, ...)                                                                 \
+/* (category, name, NT_*() ...) */
+#define NT_SCOPE(...)                                                                          \
 	static uint16_t NT__CAT(nt__snames_, __LINE__)[1];                                     \
-	static nt_callsite NT__CAT(nt__send_, __LINE__) = { 0, __LINE__, NT__LITERAL(cat),     \
-							    NT__LITERAL(nm), __FILE__,         \
+	static nt_callsite NT__CAT(nt__send_, __LINE__) = { 0, __LINE__,                       \
+							    NT__LITERAL(NT__1ST(__VA_ARGS__)), \
+							    NT__LITERAL(NT__2ND(__VA_ARGS__)), \
+							    __FILE__,                          \
 							    NT__CAT(nt__snames_, __LINE__),    \
 							    0, NULL, 0, 0 };                   \
 	NT__SCOPE_CLEANUP nt_scope_guard_ NT__CAT(nt__guard_, __LINE__) = {                    \
 		NT__RECORDING() ? &NT__CAT(nt__send_, __LINE__) : NULL                         \
 	};                                                                                     \
-	NT_BEGIN(cat, nm, ##__VA_ARGS__)
+	NT_BEGIN(__VA_ARGS__)
 
-#define NT__EVENT_DYN(kind, cat, nm, ...)                                                      \
+#define NT__EVENT_DYN(kind, ...)                                                               \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			NT__ARGS(nt__a_, ##__VA_ARGS__);                                       \
-			nt_emit_dynamic_(__FILE__, __LINE__, (kind), (cat), (nm), nt__a_ + 1,  \
-					 (uint32_t)(sizeof(nt__a_) / sizeof(nt_arg) - 1));     \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 2 };                          \
+			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
+			NT__ARGS(nt__a_, nt__n_, NT__AFTER2, __VA_ARGS__);                     \
+			nt_emit_dynamic_(__FILE__, __LINE__, (kind), (NT__1ST(__VA_ARGS__)),   \
+					 (NT__2ND(__VA_ARGS__)), nt__a_, nt__n_);              \
 		}                                                                              \
 	} while (0)
-#define NT_INSTANT_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_INSTANT, cat, nm, ##__VA_ARGS__)
-#define NT_BEGIN_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_BEGIN, cat, nm, ##__VA_ARGS__)
-#define NT_END_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_END, cat, nm, ##__VA_ARGS__)
-#define NT_COUNTER_DYN(cat, nm, ...) NT__EVENT_DYN(NT_KIND_COUNTER, cat, nm, ##__VA_ARGS__)
+/* Each is (category, name, nt_arg_*() ...). */
+#define NT_INSTANT_DYN(...) NT__EVENT_DYN(NT_KIND_INSTANT, __VA_ARGS__)
+#define NT_BEGIN_DYN(...) NT__EVENT_DYN(NT_KIND_BEGIN, __VA_ARGS__)
+#define NT_END_DYN(...) NT__EVENT_DYN(NT_KIND_END, __VA_ARGS__)
+#define NT_COUNTER_DYN(...) NT__EVENT_DYN(NT_KIND_COUNTER, __VA_ARGS__)
 
 #else /* NTRACE: no code, no reference to the library, arguments not evaluated */
 
-#define NT_INSTANT(cat, nm, ...) ((void)0)
-#define NT_BEGIN(cat, nm, ...) ((void)0)
-#define NT_END(cat, nm, ...) ((void)0)
-#define NT_COUNTER(cat, nm, ...) ((void)0)
-#define NT_COMPLETE(cat, nm, start, ...) ((void)0)
-#define NT_SCOPE(cat, nm, ...) ((void)0)
-#define NT_INSTANT_DYN(cat, nm, ...) ((void)0)
-#define NT_BEGIN_DYN(cat, nm, ...) ((void)0)
-#define NT_END_DYN(cat, nm, ...) ((void)0)
-#define NT_COUNTER_DYN(cat, nm, ...) ((void)0)
+#define NT_INSTANT(...) ((void)0)
+#define NT_BEGIN(...) ((void)0)
+#define NT_END(...) ((void)0)
+#define NT_COUNTER(...) ((void)0)
+#define NT_COMPLETE(...) ((void)0)
+#define NT_SCOPE(...) ((void)0)
+#define NT_INSTANT_DYN(...) ((void)0)
+#define NT_BEGIN_DYN(...) ((void)0)
+#define NT_END_DYN(...) ((void)0)
+#define NT_COUNTER_DYN(...) ((void)0)
 
 #endif /* NTRACE */
 

@@ -191,7 +191,7 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
  * with a file target, the fatal-signal message. Returns nonzero when Trace2 is enabled.
  * Call once, from the main thread; later calls return the first result. */
 #define NT_T2_INITIALIZE(version)                                                              \
-	({                                                                                     \
+	__extension__({                                                                        \
 		NT__T2_SITE(nt__t2s_, "", "", NT_T2_NARGS(VERSION));                           \
 		nt_t2_initialize_(&nt__t2s_, (version));                                       \
 	})
@@ -204,7 +204,7 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
 /* exit: records the code (atexit reports it again) and evaluates to it:
  * `return NT_T2_CMD_EXIT(code);` */
 #define NT_T2_CMD_EXIT(code)                                                                   \
-	({                                                                                     \
+	__extension__({                                                                        \
 		NT__T2_SITE(nt__t2s_, "", "", NT_T2_NARGS(EXIT));                              \
 		nt_t2_cmd_exit_(&nt__t2s_, (code));                                            \
 	})
@@ -242,7 +242,7 @@ void nt_t2_printf_(nt_callsite *site, const char *fmt, ...) __attribute__((forma
 #define NT_T2_CHILD_READY(child, pid, ready) NT__T2_CALL(CHILD_READY, "", "", NT_T2_NARGS(CHILD_READY), nt_t2_child_end_(&nt__t2s_, NT__T2_KIND(CHILD_READY), (child), (pid), 0, (ready)))
 /* exec: about to exec `exe` (may be NULL) with argv; evaluates to the exec id. */
 #define NT_T2_EXEC(exe, argv)                                                                  \
-	({                                                                                     \
+	__extension__({                                                                        \
 		NT__T2_SITE(nt__t2s_, "", "", NT_T2_NARGS(EXEC));                              \
 		nt_t2_exec_(&nt__t2s_, (exe), (const char *const *)(argv));                    \
 	})
