@@ -69,8 +69,6 @@ static inline uint64_t fast_ticks(void)
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
-uint32_t nt_session_tag_;
-
 static void release_owned_chunk(nt_thread_state *t)
 {
 	if (t->chunk != NULL && t->tag == nt_load_32(&nt_session_tag_))
