@@ -150,15 +150,6 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	return err ? err : o->err;
 }
 
-void nt_record_save_failure(int err, uint64_t unsaved)
-{
-	uint32_t none = 0;
-	__atomic_compare_exchange_n(nt_header_u32(NT_HDR_SAVE_ERRNO), &none, (uint32_t)err, 0,
-				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	if (unsaved)
-		nt_count_drop(nt_S.dropped_unsaved, unsaved);
-}
-
 /* An arena in memory whose archive could not be written whole (`err`): the file is cut at
  * the last record boundary on disk and its header rewritten, in place, with the reason and
  * the events not saved; 0, or the errno that stopped even that. */

@@ -176,10 +176,6 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 int nt_archive_write(const char *path, const nt_archive_info *info);
 /* Events published in the arena's chunks now (what an archive written now would hold). */
 uint64_t nt_arena_event_count(void);
-/* Saving the live archive stopped on `err` (a write's errno, or ENOMEM): the first reason is
- * kept in the mapped header's SAVE_ERRNO, and `unsaved` events are counted as dropped with
- * reason DROPPED_UNSAVED, in place (stores only). */
-void nt_record_save_failure(int err, uint64_t unsaved);
 
 /* ---- The trace manager's provider (nt_registry.c, nt_registry_wire.c) ----------------
  * While the process is registered with a trace manager, the session belongs to the manager:

@@ -44,6 +44,15 @@ void nt_session_halt(uint8_t final_state)
 	nt_store_release_32(&nt_session_tag_, NT_TAG_HALTED);
 }
 
+void nt_record_save_failure(int err, uint64_t unsaved)
+{
+	uint32_t none = 0;
+	__atomic_compare_exchange_n(nt_header_u32(NT_HDR_SAVE_ERRNO), &none, (uint32_t)err, 0,
+				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	if (unsaved)
+		nt_count_drop(nt_S.dropped_unsaved, unsaved);
+}
+
 int nt_is_recording(void)
 {
 	uint32_t tag = nt_load_32(&nt_session_tag_);

@@ -175,4 +175,9 @@ static inline uint32_t *nt_header_u32(int field)
 	return (uint32_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
 }
 
+/* Saving the live archive stopped on `err` (a write's errno, or ENOMEM): the first reason is
+ * kept in the mapped header's SAVE_ERRNO, and `unsaved` events are counted as dropped with
+ * reason DROPPED_UNSAVED, in place (stores only). */
+void nt_record_save_failure(int err, uint64_t unsaved);
+
 #endif /* NT_STATE_H */
