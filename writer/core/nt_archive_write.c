@@ -187,7 +187,7 @@ static int keep_what_was_saved(out_file *o, nt_archive_info *info, int err)
 /* Says what happened and puts the file in place: whole (err 0), or, when the archive could
  * not be written whole, the partial one (kept 0) or nothing (a file-backed arena keeps its
  * events and records the reason in its header). */
-static int finish_result(const char *path, const char *tmp, int err, int kept,
+static nt_result finish_result(const char *path, const char *tmp, int err, int kept,
 			 const nt_archive_info *info)
 {
 	/* A link at `path` is refused, never followed or replaced (nt_file_publish). */
@@ -220,7 +220,7 @@ static int finish_result(const char *path, const char *tmp, int err, int kept,
 	return err == ENOMEM ? NT_ERR_NO_MEMORY : NT_ERR_IO;
 }
 
-int nt_archive_write(const char *path, const nt_archive_info *info_in)
+nt_result nt_archive_write(const char *path, const nt_archive_info *info_in)
 {
 	nt_archive_info info = *info_in;
 	out_file *o = malloc(sizeof(*o));

@@ -2,15 +2,22 @@
  * nt_error.h - how the writer reports a failure (nt_error.c), at the bottom of writer/core:
  * it calls nothing else of the writer, so every file may report through it.
  *
- * A public function returns nt_result (NT_OK, or the NT_ERR_* that says what kind of
- * failure) and leaves a one-line message naming what and where for nt_last_error(), set by
- * nt_set_error(); a public function that returns a value instead (nt_is_recording, counts)
- * cannot fail. An internal function returns nt_result the same way, or an int that is 0 on
- * success and nonzero on failure when its callers only need to know whether it worked;
- * whichever fails first sets the message (nt_set_error), and callers above it pass the
- * result on without replacing the message. A system call's errno becomes part of that
- * message (nt_file_strerror), never a return value. Async-signal handlers and the event
- * path report nothing: they count what they drop in the header's counters.
+ * The convention of the writer library:
+ * - A public function that can fail returns nt_result (NT_OK, or the NT_ERR_* that says
+ *   what kind of failure) and leaves one line naming what and where for nt_last_error();
+ *   one that returns a value instead (nt_is_recording, nt_get_stats) cannot fail.
+ * - An internal function that can fail and knows what failed returns nt_result too and sets
+ *   the message itself (nt_set_error); callers pass the result up without replacing the
+ *   message. One that only answers whether something worked returns int, nonzero for yes.
+ * - The file helpers that wrap one system call (nt_file.c: nt_create_beside,
+ *   nt_file_publish) keep its convention (-1 and errno) and set no message: their caller,
+ *   who knows what the file was for, words it. nt_write_all, several write()s, returns 0
+ *   or the errno that stopped it, for the saver to keep in the header (SAVE_ERRNO).
+ * - The event path and the async-signal handlers set no message: what they cannot record
+ *   they count in the header's counters.
+ * - The provider thread (nt_registry.c) answers the trace manager, not a caller: its
+ *   message handlers return 1 or 0 with the reason written into the caller's buffer,
+ *   which goes to the manager.
  */
 #ifndef NT_ERROR_H
 #define NT_ERROR_H

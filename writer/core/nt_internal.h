@@ -56,7 +56,7 @@ nt_result nt_session_finish(const char *path, uint8_t reason);
 /* nt_arena.c */
 /* Map the arena (of the file at `path`, or anonymous when NULL). The file appears at `path`
  * only once its header is written, via nt_arena_publish(). */
-int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
+nt_result nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
 /* Map the arena on `fd`, a memfd the trace manager made and sized to the layout's map_size
  * (format/nt_arena_layout.h): it is mapped shared, never resized, and closed by
  * nt_arena_forget()/the next map. The arena is as nt_arena_map() leaves it (no path: its
@@ -66,10 +66,10 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
  * not exactly the layout's map_size; NT_ERR_IO when it cannot be mapped. On failure `fd`
  * stays the caller's (not closed); on success it is the arena's. Cost: one mmap that
  * populates the whole buffer. */
-int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode);
+nt_result nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode);
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
-int nt_arena_publish(nt_archive_info *info);
+nt_result nt_arena_publish(nt_archive_info *info);
 /* In a fork() child: let go of the parent's file, fd and mapping (nt_arena.c). */
 void nt_arena_forget(void);
 /* The reason an event finds no chunk to write into: saving stopped (a streaming saver's
@@ -114,7 +114,7 @@ static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 
 /* nt_stream.c: streaming mode. */
 /* Start the provider and saver threads; `fresh` for the first run of a buffer. */
-int nt_stream_start(int fresh);
+nt_result nt_stream_start(int fresh);
 /* The same with the saver at the other end of `fifo_fd` (the trace manager): this process
  * runs only the provider thread, which speaks format/nt_fifo.h on fifo_fd (never closed
  * here). All the streaming packets of a run are the stream code's: STARTED is sent by its
@@ -126,7 +126,7 @@ int nt_stream_start(int fresh);
  * wait; a manager that closes, errs or answers wrongly is not asked again this run (writers
  * drop and count at the unsaved half); a stop waits at most 2 s for the pending answer and
  * the final save together. Answers left over from a previous run are discarded at start. */
-int nt_stream_start_remote(int fresh, int fifo_fd);
+nt_result nt_stream_start_remote(int fresh, int fifo_fd);
 void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
@@ -136,7 +136,7 @@ void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in
 void nt_crash_handlers_install(void);
 
 /* nt_intern.c */
-int nt_intern_init(void);
+nt_result nt_intern_init(void);
 /* Index of `s` (at most NT_MAX_STRING_LENGTH bytes kept), interning it if new; 0 when the
  * durable region or the index space is full. Caller holds intern_lock. */
 uint32_t nt_intern_string(const char *s);
@@ -173,7 +173,7 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 
 /* nt_archive_write.c */
 /* Write the archive of the current session (recording already stopped) to `path`. */
-int nt_archive_write(const char *path, const nt_archive_info *info);
+nt_result nt_archive_write(const char *path, const nt_archive_info *info);
 /* Events published in the arena's chunks now (what an archive written now would hold). */
 uint64_t nt_arena_event_count(void);
 
