@@ -1,4 +1,5 @@
-/* nt_session.c - the session lifecycle: configure, start, halt, finish, counters, errors. */
+/* nt_session.c - the session lifecycle: configure, start, finish, counters, and the fork()
+ * handlers (the state it changes: nt_state.h; how it reports a failure: nt_error.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
