@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nt_arg_encode.h"
 #include "nt_json.h"
 #include "nt_trace2_import.h"
 #include "../trace2/nt_trace2.h"
@@ -129,52 +130,57 @@ static char *decode(nt_importer *im, const line_ctx *lc, const nt_json_value *v,
 	return buf;
 }
 
-/* Appends an argument header with room for `plen` payload bytes; returns the payload's
- * place, or NULL after a failure. */
-static uint8_t *grow_arg(nt_importer *im, nt_bytes *rec, const char *name, size_t name_len,
-			 uint8_t type, uint32_t value32, size_t plen)
+/* Room at the end of the record for an argument named `name` with `plen` payload bytes:
+ * the place to encode it (zeroed) and the name's index in *name_idx, or NULL after a
+ * failure. */
+static uint64_t *grow_arg(nt_importer *im, nt_bytes *rec, const char *name, size_t name_len,
+			  size_t plen, uint32_t *name_idx)
 {
 	if (plen > NT_MAX_RECORD_BYTES) {
 		nt_imp_fail(im, 1, "a value of %zu bytes does not fit one record, which holds at "
 				   "most %u bytes", plen, NT_MAX_RECORD_BYTES);
 		return NULL;
 	}
-	uint32_t name_idx = nt_imp_intern(im, name, name_len);
-	if (name_idx == 0)
+	*name_idx = nt_imp_intern(im, name, name_len);
+	if (*name_idx == 0)
 		return NULL;
-	uint32_t words = 1 + nt_words_for_bytes((uint32_t)plen);
-	nt_arg_header *h = nt_bytes_grow(rec, words * 8u);
-	if (h == NULL) {
+	uint64_t *q = nt_bytes_grow(rec, (1 + nt_words_for_bytes((uint32_t)plen)) * 8u);
+	if (q == NULL)
 		nt_imp_oom(im);
-		return NULL;
-	}
-	*h = (nt_arg_header){ .type = type, .size_words = (uint8_t)(words > 255 ? 0 : words),
-			      .name = (uint16_t)name_idx, .value32 = value32 };
-	return (uint8_t *)(h + 1);
+	return q;
 }
 
-/* Appends one argument to the record being built. */
-static int put_arg(nt_importer *im, nt_bytes *rec, const char *name, uint8_t type, uint32_t value32,
-		   const void *payload, size_t plen)
+/* Appends one fixed-size argument (nt_arg_put_fixed: an integer that fits 32 bits takes
+ * one word, else two). */
+static int put_fixed(nt_importer *im, nt_bytes *rec, const char *name, unsigned type,
+		     uint64_t v)
 {
-	uint8_t *at = grow_arg(im, rec, name, strlen(name), type, value32, plen);
-	if (at != NULL && plen)
-		memcpy(at, payload, plen);
-	return at != NULL;
+	uint32_t name_idx;
+	uint64_t *q = grow_arg(im, rec, name, strlen(name), (NT_ARG_FIXED_MAX_WORDS - 1) * 8u,
+			       &name_idx);
+	if (q == NULL)
+		return 0;
+	uint64_t *end = nt_arg_put_fixed(q, type, name_idx, v);
+	rec->len -= (size_t)(q + NT_ARG_FIXED_MAX_WORDS - end) * 8u;
+	return 1;
 }
 
-static int put_int(nt_importer *im, nt_bytes *rec, const char *name, int64_t v)
+/* Appends an argument of `type` whose payload is `len` bytes at p (value32 in its header). */
+static int put_bytes(nt_importer *im, nt_bytes *rec, const char *name, unsigned type,
+		     uint32_t value32, const void *p, size_t len)
 {
-	if (v >= INT32_MIN && v <= INT32_MAX)
-		return put_arg(im, rec, name, NT_ARG_INT32, (uint32_t)(int32_t)v, NULL, 0);
-	return put_arg(im, rec, name, NT_ARG_INT64, 0, &v, 8);
+	uint32_t name_idx;
+	uint64_t *q = grow_arg(im, rec, name, strlen(name), len, &name_idx);
+	if (q != NULL)
+		nt_arg_put_bytes(q, name_idx, type, value32, len ? p : "", (uint32_t)len);
+	return q != NULL;
 }
 
-static int put_u64(nt_importer *im, nt_bytes *rec, const char *name, uint64_t v)
+/* Appends a string argument of `len` bytes. */
+static int put_string(nt_importer *im, nt_bytes *rec, const char *name, const char *s,
+		      size_t len)
 {
-	if (v <= UINT32_MAX)
-		return put_arg(im, rec, name, NT_ARG_UINT32, (uint32_t)v, NULL, 0);
-	return put_arg(im, rec, name, NT_ARG_UINT64, 0, &v, 8);
+	return put_bytes(im, rec, name, NT_ARG_STRING, (uint32_t)len, s, len);
 }
 
 static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_field *f,
@@ -188,11 +194,11 @@ static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_fiel
 	case NT_T2_TYPE_NEST:
 		if (!nt_json_int64(v, &i))
 			return nt_imp_fail(im, col(lc, v), "\"%s\" must be an integer", f->key);
-		return put_int(im, rec, f->key, i);
+		return put_fixed(im, rec, f->key, NT_ARG_INT64, (uint64_t)i);
 	case NT_T2_TYPE_BOOL:
 		if (v->type != NT_JSON_TRUE && v->type != NT_JSON_FALSE)
 			return nt_imp_fail(im, col(lc, v), "\"%s\" must be true or false", f->key);
-		return put_arg(im, rec, f->key, NT_ARG_BOOL, v->type == NT_JSON_TRUE, NULL, 0);
+		return put_fixed(im, rec, f->key, NT_ARG_BOOL, v->type == NT_JSON_TRUE);
 	case NT_T2_TYPE_SECS:
 	case NT_T2_TYPE_NSECS:
 		if (!nt_json_fixed(v, 6, &u))
@@ -204,16 +210,16 @@ static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_fiel
 				return nt_imp_fail(im, col(lc, v), "\"%s\" is too large", f->key);
 			u *= 1000;
 		}
-		return put_u64(im, rec, f->key, u);
+		return put_fixed(im, rec, f->key, NT_ARG_UINT64, u);
 	case NT_T2_TYPE_JSON:
 		/* data_json: the JSON text is kept verbatim (Git writes it with jw_object_sub_jw). */
-		return put_arg(im, rec, f->key, NT_ARG_STRING, (uint32_t)v->n, v->p, v->n);
+		return put_string(im, rec, f->key, v->p, v->n);
 	case NT_T2_TYPE_STR:
 	case NT_T2_TYPE_TEXT: {
 		char *s = decode(im, lc, v, f->key, &len);
 		if (s == NULL)
 			return 0;
-		int ok = put_arg(im, rec, f->key, NT_ARG_STRING, (uint32_t)len, s, len);
+		int ok = put_string(im, rec, f->key, s, len);
 		free(s);
 		return ok;
 	}
@@ -231,16 +237,14 @@ static int put_field(nt_importer *im, line_ctx *lc, nt_bytes *rec, const t2_fiel
 			if (s != NULL && at == NULL)
 				nt_imp_oom(im);
 			if (at != NULL) {
-				uint32_t l32 = (uint32_t)len;
-				memcpy(at, &l32, 4);
-				memcpy(at + 4, s, len);
+				nt_arg_put_item(at, s, (uint32_t)len);
 				count++;
 			}
 			ok = at != NULL;
 			free(s);
 		}
 		if (ok)
-			ok = put_arg(im, rec, f->key, NT_ARG_STRING_LIST, count, list.p, list.len);
+			ok = put_bytes(im, rec, f->key, NT_ARG_STRING_LIST, count, list.p, list.len);
 		free(list.p);
 		return ok;
 	}
@@ -276,14 +280,12 @@ static int put_kept(nt_importer *im, line_ctx *lc, nt_bytes *rec)
 		else if (klen > NT_MAX_STRING_LENGTH)
 			ok = nt_imp_fail(im, col(lc, k), "a key longer than %u bytes",
 					 NT_MAX_STRING_LENGTH);
-		uint8_t *at = ok ? grow_arg(im, rec, name, klen, NT_ARG_JSON, (uint32_t)i,
-					    4 + v->n) : NULL;
+		uint32_t name_idx;
+		uint64_t *q = ok ? grow_arg(im, rec, name, klen, 4 + v->n, &name_idx) : NULL;
 		free(name);
-		if (at == NULL)
+		if (q == NULL)
 			return 0;
-		uint32_t n32 = (uint32_t)v->n;
-		memcpy(at, &n32, 4);
-		memcpy(at + 4, v->p, v->n);
+		nt_arg_put_json(q, name_idx, (uint32_t)i, v->p, (uint32_t)v->n);
 	}
 	return 1;
 }
@@ -418,12 +420,11 @@ static int put_record(nt_importer *im, line_ctx *lc, nt_bytes *rec, int type,
 				   .callsite = (uint16_t)site->callsite };
 	int ok = 1;
 	if (unknown != NULL)
-		ok = put_arg(im, rec, NT_T2_ARG_EVENT, NT_ARG_STRING, (uint32_t)unknown_len, unknown,
-			     unknown_len);
+		ok = put_string(im, rec, NT_T2_ARG_EVENT, unknown, unknown_len);
 	if (ok && site->empty_category)
-		ok = put_arg(im, rec, NT_T2_ARG_CATEGORY, NT_ARG_STRING, 0, NULL, 0);
+		ok = put_string(im, rec, NT_T2_ARG_CATEGORY, "", 0);
 	if (ok && site->empty_label)
-		ok = put_arg(im, rec, NT_T2_ARG_LABEL, NT_ARG_STRING, 0, NULL, 0);
+		ok = put_string(im, rec, NT_T2_ARG_LABEL, "", 0);
 	const t2_field_list *fl = &t2_fields[type];
 	for (const t2_field *f = fl->row; ok && f < fl->row + fl->n; f++) {
 		const nt_json_value *v = recorded_row(f) ? member(lc, f->key) : NULL;

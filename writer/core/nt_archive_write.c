@@ -150,15 +150,6 @@ static int write_records(out_file *o, uint64_t start, uint64_t *events)
 	return err ? err : o->err;
 }
 
-void nt_record_save_failure(int err, uint64_t unsaved)
-{
-	uint32_t none = 0;
-	__atomic_compare_exchange_n(nt_header_u32(NT_HDR_SAVE_ERRNO), &none, (uint32_t)err, 0,
-				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	if (unsaved)
-		nt_count_drop(nt_S.dropped_unsaved, unsaved);
-}
-
 /* An arena in memory whose archive could not be written whole (`err`): the file is cut at
  * the last record boundary on disk and its header rewritten, in place, with the reason and
  * the events not saved; 0, or the errno that stopped even that. */
@@ -196,7 +187,7 @@ static int keep_what_was_saved(out_file *o, nt_archive_info *info, int err)
 /* Says what happened and puts the file in place: whole (err 0), or, when the archive could
  * not be written whole, the partial one (kept 0) or nothing (a file-backed arena keeps its
  * events and records the reason in its header). */
-static int finish_result(const char *path, const char *tmp, int err, int kept,
+static nt_result finish_result(const char *path, const char *tmp, int err, int kept,
 			 const nt_archive_info *info)
 {
 	/* A link at `path` is refused, never followed or replaced (nt_file_publish). */
@@ -229,7 +220,7 @@ static int finish_result(const char *path, const char *tmp, int err, int kept,
 	return err == ENOMEM ? NT_ERR_NO_MEMORY : NT_ERR_IO;
 }
 
-int nt_archive_write(const char *path, const nt_archive_info *info_in)
+nt_result nt_archive_write(const char *path, const nt_archive_info *info_in)
 {
 	nt_archive_info info = *info_in;
 	out_file *o = malloc(sizeof(*o));

@@ -58,7 +58,7 @@ static void arena_unmap(void)
 	nt_S.manager_buffer = 0;
 }
 
-static int map_file(const char *path, size_t size)
+static nt_result map_file(const char *path, size_t size)
 {
 	if (strlen(path) > 4096) {
 		nt_set_error("nt_start: path is longer than 4096 bytes");
@@ -123,7 +123,7 @@ void nt_arena_forget(void)
 
 /* The layout of an arena of these sizes (format/nt_arena_layout.h), or a message naming
  * the refused size, from `who`. */
-static int layout_for(const char *who, size_t buffer_size, size_t chunk_size, nt_arena_layout *L)
+static nt_result layout_for(const char *who, size_t buffer_size, size_t chunk_size, nt_arena_layout *L)
 {
 	switch (nt_arena_layout_compute(buffer_size, chunk_size, L)) {
 	case NT_LAYOUT_OK:
@@ -163,7 +163,7 @@ static void arena_adopt(const nt_arena_layout *L, int mode)
 	nt_S.durable_head = 0;
 }
 
-int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path)
+nt_result nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path)
 {
 	nt_arena_layout L;
 	int rc = layout_for("nt_start", buffer_size, chunk_size, &L);
@@ -244,7 +244,7 @@ static void prefault_in_background(void *m, size_t len, int lazily)
 	pthread_attr_destroy(&attr);
 }
 
-int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
+nt_result nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
 {
 	nt_arena_layout L;
 	int rc = layout_for("the trace manager's buffer", buffer_size, chunk_size, &L);
@@ -286,7 +286,7 @@ int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode)
 	return NT_OK;
 }
 
-int nt_arena_publish(nt_archive_info *info)
+nt_result nt_arena_publish(nt_archive_info *info)
 {
 	info->layout = NT_LAYOUT_ARENA;
 	info->data_offset = NT_ARENA_HEADER_BYTES;

@@ -24,7 +24,6 @@
 #include "nt_internal.h"
 
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGPIPE };
-nt_core_hooks nt_hooks;
 
 /* Atomic stores: a trace manager's provider thread may start a session (and call
  * on_durable_cleared) while a layer sets its hooks on another thread. */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "nt_internal.h"
+#include "nt_arg_encode.h"
 
 typedef struct nt_thread_state {
 	uint8_t *cur; /* next record */
@@ -67,8 +68,6 @@ static inline uint64_t fast_ticks(void)
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
-
-uint32_t nt_session_tag_;
 
 static void release_owned_chunk(nt_thread_state *t)
 {
@@ -351,69 +350,17 @@ static uint32_t size_args(const nt_arg *args, uint32_t n, uint32_t head, uint32_
 	return total;
 }
 
-/* One fixed-size argument at q: the one encoding of each fixed-size type, for the generic
- * path (encode_args) and the fast path alike. Returns the word after it. Tests in order of
- * likelihood, not a switch: a jump table costs an indirect jump and registers. */
-static inline __attribute__((always_inline)) uint64_t *put_fixed_arg(uint64_t *q, unsigned type,
-								     uint64_t name, uint64_t v)
-{
-	uint64_t head = name << 16;
-	if (__builtin_expect(type == NT_ARG_INT64, 1)) { /* NT_I64 and NT_I32 */
-		if (__builtin_expect((uint64_t)(int64_t)(int32_t)v == v, 1)) {
-			q[0] = head | NT_ARG_INT32 | 1u << 8 | v << 32;
-			return q + 1;
-		}
-	} else if (type == NT_ARG_UINT64) {
-		if (__builtin_expect(v <= UINT32_MAX, 1)) {
-			q[0] = head | NT_ARG_UINT32 | 1u << 8 | v << 32;
-			return q + 1;
-		}
-	} else if (type == NT_ARG_BOOL) {
-		q[0] = head | NT_ARG_BOOL | 1u << 8 | (uint64_t)(v != 0) << 32;
-		return q + 1;
-	} else if (type != NT_ARG_DOUBLE && type != NT_ARG_POINTER) {
-		/* A descriptor not from nt_fixed_desc_: recorded as None, as encode_args does. */
-		q[0] = head | NT_ARG_NONE | 1u << 8;
-		return q + 1;
-	}
-	q[0] = head | type | 2u << 8;
-	q[1] = v;
-	return q + 2;
-}
-
-/* A string argument at q, for both paths: `len` bytes of s, zero padding to a whole word.
- * Returns the word after it. */
-static uint64_t *put_string_arg(uint64_t *q, uint32_t name, const char *s, uint32_t len)
-{
-	uint32_t padded = nt_words_for_bytes(len) * 8;
-	q[0] = (uint64_t)name << 16 | NT_ARG_STRING | (uint64_t)(1 + padded / 8) << 8 |
-	       (uint64_t)len << 32;
-	/* The padding is the rest of the last word: zero it, then copy over it (one store
-	 * instead of a memset call). */
-	if (padded != 0)
-		q[padded / 8] = 0;
-	memcpy(q + 1, s, len);
-	return q + 1 + padded / 8;
-}
-
-/* A string-list argument at p (the generic path only): each string as a 4-byte length and
- * its bytes, up to `bytes`, zero padding to a whole word. Returns the byte after it. */
+/* A string-list argument at p (the generic path only): its items up to `bytes`, zero
+ * padding to a whole word. Returns the byte after it. */
 static uint8_t *put_string_list_arg(uint8_t *p, uint32_t name, const char *const *v,
 				    uint32_t bytes)
 {
-	nt_arg_header *h = (nt_arg_header *)(void *)p;
-	uint32_t padded = nt_words_for_bytes(bytes) * 8, pos = 0, count = 0;
-	for (; v != NULL && *v != NULL && pos < bytes; v++, count++) {
-		uint32_t len = (uint32_t)strlen(*v);
-		memcpy(p + 8 + pos, &len, 4);
-		memcpy(p + 12 + pos, *v, len);
-		pos += 4 + len;
-	}
-	memset(p + 8 + pos, 0, padded - pos);
-	h->name = (uint16_t)name;
-	h->type = NT_ARG_STRING_LIST;
-	h->value32 = count;
-	h->size_words = (uint8_t)(1 + padded / 8);
+	uint32_t padded = nt_words_for_bytes(bytes) * 8, count = 0;
+	uint8_t *at = p + 8;
+	for (; v != NULL && *v != NULL && (uint32_t)(at - (p + 8)) < bytes; v++, count++)
+		at = nt_arg_put_item(at, *v, (uint32_t)strlen(*v));
+	memset(at, 0, padded - (uint32_t)(at - (p + 8)));
+	*(uint64_t *)(void *)p = nt_arg_string_list_head(name, count, bytes);
 	return p + 8 + padded;
 }
 
@@ -425,11 +372,11 @@ static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *a
 		uint64_t *q = (uint64_t *)(void *)p;
 		if (a->type == NT_ARG_STRING) {
 			const char *s = a->value.str ? a->value.str : "(null)";
-			p = (uint8_t *)put_string_arg(q, site->arg_names[i], s, str_len[i]);
+			p = (uint8_t *)nt_arg_put_string(q, site->arg_names[i], s, str_len[i]);
 		} else if (a->type == NT_ARG_STRING_LIST) {
 			p = put_string_list_arg(p, site->arg_names[i], a->value.ptr, str_len[i]);
 		} else {
-			p = (uint8_t *)put_fixed_arg(q, a->type, site->arg_names[i], a->value.u64);
+			p = (uint8_t *)nt_arg_put_fixed(q, a->type, site->arg_names[i], a->value.u64);
 		}
 	}
 	return p;
@@ -627,13 +574,13 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 	/* arg_names[] was filled before the state that made the site current (acquire). */
 	const uint16_t *names = site->arg_names;
 	uint64_t *q = (uint64_t *)(void *)(p + 8);
-	q = put_fixed_arg(q, (desc >> 16) & 15u, names[0], v0);
+	q = nt_arg_put_fixed(q, (desc >> 16) & 15u, names[0], v0);
 	if (n > 1)
-		q = put_fixed_arg(q, (desc >> 20) & 15u, names[1], v1);
+		q = nt_arg_put_fixed(q, (desc >> 20) & 15u, names[1], v1);
 	if (n > 2)
-		q = put_fixed_arg(q, (desc >> 24) & 15u, names[2], v2);
+		q = nt_arg_put_fixed(q, (desc >> 24) & 15u, names[2], v2);
 	if (n > 3)
-		q = put_fixed_arg(q, (desc >> 28) & 15u, names[3], v3);
+		q = nt_arg_put_fixed(q, (desc >> 28) & 15u, names[3], v3);
 	t->cur = (uint8_t *)q;
 	/* The body is written: the store of word 0 (its size in words at bits 8..15) publishes
 	 * the whole record. */
@@ -683,10 +630,10 @@ static __attribute__((noinline)) int emit_fixed_strings(nt_callsite *site, uint3
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned type = (desc >> (16 + 4 * i)) & 15u;
 		if (type == NT_ARG_STRING)
-			q = put_string_arg(q, names[i],
+			q = nt_arg_put_string(q, names[i],
 					   v[i] ? (const char *)(uintptr_t)v[i] : "(null)", len[i]);
 		else
-			q = put_fixed_arg(q, type, names[i], v[i]);
+			q = nt_arg_put_fixed(q, type, names[i], v[i]);
 	}
 	t->cur = (uint8_t *)q;
 	nt_store_release_64((uint64_t *)(void *)p, event_word(desc & 0xffu, 0, st, (uint32_t)delta) |

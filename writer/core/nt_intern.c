@@ -49,7 +49,7 @@ static void hs_free(void *p, size_t n, bool defer)
 
 static struct ck_malloc hs_allocator = { .malloc = hs_malloc, .free = hs_free };
 
-int nt_intern_init(void)
+nt_result nt_intern_init(void)
 {
 	if (nt_S.strings_ready) {
 		ck_hs_destroy(&nt_S.strings);

@@ -30,125 +30,10 @@
 #include "nt_arena_layout.h"
 #include "nt_atomic.h"
 #include "nt_clock.h"
+#include "nt_state.h"
 #include "nt_zchunk.h"
 #include "nt_format.h"
 #include "nt_record.h"
-
-#define NT_CACHELINE 64
-#define NT_TAG_GEN_SHIFT 17
-#define NT_TAG_GEN_MAX 0x7FFDu        /* generations 0x7FFE and 0x7FFF are tags of their own */
-#define NT_TAG_HALTED ((0x7FFFu << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED)
-/* A fork() child's pending session (nt_fork.c): nonzero, so the event macros call in, and of
- * a generation no call site has, so every event takes the cold path, whose first call starts
- * the child's own session. */
-#define NT_TAG_FORKED ((0x7FFEu << NT_TAG_GEN_SHIFT) | NT_SITE_ENABLED)
-#define NT_SITE_INDEX_MASK 0xFFFFu
-#define NT_TAG_EPOCH_MASK 0xFFFFu /* the low bits of the tag number the start/stop runs */
-
-/* A site state is valid for tag `tag` when generation and enabled bit agree (the low 16 bits
- * are the site's index in one and the run epoch in the other). */
-static inline int nt_site_current(uint32_t state, uint32_t tag)
-{
-	return ((state ^ tag) & ~(uint32_t)NT_SITE_INDEX_MASK) == 0;
-}
-/* Registered in the generation of `tag`, whether its category is enabled or not. */
-static inline int nt_site_registered(uint32_t state, uint32_t tag)
-{
-	return (((state | NT_SITE_ENABLED) ^ tag) & ~(uint32_t)NT_SITE_INDEX_MASK) == 0;
-}
-
-/* nt_session.compact_args: bit 31 set when the site has a CallSiteArgs record; bits 16..19
- * the arguments whose values are signed; bits 0..15 their types, four bits each, as in the
- * fast path's descriptor (nanotrace.h: nt_fixed_desc_ bits 16..31). */
-#define NT_COMPACT_SITE_VALID (1u << 31)
-#define NT_COMPACT_SITE_SIGNED_SHIFT 16
-
-typedef struct nt_session {
-	/* Read on every event: kept together and never written while recording. */
-	uint8_t *durable;
-	uint8_t *rolling;
-	uint64_t *slot_overwritten; /* per slot, in the mapping after the rolling halves: the
-				       events circular mode overwrote there (see nt_arena.c) */
-	uint32_t chunk_size;
-	uint32_t chunks_per_half;
-	uint32_t nslots;
-	int mode;
-
-	/* Counters inside the mapped header (see nt_header_counter). */
-	uint64_t *events_dropped;
-	uint64_t *dropped_rolling_full;
-	uint64_t *dropped_durable_full;
-	uint64_t *dropped_stopped;
-	uint64_t *dropped_unsaved; /* saving stopped (SAVE_ERRNO): nt_record_save_failure */
-	uint64_t *events_overwritten;
-	uint64_t *wraps;
-	uint64_t *durable_dropped;
-	uint64_t *values_truncated;
-	uint64_t *chunks_claimed;
-	uint64_t *buffers_saved;
-	uint64_t *events_closed; /* EVENTS_WRITTEN of a oneshot or circular arena: the events of
-				    its closed chunks, added as each closes, so that a cut copy of
-				    a killed process's arena says how many it lost. NULL when
-				    streaming (the saver keeps EVENTS_WRITTEN: nt_stream.c) and in
-				    a trace manager's buffer */
-
-	/* Streaming mode (nt_stream.c). A half generation g is the g-th use of a rolling half
-	 * (sequences g * cph ... (g + 1) * cph - 1). Generation g may be written once g - 2 is
-	 * saved; a slot may be reused once the saver holds all of its closed chunk. */
-	uint64_t full_gens __attribute__((aligned(NT_CACHELINE))); /* generations complete */
-	uint32_t full_signal;  /* futex word: bumped when full_gens grows */
-	uint64_t saved_gens __attribute__((aligned(NT_CACHELINE))); /* generations saved */
-	uint64_t *saved_claim; /* per slot, in the mapping after the overwrite counters: the
-				  claim word of the chunk the saver holds in full (written by the
-				  saver, format/nt_arena_saver.c, in this process or the manager) */
-	int fd;                /* the archive, for appending the saved stream; or the manager's
-				  memfd */
-
-	/* Written by chunk claims, one cache line each so claims do not slow each other. */
-	uint64_t next_seq __attribute__((aligned(NT_CACHELINE)));
-	uint32_t rolling_full; /* oneshot: every slot has been handed out */
-	uint64_t durable_head __attribute__((aligned(NT_CACHELINE)));
-
-	/* Slow-path state, guarded by intern_lock. */
-	pthread_mutex_t intern_lock __attribute__((aligned(NT_CACHELINE)));
-	ck_hs_t strings;
-	int strings_ready;
-	uint32_t next_string;
-	uint32_t next_callsite;
-	uint32_t next_thread;
-	uint8_t final_state;
-	/* By call-site index: what the site's CallSiteArgs record declared (NT_COMPACT_SITE_*),
-	 * 0 when its events with arguments are never compact. Written under intern_lock before
-	 * the site's state is published (release); read by the fast path after it loaded that
-	 * state (acquire). */
-	uint32_t compact_args[NT_COMPACT_MAX_CALLSITE + 1];
-
-	/* Set by nt_start(). */
-	uint8_t *map;
-	size_t map_size;
-	int file_backed;         /* a shared mapping: the output file, or the manager's memfd */
-	int manager_buffer;      /* the arena is the trace manager's memfd (nt_arena_map_fd) */
-	int map_lazily;          /* a fork() child: fault the manager's buffer in on a thread */
-	nt_arena_layout layout;  /* where each part of the arena lives */
-	unsigned file_mode;
-	int compression_level;   /* of saved archives' chunks (format/nt_zchunk.h); 0 = none */
-	char *path;                               /* the file-backed arena, or NULL */
-	uint32_t hdr_field[NT_HDR_FIELD_COUNT];   /* byte offset of each header field in map */
-	uint64_t durable_size;
-	uint32_t generation;
-	uint32_t epoch;          /* start/stop run, the low 16 bits of the tag */
-	uint32_t rolling_clears; /* times the events were cleared: threads restart ordinals */
-	nt_callsite *sites;      /* every registered site, to reset on generation wrap */
-	int ran;                 /* a run has started since initialize: the arena holds data */
-	int started;
-	int forked_from;         /* a fork() child: the pid whose session it left, else 0 */
-	uint64_t ticks_per_second;
-	nt_clock_pair start_pair;
-	char *categories; /* comma-separated patterns, or NULL for all */
-	char process_name[NT_HDR_MAX_STRING + 1];
-} nt_session;
-
-extern nt_session nt_S;
 
 /* nt_env.c: the compression level a session uses (0 = none) for nt_config's
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
@@ -158,16 +43,6 @@ int nt_compression_level(int cfg_level);
 int nt_env_clock_choice(const char *v);
 
 /* nt_session.c */
-/* FINISHED: stopped, but the archive is not written yet (nt_finish failed: it may be called
- * again); DONE: the archive is written, and a second nt_finish is a mistake to report. */
-enum {
-	SESSION_IDLE = 0,
-	SESSION_READY = 1,
-	SESSION_RECORDING = 2,
-	SESSION_FINISHED = 3,
-	SESSION_DONE = 4,
-};
-void nt_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Validate `cfg`, map the arena and publish its header; recording is not started. */
 nt_result nt_session_initialize(const nt_config *cfg);
 /* Counters that restart when events are cleared. */
@@ -177,21 +52,11 @@ void nt_session_reset_counters(void);
 int nt_session_record_end(uint8_t reason, int sig);
 /* nt_finish() with the reason recorded in the archive. */
 nt_result nt_session_finish(const char *path, uint8_t reason);
-/* Stop recording for the whole process because of `final_state` (durable or index full):
- * later events are counted as dropped. */
-void nt_session_halt(uint8_t final_state);
-
-/* Count `n` events dropped for `reason` (one of the dropped_* counters). */
-static inline void nt_count_drop(uint64_t *reason, uint64_t n)
-{
-	nt_add_64(reason, n);
-	nt_add_64(nt_S.events_dropped, n);
-}
 
 /* nt_arena.c */
 /* Map the arena (of the file at `path`, or anonymous when NULL). The file appears at `path`
  * only once its header is written, via nt_arena_publish(). */
-int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
+nt_result nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *path);
 /* Map the arena on `fd`, a memfd the trace manager made and sized to the layout's map_size
  * (format/nt_arena_layout.h): it is mapped shared, never resized, and closed by
  * nt_arena_forget()/the next map. The arena is as nt_arena_map() leaves it (no path: its
@@ -201,24 +66,12 @@ int nt_arena_map(size_t buffer_size, size_t chunk_size, int mode, const char *pa
  * not exactly the layout's map_size; NT_ERR_IO when it cannot be mapped. On failure `fd`
  * stays the caller's (not closed); on success it is the arena's. Cost: one mmap that
  * populates the whole buffer. */
-int nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode);
+nt_result nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mode);
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
-int nt_arena_publish(nt_archive_info *info);
+nt_result nt_arena_publish(nt_archive_info *info);
 /* In a fork() child: let go of the parent's file, fd and mapping (nt_arena.c). */
 void nt_arena_forget(void);
-static inline uint64_t *nt_header_u64(int field)
-{
-	return (uint64_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
-}
-static inline uint8_t *nt_header_u8(int field)
-{
-	return nt_S.map + nt_S.hdr_field[field];
-}
-static inline uint32_t *nt_header_u32(int field)
-{
-	return (uint32_t *)(void *)(nt_S.map + nt_S.hdr_field[field]);
-}
 /* The reason an event finds no chunk to write into: saving stopped (a streaming saver's
  * write failed, so no slot is freed again), else a full rolling buffer. */
 static inline uint64_t *nt_no_chunk_reason(void)
@@ -261,7 +114,7 @@ static inline nt_chunk_header *nt_chunk_slot(uint32_t slot)
 
 /* nt_stream.c: streaming mode. */
 /* Start the provider and saver threads; `fresh` for the first run of a buffer. */
-int nt_stream_start(int fresh);
+nt_result nt_stream_start(int fresh);
 /* The same with the saver at the other end of `fifo_fd` (the trace manager): this process
  * runs only the provider thread, which speaks format/nt_fifo.h on fifo_fd (never closed
  * here). All the streaming packets of a run are the stream code's: STARTED is sent by its
@@ -273,7 +126,7 @@ int nt_stream_start(int fresh);
  * wait; a manager that closes, errs or answers wrongly is not asked again this run (writers
  * drop and count at the unsaved half); a stop waits at most 2 s for the pending answer and
  * the final save together. Answers left over from a previous run are discarded at start. */
-int nt_stream_start_remote(int fresh, int fifo_fd);
+nt_result nt_stream_start_remote(int fresh, int fifo_fd);
 void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
@@ -281,11 +134,9 @@ void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in
 
 /* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
 void nt_crash_handlers_install(void);
-/* The hooks layers registered (nt_core.h); every member may be NULL. */
-extern nt_core_hooks nt_hooks;
 
 /* nt_intern.c */
-int nt_intern_init(void);
+nt_result nt_intern_init(void);
 /* Index of `s` (at most NT_MAX_STRING_LENGTH bytes kept), interning it if new; 0 when the
  * durable region or the index space is full. Caller holds intern_lock. */
 uint32_t nt_intern_string(const char *s);
@@ -322,13 +173,9 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
 
 /* nt_archive_write.c */
 /* Write the archive of the current session (recording already stopped) to `path`. */
-int nt_archive_write(const char *path, const nt_archive_info *info);
+nt_result nt_archive_write(const char *path, const nt_archive_info *info);
 /* Events published in the arena's chunks now (what an archive written now would hold). */
 uint64_t nt_arena_event_count(void);
-/* Saving the live archive stopped on `err` (a write's errno, or ENOMEM): the first reason is
- * kept in the mapped header's SAVE_ERRNO, and `unsaved` events are counted as dropped with
- * reason DROPPED_UNSAVED, in place (stores only). */
-void nt_record_save_failure(int err, uint64_t unsaved);
 
 /* ---- The trace manager's provider (nt_registry.c, nt_registry_wire.c) ----------------
  * While the process is registered with a trace manager, the session belongs to the manager:

@@ -1,8 +1,8 @@
-/* nt_session.c - the session lifecycle: configure, start, halt, finish, counters, errors. */
+/* nt_session.c - the session lifecycle: configure, start, finish, counters, and the fork()
+ * handlers (the state it changes: nt_state.h; how it reports a failure: nt_error.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +11,6 @@
 
 #include "nt_internal.h"
 #include "nt_zchunk.h"
-
-nt_session nt_S = { .intern_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static uint64_t chunks_claimed(void)
 {
@@ -46,53 +44,9 @@ static void session_info(nt_archive_info *info)
 	info->forked_from = (uint32_t)nt_S.forked_from;
 }
 
-static __thread char last_error[512];
-
 const char *nt_version(void)
 {
 	return NT_VERSION_STRING; /* this library's, compiled in here: not the caller's header */
-}
-
-const char *nt_last_error(void)
-{
-	return last_error;
-}
-
-void nt_set_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	/* One line, as nt_last_error() promises, whatever a caller's string (a path, a pattern
-	 * from the environment) held. */
-	for (char *c = last_error; *c != '\0'; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-}
-
-int nt_mode_from_name(const char *name)
-{
-	static const char *const names[] = { [NT_MODE_ONESHOT] = "oneshot",
-					      [NT_MODE_CIRCULAR] = "circular",
-					      [NT_MODE_STREAMING] = "streaming" };
-	for (int m = 0; name != NULL && m < (int)(sizeof(names) / sizeof(names[0])); m++)
-		if (strcmp(name, names[m]) == 0)
-			return m;
-	return -1;
-}
-
-void nt_config_init(nt_config *cfg)
-{
-	if (cfg == NULL)
-		return;
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->struct_size = sizeof(*cfg);
-	cfg->buffer_size = 0; /* the mode's: nt_default_buffer_bytes() */
-	cfg->chunk_size = 0;
-	cfg->mode = NT_MODE_ONESHOT;
-	cfg->clock = NT_CLOCK_AUTO;
-	cfg->handle_signals = 1;
 }
 
 /* ---- fork() ----------------------------------------------------------------------------
@@ -259,7 +213,7 @@ static nt_result session_map(const nt_config *cfg, int memfd)
 static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 {
 	nt_session_install_fork_handlers();
-	last_error[0] = '\0';
+	nt_clear_error();
 	if (user_cfg == NULL) {
 		nt_set_error("nt_start: cfg is NULL");
 		return NT_ERR_INVALID_ARGUMENT;
@@ -369,21 +323,6 @@ void nt_session_reset_counters(void)
 		nt_store_64(nt_S.events_closed, 0);
 	nt_store_64(nt_S.wraps, 0);
 	nt_store_64(nt_S.values_truncated, 0);
-}
-
-void nt_session_halt(uint8_t final_state)
-{
-	if (nt_S.final_state == NT_FINAL_RECORDING) {
-		nt_S.final_state = final_state;
-		*nt_header_u8(NT_HDR_FINAL_STATE) = final_state;
-	}
-	nt_store_release_32(&nt_session_tag_, NT_TAG_HALTED);
-}
-
-int nt_is_recording(void)
-{
-	uint32_t tag = nt_load_32(&nt_session_tag_);
-	return tag != 0 && tag != NT_TAG_HALTED;
 }
 
 int nt_category_enabled(const char *category)

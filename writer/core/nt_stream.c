@@ -262,7 +262,7 @@ static void *provider_main(void *arg)
 
 /* ---- starting and stopping ----------------------------------------------------------- */
 
-static int stream_reset(int remote)
+static nt_result stream_reset(int remote)
 {
 	nt_arena_saver_free(st.saver);
 	st.saver = NULL;
@@ -284,7 +284,7 @@ static int stream_reset(int remote)
 	return NT_OK;
 }
 
-int nt_stream_start(int fresh)
+nt_result nt_stream_start(int fresh)
 {
 	if (st.running)
 		return NT_OK;
@@ -315,7 +315,7 @@ int nt_stream_start(int fresh)
 	return NT_OK;
 }
 
-int nt_stream_start_remote(int fresh, int fifo_fd)
+nt_result nt_stream_start_remote(int fresh, int fifo_fd)
 {
 	if (st.running)
 		return NT_OK;
