@@ -24,13 +24,13 @@ typedef struct text_ctx {
 	int header_done;
 } text_ctx;
 
-/* "%-<w>.<w>s": at most w bytes of s, padded with spaces to w. */
+/* "%-<w>.<w>s": at most w bytes of s, controls shown as '?', padded with spaces to w. */
 static void put_left(nt_out *o, const char *s, int w)
 {
 	size_t n = strnlen(s, (size_t)w);
-	char *p = nt_out_room(o, (size_t)w);
+	char *p = nt_out_room(o, (size_t)w + 1); /* + 1: nt_unctrl's NUL */
 	memcpy(p, s, n);
-	nt_unctrl(p, n);
+	n = nt_unctrl(p, n);
 	memset(p + n, ' ', (size_t)w - n);
 	nt_out_commit(o, (size_t)w);
 }

@@ -51,6 +51,9 @@ void nt_json_write_string(FILE *out, const char *str, size_t n)
 		if (len == 0) {
 			fputs("\\ufffd", out);
 			i++;
+		} else if (nt_is_utf8_c1(s + i, len)) {
+			fwrite(esc, 1, nt_json_escape_c1(esc, s[i + 1]), out);
+			i += len;
 		} else {
 			fwrite(s + i, 1, len, out);
 			i += len;

@@ -15,6 +15,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "../../format/nt_bundle.h"
 #include "../../format/nt_format.h"
+#include "../../runtime/nt_term_escape.h"
 #include "nt_progress.h"
 #include "nt_version.h"
 #include "trace_dump_follow.h"
@@ -66,6 +67,16 @@ static const char usage[] =
 	"with --salvage), or an output that could not be written. An archive that records\n"
 	"that its writer's saving stopped (a full disk) is read with a warning: exit 0.\n";
 
+/* Text from the input (a section's name inside a message, a path a directory listed) as it
+ * may reach a terminal: controls shown as '?' (runtime/nt_term_escape.h). One static
+ * buffer per argument slot: a message line shows at most two. */
+static const char *shown(int slot, const char *s)
+{
+	static char buf[2][8192];
+	nt_term_escape(buf[slot], sizeof(buf[slot]), s, strlen(s));
+	return buf[slot];
+}
+
 typedef struct err_ctx {
 	const char *path;
 	unsigned long count;
@@ -76,9 +87,10 @@ static void print_damage(void *ctx, uint64_t offset, const char *message)
 	err_ctx *e = ctx;
 	e->count++;
 	if (e->path)
-		fprintf(stderr, "trace-dump: %s: %s at byte %" PRIu64 "\n", e->path, message, offset);
+		fprintf(stderr, "trace-dump: %s: %s at byte %" PRIu64 "\n", shown(0, e->path),
+			shown(1, message), offset);
 	else
-		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", message, offset);
+		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", shown(1, message), offset);
 }
 
 /* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
@@ -98,9 +110,10 @@ static int is_trace2_format(const char *f)
 static void print_open_error(const nt_reader_error *err)
 {
 	if (err->offset)
-		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", err->message, err->offset);
+		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", shown(0, err->message),
+			err->offset);
 	else
-		fprintf(stderr, "trace-dump: %s\n", err->message);
+		fprintf(stderr, "trace-dump: %s\n", shown(0, err->message));
 }
 
 /* What the command line asks for. */
@@ -262,10 +275,10 @@ static void warn_save_stopped(const dump_args *d, const nt_reader *r)
 		if (nt_render_save_stopped(s->info, line, sizeof(line)) == NULL)
 			continue;
 		if (s->reader == r)
-			fprintf(stderr, "trace-dump: %s: %s\n", input_name(d), line);
+			fprintf(stderr, "trace-dump: %s: %s\n", shown(0, input_name(d)), line);
 		else
-			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): %s\n", s->source, s->pid,
-				line);
+			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): %s\n", shown(0, s->source),
+				s->pid, line);
 	}
 }
 
@@ -347,7 +360,8 @@ static int dump_one(dump_args *d)
 	int render_errno = errno;
 	nt_progress_end(&prog);
 	if (rc < 0 && ec.count == 0 && !ferror(stdout)) /* else: a write failed, said below */
-		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
+		fprintf(stderr, "trace-dump: %s: out of memory while reading\n",
+			shown(0, input_name(d)));
 	int status = flush_output(rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;
@@ -364,7 +378,7 @@ static int dump_ctf(dump_args *d)
 	nt_reader_error err;
 	int rc = nt_render_ctf(r, d->output, &d->opt, &err);
 	if (rc < 0)
-		fprintf(stderr, "trace-dump: %s\n", err.message);
+		fprintf(stderr, "trace-dump: %s\n", shown(0, err.message));
 	else if (ec.count > 0)
 		fprintf(stderr, "trace-dump: %s holds what could be read (its metadata's env "
 				"damage_reports = %lu)\n", d->output, ec.count);

@@ -21,6 +21,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 #include "trace_dump_follow.h"
+#include "../../runtime/nt_term_escape.h"
 
 static const char follow_usage[] =
 	"usage: trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS]\n"
@@ -155,8 +156,10 @@ static nt_follower *wait_for(const follow_args *a)
 		if ((there && (st.st_size > 0 || !S_ISREG(st.st_mode))) || (!there && errno != ENOENT)) {
 			nt_reader_error err;
 			nt_follower *f = nt_follow_open(a->path, &err);
+			char shown[sizeof(err.message)];
 			if (f == NULL)
-				fprintf(stderr, "trace-dump: %s\n", err.message);
+				fprintf(stderr, "trace-dump: %s\n", nt_term_escape_str(shown, sizeof(shown),
+										 err.message));
 			return f;
 		}
 		if (interrupted || (until >= 0 && now_s() >= until)) {
@@ -207,7 +210,9 @@ int trace_dump_follow(int argc, char **argv)
 		fprintf(stderr, "trace-dump: writing standard output: %s\n", strerror(errno ? errno : EIO));
 		status = 2;
 	} else if (st == NT_FOLLOW_FAILED) {
-		fprintf(stderr, "trace-dump: %s\n", nt_follow_error(f)[0] ? nt_follow_error(f) : "out of memory");
+		char shown[1024];
+		fprintf(stderr, "trace-dump: %s\n", nt_follow_error(f)[0] ? nt_term_escape_str(
+				shown, sizeof(shown), nt_follow_error(f)) : "out of memory");
 		status = 2;
 	} else if (st == NT_FOLLOW_ENDED) {
 		fprintf(stderr, "trace-dump: %s: the writer's process ended without finishing the "

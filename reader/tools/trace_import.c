@@ -17,6 +17,7 @@
 #include "nt_progress.h"
 #include "nt_version.h"
 #include "../common/nt_grow.h"
+#include "../../runtime/nt_term_escape.h"
 
 static const char usage[] =
 	"usage: trace-import [-o ARCHIVE] [--compression-level N] [--no-progress]\n"
@@ -152,7 +153,8 @@ static int import_stdin(void **archive, size_t *asize)
 	nt_trace2_import_error err;
 	int rc = nt_trace2_import(data, len, archive, asize, &err);
 	if (rc != 0)
-		fprintf(stderr, "trace-import: (standard input): %s\n", err.message);
+		fprintf(stderr, "trace-import: (standard input): %s\n",
+			nt_term_escape_str(err.message, sizeof(err.message), err.message));
 	free(data);
 	return rc == 0;
 }
@@ -257,7 +259,8 @@ int main(int argc, char **argv)
 		if (shown)
 			nt_progress_end(&prog);
 		if (!ok)
-			fprintf(stderr, "trace-import: %s\n", err.message);
+			fprintf(stderr, "trace-import: %s\n",
+				nt_term_escape_str(err.message, sizeof(err.message), err.message));
 	}
 	char def[4096];
 	if (ok && out == NULL) {
