@@ -197,6 +197,25 @@ static void print_header(text_ctx *t)
 		      t->wcat, "CATEGORY", t->wname, "NAME", "DURATION", "ARGS");
 }
 
+/* After the events: what each process's writer lost where no gap shows it (a full oneshot
+ * arena, circular overwrites before the oldest chunk kept), and saving that stopped. */
+static void print_losses(text_ctx *t, const nt_reader *r)
+{
+	char line[256];
+	uint32_t n = nt_reader_section_count(r);
+	for (uint32_t i = 0; i < n; i++) {
+		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		const nt_archive_info *in = n == 1 ? nt_reader_info(r) : sec->info;
+		char who[32] = ""; /* one line per process that lost some: whose, by the PID column */
+		if (n > 1)
+			snprintf(who, sizeof(who), "pid %" PRIu32 ": ", sec->pid);
+		if (nt_render_losses(in, line, sizeof(line)) != NULL)
+			nt_out_printf(&t->out, "-- %slost: %s\n", who, line);
+		if (nt_render_save_stopped(in, line, sizeof(line)) != NULL)
+			nt_out_printf(&t->out, "-- %s%s\n", who, line);
+	}
+}
+
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -220,9 +239,8 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error,
 					   .on_gap = on_gap };
 		rc = nt_reader_visit(r, &cb, t, copy.order, copy.policy);
-		char stopped[256];
-		if (rc >= 0 && nt_render_save_stopped(nt_reader_info(r), stopped, sizeof(stopped)))
-			nt_out_printf(&t->out, "-- %s\n", stopped);
+		if (rc >= 0)
+			print_losses(t, r);
 		for (uint32_t i = 0; i < t->nstacks; i++)
 			free(t->stacks[i]);
 		free(t->stacks);
@@ -273,12 +291,15 @@ static void follow_gap(void *ctx, const nt_reader_gap *g)
 }
 
 /* The end of one poll's output (nt_follow_loop): the titles even when nothing was
- * recorded yet, then the lines out. */
+ * recorded yet, the writer's losses once the archive is done, then the lines out. */
 static int text_after_poll(void *ctx, int status)
 {
 	text_ctx *t = ctx;
-	if (status != NT_FOLLOW_FAILED && nt_follow_reader(t->follow) != NULL)
+	const nt_reader *r = nt_follow_reader(t->follow);
+	if (status != NT_FOLLOW_FAILED && r != NULL)
 		follow_ready(t, 0);
+	if ((status == NT_FOLLOW_FINISHED || status == NT_FOLLOW_ENDED) && r != NULL)
+		print_losses(t, r); /* the header's final counts: the archive is done */
 	return nt_out_flush(&t->out) != 0 || t->oom;
 }
 

@@ -65,7 +65,9 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
 	"with --salvage), or an output that could not be written. An archive that records\n"
-	"that its writer's saving stopped (a full disk) is read with a warning: exit 0.\n";
+	"that its writer's saving stopped (a full disk) is read with a warning: exit 0. A\n"
+	"Trace2 format of inputs that hold no Trace2 message writes nothing, says so on\n"
+	"stderr, and exits 0 (as git writes nothing when Trace2 is off).\n";
 
 /* Text from the input (a section's name inside a message, a path a directory listed) as it
  * may reach a terminal: controls shown as '?' (runtime/nt_term_escape.h). One static
@@ -282,6 +284,24 @@ static void warn_save_stopped(const dump_args *d, const nt_reader *r)
 	}
 }
 
+/* What each process's writer lost (nt_render_losses), for the renderings that have no place
+ * for it in their own bytes (Git's Trace2 formats): a warning on stderr per section. */
+static void warn_losses(const dump_args *d, const nt_reader *r)
+{
+	char line[256];
+	uint32_t n = nt_reader_section_count(r);
+	for (uint32_t i = 0; i < n; i++) {
+		const nt_reader_section *s = nt_reader_section_at(r, i);
+		if (nt_render_losses(n == 1 ? nt_reader_info(r) : s->info, line, sizeof(line)) == NULL)
+			continue;
+		if (n == 1)
+			fprintf(stderr, "trace-dump: %s: lost: %s\n", shown(0, input_name(d)), line);
+		else
+			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): lost: %s\n",
+				shown(0, s->source), s->pid, line);
+	}
+}
+
 /* Where damage messages come from: a plain archive's are named here; a many-process
  * reader's name their file and section themselves. */
 static err_ctx damage_ctx(dump_args *d, nt_reader *r)
@@ -316,7 +336,19 @@ static nt_reader *open_for_render(dump_args *d, err_ctx *ec)
 	return r;
 }
 
-/* Git's Trace2 renderings of every process the inputs hold, as one stream. */
+/* Does any process of the inputs hold Trace2 messages (a Trace2 process record: written once
+ * a program initializes Trace2, one per SID in an imported log)? */
+static int has_trace2(const nt_reader *r)
+{
+	for (uint32_t i = 0; i < nt_reader_process_count(r); i++)
+		if (nt_reader_process_at(r, i) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Git's Trace2 renderings of every process the inputs hold, as one stream. An input with no
+ * Trace2 process renders as nothing, as git writes nothing when Trace2 is off: a script
+ * reading the stream gets what is there (exit 0), and a person is told why it is empty. */
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
@@ -329,6 +361,11 @@ static int dump_trace2(dump_args *d)
 		return 2;
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
+	warn_losses(d, r);
+	if (!has_trace2(r))
+		fprintf(stderr, "trace-dump: %s: no Trace2 messages (no process in it used Git's "
+				"Trace2): nothing to show as %s; --format text shows its events\n",
+			shown(0, input_name(d)), d->format);
 	nt_progress prog;
 	FILE *out = start_output(d, &prog);
 	errno = 0;

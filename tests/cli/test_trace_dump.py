@@ -584,3 +584,55 @@ def test_control_bytes_in_names_never_reach_the_terminal(demo):
     check('chrome escapes ESC', b'worker\\u001b0' in p.stdout and b'\x1b' not in p.stdout,
           repr(p.stdout[:200]))
     verify()
+
+
+def oneshot_that_dropped():
+    """A oneshot demo whose arena filled: its header counts drops no gap shows."""
+    p = path('dropped.ntrace')
+    remove_stale(p)
+    subprocess.run([DEMO, p, '--mode', 'oneshot', '--buffer-size', '65536', '--duration-ms',
+                    '200'], check=True, capture_output=True)
+    m = re.search(r'^dropped: (\d+) events \(rolling full (\d+)', run('--stats', p)[1], re.M)
+    assert m and int(m.group(1)) > 0, 'the demo dropped nothing'
+    return p, int(m.group(1))
+
+
+def test_oneshot_drops_are_said_by_every_renderer(demo):
+    """Issue 25 item 3: a oneshot arena that dropped events says so in text, in --follow's
+    text, and on stderr for Git's formats (whose stdout stays Git's bytes)."""
+    p, dropped = oneshot_that_dropped()
+    said = '-- lost: %d events dropped (rolling full %d' % (dropped, dropped)
+    rc, out, err = run(p)
+    check('text ends with the drops', rc == 0 and out.splitlines()[-1].startswith(said),
+          out.splitlines()[-1])
+    rc, out, err = run('--follow', p)
+    check('--follow text ends with the drops', rc == 0 and out.splitlines()[-1].startswith(said),
+          out.splitlines()[-1] + err)
+    for args in (['--format', 'event', p], ['--follow', '--format', 'normal', p]):
+        rc, out, err = run(*args)
+        check('%s: drops on stderr' % ' '.join(args[:-1]),
+              rc == 0 and out == '' and 'lost: %d events dropped' % dropped in err, err)
+    rc, out, err = run(demo)
+    check('an archive that lost nothing says nothing', '-- lost' not in out, out[-300:])
+    verify()
+
+
+def test_trace2_format_of_no_trace2_says_so(demo):
+    """Issue 25 item 5: a Trace2 format of an archive with no Trace2 message writes nothing
+    (git's bytes: none) but says why on stderr, exit 0 (trace-dump.1)."""
+    for fmt in ('normal', 'perf', 'event'):
+        for args in (['--format', fmt, demo], ['--follow', '--format', fmt, demo]):
+            rc, out, err = run(*args)
+            lines = err.splitlines()
+            check('%s: one line on stderr' % ' '.join(args[:-1]),
+                  rc == 0 and out == '' and len(lines) == 1 and 'no Trace2 messages' in lines[0]
+                  and demo in lines[0], repr((rc, out[:100], err)))
+    events_file = os.path.join(CORPUS, 'alias_git', 'event')
+    if os.path.isfile(events_file):
+        imported = path('t2-has.ntrace')
+        remove_stale(imported)
+        subprocess.run([TRACE_IMPORT, '-o', imported, events_file], check=True,
+                       capture_output=True)
+        rc, out, err = run('--format', 'event', imported)
+        check('Trace2 present: nothing said', rc == 0 and out and err == '', err)
+    verify()
