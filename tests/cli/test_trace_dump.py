@@ -636,3 +636,27 @@ def test_trace2_format_of_no_trace2_says_so(demo):
         rc, out, err = run('--format', 'event', imported)
         check('Trace2 present: nothing said', rc == 0 and out and err == '', err)
     verify()
+
+
+def test_chrome_other_data_carries_the_damage(demo):
+    """Issue 25 item 4: Chrome's otherData says what the trace lacks: drops by reason, events
+    lost in gaps, and a truncated archive's damage with its missing events; an intact
+    archive's otherData gains no key."""
+    p, dropped = oneshot_that_dropped()
+    other = json.loads(run('--format', 'chrome', p)[1])['otherData']
+    check('drops by reason', other.get('events_dropped_by_reason', {}).get('rolling_full')
+          == dropped == other['events_dropped'], str(other))
+    data = open(demo, 'rb').read()
+    cut = path('half.ntrace')
+    open(cut, 'wb').write(data[:len(data) // 2])
+    rc, out, err = run('--format', 'chrome', cut)
+    other = json.loads(out)['otherData']
+    missing = re.search(r'\((\d+) missing\)', err)
+    check('truncated: damage listed with its missing events',
+          rc == 2 and missing and other.get('damaged_places') == len(err.splitlines())
+          and any(missing.group(0) in d['message'] for d in other.get('damage', [])), str(other))
+    other = json.loads(run('--format', 'chrome', demo)[1])['otherData']
+    check('intact: no new keys', set(other) == {'producer', 'archive', 'processes',
+          'events_dropped', 'events_overwritten', 'wraps', 'unmatched_ends',
+          'unended_begins'}, str(other))
+    verify()

@@ -517,7 +517,11 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *op
  * process name metadata) that chrome://tracing and Perfetto UI open. An End with no open
  * Begin on its thread (overwritten, lost, or never made) is left out; a Begin never ended
  * stays open. "otherData", after "traceEvents", holds the losses and both counts
- * ("unmatched_ends", "unended_begins"). A counter carries its thread's tid as "id": one
+ * ("unmatched_ends", "unended_begins"), and, each only when it applies: the drops by reason
+ * ("events_dropped_by_reason": rolling_full, durable_full, stopped, not_saved), the events
+ * lost in gaps ("events_lost_in_gaps"), saving stopped ("saving_stopped",
+ * "dropped_unsaved"), and the damage ("damaged_places", and "damage": the first 100 as
+ * {"offset", "message"}; a truncated archive's says how many events are missing). A counter carries its thread's tid as "id": one
  * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out or a
  * write fails (see OUTPUT). */
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
@@ -569,7 +573,11 @@ const char *nt_render_losses(const nt_archive_info *info, char *buf, size_t cap)
  * - Packets: at most 64 KiB; their context holds timestamp_begin/_end, content_size,
  *   packet_size, packet_seq_num, events_discarded (the thread's events lost in gaps so
  *   far), pid, tid, procname (the process or section name) and thread_name.
- * - Losses the archive cannot place (its header's counters) and what the export changed
+ * - Losses no gap shows (the header's drops and overwrites beyond its gaps; a damaged
+ *   archive's events that its header counts as saved and the visit did not find) go into
+ *   an empty packet that ends the process's stream that ended last, so babeltrace2 warns of
+ *   them too (env events_lost_at_stream_ends counts them).
+ * - The header's counters (drops by reason, saving stopped) and what the export changed
  *   (timestamps that would go back, only in a hostile archive; NUL bytes inside strings,
  *   written as U+FFFD) are in the metadata's env, with the damage reports' count.
  * `dir` is made 0700 if missing; an existing empty directory is used; anything else there
