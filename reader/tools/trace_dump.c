@@ -425,6 +425,7 @@ static int dump_ctf(dump_args *d)
 
 int main(int argc, char **argv)
 {
+	argv[0] = "trace-dump"; /* getopt's messages name the program, not its path */
 	if (trace_dump_wants_follow(argc, argv))
 		return trace_dump_follow(argc, argv);
 	dump_args d = { .format = "text" };
