@@ -147,10 +147,12 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 	char pid[32] = ""; /* threads of two processes may share a tid: say whose it is */
 	if (t->wpid)
 		snprintf(pid, sizeof(pid), " (pid %" PRIu32 ")", g->thread->pid);
-	nt_out_printf(&t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
-			"%s lost (dropped or overwritten) before %s%.9f s\n",
-		g->events, g->thread->name, g->thread->tid, pid, rel < 0 ? "-" : "",
-		rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
+	nt_out_printf(&t->out, "-- gap: %" PRIu64 " event%s of thread ", g->events,
+		      g->events == 1 ? "" : "s");
+	nt_out_name(&t->out, g->thread->name);
+	nt_out_printf(&t->out, ":%" PRIu32 "%s lost (dropped or overwritten) before %s%.9f s\n",
+		      g->thread->tid, pid, rel < 0 ? "-" : "",
+		      rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
 	/* Durations cannot be matched across lost events: start the nesting afresh. */
 	nt_duration_stack *s = stack_of(t, g->thread->index);
 	if (s != NULL)

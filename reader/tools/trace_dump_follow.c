@@ -240,9 +240,9 @@ int trace_dump_follow(int argc, char **argv)
 	if (strcmp(a.format, "text") != 0 && (st == NT_FOLLOW_FINISHED || st == NT_FOLLOW_ENDED))
 		warn_trace2_done(&a, nt_follow_reader(f));
 	if (nt_follow_lost(f) > 0)
-		fprintf(stderr, "trace-dump: %s: %llu events lost before they could be shown "
+		fprintf(stderr, "trace-dump: %s: %llu event%s lost before they could be shown "
 				"(dropped by the writer, or overwritten first)\n",
-			a.path, (unsigned long long)nt_follow_lost(f));
+			a.path, (unsigned long long)nt_follow_lost(f), nt_follow_lost(f) == 1 ? "" : "s");
 	nt_follow_close(f);
 	return status;
 }

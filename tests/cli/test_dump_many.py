@@ -294,3 +294,12 @@ def test_section_name_cannot_drive_the_terminal(work):
     p = subprocess.run([DUMP, '--stats', out], stdout=subprocess.PIPE)
     assert b'ev?[31mil???X?Y?Z\xc3\xa9' in p.stdout and b'message: m?]0;t?' in p.stdout
     assert b'not readable: ' + out.encode() in p.stdout
+
+
+def test_one_section_is_singular(work):
+    """Issue 25 item 16: a bundle of one process says "1 section", not "1 sections"."""
+    one = make_bundle(os.path.join(work['dir'], 'one.ntrace'), work['paths'][0])
+    rc, out, err = run('--stats', one)
+    assert rc == 0 and re.search(r'^processes: 1 section$', out, re.M), out[:300]
+    rc, out, err = run('--stats', work['bundle'])
+    assert re.search(r'^processes: 3 sections$', out, re.M), out[:300]

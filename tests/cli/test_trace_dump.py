@@ -660,3 +660,38 @@ def test_chrome_other_data_carries_the_damage(demo):
           'events_dropped', 'events_overwritten', 'wraps', 'unmatched_ends',
           'unended_begins'}, str(other))
     verify()
+
+
+def test_c1_controls_in_names_never_reach_the_terminal(demo):
+    """Issue 25 item 7: C1 controls (0xc2 0x9b is CSI as UTF-8) and raw 0x9b in a thread's
+    name are shown as '?' in text (event lines and gap lines), --stats and error lines; Chrome
+    JSON escapes them (\\u009b). Singular counts say "1 event"."""
+    src = path('c1-circular.ntrace')
+    remove_stale(src)
+    subprocess.run([DEMO, src, '--mode', 'circular', '--buffer-size', '65536',
+                    '--duration-ms', '200'], check=True, capture_output=True)
+    data = open(src, 'rb').read()
+    hostile = data.replace(b'worker-1', b'wor\x9bker1')
+    for i in (b'0', b'2', b'3'):
+        hostile = hostile.replace(b'worker-' + i, b'worke\xc2\x9b' + i)
+    check('the demo names were found', hostile.count(b'\x9b') >= 4)
+    archive = path('c1-names.ntrace')
+    open(archive, 'wb').write(hostile)
+    c1 = re.compile(rb'\xc2[\x80-\x9f]|[\x80-\x9f]')
+    for args in ([], ['--stats'], ['--order', 'stream']):
+        p = subprocess.run([TRACE_DUMP, *args, archive], capture_output=True)
+        check('%s exits 0' % args, p.returncode == 0, p.stderr.decode())
+        bad = [l for l in p.stdout.split(b'\n') if c1.search(l.decode('utf-8', 'replace')
+                                                              .encode('latin-1', 'replace'))
+               or b'\x9b' in l]
+        check('%s shows no C1 control' % args, bad == [], repr(bad[:2]))
+        check('%s shows worke?N' % args, b'worke?' in p.stdout, repr(p.stdout[-300:]))
+    p = subprocess.run([TRACE_DUMP, archive], capture_output=True)
+    check('gap lines name the thread escaped', re.search(
+        rb'^-- gap: \d+ events? of thread (worke\?\d|wor\?ker1):', p.stdout, re.M) is not None,
+        repr(p.stdout[-500:]))
+    check('no "1 events"', b' 1 events ' not in p.stdout)
+    p = subprocess.run([TRACE_DUMP, '--format', 'chrome', archive], capture_output=True)
+    check('chrome escapes C1', b'worke\\u009b0' in p.stdout and b'\xc2\x9b' not in p.stdout,
+          repr(p.stdout[:300]))
+    verify()
