@@ -246,6 +246,9 @@ void nt_out_json_body(nt_out *o, const char *s, size_t n)
 		if (len == 0) {
 			nt_out_bytes(o, "\\ufffd", 6);
 			i++;
+		} else if (nt_is_utf8_c1((const unsigned char *)s + i, len)) {
+			nt_out_commit(o, nt_json_escape_c1(nt_out_room(o, 6), (unsigned char)s[i + 1]));
+			i += len;
 		} else {
 			nt_out_bytes(o, s + i, len);
 			i += len;

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../runtime/nt_term_escape.h"
+
 #define NT_OUT_CAP (64u * 1024u)
 /* The most bytes one nt_out_room() may ask for. */
 #define NT_OUT_ROOM_MAX 256u
@@ -79,39 +81,41 @@ static inline void nt_out_char(nt_out *o, char c)
 	o->len++;
 }
 
-/* Names come from the archive: in a format read on a terminal, a control byte (ESC of an
- * escape sequence among them) is shown as '?', so an archive cannot drive the terminal. */
-static inline void nt_unctrl(char *p, size_t n)
+/* Names come from the archive: in a format read on a terminal, a control (ESC of an escape
+ * sequence among them, C1 controls too) is shown as '?', so an archive cannot drive the
+ * terminal (runtime/nt_term_escape.h). In place: p holds n bytes and room for one more (the
+ * NUL written after); returns the new length, at most n. */
+static inline size_t nt_unctrl(char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
-			p[i] = '?';
+	return nt_term_escape(p, n + 1, p, n);
 }
 
-/* A NUL-terminated copy of s in dst (cap bytes, cut to fit), control bytes shown as '?':
- * for names printed with stdio. Returns dst. */
+/* A NUL-terminated copy of s in dst (cap bytes, cut to fit), controls shown as '?': for
+ * names printed with stdio. Returns dst. */
 static inline const char *nt_unctrl_copy(char *dst, size_t cap, const char *s)
 {
-	size_t n = strnlen(s, cap - 1);
-	memcpy(dst, s, n);
-	dst[n] = '\0';
-	nt_unctrl(dst, n);
+	nt_term_escape(dst, cap, s, strlen(s));
 	return dst;
 }
 
-/* A name: its bytes, control bytes shown as '?'. */
+/* A name: its bytes, controls shown as '?'. */
 static inline void nt_out_name(nt_out *o, const char *s)
 {
 	size_t n = strlen(s);
-	if (n <= 256) {
-		char *p = nt_out_room(o, n);
+	if (n < NT_OUT_ROOM_MAX) {
+		char *p = nt_out_room(o, n + 1);
 		memcpy(p, s, n);
-		nt_unctrl(p, n);
-		nt_out_commit(o, n);
+		nt_out_commit(o, nt_unctrl(p, n));
 		return;
 	}
-	for (; *s; s++) /* long names: rare */
-		nt_out_char(o, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	char part[257];
+	for (size_t i = 0; i < n;) { /* long names: rare; pieces cut between sequences */
+		size_t take = n - i < 256 ? n - i : 256;
+		while (take < n - i && take > 252 && ((unsigned char)s[i + take] & 0xC0) == 0x80)
+			take--;
+		nt_out_bytes(o, part, nt_term_escape(part, sizeof(part), s + i, take));
+		i += take;
+	}
 }
 
 /* n copies of c (padding). */
@@ -222,8 +226,20 @@ size_t nt_json_escape_byte(char *dst, unsigned char c);
 /* Length of the valid UTF-8 sequence at s (of n >= 1 bytes), or 0 if it is not valid
  * (overlong, surrogate, above U+10FFFF, cut short). */
 size_t nt_utf8_seq(const unsigned char *s, size_t n);
-/* The body of a JSON string as nt_json_write_string writes it: escapes, and U+FFFD for each
- * byte that does not start a valid UTF-8 sequence. */
+/* A C1 control (U+0080-U+009F) as UTF-8: valid JSON raw, but a terminal obeys it (0xC2
+ * 0x9B is CSI), so JSON strings carry it escaped ("\\u009b"), and JSON piped to a terminal
+ * cannot drive it. `s` is a valid sequence of `len` bytes. */
+static inline int nt_is_utf8_c1(const unsigned char *s, size_t len)
+{
+	return len == 2 && s[0] == 0xC2 && s[1] <= 0x9F;
+}
+/* Its escape, from its second byte: 6 bytes. */
+static inline size_t nt_json_escape_c1(char *dst, unsigned char second)
+{
+	return nt_json_escape_byte(dst, second);
+}
+/* The body of a JSON string as nt_json_write_string writes it: escapes (C1 controls
+ * included), and U+FFFD for each byte that does not start a valid UTF-8 sequence. */
 void nt_out_json_body(nt_out *o, const char *s, size_t n);
 /* The same, quoted. */
 static inline void nt_out_json_str(nt_out *o, const char *s, size_t n)

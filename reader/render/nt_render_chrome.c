@@ -9,7 +9,12 @@
  * left out (nt_balance), and counted in "otherData", which follows "traceEvents" because the
  * count is known only once every event is out. A Begin never ended stays open; viewers draw
  * it to the end of the trace ("Did not end" in Perfetto).
+ *
+ * otherData says what the trace lacks, each key only when it applies: the header's drops
+ * by reason, the events lost in gaps, saving stopped, and the damage found (a truncated
+ * archive's missing events among it), with its offsets and messages.
  */
+#define _GNU_SOURCE /* open_memstream */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,7 +30,15 @@ typedef struct chrome_ctx {
 	const nt_render_options *opt;
 	nt_balance balance;
 	int first;
+	uint64_t gap_events;   /* events lost between chunks, over every gap */
+	uint64_t damaged;      /* damaged places reported */
+	char *damage;          /* the first CHROME_DAMAGE_KEPT of them as JSON objects, "," between */
+	size_t damage_len;
+	int oom;
 } chrome_ctx;
+
+/* Damage listed in otherData: enough to say what and where, bounded for a ruined file. */
+#define CHROME_DAMAGE_KEPT 100
 
 static void json_str(nt_out *out, const char *s)
 {
@@ -154,12 +167,57 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 	nt_out_str(&c->out, ",\"args\":{\"lost\":");
 	nt_out_u64(&c->out, g->events);
 	nt_out_bytes(&c->out, "}}", 2);
+	c->gap_events += g->events;
 }
 
+/* Damage (a truncated archive's missing events among it) goes to the caller and, after the
+ * events, into otherData: the first CHROME_DAMAGE_KEPT places, and how many in all. */
 static void on_error(void *ctx, uint64_t off, const char *msg)
 {
-	/* JSON has no place for damage: only the caller hears of it. */
-	nt_render_forward_error(((chrome_ctx *)ctx)->opt, off, msg);
+	chrome_ctx *c = ctx;
+	nt_render_forward_error(c->opt, off, msg);
+	if (c->damaged++ >= CHROME_DAMAGE_KEPT)
+		return;
+	char *item = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&item, &len);
+	if (f == NULL) {
+		c->oom = 1;
+		return;
+	}
+	fprintf(f, "%s{\"offset\":%" PRIu64 ",\"message\":\"", c->damage_len ? "," : "", off);
+	nt_json_write_string(f, msg, strlen(msg));
+	fputs("\"}", f);
+	char *grown = fclose(f) == 0 ? realloc(c->damage, c->damage_len + len + 1) : NULL;
+	if (grown == NULL) {
+		c->oom = 1;
+	} else {
+		memcpy(grown + c->damage_len, item, len + 1);
+		c->damage = grown;
+		c->damage_len += len;
+	}
+	free(item);
+}
+
+/* What the archive lost and the damage found, each only when there is some: the metadata of
+ * an intact archive stays as it was. */
+static void write_losses(chrome_ctx *c, const nt_archive_info *info)
+{
+	nt_out *out = &c->out;
+	if (info->events_dropped)
+		nt_out_printf(out, ",\"events_dropped_by_reason\":{\"rolling_full\":%" PRIu64
+				   ",\"durable_full\":%" PRIu64 ",\"stopped\":%" PRIu64
+				   ",\"not_saved\":%" PRIu64 "}",
+			      info->dropped_rolling_full, info->dropped_durable_full,
+			      info->dropped_stopped, info->dropped_unsaved);
+	if (c->gap_events)
+		nt_out_printf(out, ",\"events_lost_in_gaps\":%" PRIu64, c->gap_events);
+	if (c->damaged) {
+		nt_out_printf(out, ",\"damaged_places\":%" PRIu64 ",\"damage\":[", c->damaged);
+		if (c->damage)
+			nt_out_bytes(out, c->damage, c->damage_len);
+		nt_out_char(out, ']');
+	}
 }
 
 /* After the events: what the archive says it lost, and what the rendering left out. */
@@ -179,6 +237,7 @@ static void write_other_data(chrome_ctx *c)
 			      info->dropped_unsaved);
 		json_str(out, stopped);
 	}
+	write_losses(c, info);
 	nt_out_printf(out, ",\"events_dropped\":%" PRIu64 ",\"events_overwritten\":%" PRIu64
 			   ",\"wraps\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
 			   ",\"unended_begins\":%" PRIu64 "}}\n",
@@ -234,7 +293,8 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	int rc = nt_reader_visit(r, &cb, c, copy.order, copy.policy);
 	write_other_data(c);
 	nt_balance_free(&c->balance);
-	if (nt_out_flush(&c->out) != 0)
+	free(c->damage);
+	if (nt_out_flush(&c->out) != 0 || c->oom)
 		rc = -1;
 	int saved = errno;
 	free(c);

@@ -42,6 +42,7 @@ typedef struct ctf_stream {
 	uint8_t *buf;            /* the packet being filled */
 	size_t len, cap, ctx_len;
 	uint64_t first_ts, last_ts, events, seq, discarded;
+	uint64_t total;          /* events written to the stream */
 } ctf_stream;
 
 typedef struct ctf_ctx {
@@ -298,6 +299,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	for (uint32_t i = 0; i < e->arg_count; i++)
 		n += put_arg(c, p + n, &e->args[i]);
 	s->len += n;
+	s->total++;
 	if (s->events++ == 0)
 		s->first_ts = ts;
 	s->last_ts = ts;
@@ -454,7 +456,46 @@ static void free_ctx(ctf_ctx *c)
 		close(c->dirfd);
 }
 
-/* The visit, every packet still being filled, then the metadata. */
+/* Losses no gap showed (a oneshot arena's drops once full, a circular arena's overwrites
+ * before its oldest chunk kept): the header counts them per process. Each process's count
+ * less what its streams' gaps discarded goes into an empty packet closing its stream that
+ * ended last, so babeltrace2 warns of them as it does of gaps ("Tracer discarded N events").
+ * A damaged archive adds the events its header counts as saved (written less overwritten)
+ * that the visit did not find: a truncated archive's missing events. */
+static void close_with_losses(ctf_ctx *c)
+{
+	for (uint32_t sec = 0; sec < nt_reader_section_count(c->r) && !c->failed; sec++) {
+		const nt_reader_section *in = nt_reader_section_at(c->r, sec);
+		const nt_archive_info *h = nt_reader_section_count(c->r) == 1 ? nt_reader_info(c->r)
+										 : in->info;
+		if (h == NULL)
+			continue;
+		uint64_t lost = h->events_dropped + h->events_overwritten, shown = 0, found = 0;
+		ctf_stream *last = NULL;
+		for (uint32_t t = 0; t < nt_reader_thread_count(c->r); t++) {
+			const nt_reader_thread *th = nt_reader_thread_at(c->r, t);
+			ctf_stream *s = th->index < c->nstreams ? &c->streams[th->index] : NULL;
+			if (th->section != sec || s == NULL || !s->made)
+				continue;
+			shown += s->discarded;
+			found += s->total;
+			if (last == NULL || s->last_ts > last->last_ts)
+				last = s;
+		}
+		uint64_t saved = h->events_written > h->events_overwritten
+					 ? h->events_written - h->events_overwritten : 0;
+		if (c->facts.damage_reports > 0 && saved > found)
+			lost += saved - found;
+		if (last == NULL || lost <= shown)
+			continue;
+		last->first_ts = last->last_ts;
+		last->discarded += lost - shown;
+		c->facts.header_losses += lost - shown;
+		write_packet(c, last);
+	}
+}
+
+/* The visit, every packet still being filled, the losses no gap showed, then the metadata. */
 static int export(ctf_ctx *c, const nt_render_options *opt)
 {
 	nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error, .on_gap = on_gap };
@@ -462,6 +503,8 @@ static int export(ctf_ctx *c, const nt_render_options *opt)
 	for (uint32_t i = 0; i < c->nstreams && !c->failed; i++)
 		if (c->streams[i].made)
 			flush_packet(c, &c->streams[i]);
+	if (rc >= 0)
+		close_with_losses(c);
 	if (c->failed || rc < 0)
 		return -1;
 	return write_metadata(c) != 0 ? -1 : rc;

@@ -76,6 +76,7 @@ typedef struct ctf_trace_facts {
 	const char *archive;
 	uint32_t processes;
 	uint64_t events, gap_events, damage_reports, clamped, nul_bytes;
+	uint64_t header_losses;   /* discarded in the packets that close streams: no gap showed them */
 } ctf_trace_facts;
 
 /* The TSDL metadata of the whole trace (text starting with CTF 1.8's signature comment) to

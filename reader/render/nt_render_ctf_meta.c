@@ -399,9 +399,21 @@ static void write_env(FILE *out, const ctf_trace_facts *f)
 		     "\tevents_lost_in_gaps = %" PRIu64 ";\n\tevents_dropped = %" PRIu64 ";\n"
 		     "\tevents_overwritten = %" PRIu64 ";\n\twraps = %" PRIu64 ";\n"
 		     "\tdamage_reports = %" PRIu64 ";\n\ttimestamps_clamped = %" PRIu64 ";\n"
-		     "\tnul_bytes_replaced = %" PRIu64 ";\n};\n\n",
+		     "\tnul_bytes_replaced = %" PRIu64 ";\n",
 		f->processes, f->events, f->gap_events, h->events_dropped, h->events_overwritten,
 		h->wraps, f->damage_reports, f->clamped, f->nul_bytes);
+	fprintf(out, "\tevents_dropped_rolling_full = %" PRIu64 ";\n\tevents_dropped_durable_full = %"
+		     PRIu64 ";\n\tevents_dropped_stopped = %" PRIu64 ";\n\tevents_not_saved = %"
+		     PRIu64 ";\n\tevents_lost_at_stream_ends = %" PRIu64 ";\n",
+		h->dropped_rolling_full, h->dropped_durable_full, h->dropped_stopped,
+		h->dropped_unsaved, f->header_losses);
+	char stopped[256];
+	if (nt_render_save_stopped(h, stopped, sizeof(stopped)) != NULL) {
+		fputs("\tsaving_stopped = ", out);
+		tsdl_string(out, stopped);
+		fputs(";\n", out);
+	}
+	fputs("};\n\n", out);
 }
 
 /* The clock is CLOCK_MONOTONIC in ns (what trace-dump's times are); its offset makes

@@ -113,7 +113,8 @@ static void print_archive(const nt_reader *r, FILE *out)
 {
 	const nt_archive_info *in = nt_reader_info(r);
 	char producer[NT_HDR_MAX_STRING + 1], process[NT_HDR_MAX_STRING + 1];
-	fprintf(out, "archive: %s\n", nt_reader_name(r));
+	char name[4096];
+	fprintf(out, "archive: %s\n", nt_unctrl_copy(name, sizeof(name), nt_reader_name(r)));
 	fprintf(out, "producer: %s (format %u.%u)\n",
 		nt_unctrl_copy(producer, sizeof(producer), in->producer), in->format_major,
 		in->format_minor);
@@ -171,12 +172,15 @@ static int is_many(const nt_reader *r)
 /* A many-process reader: what it was read from and what it found about its inputs. */
 static void print_many(const nt_reader *r, FILE *out)
 {
-	fprintf(out, "archive: %s\n", nt_reader_name(r));
-	fprintf(out, "processes: %" PRIu32 " sections\n", nt_reader_section_count(r));
+	char shown[4096];
+	fprintf(out, "archive: %s\n", nt_unctrl_copy(shown, sizeof(shown), nt_reader_name(r)));
+	fprintf(out, "processes: %" PRIu32 " section%s\n", nt_reader_section_count(r),
+		nt_reader_section_count(r) == 1 ? "" : "s");
 	uint64_t off;
 	const char *msg;
 	for (uint32_t i = 0; (msg = nt_reader_problem_at(r, i, &off)) != NULL; i++)
-		fprintf(out, "problem: %s at byte %" PRIu64 "\n", msg, off);
+		fprintf(out, "problem: %s at byte %" PRIu64 "\n",
+			nt_unctrl_copy(shown, sizeof(shown), msg), off);
 }
 
 /* Per provider: who, how it ended, and its events: decoded (by this visit), dropped by
@@ -198,7 +202,8 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 			fprintf(out, ", message: %s",
 				nt_unctrl_copy(shown, sizeof(shown), sec->message));
 		if (sec->info == NULL) {
-			fprintf(out, "; not readable: %s\n", sec->error);
+			char why[1024];
+			fprintf(out, "; not readable: %s\n", nt_unctrl_copy(why, sizeof(why), sec->error));
 			continue;
 		}
 		uint64_t dec = 0;

@@ -24,13 +24,13 @@ typedef struct text_ctx {
 	int header_done;
 } text_ctx;
 
-/* "%-<w>.<w>s": at most w bytes of s, padded with spaces to w. */
+/* "%-<w>.<w>s": at most w bytes of s, controls shown as '?', padded with spaces to w. */
 static void put_left(nt_out *o, const char *s, int w)
 {
 	size_t n = strnlen(s, (size_t)w);
-	char *p = nt_out_room(o, (size_t)w);
+	char *p = nt_out_room(o, (size_t)w + 1); /* + 1: nt_unctrl's NUL */
 	memcpy(p, s, n);
-	nt_unctrl(p, n);
+	n = nt_unctrl(p, n);
 	memset(p + n, ' ', (size_t)w - n);
 	nt_out_commit(o, (size_t)w);
 }
@@ -147,10 +147,12 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 	char pid[32] = ""; /* threads of two processes may share a tid: say whose it is */
 	if (t->wpid)
 		snprintf(pid, sizeof(pid), " (pid %" PRIu32 ")", g->thread->pid);
-	nt_out_printf(&t->out, "-- gap: %" PRIu64 " events of thread %s:%" PRIu32
-			"%s lost (dropped or overwritten) before %s%.9f s\n",
-		g->events, g->thread->name, g->thread->tid, pid, rel < 0 ? "-" : "",
-		rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
+	nt_out_printf(&t->out, "-- gap: %" PRIu64 " event%s of thread ", g->events,
+		      g->events == 1 ? "" : "s");
+	nt_out_name(&t->out, g->thread->name);
+	nt_out_printf(&t->out, ":%" PRIu32 "%s lost (dropped or overwritten) before %s%.9f s\n",
+		      g->thread->tid, pid, rel < 0 ? "-" : "",
+		      rel < 0 ? -((double)rel / 1e9) : (double)rel / 1e9);
 	/* Durations cannot be matched across lost events: start the nesting afresh. */
 	nt_duration_stack *s = stack_of(t, g->thread->index);
 	if (s != NULL)
@@ -197,6 +199,25 @@ static void print_header(text_ctx *t)
 		      t->wcat, "CATEGORY", t->wname, "NAME", "DURATION", "ARGS");
 }
 
+/* After the events: what each process's writer lost where no gap shows it (a full oneshot
+ * arena, circular overwrites before the oldest chunk kept), and saving that stopped. */
+static void print_losses(text_ctx *t, const nt_reader *r)
+{
+	char line[256];
+	uint32_t n = nt_reader_section_count(r);
+	for (uint32_t i = 0; i < n; i++) {
+		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		const nt_archive_info *in = n == 1 ? nt_reader_info(r) : sec->info;
+		char who[32] = ""; /* one line per process that lost some: whose, by the PID column */
+		if (n > 1)
+			snprintf(who, sizeof(who), "pid %" PRIu32 ": ", sec->pid);
+		if (nt_render_losses(in, line, sizeof(line)) != NULL)
+			nt_out_printf(&t->out, "-- %slost: %s\n", who, line);
+		if (nt_render_save_stopped(in, line, sizeof(line)) != NULL)
+			nt_out_printf(&t->out, "-- %s%s\n", who, line);
+	}
+}
+
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -220,9 +241,8 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error,
 					   .on_gap = on_gap };
 		rc = nt_reader_visit(r, &cb, t, copy.order, copy.policy);
-		char stopped[256];
-		if (rc >= 0 && nt_render_save_stopped(nt_reader_info(r), stopped, sizeof(stopped)))
-			nt_out_printf(&t->out, "-- %s\n", stopped);
+		if (rc >= 0)
+			print_losses(t, r);
 		for (uint32_t i = 0; i < t->nstacks; i++)
 			free(t->stacks[i]);
 		free(t->stacks);
@@ -273,12 +293,15 @@ static void follow_gap(void *ctx, const nt_reader_gap *g)
 }
 
 /* The end of one poll's output (nt_follow_loop): the titles even when nothing was
- * recorded yet, then the lines out. */
+ * recorded yet, the writer's losses once the archive is done, then the lines out. */
 static int text_after_poll(void *ctx, int status)
 {
 	text_ctx *t = ctx;
-	if (status != NT_FOLLOW_FAILED && nt_follow_reader(t->follow) != NULL)
+	const nt_reader *r = nt_follow_reader(t->follow);
+	if (status != NT_FOLLOW_FAILED && r != NULL)
 		follow_ready(t, 0);
+	if ((status == NT_FOLLOW_FINISHED || status == NT_FOLLOW_ENDED) && r != NULL)
+		print_losses(t, r); /* the header's final counts: the archive is done */
 	return nt_out_flush(&t->out) != 0 || t->oom;
 }
 

@@ -51,6 +51,9 @@ void nt_json_write_string(FILE *out, const char *str, size_t n)
 		if (len == 0) {
 			fputs("\\ufffd", out);
 			i++;
+		} else if (nt_is_utf8_c1(s + i, len)) {
+			fwrite(esc, 1, nt_json_escape_c1(esc, s[i + 1]), out);
+			i += len;
 		} else {
 			fwrite(s + i, 1, len, out);
 			i += len;
@@ -216,5 +219,17 @@ const char *nt_render_save_stopped(const nt_archive_info *info, char *buf, size_
 		return NULL;
 	snprintf(buf, cap, "saving stopped: %s; %" PRIu64 " events not saved",
 		 strerror((int)info->save_errno), info->dropped_unsaved);
+	return buf;
+}
+
+const char *nt_render_losses(const nt_archive_info *info, char *buf, size_t cap)
+{
+	if (info == NULL || buf == NULL || cap == 0 ||
+	    (info->events_dropped == 0 && info->events_overwritten == 0))
+		return NULL;
+	snprintf(buf, cap, "%" PRIu64 " events dropped (rolling full %" PRIu64 ", durable full %"
+		 PRIu64 ", stopped %" PRIu64 ", not saved %" PRIu64 "), %" PRIu64 " overwritten",
+		 info->events_dropped, info->dropped_rolling_full, info->dropped_durable_full,
+		 info->dropped_stopped, info->dropped_unsaved, info->events_overwritten);
 	return buf;
 }

@@ -15,6 +15,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "../../format/nt_bundle.h"
 #include "../../format/nt_format.h"
+#include "../../runtime/nt_term_escape.h"
 #include "nt_progress.h"
 #include "nt_version.h"
 #include "trace_dump_follow.h"
@@ -64,7 +65,19 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 success, 1 usage error, 2 unreadable or damaged archive (0 for damage\n"
 	"with --salvage), or an output that could not be written. An archive that records\n"
-	"that its writer's saving stopped (a full disk) is read with a warning: exit 0.\n";
+	"that its writer's saving stopped (a full disk) is read with a warning: exit 0. A\n"
+	"Trace2 format of inputs that hold no Trace2 message writes nothing, says so on\n"
+	"stderr, and exits 0 (as git writes nothing when Trace2 is off).\n";
+
+/* Text from the input (a section's name inside a message, a path a directory listed) as it
+ * may reach a terminal: controls shown as '?' (runtime/nt_term_escape.h). One static
+ * buffer per argument slot: a message line shows at most two. */
+static const char *shown(int slot, const char *s)
+{
+	static char buf[2][8192];
+	nt_term_escape(buf[slot], sizeof(buf[slot]), s, strlen(s));
+	return buf[slot];
+}
 
 typedef struct err_ctx {
 	const char *path;
@@ -76,9 +89,10 @@ static void print_damage(void *ctx, uint64_t offset, const char *message)
 	err_ctx *e = ctx;
 	e->count++;
 	if (e->path)
-		fprintf(stderr, "trace-dump: %s: %s at byte %" PRIu64 "\n", e->path, message, offset);
+		fprintf(stderr, "trace-dump: %s: %s at byte %" PRIu64 "\n", shown(0, e->path),
+			shown(1, message), offset);
 	else
-		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", message, offset);
+		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", shown(1, message), offset);
 }
 
 /* A usage error: one line naming what is wrong, a pointer to --help, exit status 1. */
@@ -98,9 +112,10 @@ static int is_trace2_format(const char *f)
 static void print_open_error(const nt_reader_error *err)
 {
 	if (err->offset)
-		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", err->message, err->offset);
+		fprintf(stderr, "trace-dump: %s at byte %" PRIu64 "\n", shown(0, err->message),
+			err->offset);
 	else
-		fprintf(stderr, "trace-dump: %s\n", err->message);
+		fprintf(stderr, "trace-dump: %s\n", shown(0, err->message));
 }
 
 /* What the command line asks for. */
@@ -262,10 +277,28 @@ static void warn_save_stopped(const dump_args *d, const nt_reader *r)
 		if (nt_render_save_stopped(s->info, line, sizeof(line)) == NULL)
 			continue;
 		if (s->reader == r)
-			fprintf(stderr, "trace-dump: %s: %s\n", input_name(d), line);
+			fprintf(stderr, "trace-dump: %s: %s\n", shown(0, input_name(d)), line);
 		else
-			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): %s\n", s->source, s->pid,
-				line);
+			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): %s\n", shown(0, s->source),
+				s->pid, line);
+	}
+}
+
+/* What each process's writer lost (nt_render_losses), for the renderings that have no place
+ * for it in their own bytes (Git's Trace2 formats): a warning on stderr per section. */
+static void warn_losses(const dump_args *d, const nt_reader *r)
+{
+	char line[256];
+	uint32_t n = nt_reader_section_count(r);
+	for (uint32_t i = 0; i < n; i++) {
+		const nt_reader_section *s = nt_reader_section_at(r, i);
+		if (nt_render_losses(n == 1 ? nt_reader_info(r) : s->info, line, sizeof(line)) == NULL)
+			continue;
+		if (n == 1)
+			fprintf(stderr, "trace-dump: %s: lost: %s\n", shown(0, input_name(d)), line);
+		else
+			fprintf(stderr, "trace-dump: %s (pid %" PRIu32 "): lost: %s\n",
+				shown(0, s->source), s->pid, line);
 	}
 }
 
@@ -303,7 +336,19 @@ static nt_reader *open_for_render(dump_args *d, err_ctx *ec)
 	return r;
 }
 
-/* Git's Trace2 renderings of every process the inputs hold, as one stream. */
+/* Does any process of the inputs hold Trace2 messages (a Trace2 process record: written once
+ * a program initializes Trace2, one per SID in an imported log)? */
+static int has_trace2(const nt_reader *r)
+{
+	for (uint32_t i = 0; i < nt_reader_process_count(r); i++)
+		if (nt_reader_process_at(r, i) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Git's Trace2 renderings of every process the inputs hold, as one stream. An input with no
+ * Trace2 process renders as nothing, as git writes nothing when Trace2 is off: a script
+ * reading the stream gets what is there (exit 0), and a person is told why it is empty. */
 static int dump_trace2(dump_args *d)
 {
 	nt_trace2_options *t2 = &d->t2;
@@ -316,6 +361,11 @@ static int dump_trace2(dump_args *d)
 		return 2;
 	t2->on_error = print_damage;
 	t2->error_ctx = &ec;
+	warn_losses(d, r);
+	if (!has_trace2(r))
+		fprintf(stderr, "trace-dump: %s: no Trace2 messages (no process in it used Git's "
+				"Trace2): nothing to show as %s; --format text shows its events\n",
+			shown(0, input_name(d)), d->format);
 	nt_progress prog;
 	FILE *out = start_output(d, &prog);
 	errno = 0;
@@ -347,7 +397,8 @@ static int dump_one(dump_args *d)
 	int render_errno = errno;
 	nt_progress_end(&prog);
 	if (rc < 0 && ec.count == 0 && !ferror(stdout)) /* else: a write failed, said below */
-		fprintf(stderr, "trace-dump: %s: out of memory while reading\n", input_name(d));
+		fprintf(stderr, "trace-dump: %s: out of memory while reading\n",
+			shown(0, input_name(d)));
 	int status = flush_output(rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;
@@ -364,7 +415,7 @@ static int dump_ctf(dump_args *d)
 	nt_reader_error err;
 	int rc = nt_render_ctf(r, d->output, &d->opt, &err);
 	if (rc < 0)
-		fprintf(stderr, "trace-dump: %s\n", err.message);
+		fprintf(stderr, "trace-dump: %s\n", shown(0, err.message));
 	else if (ec.count > 0)
 		fprintf(stderr, "trace-dump: %s holds what could be read (its metadata's env "
 				"damage_reports = %lu)\n", d->output, ec.count);
@@ -374,6 +425,7 @@ static int dump_ctf(dump_args *d)
 
 int main(int argc, char **argv)
 {
+	argv[0] = "trace-dump"; /* getopt's messages name the program, not its path */
 	if (trace_dump_wants_follow(argc, argv))
 		return trace_dump_follow(argc, argv);
 	dump_args d = { .format = "text" };

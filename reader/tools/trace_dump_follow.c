@@ -21,6 +21,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 #include "trace_dump_follow.h"
+#include "../../runtime/nt_term_escape.h"
 
 static const char follow_usage[] =
 	"usage: trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS]\n"
@@ -155,8 +156,10 @@ static nt_follower *wait_for(const follow_args *a)
 		if ((there && (st.st_size > 0 || !S_ISREG(st.st_mode))) || (!there && errno != ENOENT)) {
 			nt_reader_error err;
 			nt_follower *f = nt_follow_open(a->path, &err);
+			char shown[sizeof(err.message)];
 			if (f == NULL)
-				fprintf(stderr, "trace-dump: %s\n", err.message);
+				fprintf(stderr, "trace-dump: %s\n", nt_term_escape_str(shown, sizeof(shown),
+										 err.message));
 			return f;
 		}
 		if (interrupted || (until >= 0 && now_s() >= until)) {
@@ -184,6 +187,23 @@ static int render(const follow_args *a, nt_follower *f)
 	return nt_render_trace2_follow(f, stdout, &t2, a->interval_ms, keep_going, NULL);
 }
 
+/* A Trace2 format's stream stays Git's bytes: once the archive is done, what its writer lost
+ * (text ends with the same line) and a stream that had nothing to show are said on stderr,
+ * as trace-dump says them without --follow. */
+static void warn_trace2_done(const follow_args *a, const nt_reader *r)
+{
+	char line[256], path[4096];
+	if (r == NULL)
+		return;
+	nt_term_escape_str(path, sizeof(path), a->path);
+	if (nt_render_losses(nt_reader_info(r), line, sizeof(line)) != NULL)
+		fprintf(stderr, "trace-dump: %s: lost: %s\n", path, line);
+	if (nt_reader_process_count(r) == 0 || nt_reader_process_at(r, 0) == NULL)
+		fprintf(stderr, "trace-dump: %s: no Trace2 messages (no process in it used Git's "
+				"Trace2): nothing to show as %s; --format text shows its events\n",
+			path, a->format);
+}
+
 int trace_dump_follow(int argc, char **argv)
 {
 	follow_args a = { NULL, "text", -1, 10 };
@@ -207,7 +227,9 @@ int trace_dump_follow(int argc, char **argv)
 		fprintf(stderr, "trace-dump: writing standard output: %s\n", strerror(errno ? errno : EIO));
 		status = 2;
 	} else if (st == NT_FOLLOW_FAILED) {
-		fprintf(stderr, "trace-dump: %s\n", nt_follow_error(f)[0] ? nt_follow_error(f) : "out of memory");
+		char shown[1024];
+		fprintf(stderr, "trace-dump: %s\n", nt_follow_error(f)[0] ? nt_term_escape_str(
+				shown, sizeof(shown), nt_follow_error(f)) : "out of memory");
 		status = 2;
 	} else if (st == NT_FOLLOW_ENDED) {
 		fprintf(stderr, "trace-dump: %s: the writer's process ended without finishing the "
@@ -215,10 +237,12 @@ int trace_dump_follow(int argc, char **argv)
 	} else if (st == NT_FOLLOW_STOPPED) {
 		status = 130;
 	}
+	if (strcmp(a.format, "text") != 0 && (st == NT_FOLLOW_FINISHED || st == NT_FOLLOW_ENDED))
+		warn_trace2_done(&a, nt_follow_reader(f));
 	if (nt_follow_lost(f) > 0)
-		fprintf(stderr, "trace-dump: %s: %llu events lost before they could be shown "
+		fprintf(stderr, "trace-dump: %s: %llu event%s lost before they could be shown "
 				"(dropped by the writer, or overwritten first)\n",
-			a.path, (unsigned long long)nt_follow_lost(f));
+			a.path, (unsigned long long)nt_follow_lost(f), nt_follow_lost(f) == 1 ? "" : "s");
 	nt_follow_close(f);
 	return status;
 }

@@ -17,6 +17,7 @@
 #include "nt_progress.h"
 #include "nt_version.h"
 #include "../common/nt_grow.h"
+#include "../../runtime/nt_term_escape.h"
 
 static const char usage[] =
 	"usage: trace-import [-o ARCHIVE] [--compression-level N] [--no-progress]\n"
@@ -28,7 +29,8 @@ static const char usage[] =
 	"nanotrace archive to ARCHIVE (default: the first FILE or DIRECTORY + .ntrace, or\n"
 	"trace2.ntrace for standard input). Several streams are interleaved by time, as if\n"
 	"the processes had written one file. Keys and events this version does not know are\n"
-	"kept. Render it with\n"
+	"kept. Inputs that hold no Trace2 event at all (an empty file, empty standard input)\n"
+	"are an error: no archive is written. Render it with\n"
 	"  trace-dump --format normal|perf|event ARCHIVE\n"
 	"\n"
 	"  -o, --output ARCHIVE       where to write the archive\n"
@@ -40,7 +42,8 @@ static const char usage[] =
 	"  -h, --help                 this text\n"
 	"  --version                  the version and the archive format it writes\n"
 	"\n"
-	"Exit status: 0 success, 1 usage error, 2 unreadable or malformed input or output.\n";
+	"Exit status: 0 success, 1 usage error, 2 unreadable or malformed input or output, or\n"
+	"inputs with no Trace2 event.\n";
 
 /* An import is not in a hurry: a smaller archive is worth more than the saver's speed. */
 #define DEFAULT_LEVEL 3
@@ -152,7 +155,8 @@ static int import_stdin(void **archive, size_t *asize)
 	nt_trace2_import_error err;
 	int rc = nt_trace2_import(data, len, archive, asize, &err);
 	if (rc != 0)
-		fprintf(stderr, "trace-import: (standard input): %s\n", err.message);
+		fprintf(stderr, "trace-import: (standard input): %s\n",
+			nt_term_escape_str(err.message, sizeof(err.message), err.message));
 	free(data);
 	return rc == 0;
 }
@@ -225,8 +229,27 @@ static int parse_args(int argc, char **argv, import_args *a)
 	return -1;
 }
 
+/* An import of no event at all is an error, whatever the input: a directory skips its
+ * empty files (git creates a target's file before it writes) and fails when none is left,
+ * so an empty FILE or standard input fails too, rather than make an archive of nothing. */
+static int holds_events(const void *archive, size_t asize, const char *what)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(archive, asize, "import", &err);
+	uint64_t events = r ? nt_reader_info(r)->events_written : 0;
+	nt_reader_close(r);
+	if (events == 0) {
+		char shown[4096];
+		fprintf(stderr, "trace-import: %s: no Trace2 event to import (an empty file, or "
+				"one git has not written yet); no archive written\n",
+			nt_term_escape_str(shown, sizeof(shown), what));
+	}
+	return events > 0;
+}
+
 int main(int argc, char **argv)
 {
+	argv[0] = "trace-import"; /* getopt's messages name the program, not its path */
 	import_args a = { .level = DEFAULT_LEVEL };
 	a.in = calloc((size_t)argc, sizeof(*a.in));
 	if (a.in == NULL) {
@@ -257,7 +280,8 @@ int main(int argc, char **argv)
 		if (shown)
 			nt_progress_end(&prog);
 		if (!ok)
-			fprintf(stderr, "trace-import: %s\n", err.message);
+			fprintf(stderr, "trace-import: %s\n",
+				nt_term_escape_str(err.message, sizeof(err.message), err.message));
 	}
 	char def[4096];
 	if (ok && out == NULL) {
@@ -274,6 +298,9 @@ int main(int argc, char **argv)
 			ok = 0;
 		}
 	}
+	if (ok)
+		ok = holds_events(archive, asize, n == 0 ? "(standard input)"
+					   : n == 1 ? in[0] : "(all the inputs)");
 	free(in);
 	if (ok)
 		ok = compress_archive(&archive, &asize, level);

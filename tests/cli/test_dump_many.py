@@ -267,3 +267,39 @@ def test_unreadable_among_several(work):
     os.makedirs(empty, exist_ok=True)
     rc, out, err = run('--format', 'chrome', empty)
     assert rc == 2 and 'no archives in this directory' in err
+
+
+CONTROLS = re.compile(rb'[\x00-\x08\x0a-\x1f\x7f]|\xc2[\x80-\x9f]|[\x80-\x9f]')
+
+
+def test_section_name_cannot_drive_the_terminal(work):
+    """A crafted bundle's section name and message (ESC, BEL, CR, LF, C1 as UTF-8 and raw
+    0x9b) reach stderr's error line and --stats's lines as '?' (SECURITY.md), valid UTF-8
+    unchanged: issue 25 item 7."""
+    junk = os.path.join(work['dir'], 'junk-esc')
+    open(junk, 'wb').write(b'not an archive at all')
+    name = b'ev\x1b[31mil\x07\r\nX\xc2\x9bY\x9bZ\xc3\xa9'
+    out = os.path.join(work['dir'], 'esc.ntrace')
+    subprocess.run([MAKE, out, work['paths'][0].encode(),
+                    junk.encode() + b',state=damaged,name=' + name + b',msg=m\x1b]0;t\x07'], check=True)
+    for args in ([out], ['--stats', out], ['--format', 'chrome', out]):
+        p = subprocess.run([DUMP] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.returncode == 2, p.stderr
+        text = p.stdout if args[0] == '--stats' else b''
+        for stream in (p.stderr, text):
+            lines = stream.replace(b'\t', b' ').split(b'\n')
+            bad = [l for l in lines if CONTROLS.search(l)]
+            assert bad == [], bad
+        assert b'ev?[31mil???X?Y?Z\xc3\xa9' in p.stderr, p.stderr
+    p = subprocess.run([DUMP, '--stats', out], stdout=subprocess.PIPE)
+    assert b'ev?[31mil???X?Y?Z\xc3\xa9' in p.stdout and b'message: m?]0;t?' in p.stdout
+    assert b'not readable: ' + out.encode() in p.stdout
+
+
+def test_one_section_is_singular(work):
+    """Issue 25 item 16: a bundle of one process says "1 section", not "1 sections"."""
+    one = make_bundle(os.path.join(work['dir'], 'one.ntrace'), work['paths'][0])
+    rc, out, err = run('--stats', one)
+    assert rc == 0 and re.search(r'^processes: 1 section$', out, re.M), out[:300]
+    rc, out, err = run('--stats', work['bundle'])
+    assert re.search(r'^processes: 3 sections$', out, re.M), out[:300]

@@ -93,3 +93,5 @@ def test_version_and_usage_error(tool):
     lines = p.stderr.splitlines()
     assert p.returncode == 1 and p.stdout == '' and len(lines) == 2 and \
         lines[1] == "Try '%s --help'." % tool, (tool, p.returncode, p.stderr)
+    if tool in ('trace-dump', 'trace-import'):  # issue 25 item 16: the name, not the path
+        assert lines[0].startswith(tool + ': '), lines[0]

@@ -584,3 +584,114 @@ def test_control_bytes_in_names_never_reach_the_terminal(demo):
     check('chrome escapes ESC', b'worker\\u001b0' in p.stdout and b'\x1b' not in p.stdout,
           repr(p.stdout[:200]))
     verify()
+
+
+def oneshot_that_dropped():
+    """A oneshot demo whose arena filled: its header counts drops no gap shows."""
+    p = path('dropped.ntrace')
+    remove_stale(p)
+    subprocess.run([DEMO, p, '--mode', 'oneshot', '--buffer-size', '65536', '--duration-ms',
+                    '200'], check=True, capture_output=True)
+    m = re.search(r'^dropped: (\d+) events \(rolling full (\d+)', run('--stats', p)[1], re.M)
+    assert m and int(m.group(1)) > 0, 'the demo dropped nothing'
+    return p, int(m.group(1))
+
+
+def test_oneshot_drops_are_said_by_every_renderer(demo):
+    """Issue 25 item 3: a oneshot arena that dropped events says so in text, in --follow's
+    text, and on stderr for Git's formats (whose stdout stays Git's bytes)."""
+    p, dropped = oneshot_that_dropped()
+    said = '-- lost: %d events dropped (rolling full %d' % (dropped, dropped)
+    rc, out, err = run(p)
+    check('text ends with the drops', rc == 0 and out.splitlines()[-1].startswith(said),
+          out.splitlines()[-1])
+    rc, out, err = run('--follow', p)
+    check('--follow text ends with the drops', rc == 0 and out.splitlines()[-1].startswith(said),
+          out.splitlines()[-1] + err)
+    for args in (['--format', 'event', p], ['--follow', '--format', 'normal', p]):
+        rc, out, err = run(*args)
+        check('%s: drops on stderr' % ' '.join(args[:-1]),
+              rc == 0 and out == '' and 'lost: %d events dropped' % dropped in err, err)
+    rc, out, err = run(demo)
+    check('an archive that lost nothing says nothing', '-- lost' not in out, out[-300:])
+    verify()
+
+
+def test_trace2_format_of_no_trace2_says_so(demo):
+    """Issue 25 item 5: a Trace2 format of an archive with no Trace2 message writes nothing
+    (git's bytes: none) but says why on stderr, exit 0 (trace-dump.1)."""
+    for fmt in ('normal', 'perf', 'event'):
+        for args in (['--format', fmt, demo], ['--follow', '--format', fmt, demo]):
+            rc, out, err = run(*args)
+            lines = err.splitlines()
+            check('%s: one line on stderr' % ' '.join(args[:-1]),
+                  rc == 0 and out == '' and len(lines) == 1 and 'no Trace2 messages' in lines[0]
+                  and demo in lines[0], repr((rc, out[:100], err)))
+    events_file = os.path.join(CORPUS, 'alias_git', 'event')
+    if os.path.isfile(events_file):
+        imported = path('t2-has.ntrace')
+        remove_stale(imported)
+        subprocess.run([TRACE_IMPORT, '-o', imported, events_file], check=True,
+                       capture_output=True)
+        rc, out, err = run('--format', 'event', imported)
+        check('Trace2 present: nothing said', rc == 0 and out and err == '', err)
+    verify()
+
+
+def test_chrome_other_data_carries_the_damage(demo):
+    """Issue 25 item 4: Chrome's otherData says what the trace lacks: drops by reason, events
+    lost in gaps, and a truncated archive's damage with its missing events; an intact
+    archive's otherData gains no key."""
+    p, dropped = oneshot_that_dropped()
+    other = json.loads(run('--format', 'chrome', p)[1])['otherData']
+    check('drops by reason', other.get('events_dropped_by_reason', {}).get('rolling_full')
+          == dropped == other['events_dropped'], str(other))
+    data = open(demo, 'rb').read()
+    cut = path('half.ntrace')
+    open(cut, 'wb').write(data[:len(data) // 2])
+    rc, out, err = run('--format', 'chrome', cut)
+    other = json.loads(out)['otherData']
+    missing = re.search(r'\((\d+) missing\)', err)
+    check('truncated: damage listed with its missing events',
+          rc == 2 and missing and other.get('damaged_places') == len(err.splitlines())
+          and any(missing.group(0) in d['message'] for d in other.get('damage', [])), str(other))
+    other = json.loads(run('--format', 'chrome', demo)[1])['otherData']
+    check('intact: no new keys', set(other) == {'producer', 'archive', 'processes',
+          'events_dropped', 'events_overwritten', 'wraps', 'unmatched_ends',
+          'unended_begins'}, str(other))
+    verify()
+
+
+def test_c1_controls_in_names_never_reach_the_terminal(demo):
+    """Issue 25 item 7: C1 controls (0xc2 0x9b is CSI as UTF-8) and raw 0x9b in a thread's
+    name are shown as '?' in text (event lines and gap lines), --stats and error lines; Chrome
+    JSON escapes them (\\u009b). Singular counts say "1 event"."""
+    src = path('c1-circular.ntrace')
+    remove_stale(src)
+    subprocess.run([DEMO, src, '--mode', 'circular', '--buffer-size', '65536',
+                    '--duration-ms', '200'], check=True, capture_output=True)
+    data = open(src, 'rb').read()
+    hostile = data.replace(b'worker-1', b'wor\x9bker1')
+    for i in (b'0', b'2', b'3'):
+        hostile = hostile.replace(b'worker-' + i, b'worke\xc2\x9b' + i)
+    check('the demo names were found', hostile.count(b'\x9b') >= 4)
+    archive = path('c1-names.ntrace')
+    open(archive, 'wb').write(hostile)
+    c1 = re.compile(rb'\xc2[\x80-\x9f]|[\x80-\x9f]')
+    for args in ([], ['--stats'], ['--order', 'stream']):
+        p = subprocess.run([TRACE_DUMP, *args, archive], capture_output=True)
+        check('%s exits 0' % args, p.returncode == 0, p.stderr.decode())
+        bad = [l for l in p.stdout.split(b'\n') if c1.search(l.decode('utf-8', 'replace')
+                                                              .encode('latin-1', 'replace'))
+               or b'\x9b' in l]
+        check('%s shows no C1 control' % args, bad == [], repr(bad[:2]))
+        check('%s shows worke?N' % args, b'worke?' in p.stdout, repr(p.stdout[-300:]))
+    p = subprocess.run([TRACE_DUMP, archive], capture_output=True)
+    check('gap lines name the thread escaped', re.search(
+        rb'^-- gap: \d+ events? of thread (worke\?\d|wor\?ker1):', p.stdout, re.M) is not None,
+        repr(p.stdout[-500:]))
+    check('no "1 events"', b' 1 events ' not in p.stdout)
+    p = subprocess.run([TRACE_DUMP, '--format', 'chrome', archive], capture_output=True)
+    check('chrome escapes C1', b'worke\\u009b0' in p.stdout and b'\xc2\x9b' not in p.stdout,
+          repr(p.stdout[:300]))
+    verify()

@@ -202,7 +202,8 @@ def compare(archive, ctf_dir, expect_warnings=False, rename=None):
     # the only thing babeltrace2 may say: the losses, each thread's, exactly
     warned = discarded(err)
     assert len(warned) == len(err.splitlines()), 'babeltrace2 said: %s' % err[:2000]
-    assert sum(warned) == env['events_lost_in_gaps'], (warned, env['events_lost_in_gaps'])
+    assert sum(warned) == env['events_lost_in_gaps'] + env['events_lost_at_stream_ends'], \
+        (warned, env['events_lost_in_gaps'], env['events_lost_at_stream_ends'])
     if not expect_warnings:
         assert err == '', 'babeltrace2 said: %s' % err[:2000]
     start = env['start_monotonic_ns']
@@ -383,8 +384,40 @@ def test_losses_reported(work):
     lost = int(re.search(r'^gaps: \d+ \((\d+) events lost', stats, re.M).group(1))
     assert lost > 0, 'the circular demo lost nothing: the test proves nothing'
     warned = discarded(bt_err)
-    assert sum(warned) == lost == env['events_lost_in_gaps'], (warned, lost)
+    assert lost == env['events_lost_in_gaps'], (lost, env)
+    # the overwrites before the oldest chunk kept: no gap shows them, the stream's end does
+    header = (int(re.search(r'^overwritten: (\d+)', stats, re.M).group(1)) +
+              int(re.search(r'^dropped: (\d+)', stats, re.M).group(1)))
+    assert sum(warned) == header == lost + env['events_lost_at_stream_ends'], (warned, header)
     assert all(l.startswith('WARNING: Tracer discarded') for l in bt_err.splitlines())
+
+
+def test_drops_and_missing_events_reported(work):
+    """Issue 25 item 4: a oneshot arena's drops (no gap shows them) and a truncated archive's
+    missing events reach babeltrace2 as discarded events, and the metadata's env counts
+    them by reason."""
+    archive = os.path.join(work, 'ctf-oneshot-drops.ntrace')
+    subprocess.run([DEMO, archive, '--mode', 'oneshot', '--buffer-size', '65536',
+                    '--duration-ms', '200'], check=True, capture_output=True)
+    _, stats, _ = dump('--stats', archive)
+    dropped = int(re.search(r'^dropped: (\d+) events \(rolling full (\d+)', stats, re.M).group(1))
+    assert dropped > 0, 'the oneshot demo dropped nothing: the test proves nothing'
+    out = os.path.join(work, 'ctf-oneshot-drops')
+    rc, _, err = export(archive, out)
+    assert rc == 0 and err == '', err
+    n, bt_err, env, _ = compare(archive, out, expect_warnings=True)
+    assert discarded(bt_err) == [dropped], bt_err
+    assert env['events_dropped_rolling_full'] == env['events_dropped'] == dropped, env
+    # cut in half: the header's count less what the chunks still hold is discarded
+    data = open(os.path.join(work, 'ctf-demo.ntrace'), 'rb').read()
+    cut = os.path.join(work, 'ctf-cut.ntrace')
+    open(cut, 'wb').write(data[:len(data) // 2])
+    out = os.path.join(work, 'ctf-cut')
+    rc, _, err = export(cut, out)
+    missing = re.search(r'\((\d+) missing\)', err)
+    assert rc == 2 and missing, err
+    rc, _, bt_err = babeltrace(out)
+    assert rc == 0 and discarded(bt_err) == [int(missing.group(1))], bt_err
 
 
 def test_damage(work):

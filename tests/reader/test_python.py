@@ -278,7 +278,12 @@ def test_damage_raises_with_the_offset(work, demo):
     assert len(events) == len(re.findall(r'^ *-?\d+\.\d{9} ', out, re.M)) > 0
     assert ['trace-dump: %s: %s at byte %d' % (damaged, m, o) for o, m in skipped.errors] \
         == err.splitlines()
-    assert skipped.stats()['damaged'] == len(skipped.errors)
+    st = skipped.stats()
+    assert st['damaged'] == len(skipped.errors)
+    # stats() carries the damage itself (issue 25 item 4): what and where, as trace-dump says
+    assert ['trace-dump: %s: %s at byte %d' % (damaged, m, o) for o, m in st['damage']] \
+        == err.splitlines()
+    assert any('missing' in m for _, m in st['damage']) and st['saving_stopped'] is None
 
 
 def test_garbage_and_missing(work):

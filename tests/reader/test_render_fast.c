@@ -188,6 +188,8 @@ static void ref_json(FILE *out, const char *str, size_t n, int raw_high)
 			size_t len = ref_utf8(s + i, n - i);
 			if (len == 0)
 				fputs("\\ufffd", out), i++;
+			else if (len == 2 && c == 0xC2 && s[i + 1] < 0xA0) /* C1: escaped */
+				fprintf(out, "\\u%04x", s[i + 1]), i += len;
 			else
 				fwrite(s + i, 1, len, out), i += len;
 		}

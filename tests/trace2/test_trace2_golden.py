@@ -25,6 +25,7 @@ without it every case is skipped (exit 77).
 """
 import os
 import re
+import shutil
 import subprocess
 import types
 
@@ -246,3 +247,33 @@ def test_kept_keys(tmp_path):
     except RuntimeError as e:
         failures.append('t2_unknown_keys: %s' % e)
     assert not failures, '\n'.join(failures)
+
+
+def test_import_of_no_event_fails(tmp_path):
+    """Issue 25 item 6: whatever the input (a FILE, standard input, a DIRECTORY whose files
+    are all empty), an import with no Trace2 event exits 2 naming it and writes no archive;
+    a directory skips its empty files, and an empty FILE beside a real one adds nothing."""
+    empty, blank = tmp_path / 'empty', tmp_path / 'blank'
+    empty.write_bytes(b'')
+    blank.write_bytes(b'\n\n')
+    out = tmp_path / 'x.ntrace'
+    for args, stdin, name in (([str(empty)], None, str(empty)), ([str(blank)], None, str(blank)),
+                              ([], b'', '(standard input)')):
+        p = subprocess.run([ARGS.trace_import, '-o', str(out)] + args, input=stdin,
+                           capture_output=True)
+        assert p.returncode == 2 and not out.exists(), (args, p.returncode)
+        assert p.stderr.decode() == ('trace-import: %s: no Trace2 event to import (an empty '
+                                     'file, or one git has not written yet); no archive '
+                                     'written\n' % name), p.stderr
+    d = tmp_path / 'dir'
+    d.mkdir()
+    (d / 'a').write_bytes(b'')
+    p = subprocess.run([ARGS.trace_import, '-o', str(out), str(d)], capture_output=True)
+    assert p.returncode == 2 and b'empty files are skipped' in p.stderr and not out.exists()
+    if os.path.isdir(CORPUS):
+        real = os.path.join(CORPUS, 'alias_git', 'event')
+        shutil.copy(real, str(d / 'b'))
+        for args in ([str(d)], [real, str(empty)]):
+            p = subprocess.run([ARGS.trace_import, '-o', str(out)] + args, capture_output=True)
+            assert p.returncode == 0 and out.exists(), (args, p.stderr)
+            out.unlink()

@@ -491,8 +491,11 @@ void nt_render_options_init(nt_render_options *opt);
 /* One line per event, aligned columns: time since start, thread, phase, category, name,
  * duration, arguments. A many-process reader (more than one section) adds a PID column
  * before the thread (the thread's pid: two processes may share a tid), and its gap lines
- * name the pid; a single archive's output has neither. Returns nt_reader_visit's result,
- * or -1 when memory runs out or a write fails (see OUTPUT). */
+ * name the pid; a single archive's output has neither. After the events, for each process
+ * whose writer lost some: "-- lost: " and nt_render_losses()'s line ("-- pid P: lost: " for
+ * a many-process reader), and "-- " and nt_render_save_stopped()'s when saving stopped.
+ * Returns nt_reader_visit's result, or -1 when memory runs out or a write fails (see
+ * OUTPUT). */
 int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Follow a live archive as text (see LIVE FOLLOW): polls f every interval_ms (0: as fast as
@@ -503,7 +506,7 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *opt);
  * category and name columns are 32 wide (names the writer defines later must fit), so
  * lines equal nt_render_text's up to spaces; gaps are nt_render_text's gap lines. Options
  * as nt_render_text's (order and policy are not used: a poll is merged by time and damage
- * fails it). Returns the last poll's NT_FOLLOW_* (NT_FOLLOW_STOPPED when keep_going said
+ * fails it). When the writer finishes or ends, nt_render_text's closing lines follow. Returns the last poll's NT_FOLLOW_* (NT_FOLLOW_STOPPED when keep_going said
  * stop), or NT_FOLLOW_FAILED with errno set when a write failed (see OUTPUT), and
  * NT_FOLLOW_FAILED when f or out is NULL or memory ran out. Cost: a poll (nt_follow_poll)
  * and an fflush per interval. */
@@ -514,7 +517,11 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *op
  * process name metadata) that chrome://tracing and Perfetto UI open. An End with no open
  * Begin on its thread (overwritten, lost, or never made) is left out; a Begin never ended
  * stays open. "otherData", after "traceEvents", holds the losses and both counts
- * ("unmatched_ends", "unended_begins"). A counter carries its thread's tid as "id": one
+ * ("unmatched_ends", "unended_begins"), and, each only when it applies: the drops by reason
+ * ("events_dropped_by_reason": rolling_full, durable_full, stopped, not_saved), the events
+ * lost in gaps ("events_lost_in_gaps"), saving stopped ("saving_stopped",
+ * "dropped_unsaved"), and the damage ("damaged_places", and "damage": the first 100 as
+ * {"offset", "message"}; a truncated archive's says how many events are missing). A counter carries its thread's tid as "id": one
  * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out or a
  * write fails (see OUTPUT). */
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
@@ -540,6 +547,16 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
  * info, the reason is the first section's and N the sum. Cost: one snprintf. */
 const char *nt_render_save_stopped(const nt_archive_info *info, char *buf, size_t cap);
 
+/* LOSSES. A oneshot arena drops events once full and a circular one overwrites its oldest
+ * chunks; neither leaves a gap between the chunks kept (nt_reader_gap) to show where.
+ * Writes "N events dropped (rolling full a, durable full b, stopped c, not saved d), M
+ * overwritten" (NUL-terminated, cut to fit) into buf[cap] and returns buf when the header
+ * of `info` counts events dropped or overwritten; NULL (buf untouched) when it counts none,
+ * or info, buf or cap is NULL or 0. nt_render_text ends with this line ("-- lost: ...",
+ * one per process of a many-process reader), trace-dump writes it on stderr for Git's
+ * Trace2 formats (whose bytes stay Git's). Cost: one snprintf. */
+const char *nt_render_losses(const nt_archive_info *info, char *buf, size_t cap);
+
 /* A Common Trace Format 1.8 trace in directory `dir`, which babeltrace2 and Trace Compass
  * read: a TSDL "metadata" file and one binary stream per thread ("stream-<pid>-<tid>-<n>").
  * - Time: a clock "monotonic" of 1 GHz whose values are the events' time_ns (CLOCK_MONOTONIC
@@ -556,7 +573,11 @@ const char *nt_render_save_stopped(const nt_archive_info *info, char *buf, size_
  * - Packets: at most 64 KiB; their context holds timestamp_begin/_end, content_size,
  *   packet_size, packet_seq_num, events_discarded (the thread's events lost in gaps so
  *   far), pid, tid, procname (the process or section name) and thread_name.
- * - Losses the archive cannot place (its header's counters) and what the export changed
+ * - Losses no gap shows (the header's drops and overwrites beyond its gaps; a damaged
+ *   archive's events that its header counts as saved and the visit did not find) go into
+ *   an empty packet that ends the process's stream that ended last, so babeltrace2 warns of
+ *   them too (env events_lost_at_stream_ends counts them).
+ * - The header's counters (drops by reason, saving stopped) and what the export changed
  *   (timestamps that would go back, only in a hostile archive; NUL bytes inside strings,
  *   written as U+FFFD) are in the metadata's env, with the damage reports' count.
  * `dir` is made 0700 if missing; an existing empty directory is used; anything else there

@@ -73,6 +73,15 @@ _ORDERS = ('time', 'stream')
 COLUMNS = ('time_ns', 'kind', 'category', 'name', 'thread', 'process', 'args')
 
 
+def _saving_stopped(info):
+    """trace-dump's line for an archive whose writer's saving stopped (nt_render_save_stopped),
+    or None."""
+    if not info['save_errno']:
+        return None
+    return 'saving stopped: %s; %d events not saved' % (os.strerror(info['save_errno']),
+                                                        info['dropped_unsaved'])
+
+
 def open(path, order='time', on_corrupt='stop'):
     """Open an archive, a bundle, a directory of archives, or a list of them as one trace
     (every process merged by time). Raises Error when one cannot be read, ValueError for
@@ -148,8 +157,10 @@ class Trace:
         """What trace-dump --stats reports, as a dict: events, records by kind (events by
         kind included), threads with their events, written, dropped by reason,
         overwritten, wraps, gaps, durable_dropped, values_truncated, bytes, compression,
-        damaged places. One stream-order visit (raises Error on damage when
-        on_corrupt='stop')."""
+        damaged places and what the first 64 were ('damage': [(offset, message)], a
+        truncated archive's missing events among them), and trace-dump's "saving stopped" line
+        ('saving_stopped', None when saving did not stop). One stream-order visit (raises
+        Error on damage when on_corrupt='stop')."""
         counts = self._reader.counts()
         info = self._reader.info()
         summary = self._reader.summary_counts()
@@ -181,6 +192,8 @@ class Trace:
             'compressed_chunks': summary['compressed_chunks'],
             'chunk_bytes_uncompressed': summary['chunk_bytes_uncompressed'],
             'damaged': counts['errors'],
+            'damage': counts['damage'],
+            'saving_stopped': _saving_stopped(info),
         }
 
     def to_dataframe(self, order=None):

@@ -154,6 +154,8 @@ static PyObject *reader_threads(reader_obj *ro, PyObject *unused)
 
 /* ---- counting: one visit without Python on the way ------------------------------------- */
 
+#define COUNT_DAMAGE_KEPT 64
+
 typedef struct count_ctx {
 	uint64_t by_kind[256];
 	uint64_t *by_thread; /* by global thread index */
@@ -161,6 +163,10 @@ typedef struct count_ctx {
 	uint64_t events, gaps, gap_events, errors;
 	uint64_t first_error_offset;
 	char first_error[768];
+	/* The first COUNT_DAMAGE_KEPT damaged places, for stats()'s 'damage' (the visit runs
+	 * without the GIL: no Python object can be made during it). */
+	uint64_t damage_offset[COUNT_DAMAGE_KEPT];
+	char damage[COUNT_DAMAGE_KEPT][512];
 } count_ctx;
 
 static int count_event(void *ctx, const nt_reader_event *ev)
@@ -176,10 +182,31 @@ static int count_event(void *ctx, const nt_reader_event *ev)
 static void count_error(void *ctx, uint64_t offset, const char *message)
 {
 	count_ctx *c = ctx;
+	if (c->errors < COUNT_DAMAGE_KEPT) {
+		c->damage_offset[c->errors] = offset;
+		snprintf(c->damage[c->errors], sizeof(c->damage[0]), "%s", message);
+	}
 	if (c->errors++ == 0) {
 		c->first_error_offset = offset;
 		snprintf(c->first_error, sizeof(c->first_error), "%s", message);
 	}
+}
+
+/* [(offset, message)] of the damage kept. */
+static PyObject *count_damage_list(const count_ctx *c)
+{
+	uint64_t n = c->errors < COUNT_DAMAGE_KEPT ? c->errors : COUNT_DAMAGE_KEPT;
+	PyObject *l = PyList_New((Py_ssize_t)n);
+	for (uint64_t i = 0; l != NULL && i < n; i++) {
+		PyObject *m = archive_str(c->damage[i], strlen(c->damage[i]));
+		PyObject *item = m ? Py_BuildValue("(KN)", (unsigned long long)c->damage_offset[i], m)
+				   : NULL;
+		if (item == NULL)
+			Py_CLEAR(l);
+		else
+			PyList_SET_ITEM(l, (Py_ssize_t)i, item);
+	}
+	return l;
 }
 
 static void count_gap(void *ctx, const nt_reader_gap *gap)
@@ -252,13 +279,14 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	}
 	if (threads == NULL)
 		goto out;
-	d = Py_BuildValue("{sKsOsNsNsKsKsK}", "events", (unsigned long long)c->events,
+	d = Py_BuildValue("{sKsOsNsNsKsKsKsN}", "events", (unsigned long long)c->events,
 			  "events_by_thread", threads,
 			  "events_by_kind", counts_by_kind(c->by_kind),
 			  "records_by_kind", counts_by_kind(records),
 			  "gaps", (unsigned long long)c->gaps,
 			  "gap_events", (unsigned long long)c->gap_events,
-			  "errors", (unsigned long long)c->errors);
+			  "errors", (unsigned long long)c->errors,
+			  "damage", count_damage_list(c));
 out:
 	Py_XDECREF(threads);
 	if (c != NULL)
