@@ -68,13 +68,14 @@ void nt_mgr_control_free(nt_mgr_conn *c)
  * error), -1 a real error (the controller is dropped). */
 static int try_send(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 {
-	if (nt_mgr_send(c->fd, msg, NULL, 0) == 0)
+	int err = nt_mgr_send(c->fd, msg, NULL, 0);
+	if (err == 0)
 		return 1;
-	if (errno == EAGAIN || errno == EWOULDBLOCK)
+	if (err == -EAGAIN || err == -EWOULDBLOCK)
 		return 0;
 	char why[160];
 	snprintf(why, sizeof(why), "sending %s: %s", nt_wire_type_name(msg->type),
-		 strerror(errno));
+		 strerror(-err));
 	ctl_drop(m, c, why);
 	return -1;
 }

@@ -150,8 +150,8 @@ struct nt_manager {
 /* nt_mgr_loop.c */
 void nt_mgr_log(nt_manager *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t nt_mgr_now_ms(void);
-/* Sends one message (with `fd` attached when >= 0), never blocking: 0, or -1 (errno set;
- * EAGAIN when the peer does not read). */
+/* Sends one message with `nfds` descriptors, never blocking: 0, or -errno (-EAGAIN when
+ * the peer does not read). */
 int nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds);
 /* Marks a connection for closing at the end of this loop turn. */
 void nt_mgr_conn_close(nt_manager *m, nt_mgr_conn *c);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
+#include "runtime/nt_sock.h"
 
 int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen)
 {
@@ -103,52 +104,19 @@ static void fill_addr(struct sockaddr_un *sa, const char *path)
 	memcpy(sa->sun_path, path, strlen(path) + 1); /* length checked by the caller */
 }
 
-/* connect() without ever blocking: a Unix socket connects at once or answers EAGAIN when
- * the listener's accept queue is full (a busy or stuck manager), so EAGAIN is tried again
- * every 10 ms until timeout_ms. Returns a blocking fd, or -1 with errno. */
-static int connect_bounded(const char *path, int timeout_ms)
-{
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	struct sockaddr_un sa;
-	fill_addr(&sa, path);
-	int rc;
-	for (int waited = 0;; waited += 10) {
-		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		if (rc == 0 || (errno != EINTR && (errno != EAGAIN || waited >= timeout_ms)))
-			break;
-		if (errno == EAGAIN)
-			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	}
-	int flags = rc == 0 ? fcntl(fd, F_GETFL) : -1;
-	if (rc != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-		int err = errno;
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	return fd;
-}
-
 /* A socket file at `path`: is a manager answering there? A full accept queue (EAGAIN) is
  * a listener too, and is not waited for: a stuck manager must not hang its successor. */
 static int someone_listens(const char *path)
 {
-	int fd = connect_bounded(path, 0);
+	int fd = nt_sock_connect(path, 0);
 	if (fd >= 0)
 		close(fd);
-	return fd >= 0 || errno == EAGAIN;
+	return fd >= 0 || fd == -EAGAIN;
 }
 
 int nt_manager_peer_uid_ok(int fd, uid_t *peer)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred))
-		return 0;
-	*peer = cred.uid;
-	return cred.uid == geteuid() || cred.uid == 0;
+	return nt_sock_peer_trusted(fd, peer);
 }
 
 int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen)
@@ -160,10 +128,9 @@ int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_
 		snprintf(why, whylen, "socket path '%s' is too long", socket_path);
 		return -2;
 	}
-	int fd = connect_bounded(socket_path, timeout_ms);
+	int fd = nt_sock_connect(socket_path, timeout_ms);
 	if (fd < 0) {
-		snprintf(why, whylen, "no manager answers at '%s': %s", socket_path,
-			 strerror(errno));
+		snprintf(why, whylen, "no manager answers at '%s': %s", socket_path, strerror(-fd));
 		return -1;
 	}
 	uid_t peer = (uid_t)-1;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
+#include "runtime/nt_sock.h"
 
 static void set_state(nt_manager *m, nt_mgr_provider *p, int state)
 {
@@ -44,9 +45,10 @@ int nt_mgr_provider_selected(const nt_manager *m, const char *name)
 static int send_or_drop(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, const int *fds,
 			int nfds)
 {
-	if (nt_mgr_send(c->fd, msg, fds, nfds) == 0)
+	int err = nt_mgr_send(c->fd, msg, fds, nfds);
+	if (err == 0)
 		return 0;
-	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+	if (err == -EAGAIN || err == -EWOULDBLOCK) {
 		char what[96];
 		snprintf(what, sizeof(what), "does not read its messages (%s)",
 			 nt_wire_type_name(msg->type));
@@ -317,9 +319,9 @@ static int read_fifo(nt_manager *m, nt_mgr_conn *c, int max)
 {
 	for (int i = 0; i < max; i++) {
 		nt_fifo_packet pkt;
-		ssize_t n = recv(c->prov->fifo, &pkt, sizeof(pkt), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = nt_sock_fifo_recv(c->prov->fifo, &pkt, 1);
 		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : 1;
+			return n == -EAGAIN ? 0 : 1;
 		if (n == 0)
 			return 1;
 		if (n != (ssize_t)sizeof(pkt)) {

@@ -34,6 +34,7 @@
 #include "../../format/nt_private_file.h"
 #include "../../format/nt_wire.h"
 #include "../core/nt_manager.h"
+#include "runtime/nt_sock.h"
 #include "nt_record_bundle.h"
 #include "nt_record_options.h"
 
@@ -83,23 +84,7 @@ static int64_t mono_ns(void)
 
 static int send_msg(int sock, const nt_wire_msg *msg, int fd)
 {
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = sizeof(*msg) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*msg) ? 0 : -1;
+	return nt_sock_send(sock, msg, sizeof(*msg), &fd, fd >= 0 ? 1 : 0, 0) == 0 ? 0 : -1;
 }
 
 /* One message from the manager within timeout_ms: 1, 0 on timeout, -1 when the manager
@@ -110,8 +95,9 @@ static int recv_msg(int sock, nt_wire_msg *msg, int timeout_ms, const char **why
 	int r = poll(&p, 1, timeout_ms);
 	if (r == 0 || (r < 0 && errno == EINTR))
 		return 0;
-	ssize_t n = recv(sock, msg, sizeof(*msg), MSG_DONTWAIT | MSG_TRUNC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	int nfds;
+	ssize_t n = nt_sock_recv(sock, msg, sizeof(*msg), NULL, NT_SOCK_DROP_FDS, &nfds, 1);
+	if (n == -EAGAIN)
 		return 0;
 	if (n <= 0) {
 		*why = "the manager closed its connection";
