@@ -24,37 +24,6 @@
 #include "nt_mgr_internal.h"
 #include "runtime/nt_sock.h"
 
-void nt_mgr_log(nt_manager *m, const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (m->cfg.log != NULL)
-		m->cfg.log(m->cfg.log_ctx, line);
-	else
-		fprintf(stderr, "nanotrace-manager: %s\n", line);
-}
-
-int64_t nt_mgr_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds)
-{
-	return nt_sock_send(sock, msg, sizeof(*msg), fds, nfds, 1);
-}
-
-void nt_mgr_conn_close(nt_manager *m, nt_mgr_conn *c)
-{
-	(void)m;
-	c->closing = 1;
-}
-
 static void accept_one(nt_manager *m, int fd)
 {
 	struct {
@@ -308,6 +277,7 @@ static nt_manager *manager_alloc(const nt_manager_config *cfg, char *why, size_t
 	m->trace.ctl_fd = -1;
 	m->pending_select_fd = -1;
 	m->next_id = 1;
+	m->tell_controller = nt_mgr_control_tell;
 	m->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (m->stop_fd < 0) {
 		snprintf(why, whylen, "eventfd: %s", strerror(errno));

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "format/nt_archive_header_decode.h"
 #include "nt_mgr_internal.h"
 #include "runtime/nt_sock.h"
 
@@ -416,4 +417,24 @@ void nt_mgr_provider_timers(nt_manager *m, nt_mgr_conn *c, int64_t now)
 	nt_mgr_log(m, "provider %u (%s, pid %d) dropped: %s", p->id, p->name, (int)p->pid, msg);
 	nt_mgr_conn_close(m, c);
 	nt_mgr_provider_end(m, c, NT_SECTION_TIMED_OUT, msg, 0);
+}
+
+void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t *drops)
+{
+	*events = *drops = 0;
+	if (p->map == NULL)
+		return;
+	uint8_t hdr[NT_ARENA_HEADER_BYTES];
+	memcpy(hdr, p->map, sizeof(hdr));
+	nt_archive_info info;
+	char why[64];
+	uint64_t where;
+	if (nt_header_decode(hdr, sizeof(hdr), &info, why, sizeof(why), &where) != 0) {
+		*events = info.events_written;
+		*drops = info.events_dropped;
+	}
+	if (p->stream != NULL) {
+		uint64_t bytes;
+		nt_mgr_saver_totals(p->stream, &bytes, events);
+	}
 }

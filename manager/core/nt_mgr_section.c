@@ -376,23 +376,3 @@ void nt_mgr_bundle_end(nt_manager *m, int end_state, const char *message)
 	if (m->trace.out_error == 0 && fdatasync(m->trace.out_fd) != 0 && errno != EINVAL)
 		nt_mgr_log(m, "syncing the bundle: %s", strerror(errno));
 }
-
-void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t *drops)
-{
-	*events = *drops = 0;
-	if (p->map == NULL)
-		return;
-	uint8_t hdr[NT_ARENA_HEADER_BYTES];
-	memcpy(hdr, p->map, sizeof(hdr));
-	nt_archive_info info;
-	char why[64];
-	uint64_t where;
-	if (nt_header_decode(hdr, sizeof(hdr), &info, why, sizeof(why), &where) != 0) {
-		*events = info.events_written;
-		*drops = info.events_dropped;
-	}
-	if (p->stream != NULL) {
-		uint64_t bytes;
-		nt_mgr_saver_totals(p->stream, &bytes, events);
-	}
-}
