@@ -44,5 +44,6 @@ def test_the_unit_is_there_and_does_it():
 def test_every_user_links_the_unit():
     for user in ('writer/core/nt_registry_wire.c', 'writer/core/nt_stream.c',
                  'manager/core/nt_mgr_loop.c', 'manager/core/nt_mgr_path.c',
-                 'manager/core/nt_mgr_saver.c', 'manager/tools/trace_record.c'):
+                 'manager/core/nt_mgr_saver.c', 'manager/core/nt_mgr_base.c',
+                 'manager/tools/nt_record_manager.c'):
         assert '#include "runtime/nt_sock.h"' in (ROOT / user).read_text(), user
