@@ -2,8 +2,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +42,53 @@ int nt_sock_connect(const char *path, int timeout_ms)
 		return -err;
 	}
 	return fd;
+}
+
+int nt_sock_dir_of(const char *path, char *dir, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		return snprintf(dir, cap, ".") < 0 ? -ENAMETOOLONG : 0;
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	if (n >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return 0;
+}
+
+int nt_sock_dir_private(const char *socket_path, char *why, size_t whylen)
+{
+	char dir[PATH_MAX];
+	if (nt_sock_dir_of(socket_path, dir, sizeof(dir)) != 0) {
+		snprintf(why, whylen, "socket path '%s' is too long", socket_path);
+		return -ENAMETOOLONG;
+	}
+	struct stat st;
+	if (lstat(dir, &st) != 0) {
+		int err = errno;
+		snprintf(why, whylen, "socket directory '%s': %s", dir, strerror(err));
+		return -err;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(why, whylen, "socket directory '%s' is a symbolic link: refused", dir);
+		return -ELOOP;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, whylen, "socket directory '%s' is not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, whylen, "socket directory '%s' is owned by uid %u, not by uid %u: refused",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if ((st.st_mode & 0777) != 0700) {
+		snprintf(why, whylen, "socket directory '%s' has mode %03o, not 0700: refused", dir,
+			 (unsigned)(st.st_mode & 0777));
+		return -EACCES;
+	}
+	return 0;
 }
 
 int nt_sock_peer(int fd, pid_t *pid, uid_t *uid)

@@ -44,23 +44,10 @@ int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen)
 	return 0;
 }
 
-static int dir_of(const char *path, char *dir, size_t cap)
-{
-	const char *slash = strrchr(path, '/');
-	if (slash == NULL)
-		return snprintf(dir, cap, ".") < 0 ? -1 : 0;
-	size_t n = slash == path ? 1 : (size_t)(slash - path);
-	if (n >= cap)
-		return -1;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return 0;
-}
-
 int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t whylen)
 {
 	char dir[PATH_MAX];
-	if (dir_of(socket_path, dir, sizeof(dir)) != 0) {
+	if (nt_sock_dir_of(socket_path, dir, sizeof(dir)) != 0) {
 		snprintf(why, whylen, "socket path '%s' is too long", socket_path);
 		return -1;
 	}
@@ -69,32 +56,9 @@ int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t 
 			 strerror(errno));
 		return -1;
 	}
-	struct stat st;
-	if (lstat(dir, &st) != 0) {
-		int err = errno; /* kept for the caller: ENOENT is "no manager there" to a client */
-		snprintf(why, whylen, "socket directory '%s': %s", dir, strerror(err));
-		errno = err;
-		return -1;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		snprintf(why, whylen, "socket directory '%s' is a symbolic link: refused", dir);
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(why, whylen, "socket directory '%s' is not a directory", dir);
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(why, whylen, "socket directory '%s' is owned by uid %u, not by uid %u: refused",
-			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -1;
-	}
-	if ((st.st_mode & 0777) != 0700) {
-		snprintf(why, whylen, "socket directory '%s' has mode %03o, not 0700: refused", dir,
-			 (unsigned)(st.st_mode & 0777));
-		return -1;
-	}
-	return 0;
+	int err = nt_sock_dir_private(socket_path, why, whylen);
+	errno = -err; /* kept for the caller: ENOENT is "no manager there" to a client */
+	return err == 0 ? 0 : -1;
 }
 
 static void fill_addr(struct sockaddr_un *sa, const char *path)

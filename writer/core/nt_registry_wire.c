@@ -3,6 +3,7 @@
  * patience for a manager whose accept queue is full. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,9 +14,19 @@
  * instead of blocking the program. */
 #define CONNECT_PATIENCE_MS 1000
 
-int nt_wire_connect(const char *path)
+int nt_wire_connect(const char *path, char *why, size_t whylen)
 {
-	return nt_sock_connect(path, CONNECT_PATIENCE_MS);
+	/* The directory rule first (SECURITY.md): a socket in a directory another user owns or
+	 * may write is one that user may have put there. No directory is "no manager there". */
+	int rc = nt_sock_dir_private(path, why, whylen);
+	if (rc == -ENOENT)
+		snprintf(why, whylen, "%s", strerror(ENOENT));
+	if (rc != 0)
+		return rc;
+	rc = nt_sock_connect(path, CONNECT_PATIENCE_MS);
+	if (rc < 0)
+		snprintf(why, whylen, "%s", strerror(-rc));
+	return rc;
 }
 
 int nt_wire_peer_uid_ok(int fd, uid_t *peer)

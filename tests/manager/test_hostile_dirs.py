@@ -1,0 +1,66 @@
+"""Hostile directories and files around the manager (issue 25): a provider applies the rule
+SECURITY.md states for a manager socket's directory (the user's own, 0700, not a link), not
+only the server's uid; the manager's --log and --socket create nothing they should not and
+open nothing another user owns; trace-record falls back to its own manager when the default
+socket's directory is someone else's.
+Run by meson (suite manager) with NT_MANAGER, NT_TRACE_RECORD, NT_PROVIDER_PROG, NT_WORKDIR.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from conftest import program  # noqa: E402
+from test_review_fixes import NOBODY, FakeServer, need_root  # noqa: E402
+
+PROG = program('NT_PROVIDER_PROG')
+
+
+def provider_refuses(path, reason):
+    server = FakeServer(path, seconds=2)
+    p = subprocess.run([PROG, '--events', '10'], env=dict(os.environ, NANOTRACE_MANAGER=path),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    want = 'nanotrace: cannot reach the trace manager at %s: %s; not tracing' % (path, reason)
+    assert want in p.stderr, p.stderr
+    assert 'registered=0' in p.stdout, p.stdout
+    assert not server.got_data(), 'the provider registered with a manager in ' + reason
+
+
+def test_provider_refuses_a_socket_directory_of_another_owner():
+    need_root()
+    d = tempfile.mkdtemp(prefix='ntd-')  # 0700: only its owner is wrong
+    try:
+        os.chown(d, NOBODY, NOBODY)
+        provider_refuses(os.path.join(d, 'manager.sock'),
+                         "socket directory '%s' is owned by uid %d, not by uid %d: refused"
+                         % (d, NOBODY, os.geteuid()))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_provider_refuses_a_socket_directory_others_may_enter():
+    d = tempfile.mkdtemp(prefix='ntd-')
+    try:
+        os.chmod(d, 0o755)
+        provider_refuses(os.path.join(d, 'manager.sock'),
+                         "socket directory '%s' has mode 755, not 0700: refused" % d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_provider_refuses_a_socket_directory_that_is_a_link():
+    base = tempfile.mkdtemp(prefix='ntd-')
+    try:
+        real = os.path.join(base, 'real')
+        os.mkdir(real, 0o700)
+        link = os.path.join(base, 'link')
+        os.symlink(real, link)
+        path = os.path.join(link, 'manager.sock')
+        provider_refuses(path, "socket directory '%s' is a symbolic link: refused" % link)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
