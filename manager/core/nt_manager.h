@@ -30,6 +30,8 @@ typedef struct nt_manager_config {
 	void *log_ctx;
 	unsigned stop_timeout_ms; /* how long a provider may take to answer STOP; 0 = 2000 */
 	int verbose;              /* nonzero: log every provider's state change */
+	int create_dir;           /* nonzero: a missing socket directory is made (0700); only
+				   * the default socket's is, never one a user named */
 } nt_manager_config;
 
 /* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and
@@ -56,7 +58,8 @@ int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_
  * root; its uid in *peer (left alone when it cannot be read). */
 int nt_manager_peer_uid_ok(int fd, uid_t *peer);
 
-/* A manager listening on cfg->socket_path (its directory checked as above). A socket file
+/* A manager listening on cfg->socket_path (its directory checked as above, made when
+ * missing only with cfg->create_dir). A socket file
  * left by a dead manager is replaced; one that answers means another manager runs, and
  * NULL is returned. NULL with the reason in why on every failure. */
 nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whylen);

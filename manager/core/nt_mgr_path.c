@@ -129,8 +129,15 @@ int nt_mgr_listen(nt_manager *m, char *why, size_t whylen)
 			 sizeof(m->path) - 1);
 		return -1;
 	}
-	if (nt_manager_check_dir(path, 1, why, whylen) != 0)
+	if (nt_manager_check_dir(path, m->cfg.create_dir, why, whylen) != 0) {
+		if (errno == ENOENT && !m->cfg.create_dir) {
+			char dir[PATH_MAX];
+			nt_sock_dir_of(path, dir, sizeof(dir));
+			snprintf(why, whylen, "socket directory '%s' does not exist (only the default "
+				 "socket's directory is created): make it, mode 0700", dir);
+		}
 		return -1;
+	}
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(why, whylen, "socket: %s", strerror(errno));

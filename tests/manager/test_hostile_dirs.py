@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -18,6 +19,7 @@ from conftest import program  # noqa: E402
 from test_review_fixes import NOBODY, FakeServer, need_root  # noqa: E402
 
 PROG = program('NT_PROVIDER_PROG')
+MANAGER = program('NT_MANAGER')
 
 
 def provider_refuses(path, reason):
@@ -64,3 +66,57 @@ def test_provider_refuses_a_socket_directory_that_is_a_link():
         provider_refuses(path, "socket directory '%s' is a symbolic link: refused" % link)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def run_manager(*args, env=None):
+    return subprocess.run([MANAGER, '--foreground', *args], capture_output=True, text=True,
+                          timeout=10, env=env)
+
+
+def test_manager_never_makes_the_directory_of_a_socket_it_was_given(tmp_path):
+    missing = os.path.join(str(tmp_path), 'nonexist')
+    for how in ('--socket', 'NANOTRACE_MANAGER'):
+        sock = os.path.join(missing, 'x.sock')
+        if how == '--socket':
+            p = run_manager('--socket', sock)
+        else:
+            p = run_manager(env=dict(os.environ, NANOTRACE_MANAGER=sock))
+        assert p.returncode == 2, (how, p.stderr)
+        assert "socket directory '%s' does not exist" % missing in p.stderr, (how, p.stderr)
+        assert not os.path.exists(missing), how
+
+
+def test_manager_log_of_another_owner_is_refused(tmp_path):
+    need_root()
+    d = tempfile.mkdtemp(prefix='ntl-')
+    try:
+        log = os.path.join(str(tmp_path), 'theirs.log')
+        with open(log, 'w') as f:
+            f.write('theirs\n')
+        os.chmod(log, 0o666)
+        os.chown(log, NOBODY, NOBODY)
+        p = run_manager('--socket', os.path.join(d, 'manager.sock'), '--log', log)
+        assert p.returncode == 2, p.stderr
+        assert "log '%s' is owned by uid %d, not by uid 0: refused" % (log, NOBODY) in p.stderr, \
+            p.stderr
+        assert open(log).read() == 'theirs\n', 'the manager wrote into a log of another user'
+        assert not os.path.exists(os.path.join(d, 'manager.sock'))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_manager_log_is_created_private(tmp_path):
+    d = tempfile.mkdtemp(prefix='ntl-')
+    try:
+        log = os.path.join(str(tmp_path), 'mine.log')
+        p = subprocess.Popen([MANAGER, '--foreground', '--socket', os.path.join(d, 'm.sock'),
+                              '--log', log], stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 10
+        while not (os.path.exists(log) and 'listening on' in open(log).read()):
+            assert p.poll() is None and time.time() < deadline, p.stderr.read()
+            time.sleep(0.02)
+        p.terminate()
+        p.wait(10)
+        assert os.stat(log).st_mode & 0o777 == 0o600
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
