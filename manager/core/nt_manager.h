@@ -36,8 +36,11 @@ typedef struct nt_manager_config {
 
 /* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and
  * non-empty, else $XDG_RUNTIME_DIR/nanotrace/manager.sock, else /tmp/nanotrace-$UID/
- * manager.sock, written into buf (of cap bytes). Returns 0, or -1 with a message in
- * why (whylen bytes) when the path does not fit. Cost: a few getenv calls. */
+ * manager.sock, written into buf (of cap bytes). Returns 0 for the first two (the user's
+ * choice, or a directory only the user can make), NT_MANAGER_PATH_SHARED for the last (in
+ * /tmp, where any user may make the directory first), or -1 with a message in why
+ * (whylen bytes) when the path does not fit. Cost: a few getenv calls. */
+#define NT_MANAGER_PATH_SHARED 1
 int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen);
 
 /* Creates the socket's directory when it is missing (mode 0700) and checks it: a directory

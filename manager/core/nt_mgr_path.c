@@ -28,20 +28,22 @@ int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen)
 {
 	const char *env = getenv(NT_MANAGER_ENV);
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
+	int n, shared = 0;
 	if (env != NULL && env[0] != '\0')
 		n = snprintf(buf, cap, "%s", env);
 	else if (xdg != NULL && xdg[0] == '/')
 		n = snprintf(buf, cap, "%s/nanotrace/%s", xdg, NT_MANAGER_SOCKET_NAME);
-	else
+	else {
 		n = snprintf(buf, cap, "/tmp/nanotrace-%u/%s", (unsigned)getuid(),
 			     NT_MANAGER_SOCKET_NAME);
+		shared = NT_MANAGER_PATH_SHARED;
+	}
 	if (n < 0 || (size_t)n >= cap || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		snprintf(why, whylen, "the manager's socket path is longer than %zu bytes",
 			 sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		return -1;
 	}
-	return 0;
+	return shared;
 }
 
 int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t whylen)

@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 	int create_dir = socket_opt == NULL && (env == NULL || env[0] == '\0');
 	if (socket_opt != NULL)
 		snprintf(path, sizeof(path), "%s", socket_opt);
-	else if (nt_manager_socket_path(path, sizeof(path), why, sizeof(why)) != 0) {
+	else if (nt_manager_socket_path(path, sizeof(path), why, sizeof(why)) < 0) {
 		fprintf(stderr, "nanotrace-manager: %s\n", why);
 		return 2;
 	}

@@ -78,16 +78,22 @@ static void *embedded_main(void *arg)
  * and every provider's registration. */
 int nt_record_connect(recorder *r, int may_embed)
 {
-	char why[512];
-	if (nt_manager_socket_path(r->socket_path, sizeof(r->socket_path), why, sizeof(why)) != 0) {
+	char why[512], refused[512] = "";
+	int shared = nt_manager_socket_path(r->socket_path, sizeof(r->socket_path), why,
+					    sizeof(why));
+	if (shared < 0) {
 		say("%s", why);
 		return -1;
 	}
 	r->ctl = nt_manager_connect(r->socket_path, CONNECT_TIMEOUT_MS, why, sizeof(why));
-	if (r->ctl == -2) {
+	/* The shared /tmp default is refused when another user squats it (their directory, a
+	 * link): a recording needs no shared socket, so it goes on with a private manager. */
+	if (r->ctl == -2 && !(may_embed && shared == NT_MANAGER_PATH_SHARED)) {
 		say("not using the manager at %s: %s", r->socket_path, why);
 		return -2;
 	}
+	if (r->ctl == -2)
+		snprintf(refused, sizeof(refused), "%s", why);
 	if (r->ctl >= 0) {
 		if (r->o.verbose)
 			say("[+%.3f ms] using the manager at %s", (double)(nt_record_now_ns() - r->t0_ns) / 1e6,
@@ -120,7 +126,10 @@ int nt_record_connect(recorder *r, int may_embed)
 		r->embedded = NULL;
 		return -1;
 	}
-	if (r->o.verbose)
+	if (refused[0] != '\0')
+		say("not using the default socket: %s; recording with a private manager at %s",
+		    refused, r->socket_path);
+	else if (r->o.verbose)
 		say("[+%.3f ms] no manager at the default socket: running one at %s",
 		    (double)(nt_record_now_ns() - r->t0_ns) / 1e6, r->socket_path);
 	r->ctl = nt_manager_connect(r->socket_path, CONNECT_TIMEOUT_MS, why, sizeof(why));

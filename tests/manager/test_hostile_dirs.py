@@ -16,10 +16,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import program  # noqa: E402
+from mgr_support import parse_bundle  # noqa: E402
 from test_review_fixes import NOBODY, FakeServer, need_root  # noqa: E402
 
 PROG = program('NT_PROVIDER_PROG')
 MANAGER = program('NT_MANAGER')
+TRACE_RECORD = program('NT_TRACE_RECORD')
 
 
 def provider_refuses(path, reason):
@@ -120,3 +122,58 @@ def test_manager_log_is_created_private(tmp_path):
         assert os.stat(log).st_mode & 0o777 == 0o600
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def as_user(uid):
+    def drop():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    return drop
+
+
+def test_trace_record_records_privately_when_the_tmp_default_is_squatted():
+    # Without XDG_RUNTIME_DIR the default socket is /tmp/nanotrace-$UID, a name any user can
+    # take first. trace-record refuses it as before, and records with a manager of its own
+    # in a private directory, saying so in one line; nanotrace-manager still refuses. As a
+    # uid of its own, so that no other test's /tmp/nanotrace-0 is touched.
+    need_root()
+    uid = 40000 + os.getpid() % 20000
+    squat = '/tmp/nanotrace-%d' % uid
+    work = tempfile.mkdtemp(prefix='ntq-')
+    os.chown(work, uid, uid)
+    env = dict(os.environ, TMPDIR=work)
+    env.pop('XDG_RUNTIME_DIR', None)
+    env.pop('NANOTRACE_MANAGER', None)
+    try:
+        for kind in ('another owner', 'a link'):
+            if kind == 'another owner':
+                os.mkdir(squat, 0o700)
+                os.chown(squat, NOBODY, NOBODY)
+            else:
+                os.symlink(work, squat)  # to a directory of the user's: a link all the same
+            out = os.path.join(work, 'squat.ntbundle')
+            p = subprocess.run([TRACE_RECORD, '-o', out, '--', PROG, '--events', '10'],
+                               env=env, preexec_fn=as_user(uid), capture_output=True, text=True,
+                               timeout=60)
+            assert p.returncode == 0, (kind, p.stderr)
+            said = [line for line in p.stderr.splitlines() if squat in line]
+            assert len(said) == 1, (kind, p.stderr)
+            assert 'recording with a private manager at %s/nanotrace-record-' % work in said[0], \
+                (kind, said)
+            b = parse_bundle(out)
+            assert len(b['sections']) == 1 and b['sections'][0]['state'] == 'exited', b
+            m = subprocess.run([MANAGER, '--foreground'], env=env, preexec_fn=as_user(uid),
+                               capture_output=True, text=True, timeout=10)
+            assert m.returncode == 2 and squat in m.stderr and 'refused' in m.stderr, m.stderr
+            os.unlink(out)
+            if os.path.islink(squat):
+                os.unlink(squat)
+            else:
+                shutil.rmtree(squat)
+        assert [n for n in os.listdir(work) if n.startswith('nanotrace-record-')] == []
+    finally:
+        if os.path.islink(squat):
+            os.unlink(squat)
+        shutil.rmtree(squat, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
