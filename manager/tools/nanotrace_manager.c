@@ -155,6 +155,11 @@ static int parse_args(int argc, char **argv, args *a)
 		{ "help", no_argument, 0, 'h' },       { "version", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
+	/* getopt_long names the program by argv[0] in its messages: the name, not the path it
+	 * was run by. */
+	char *slash = strrchr(argv[0], '/');
+	if (slash != NULL && slash[1] != '\0')
+		argv[0] = slash + 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "fs:l:vhV", opts, NULL)) != -1) {
 		switch (c) {

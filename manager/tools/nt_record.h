@@ -14,7 +14,8 @@
 #include "../core/nt_manager.h"
 #include "nt_record_options.h"
 
-enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3 };
+/* EXIT_NOT_RUN: the command could not be run, as a shell says it. */
+enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3, EXIT_NOT_RUN = 127 };
 #define say nt_record_say
 
 typedef struct recorder {
@@ -29,6 +30,7 @@ typedef struct recorder {
 	pid_t child;
 	int child_status;        /* exit code for the command, once it ended */
 	int child_done;
+	int exec_failed;         /* errno of the command's exec: no archive is kept */
 	int stop_sent;
 	int embedded_stuck;      /* its thread did not end when asked: it owns the file still */
 	int64_t heard_ns;        /* the manager's last message, or CTL_STOP if later */
@@ -53,7 +55,8 @@ int nt_record_list(recorder *r);
 int nt_record_start(recorder *r);
 void nt_record_send_stop(recorder *r);
 
-/* nt_record_spawn.c: the command, and how it ended. */
+/* nt_record_spawn.c: the command, and how it ended. A command that cannot be run sets
+ * exec_failed (said here); -1 only when no child could be made. */
 int nt_record_spawn(recorder *r);
 void nt_record_reap(recorder *r, int block);
 

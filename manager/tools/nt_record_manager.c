@@ -6,12 +6,14 @@
  * fresh 0700 directory (the embedded default); and the controller messages to it.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +74,41 @@ static void *embedded_main(void *arg)
 	return NULL;
 }
 
+#define PRIVATE_DIR_PREFIX "nanotrace-record-" /* then mkdtemp's 6 characters */
+
+/* The private socket directories earlier trace-records left when they were killed (SIGKILL
+ * leaves no chance to remove one): the user's, 0700, named as ours are, in the same place,
+ * holding a socket no one listens on any more (ECONNREFUSED: its manager is gone). A
+ * directory still being set up has no socket yet and is left alone. */
+static void remove_stale_dirs(recorder *r, const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, PRIVATE_DIR_PREFIX, strlen(PRIVATE_DIR_PREFIX)) != 0 ||
+		    strlen(e->d_name) != strlen(PRIVATE_DIR_PREFIX) + 6)
+			continue;
+		char dir[PATH_MAX], sock[PATH_MAX + 32], why[256];
+		if (snprintf(dir, sizeof(dir), "%s/%s", tmp, e->d_name) >= (int)sizeof(dir))
+			continue;
+		snprintf(sock, sizeof(sock), "%s/%s", dir, NT_MANAGER_SOCKET_NAME);
+		struct stat st;
+		if (nt_sock_dir_private(sock, why, sizeof(why)) != 0 || lstat(sock, &st) != 0 ||
+		    !S_ISSOCK(st.st_mode))
+			continue;
+		int fd = nt_sock_connect(sock, 0);
+		if (fd >= 0)
+			close(fd);
+		if (fd != -ECONNREFUSED)
+			continue;
+		if (unlink(sock) == 0 && rmdir(dir) == 0 && r->o.verbose)
+			say("removed '%s', the socket directory of a trace-record that was killed", dir);
+	}
+	closedir(d);
+}
+
 /* Connects to the manager on the default path, or starts the embedded one. -1 when none
  * answers (and none may be embedded), -2 when the one there is refused (said here): the
  * socket's directory or the server belongs to someone else, who would get the output file
@@ -103,6 +140,7 @@ int nt_record_connect(recorder *r, int may_embed)
 	if (!may_embed)
 		return -1;
 	const char *tmp = getenv("TMPDIR");
+	remove_stale_dirs(r, tmp && tmp[0] == '/' ? tmp : "/tmp");
 	snprintf(r->embedded_dir, sizeof(r->embedded_dir), "%s/nanotrace-record-XXXXXX",
 		 tmp && tmp[0] == '/' ? tmp : "/tmp");
 	if (mkdtemp(r->embedded_dir) == NULL) {

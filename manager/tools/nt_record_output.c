@@ -6,15 +6,52 @@
  * way a recording ends: finished, its manager lost, its manager silent.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/nt_bundle.h"
 #include "format/nt_private_file.h"
 #include "nt_record.h"
 #include "nt_record_bundle.h"
+
+/* Temporary bundles beside -o FILE that no process holds any more: a trace-record killed
+ * (SIGKILL) with its embedded manager leaves its recording there, under the hidden name no
+ * one would find. Each holder keeps a lock on its file (flock: the manager's copy of the
+ * descriptor shares it), so one that can be locked is a left one; named, never removed: it
+ * holds what was recorded. */
+static void name_left_bundles(const char *dir, const char *base)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return;
+	size_t blen = strlen(base);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		const char *n = e->d_name;
+		if (n[0] != '.' || strncmp(n + 1, base, blen) != 0 || n[1 + blen] != '.' ||
+		    strlen(n) != blen + 8)
+			continue;
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof(path), "%s/%s", dir, n) >= (int)sizeof(path))
+			continue;
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		    flock(fd, LOCK_SH | LOCK_NB) == 0)
+			say("'%s' holds the unfinished recording of a trace-record that was killed "
+			    "(trace-dump reads what it holds; remove it when done)", path);
+		close(fd);
+	}
+	closedir(d);
+}
 
 int nt_record_make_output(recorder *r)
 {
@@ -38,6 +75,9 @@ int nt_record_make_output(recorder *r)
 		r->tmp_path[0] = '\0';
 		return -1;
 	}
+	char dirname[PATH_MAX];
+	snprintf(dirname, sizeof(dirname), "%.*s", dirlen ? dirlen : 1, slash ? dir : ".");
+	name_left_bundles(dirname, base);
 	/* 0600, O_EXCL, a random name: never an existing file (format/nt_private_file.h) */
 	r->out_fd = nt_private_create(r->tmp_path, NT_PRIVATE_FILE_MODE);
 	if (r->out_fd < 0) {
@@ -45,6 +85,9 @@ int nt_record_make_output(recorder *r)
 		r->tmp_path[0] = '\0';
 		return -1;
 	}
+	/* Held while anything records into it (name_left_bundles); a lock that cannot be
+	 * taken only costs that notice. */
+	(void)flock(r->out_fd, LOCK_EX | LOCK_NB);
 	return 0;
 }
 
@@ -85,11 +128,13 @@ int nt_record_finished(recorder *r, const nt_wire_msg *m)
 		say("the manager could not write the archive: %s", text);
 		return EXIT_FAILED;
 	}
+	if (r->exec_failed)
+		return EXIT_NOT_RUN; /* the bundle, empty of processes, is dropped */
 	if (put_in_place(r) != 0)
 		return EXIT_FAILED;
-	say("wrote %s: %llu processes, %llu events, %llu bytes, %llu dropped", r->o.output,
-	    (unsigned long long)m->a, (unsigned long long)m->b, (unsigned long long)m->c,
-	    (unsigned long long)m->d);
+	say("wrote %s: %llu %s, %llu events, %llu bytes, %llu dropped", r->o.output,
+	    (unsigned long long)m->a, m->a == 1 ? "process" : "processes",
+	    (unsigned long long)m->b, (unsigned long long)m->c, (unsigned long long)m->d);
 	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
 		say("%s", line);
 	return r->child > 0 ? r->child_status : 0;

@@ -277,7 +277,7 @@ def test_trace_record_duration_with_a_daemon(mgr, workdir):
     assert rec.returncode == 0, err
     b = parse_bundle(out)
     check_honest_section(b['sections'][0], f)
-    assert 'wrote %s: 1 processes' % out in err, err
+    assert 'wrote %s: 1 process, ' % out in err, err
     f.close()
 
 
