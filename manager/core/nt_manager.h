@@ -57,10 +57,6 @@ int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t 
  * refused (wrong owner, mode, a link, another uid serving). why names path and owner. */
 int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen);
 
-/* SO_PEERCRED of a connected socket: nonzero when the peer runs as the caller's euid or as
- * root; its uid in *peer (left alone when it cannot be read). */
-int nt_manager_peer_uid_ok(int fd, uid_t *peer);
-
 /* A manager listening on cfg->socket_path (its directory checked as above, made when
  * missing only with cfg->create_dir). A socket file
  * left by a dead manager is replaced; one that answers means another manager runs, and

@@ -10,7 +10,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +17,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
@@ -80,11 +78,6 @@ static int someone_listens(const char *path)
 	return fd >= 0 || fd == -EAGAIN;
 }
 
-int nt_manager_peer_uid_ok(int fd, uid_t *peer)
-{
-	return nt_sock_peer_trusted(fd, peer);
-}
-
 int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen)
 {
 	errno = 0; /* only check_dir's own ENOENT means "no manager there", never a stale one */
@@ -100,7 +93,7 @@ int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_
 		return -1;
 	}
 	uid_t peer = (uid_t)-1;
-	if (!nt_manager_peer_uid_ok(fd, &peer)) {
+	if (!nt_sock_peer_trusted(fd, &peer)) {
 		close(fd);
 		snprintf(why, whylen, "the manager at '%s' runs as uid %d, not uid %u (or root): "
 			 "refused", socket_path, (int)peer, (unsigned)geteuid());
