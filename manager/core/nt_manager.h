@@ -30,12 +30,17 @@ typedef struct nt_manager_config {
 	void *log_ctx;
 	unsigned stop_timeout_ms; /* how long a provider may take to answer STOP; 0 = 2000 */
 	int verbose;              /* nonzero: log every provider's state change */
+	int create_dir;           /* nonzero: a missing socket directory is made (0700); only
+				   * the default socket's is, never one a user named */
 } nt_manager_config;
 
 /* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and
  * non-empty, else $XDG_RUNTIME_DIR/nanotrace/manager.sock, else /tmp/nanotrace-$UID/
- * manager.sock, written into buf (of cap bytes). Returns 0, or -1 with a message in
- * why (whylen bytes) when the path does not fit. Cost: a few getenv calls. */
+ * manager.sock, written into buf (of cap bytes). Returns 0 for the first two (the user's
+ * choice, or a directory only the user can make), NT_MANAGER_PATH_SHARED for the last (in
+ * /tmp, where any user may make the directory first), or -1 with a message in why
+ * (whylen bytes) when the path does not fit. Cost: a few getenv calls. */
+#define NT_MANAGER_PATH_SHARED 1
 int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen);
 
 /* Creates the socket's directory when it is missing (mode 0700) and checks it: a directory
@@ -52,11 +57,8 @@ int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t 
  * refused (wrong owner, mode, a link, another uid serving). why names path and owner. */
 int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen);
 
-/* SO_PEERCRED of a connected socket: nonzero when the peer runs as the caller's euid or as
- * root; its uid in *peer (left alone when it cannot be read). */
-int nt_manager_peer_uid_ok(int fd, uid_t *peer);
-
-/* A manager listening on cfg->socket_path (its directory checked as above). A socket file
+/* A manager listening on cfg->socket_path (its directory checked as above, made when
+ * missing only with cfg->create_dir). A socket file
  * left by a dead manager is replaced; one that answers means another manager runs, and
  * NULL is returned. NULL with the reason in why on every failure. */
 nt_manager *nt_manager_new(const nt_manager_config *cfg, char *why, size_t whylen);

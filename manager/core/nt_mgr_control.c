@@ -1,7 +1,7 @@
 /*
- * nt_mgr_control.c - the controller protocol (fuchsia.tracing.controller) and the trace's
- * lifecycle: CTL_LIST, CTL_SELECT, CTL_START (the bundle file attached), CTL_PROGRESS while
- * recording, CTL_STOP, CTL_STOPPED once every section is written.
+ * nt_mgr_control.c - the controller protocol (fuchsia.tracing.controller): CTL_LIST,
+ * CTL_SELECT, CTL_START (the bundle file attached), CTL_STOP; the trace it starts runs in
+ * nt_mgr_trace.c, which tells it CTL_PROGRESS and CTL_STOPPED (nt_mgr_control_tell).
  *
  * One trace at a time: a second CTL_START is answered CTL_END with the reason. A controller
  * that leaves mid-trace stops it (the bundle is still completed in its file). One that only
@@ -18,22 +18,6 @@
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
-
-/* CTL_END's a: the nt_result numbers of nanotrace.h, which the wire contract names. */
-enum { RESULT_OK = 0, RESULT_INVALID = -1, RESULT_STATE = -2, RESULT_IO = -4 };
-
-void nt_mgr_trace_problem(nt_manager *m, const char *fmt, ...)
-{
-	char line[NT_WIRE_MAX_TEXT];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	char *p = m->trace.problems;
-	size_t used = strlen(p), cap = sizeof(m->trace.problems);
-	if (used + 1 < cap)
-		snprintf(p + used, cap - used, "%s%s", used ? "\n" : "", line);
-}
 
 /* The controller cannot be served any more: a real error, or an answer that matters
  * could not even be kept. Its trace stops (nt_mgr_control_gone). */
@@ -68,13 +52,14 @@ void nt_mgr_control_free(nt_mgr_conn *c)
  * error), -1 a real error (the controller is dropped). */
 static int try_send(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 {
-	if (nt_mgr_send(c->fd, msg, NULL, 0) == 0)
+	int err = nt_mgr_send(c->fd, msg, NULL, 0);
+	if (err == 0)
 		return 1;
-	if (errno == EAGAIN || errno == EWOULDBLOCK)
+	if (err == -EAGAIN || err == -EWOULDBLOCK)
 		return 0;
 	char why[160];
 	snprintf(why, sizeof(why), "sending %s: %s", nt_wire_type_name(msg->type),
-		 strerror(errno));
+		 strerror(-err));
 	ctl_drop(m, c, why);
 	return -1;
 }
@@ -132,7 +117,7 @@ void nt_mgr_control_flush(nt_manager *m, nt_mgr_conn *c)
 	if (o->list != NULL && !c->closing) {
 		free(o->list);
 		o->list = NULL;
-		ctl_end(m, c, RESULT_OK, "");
+		ctl_end(m, c, NT_MGR_RESULT_OK, "");
 	}
 }
 
@@ -143,7 +128,7 @@ static void ctl_list(nt_manager *m, nt_mgr_conn *c)
 	nt_mgr_list_entry *l = calloc((size_t)m->nconns + 1, sizeof(*l));
 	if (o == NULL || l == NULL) {
 		free(l);
-		ctl_end(m, c, RESULT_IO, "out of memory");
+		ctl_end(m, c, NT_MGR_RESULT_IO, "out of memory");
 		return;
 	}
 	int n = 0;
@@ -170,7 +155,7 @@ static void ctl_select(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 		m->npending_select = 0;
 	}
 	if (m->npending_select == NT_MGR_MAX_SELECT) {
-		ctl_end(m, c, RESULT_INVALID, "more than 64 provider names selected");
+		ctl_end(m, c, NT_MGR_RESULT_INVALID, "more than 64 provider names selected");
 		return;
 	}
 	nt_wire_str(msg->name, msg->name_len, m->pending_select[m->npending_select++]);
@@ -235,7 +220,7 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 		if (fd >= 0)
 			close(fd);
 		nt_mgr_log(m, "refused CTL_START from pid %d: %s", (int)c->pid, bad);
-		ctl_end(m, c, m->trace.active ? RESULT_STATE : RESULT_INVALID, bad);
+		ctl_end(m, c, m->trace.active ? NT_MGR_RESULT_STATE : NT_MGR_RESULT_INVALID, bad);
 		return;
 	}
 	nt_mgr_trace *t = &m->trace;
@@ -260,7 +245,7 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 	if (nt_mgr_bundle_preamble(m) != 0) {
 		close(fd);
 		t->out_fd = -1;
-		ctl_end(m, c, RESULT_IO, "cannot write the output file");
+		ctl_end(m, c, NT_MGR_RESULT_IO, "cannot write the output file");
 		return;
 	}
 	t->active = 1;
@@ -279,17 +264,6 @@ static void ctl_start(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int
 	ctl_send(m, c, &ans);
 }
 
-static void begin_stop(nt_manager *m)
-{
-	if (m->trace.stopping)
-		return;
-	m->trace.stopping = 1;
-	nt_mgr_log(m, "stopping the trace");
-	for (int i = 0; i < m->nconns; i++)
-		if (m->conns[i].prov != NULL && !m->conns[i].closing)
-			nt_mgr_provider_send_stop(m, &m->conns[i]);
-}
-
 void nt_mgr_control_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd)
 {
 	switch (msg->type) {
@@ -304,9 +278,9 @@ void nt_mgr_control_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *ms
 		return;
 	case NT_WIRE_CTL_STOP:
 		if (m->trace.active && m->trace.ctl_fd == c->fd)
-			begin_stop(m);
+			nt_mgr_trace_begin_stop(m);
 		else
-			ctl_end(m, c, RESULT_STATE, "no trace of this controller is recording");
+			ctl_end(m, c, NT_MGR_RESULT_STATE, "no trace of this controller is recording");
 		return;
 	}
 	if (fd >= 0)
@@ -326,99 +300,19 @@ void nt_mgr_control_gone(nt_manager *m, nt_mgr_conn *c)
 	m->trace.ctl_fd = -1;
 	if (!m->trace.stopping) {
 		nt_mgr_log(m, "the controller left: stopping its trace");
-		begin_stop(m);
+		nt_mgr_trace_begin_stop(m);
 	}
 }
 
-static void send_progress(nt_manager *m)
+void nt_mgr_control_tell(nt_manager *m, const nt_wire_msg *msg, int may_skip)
 {
-	uint64_t events = 0, drops = 0, providers = 0;
 	for (int i = 0; i < m->nconns; i++) {
-		nt_mgr_provider *p = m->conns[i].prov;
-		if (p == NULL || !p->in_trace)
+		nt_mgr_conn *c = &m->conns[i];
+		if (c->fd != m->trace.ctl_fd || c->closing)
 			continue;
-		uint64_t e, d;
-		nt_mgr_provider_counts(p, &e, &d);
-		events += e;
-		drops += d;
-		providers++;
+		if (!may_skip)
+			ctl_send(m, c, msg);
+		else if (!nt_mgr_control_busy(c))
+			try_send(m, c, msg);
 	}
-	nt_wire_msg msg;
-	nt_wire_init(&msg, NT_WIRE_CTL_PROGRESS);
-	msg.a = providers + m->trace.sections;
-	msg.b = events + m->trace.events;
-	msg.c = m->trace.out_off;
-	msg.d = drops + m->trace.drops;
-	/* Never kept when the socket is full: the next one says more. */
-	for (int i = 0; i < m->nconns; i++)
-		if (m->conns[i].fd == m->trace.ctl_fd && !m->conns[i].closing &&
-		    !nt_mgr_control_busy(&m->conns[i]))
-			try_send(m, &m->conns[i], &msg);
-}
-
-static int providers_in_trace(const nt_manager *m)
-{
-	int n = 0;
-	for (int i = 0; i < m->nconns; i++)
-		n += m->conns[i].prov != NULL && m->conns[i].prov->in_trace;
-	return n;
-}
-
-static void finish(nt_manager *m)
-{
-	nt_mgr_trace *t = &m->trace;
-	nt_mgr_bundle_end(m, NT_SECTION_FINISHED, "");
-	nt_mgr_log(m, "trace written: %u sections, %llu events, %llu bytes, %llu dropped",
-		   t->sections, (unsigned long long)t->events, (unsigned long long)t->out_off,
-		   (unsigned long long)t->drops);
-	nt_wire_msg msg;
-	nt_wire_init(&msg, NT_WIRE_CTL_STOPPED);
-	msg.a = t->sections;
-	msg.b = t->events;
-	msg.c = t->out_off;
-	msg.d = t->drops;
-	nt_wire_set_text(&msg, t->problems);
-	if (t->out_error != 0) {
-		nt_wire_init(&msg, NT_WIRE_CTL_END);
-		msg.a = (uint64_t)(int64_t)RESULT_IO;
-		nt_wire_set_text(&msg, t->problems);
-	}
-	for (int i = 0; i < m->nconns; i++)
-		if (m->conns[i].fd == t->ctl_fd && !m->conns[i].closing)
-			ctl_send(m, &m->conns[i], &msg);
-	close(t->out_fd);
-	memset(t, 0, sizeof(*t));
-	t->out_fd = -1;
-	t->ctl_fd = -1;
-}
-
-void nt_mgr_trace_tick(nt_manager *m, int64_t now)
-{
-	nt_mgr_trace *t = &m->trace;
-	if (!t->active)
-		return;
-	/* Stopping too: the progress is the controller's heartbeat, which tells a manager
-	 * still writing sections from one that is stuck or gone. */
-	if (t->ctl_fd >= 0 && now >= t->next_progress_ms) {
-		t->next_progress_ms = now + NT_MGR_PROGRESS_MS;
-		send_progress(m);
-	}
-	if (t->stopping && providers_in_trace(m) == 0)
-		finish(m);
-}
-
-void nt_mgr_trace_abort(nt_manager *m, const char *why)
-{
-	begin_stop(m);
-	for (int i = 0; i < m->nconns; i++)
-		if (m->conns[i].prov != NULL && m->conns[i].prov->in_trace)
-			nt_mgr_provider_end(m, &m->conns[i], NT_SECTION_TIMED_OUT, why, 1);
-	finish(m);
-}
-
-/* The manager was asked to stop while recording: STOP every provider and let the loop run
- * until each answered or timed out. */
-void nt_mgr_trace_stop_gracefully(nt_manager *m)
-{
-	begin_stop(m);
 }

@@ -145,16 +145,30 @@ struct nt_manager {
 	char pending_select[NT_MGR_MAX_SELECT][NT_WIRE_MAX_NAME + 1];
 	int npending_select;
 	int pending_select_fd; /* the controller whose CTL_SELECTs those are */
+	/* nt_mgr_control_tell: how the trace session reaches the controller above it. */
+	void (*tell_controller)(struct nt_manager *m, const nt_wire_msg *msg, int may_skip);
 };
 
-/* nt_mgr_loop.c */
+/* CTL_END's a: the nt_result numbers of nanotrace.h, which the wire contract names. */
+enum { NT_MGR_RESULT_OK = 0, NT_MGR_RESULT_INVALID = -1, NT_MGR_RESULT_STATE = -2,
+       NT_MGR_RESULT_IO = -4 };
+
+/* manager/core is layered: nt_mgr_base.c at the bottom (calls nothing of manager/core);
+ * path, buffer, saver and section above it; the provider protocol; the trace session; the
+ * controller protocol; the loop on top (nothing calls it). The trace session speaks to its
+ * controller through m->tell_controller, not by a call upwards. */
+
+/* nt_mgr_base.c */
 void nt_mgr_log(nt_manager *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t nt_mgr_now_ms(void);
-/* Sends one message (with `fd` attached when >= 0), never blocking: 0, or -1 (errno set;
- * EAGAIN when the peer does not read). */
+/* Sends one message with `nfds` descriptors, never blocking: 0, or -errno (-EAGAIN when
+ * the peer does not read). */
 int nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds);
 /* Marks a connection for closing at the end of this loop turn. */
 void nt_mgr_conn_close(nt_manager *m, nt_mgr_conn *c);
+/* Notes a problem of the current trace (CTL_STOPPED's text). */
+void nt_mgr_trace_problem(nt_manager *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* nt_mgr_path.c */
 int nt_mgr_listen(nt_manager *m, char *why, size_t whylen);
@@ -198,6 +212,8 @@ void nt_mgr_provider_end(nt_manager *m, nt_mgr_conn *c, int end_state, const cha
 			 int terminate);
 void nt_mgr_provider_timers(nt_manager *m, nt_mgr_conn *c, int64_t now);
 int nt_mgr_provider_selected(const nt_manager *m, const char *name);
+/* Events written and dropped so far, from the provider's header (untrusted: progress only). */
+void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t *drops);
 
 /* nt_mgr_section.c */
 int nt_mgr_bundle_preamble(nt_manager *m);
@@ -205,8 +221,6 @@ int nt_mgr_bundle_preamble(nt_manager *m);
 void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 			   const char *message);
 void nt_mgr_bundle_end(nt_manager *m, int end_state, const char *message);
-/* Events written and dropped so far, from the provider's header (untrusted: progress only). */
-void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t *drops);
 
 /* nt_mgr_control.c */
 void nt_mgr_control_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, int fd);
@@ -217,13 +231,19 @@ int nt_mgr_control_busy(const nt_mgr_conn *c);
 /* Sends what the controller is owed as far as its socket takes it (it became writable). */
 void nt_mgr_control_flush(nt_manager *m, nt_mgr_conn *c);
 void nt_mgr_control_free(nt_mgr_conn *c);
+/* To the current trace's controller, if it is still there: an answer that matters
+ * (may_skip 0: kept until its socket drains) or progress (may_skip 1: skipped when it does
+ * not read now). What m->tell_controller calls. */
+void nt_mgr_control_tell(nt_manager *m, const nt_wire_msg *msg, int may_skip);
+
+/* nt_mgr_trace.c */
+/* STOPs every provider of the trace (once); the loop finishes it as they answer. */
+void nt_mgr_trace_begin_stop(nt_manager *m);
 /* Called each loop turn: progress, and the end of a stopping trace. */
 void nt_mgr_trace_tick(nt_manager *m, int64_t now);
 /* Stops the current trace now (the manager is stopping). */
 void nt_mgr_trace_abort(nt_manager *m, const char *why);
 /* STOPs every provider; the loop finishes the trace as answers and timeouts come. */
 void nt_mgr_trace_stop_gracefully(nt_manager *m);
-void nt_mgr_trace_problem(nt_manager *m, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 #endif /* NT_MGR_INTERNAL_H */

@@ -22,65 +22,21 @@
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
-
-void nt_mgr_log(nt_manager *m, const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (m->cfg.log != NULL)
-		m->cfg.log(m->cfg.log_ctx, line);
-	else
-		fprintf(stderr, "nanotrace-manager: %s\n", line);
-}
-
-int64_t nt_mgr_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds)
-{
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = sizeof(*msg) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfds > 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
-	ssize_t n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return n == (ssize_t)sizeof(*msg) ? 0 : -1;
-}
-
-void nt_mgr_conn_close(nt_manager *m, nt_mgr_conn *c)
-{
-	(void)m;
-	c->closing = 1;
-}
+#include "runtime/nt_sock.h"
 
 static void accept_one(nt_manager *m, int fd)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-		nt_mgr_log(m, "refused a connection: SO_PEERCRED: %s", strerror(errno));
+	struct {
+		pid_t pid;
+		uid_t uid;
+	} cred;
+	int err = nt_sock_peer(fd, &cred.pid, &cred.uid);
+	if (err != 0) {
+		nt_mgr_log(m, "refused a connection: SO_PEERCRED: %s", strerror(-err));
 		close(fd);
 		return;
 	}
-	if (cred.uid != geteuid() && cred.uid != 0) {
+	if (!nt_sock_uid_trusted(cred.uid)) {
 		nt_mgr_log(m, "refused connection from pid %d uid %u: not uid %u", (int)cred.pid,
 			   (unsigned)cred.uid, (unsigned)geteuid());
 		close(fd);
@@ -132,38 +88,6 @@ static void close_fds(const int *fds, int n)
 {
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
-}
-
-/* One datagram: its size (0 = the peer closed, -1 = nothing now or an error), with up to
- * four received descriptors in fds. */
-static ssize_t receive(int sock, nt_wire_msg *msg, int *fds, int *nfds, int *truncated)
-{
-	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(*msg) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} ctl;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	*nfds = 0;
-	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*nfds < 4)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	*truncated = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
-	return n;
 }
 
 /* Room for one more provider: they may hold every connection but the last
@@ -225,11 +149,14 @@ static void read_conn(nt_manager *m, nt_mgr_conn *c)
 	 * takes what it was sent (back-pressure, so what it is owed stays bounded). */
 	for (int i = 0; i < NT_MGR_MSGS_PER_TURN && !c->closing && !nt_mgr_control_busy(c); i++) {
 		nt_wire_msg msg;
-		int fds[4], nfds, truncated = 0;
-		ssize_t n = receive(c->fd, &msg, fds, &nfds, &truncated);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		int fds[4], nfds;
+		ssize_t n = nt_sock_recv(c->fd, &msg, sizeof(msg), fds, 4, &nfds, 1);
+		if (n == -EAGAIN)
 			return;
-		if (n <= 0) {
+		/* More than four descriptors or more bytes than a WireMessage: refused as of the wrong
+		 * size. */
+		int truncated = n == -ETOOMANYREFS || n > (ssize_t)sizeof(msg);
+		if (n <= 0 && !truncated) {
 			if (c->kind == NT_CONN_PROVIDER)
 				nt_mgr_provider_gone(m, c);
 			else if (c->kind == NT_CONN_CONTROLLER)
@@ -350,6 +277,7 @@ static nt_manager *manager_alloc(const nt_manager_config *cfg, char *why, size_t
 	m->trace.ctl_fd = -1;
 	m->pending_select_fd = -1;
 	m->next_id = 1;
+	m->tell_controller = nt_mgr_control_tell;
 	m->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (m->stop_fd < 0) {
 		snprintf(why, whylen, "eventfd: %s", strerror(errno));

@@ -10,7 +10,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,48 +17,37 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
+#include "runtime/nt_sock.h"
 
 int nt_manager_socket_path(char *buf, size_t cap, char *why, size_t whylen)
 {
 	const char *env = getenv(NT_MANAGER_ENV);
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
+	int n, shared = 0;
 	if (env != NULL && env[0] != '\0')
 		n = snprintf(buf, cap, "%s", env);
 	else if (xdg != NULL && xdg[0] == '/')
 		n = snprintf(buf, cap, "%s/nanotrace/%s", xdg, NT_MANAGER_SOCKET_NAME);
-	else
+	else {
 		n = snprintf(buf, cap, "/tmp/nanotrace-%u/%s", (unsigned)getuid(),
 			     NT_MANAGER_SOCKET_NAME);
+		shared = NT_MANAGER_PATH_SHARED;
+	}
 	if (n < 0 || (size_t)n >= cap || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		snprintf(why, whylen, "the manager's socket path is longer than %zu bytes",
 			 sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		return -1;
 	}
-	return 0;
-}
-
-static int dir_of(const char *path, char *dir, size_t cap)
-{
-	const char *slash = strrchr(path, '/');
-	if (slash == NULL)
-		return snprintf(dir, cap, ".") < 0 ? -1 : 0;
-	size_t n = slash == path ? 1 : (size_t)(slash - path);
-	if (n >= cap)
-		return -1;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return 0;
+	return shared;
 }
 
 int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t whylen)
 {
 	char dir[PATH_MAX];
-	if (dir_of(socket_path, dir, sizeof(dir)) != 0) {
+	if (nt_sock_dir_of(socket_path, dir, sizeof(dir)) != 0) {
 		snprintf(why, whylen, "socket path '%s' is too long", socket_path);
 		return -1;
 	}
@@ -68,32 +56,9 @@ int nt_manager_check_dir(const char *socket_path, int create, char *why, size_t 
 			 strerror(errno));
 		return -1;
 	}
-	struct stat st;
-	if (lstat(dir, &st) != 0) {
-		int err = errno; /* kept for the caller: ENOENT is "no manager there" to a client */
-		snprintf(why, whylen, "socket directory '%s': %s", dir, strerror(err));
-		errno = err;
-		return -1;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		snprintf(why, whylen, "socket directory '%s' is a symbolic link: refused", dir);
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(why, whylen, "socket directory '%s' is not a directory", dir);
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(why, whylen, "socket directory '%s' is owned by uid %u, not by uid %u: refused",
-			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -1;
-	}
-	if ((st.st_mode & 0777) != 0700) {
-		snprintf(why, whylen, "socket directory '%s' has mode %03o, not 0700: refused", dir,
-			 (unsigned)(st.st_mode & 0777));
-		return -1;
-	}
-	return 0;
+	int err = nt_sock_dir_private(socket_path, why, whylen);
+	errno = -err; /* kept for the caller: ENOENT is "no manager there" to a client */
+	return err == 0 ? 0 : -1;
 }
 
 static void fill_addr(struct sockaddr_un *sa, const char *path)
@@ -103,52 +68,14 @@ static void fill_addr(struct sockaddr_un *sa, const char *path)
 	memcpy(sa->sun_path, path, strlen(path) + 1); /* length checked by the caller */
 }
 
-/* connect() without ever blocking: a Unix socket connects at once or answers EAGAIN when
- * the listener's accept queue is full (a busy or stuck manager), so EAGAIN is tried again
- * every 10 ms until timeout_ms. Returns a blocking fd, or -1 with errno. */
-static int connect_bounded(const char *path, int timeout_ms)
-{
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	struct sockaddr_un sa;
-	fill_addr(&sa, path);
-	int rc;
-	for (int waited = 0;; waited += 10) {
-		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		if (rc == 0 || (errno != EINTR && (errno != EAGAIN || waited >= timeout_ms)))
-			break;
-		if (errno == EAGAIN)
-			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	}
-	int flags = rc == 0 ? fcntl(fd, F_GETFL) : -1;
-	if (rc != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-		int err = errno;
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	return fd;
-}
-
 /* A socket file at `path`: is a manager answering there? A full accept queue (EAGAIN) is
  * a listener too, and is not waited for: a stuck manager must not hang its successor. */
 static int someone_listens(const char *path)
 {
-	int fd = connect_bounded(path, 0);
+	int fd = nt_sock_connect(path, 0);
 	if (fd >= 0)
 		close(fd);
-	return fd >= 0 || errno == EAGAIN;
-}
-
-int nt_manager_peer_uid_ok(int fd, uid_t *peer)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred))
-		return 0;
-	*peer = cred.uid;
-	return cred.uid == geteuid() || cred.uid == 0;
+	return fd >= 0 || fd == -EAGAIN;
 }
 
 int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_t whylen)
@@ -160,14 +87,13 @@ int nt_manager_connect(const char *socket_path, int timeout_ms, char *why, size_
 		snprintf(why, whylen, "socket path '%s' is too long", socket_path);
 		return -2;
 	}
-	int fd = connect_bounded(socket_path, timeout_ms);
+	int fd = nt_sock_connect(socket_path, timeout_ms);
 	if (fd < 0) {
-		snprintf(why, whylen, "no manager answers at '%s': %s", socket_path,
-			 strerror(errno));
+		snprintf(why, whylen, "no manager answers at '%s': %s", socket_path, strerror(-fd));
 		return -1;
 	}
 	uid_t peer = (uid_t)-1;
-	if (!nt_manager_peer_uid_ok(fd, &peer)) {
+	if (!nt_sock_peer_trusted(fd, &peer)) {
 		close(fd);
 		snprintf(why, whylen, "the manager at '%s' runs as uid %d, not uid %u (or root): "
 			 "refused", socket_path, (int)peer, (unsigned)geteuid());
@@ -198,8 +124,15 @@ int nt_mgr_listen(nt_manager *m, char *why, size_t whylen)
 			 sizeof(m->path) - 1);
 		return -1;
 	}
-	if (nt_manager_check_dir(path, 1, why, whylen) != 0)
+	if (nt_manager_check_dir(path, m->cfg.create_dir, why, whylen) != 0) {
+		if (errno == ENOENT && !m->cfg.create_dir) {
+			char dir[PATH_MAX];
+			nt_sock_dir_of(path, dir, sizeof(dir));
+			snprintf(why, whylen, "socket directory '%s' does not exist (only the default "
+				 "socket's directory is created): make it, mode 0700", dir);
+		}
 		return -1;
+	}
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		snprintf(why, whylen, "socket: %s", strerror(errno));

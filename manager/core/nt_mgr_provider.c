@@ -18,7 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "format/nt_archive_header_decode.h"
 #include "nt_mgr_internal.h"
+#include "runtime/nt_sock.h"
 
 static void set_state(nt_manager *m, nt_mgr_provider *p, int state)
 {
@@ -44,9 +46,10 @@ int nt_mgr_provider_selected(const nt_manager *m, const char *name)
 static int send_or_drop(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg, const int *fds,
 			int nfds)
 {
-	if (nt_mgr_send(c->fd, msg, fds, nfds) == 0)
+	int err = nt_mgr_send(c->fd, msg, fds, nfds);
+	if (err == 0)
 		return 0;
-	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+	if (err == -EAGAIN || err == -EWOULDBLOCK) {
 		char what[96];
 		snprintf(what, sizeof(what), "does not read its messages (%s)",
 			 nt_wire_type_name(msg->type));
@@ -317,9 +320,9 @@ static int read_fifo(nt_manager *m, nt_mgr_conn *c, int max)
 {
 	for (int i = 0; i < max; i++) {
 		nt_fifo_packet pkt;
-		ssize_t n = recv(c->prov->fifo, &pkt, sizeof(pkt), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = nt_sock_fifo_recv(c->prov->fifo, &pkt, 1);
 		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : 1;
+			return n == -EAGAIN ? 0 : 1;
 		if (n == 0)
 			return 1;
 		if (n != (ssize_t)sizeof(pkt)) {
@@ -414,4 +417,24 @@ void nt_mgr_provider_timers(nt_manager *m, nt_mgr_conn *c, int64_t now)
 	nt_mgr_log(m, "provider %u (%s, pid %d) dropped: %s", p->id, p->name, (int)p->pid, msg);
 	nt_mgr_conn_close(m, c);
 	nt_mgr_provider_end(m, c, NT_SECTION_TIMED_OUT, msg, 0);
+}
+
+void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t *drops)
+{
+	*events = *drops = 0;
+	if (p->map == NULL)
+		return;
+	uint8_t hdr[NT_ARENA_HEADER_BYTES];
+	memcpy(hdr, p->map, sizeof(hdr));
+	nt_archive_info info;
+	char why[64];
+	uint64_t where;
+	if (nt_header_decode(hdr, sizeof(hdr), &info, why, sizeof(why), &where) != 0) {
+		*events = info.events_written;
+		*drops = info.events_dropped;
+	}
+	if (p->stream != NULL) {
+		uint64_t bytes;
+		nt_mgr_saver_totals(p->stream, &bytes, events);
+	}
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "nt_mgr_internal.h"
+#include "runtime/nt_sock.h"
 #include "../../format/nt_deadline.h"
 #include "../../format/nt_saver_pace.h"
 
@@ -108,11 +109,8 @@ static void *saver_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (!answer)
 			continue;
-		nt_fifo_packet ans = { .request = NT_FIFO_BUFFER_SAVED, .data32 = req.data32,
-				       .data64 = req.data64 };
 		/* A provider that does not read its FIFO only loses its own answers. */
-		ssize_t n = send(s->fifo, &ans, sizeof(ans), MSG_DONTWAIT | MSG_NOSIGNAL);
-		(void)n;
+		(void)nt_sock_fifo_send(s->fifo, NT_FIFO_BUFFER_SAVED, req.data32, req.data64, 1);
 	}
 }
 

@@ -225,6 +225,30 @@ static int save_private(nt_mgr_provider *p, int fd, int level, uint64_t *bytes,
 	return 0;
 }
 
+/* Events in the arena's closed chunks, counted as a reader of an Arena-layout archive counts
+ * them against the header's events_written (reader/decode, check_truncation): a chunk still
+ * open when the provider stopped is in no count, and one whose slot counter says
+ * NT_SLOT_CHUNK_COUNTED is counted as overwritten already. */
+static uint64_t closed_chunk_events(const nt_mgr_provider *p)
+{
+	const nt_arena_layout *l = &p->layout;
+	uint64_t total = 0;
+	for (uint64_t i = 0; i < l->nslots; i++) {
+		nt_chunk_header h;
+		uint64_t counted;
+		memcpy(&h, p->map + l->rolling_offset + i * l->chunk_size, sizeof(h));
+		memcpy(&counted, p->map + l->slot_overwritten_offset + i * sizeof(counted),
+		       sizeof(counted));
+		if (h.kind != NT_KIND_CHUNK || h.size_bytes > l->chunk_size || h.claim < 2 ||
+		    (counted & NT_SLOT_CHUNK_COUNTED))
+			continue;
+		if (!(h.claim & NT_CLAIM_WRITER_ACTIVE) ||
+		    nt_chunk_slot_wrap(nt_claim_sequence(h.claim), l->nslots) != h.slot_wrap)
+			total += h.event_count;
+	}
+	return total;
+}
+
 /* Whether the section can be a compact Stream-layout archive (see the top of the file). */
 static int compactable(const nt_mgr_provider *p, int end_state)
 {
@@ -278,9 +302,15 @@ static int prepare_body(nt_manager *m, nt_mgr_provider *p, int end_state, nt_arc
 	} else if (save_private(p, -1, 0, &ignored, &b->events) != 0) {
 		b->events = 0; /* only the progress figure; the reader counts for itself */
 	}
-	/* The archive's own count of what it holds, as a finished archive states it (the
-	 * provider's header says 0 until the process finishes itself). */
-	info->events_written = b->events + (p->stream ? 0 : info->events_overwritten);
+	/* The archive's own count of what it holds (the provider's header says 0 under a
+	 * manager): a compact archive's as a finished archive states it; an arena's as a live
+	 * arena's writer keeps it, the events of closed chunks only (the saver's count takes in
+	 * the open chunks too, which a reader of the arena does not count: a killed provider
+	 * would read as truncated). */
+	if (b->compact)
+		info->events_written = b->events + (p->stream ? 0 : info->events_overwritten);
+	else
+		info->events_written = closed_chunk_events(p) + info->events_overwritten;
 	/* The codec is the manager's, whatever the provider's header said: an arena section is
 	 * the arena as it is (never compressed), a compact one what the manager's saver made. */
 	info->compression = b->compact && level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
@@ -375,24 +405,4 @@ void nt_mgr_bundle_end(nt_manager *m, int end_state, const char *message)
 	write_frame(m, &f, "", message);
 	if (m->trace.out_error == 0 && fdatasync(m->trace.out_fd) != 0 && errno != EINVAL)
 		nt_mgr_log(m, "syncing the bundle: %s", strerror(errno));
-}
-
-void nt_mgr_provider_counts(const nt_mgr_provider *p, uint64_t *events, uint64_t *drops)
-{
-	*events = *drops = 0;
-	if (p->map == NULL)
-		return;
-	uint8_t hdr[NT_ARENA_HEADER_BYTES];
-	memcpy(hdr, p->map, sizeof(hdr));
-	nt_archive_info info;
-	char why[64];
-	uint64_t where;
-	if (nt_header_decode(hdr, sizeof(hdr), &info, why, sizeof(why), &where) != 0) {
-		*events = info.events_written;
-		*drops = info.events_dropped;
-	}
-	if (p->stream != NULL) {
-		uint64_t bytes;
-		nt_mgr_saver_totals(p->stream, &bytes, events);
-	}
 }

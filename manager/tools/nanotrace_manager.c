@@ -58,9 +58,11 @@ static void usage(FILE *f)
 		"  -f, --foreground  stay attached; log to stderr (unless --log)\n"
 		"  -s, --socket PATH  listen on PATH (default: $NANOTRACE_MANAGER, else\n"
 		"                 $XDG_RUNTIME_DIR/nanotrace/manager.sock, else\n"
-		"                 /tmp/nanotrace-$UID/manager.sock; the directory must be yours, 0700)\n"
-		"  -l, --log FILE  append the log to FILE (created 0600; default: manager.log in the\n"
-		"                 socket's directory when detached)\n"
+		"                 /tmp/nanotrace-$UID/manager.sock; the directory must be yours, 0700;\n"
+		"                 only the default socket's directory is created when missing)\n"
+		"  -l, --log FILE  append the log to FILE (created 0600; a link or a file of another\n"
+		"                 user is refused; default: manager.log in the socket's directory\n"
+		"                 when detached)\n"
 		"  -v, --verbose  log every provider's state change\n"
 		"  -h, --help     this text\n"
 		"  -V, --version  the version, the manager protocol and archive format\n"
@@ -68,13 +70,29 @@ static void usage(FILE *f)
 }
 
 /* Appended to, never truncated; created 0600; a symbolic link there is refused (O_NOFOLLOW
- * fails with ELOOP). */
+ * fails with ELOOP), and so is a file that is not the user's: the manager's log lines would
+ * go to whoever made it. O_NONBLOCK: a FIFO planted there must not hang the start. */
 static FILE *open_log(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		      0600);
 	if (fd < 0) {
 		fprintf(stderr, "nanotrace-manager: cannot open log '%s': %s\n", path,
 			nt_private_strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	int flags = fcntl(fd, F_GETFL);
+	if (fstat(fd, &st) != 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+		fprintf(stderr, "nanotrace-manager: cannot open log '%s': %s\n", path,
+			strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (st.st_uid != geteuid()) {
+		fprintf(stderr, "nanotrace-manager: log '%s' is owned by uid %u, not by uid %u: "
+			"refused\n", path, (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
 		return NULL;
 	}
 	return fdopen(fd, "a");
@@ -137,6 +155,11 @@ static int parse_args(int argc, char **argv, args *a)
 		{ "help", no_argument, 0, 'h' },       { "version", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
+	/* getopt_long names the program by argv[0] in its messages: the name, not the path it
+	 * was run by. */
+	char *slash = strrchr(argv[0], '/');
+	if (slash != NULL && slash[1] != '\0')
+		argv[0] = slash + 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "fs:l:vhV", opts, NULL)) != -1) {
 		switch (c) {
@@ -172,9 +195,13 @@ int main(int argc, char **argv)
 	int foreground = a.foreground, verbose = a.verbose;
 	const char *socket_opt = a.socket, *log_path = a.log;
 	char path[PATH_MAX], why[512], deflog[PATH_MAX + 16];
+	const char *env = getenv(NT_MANAGER_ENV);
+	/* Only the default socket's directory is made when missing; one a user named
+	 * (--socket, $NANOTRACE_MANAGER) must exist: a typo must not create directories. */
+	int create_dir = socket_opt == NULL && (env == NULL || env[0] == '\0');
 	if (socket_opt != NULL)
 		snprintf(path, sizeof(path), "%s", socket_opt);
-	else if (nt_manager_socket_path(path, sizeof(path), why, sizeof(why)) != 0) {
+	else if (nt_manager_socket_path(path, sizeof(path), why, sizeof(why)) < 0) {
 		fprintf(stderr, "nanotrace-manager: %s\n", why);
 		return 2;
 	}
@@ -192,7 +219,7 @@ int main(int argc, char **argv)
 		snprintf(deflog, sizeof(deflog), "%s", path);
 		char *slash = strrchr(deflog, '/');
 		snprintf(slash + 1, sizeof(deflog) - (size_t)(slash + 1 - deflog), "manager.log");
-		if (nt_manager_check_dir(path, 1, why, sizeof(why)) == 0)
+		if (nt_manager_check_dir(path, create_dir, why, sizeof(why)) == 0)
 			log_path = deflog;
 	}
 	if (log_path != NULL && (log = open_log(log_path)) == NULL) {
@@ -200,7 +227,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	nt_manager_config cfg = { .socket_path = path, .log = log_line, .log_ctx = log,
-				  .verbose = verbose };
+				  .verbose = verbose, .create_dir = create_dir };
 	nt_manager *m = nt_manager_new(&cfg, why, sizeof(why));
 	if (m == NULL) {
 		fprintf(stderr, "nanotrace-manager: %s\n", why);

@@ -72,7 +72,7 @@ void nt_record_usage(FILE *f)
 		"COMMAND, when the archive was written; 1 usage error; 2 recording failed (no\n"
 		"archive, or one kept under the temporary name it names when FILE cannot be\n"
 		"replaced); 3 the manager went away mid-run (FILE holds the sections written before,\n"
-		"ended by a 'manager lost' frame).\n");
+		"ended by a 'manager lost' frame); 127 COMMAND cannot be run (no archive).\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -162,6 +162,11 @@ static int check_options(const options *o)
 		say("-o FILE is required");
 		return -1;
 	}
+	const char *slash = strrchr(o->output, '/');
+	if ((slash ? slash + 1 : o->output)[0] == '\0') { /* "", "dir/": no file named */
+		say("-o '%s' names a directory, not a file", o->output);
+		return -1;
+	}
 	struct stat st;
 	if (lstat(o->output, &st) == 0 && S_ISDIR(st.st_mode)) {
 		/* Refused now, not when the trace is over and could not be renamed onto it. */
@@ -192,6 +197,11 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 	memset(o, 0, sizeof(*o));
 	o->buffer_size = 0; /* the manager's default for the mode (format/nt_format.h) */
 	o->manager_timeout = 60;
+	/* getopt_long names the program by argv[0] in its messages: the name, not the path it
+	 * was run by. */
+	char *slash = strrchr(argv[0], '/');
+	if (slash != NULL && slash[1] != '\0')
+		argv[0] = slash + 1;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:c:m:b:D:z:d:T:p:lvhV", opts, NULL)) != -1) {
 		switch (c) {

@@ -192,8 +192,8 @@ static void drain(peer *pr)
 {
 	for (;;) {
 		nt_wire_msg msg;
-		int fds[4], nfds, truncated;
-		if (pr->sock < 0 || receive(pr->sock, &msg, fds, &nfds, &truncated) <= 0)
+		int fds[4], nfds;
+		if (pr->sock < 0 || nt_sock_recv(pr->sock, &msg, sizeof(msg), fds, 4, &nfds, 1) <= 0)
 			return;
 		for (int i = 0; i < nfds; i++) {
 			if (msg.type == NT_WIRE_INITIALIZE && i == 0)

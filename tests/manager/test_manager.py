@@ -57,11 +57,18 @@ def test_socket_directory_rules(workdir):
         os.chown(other, 65534, 65534)
         p = run_manager(os.path.join(other, 'manager.sock'))
         assert p.returncode == 2 and 'owned by uid 65534' in p.stderr, p.stderr
-    # A missing directory is created 0700.
+    # A missing directory of a socket named by --socket is refused, never made; the default
+    # socket's is made 0700.
     short = tempfile.mkdtemp(prefix='ntm-')
-    fresh = os.path.join(short, 'fresh')
+    fresh = os.path.join(short, 'nanotrace')
     sock = os.path.join(fresh, 'manager.sock')
-    p = subprocess.Popen([MANAGER, '--foreground', '--socket', sock],
+    p = run_manager(sock)
+    assert p.returncode == 2 and "socket directory '%s' does not exist" % fresh in p.stderr, \
+        p.stderr
+    assert not os.path.exists(fresh)
+    env = dict(os.environ, XDG_RUNTIME_DIR=short)
+    env.pop('NANOTRACE_MANAGER', None)
+    p = subprocess.Popen([MANAGER, '--foreground'], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 10
@@ -270,7 +277,7 @@ def test_trace_record_duration_with_a_daemon(mgr, workdir):
     assert rec.returncode == 0, err
     b = parse_bundle(out)
     check_honest_section(b['sections'][0], f)
-    assert 'wrote %s: 1 processes' % out in err, err
+    assert 'wrote %s: 1 process, ' % out in err, err
     f.close()
 
 
@@ -329,6 +336,7 @@ def test_manager_killed_mid_run(mgr, workdir):
 
 def test_daemon_detaches_logs_and_stops_on_sigterm(workdir):
     d = os.path.join(workdir, 'daemon%d' % os.getpid())
+    os.mkdir(d, 0o700)
     path = os.path.join(d, 'manager.sock')
     p = subprocess.run([MANAGER, '--socket', path], capture_output=True, text=True, timeout=10)
     assert p.returncode == 0, p.stderr

@@ -326,3 +326,21 @@ def test_buffer_dispositions_across_traces(workdir):
             'each trace started it (fresh or again)'
     finally:
         m.stop()
+
+
+def test_circular_provider_killed_while_writing_reads_clean(workdir, tmp_path):
+    # Killed mid-write, its threads' chunks still open: the section must count only the
+    # events of closed chunks as written (what a live arena's reader checks), so it reads
+    # clean, every event decoded or overwritten (issue 25 item 1).
+    out = os.path.join(workdir, 'killed-writing.ntbundle')
+    script = ('"$P" --threads 2 --events 1000000000 > /dev/null & V=$!; sleep 1; '
+              'kill -9 $V; wait $V')
+    p = subprocess.run([TRACE_RECORD, '-o', out, '--buffering-mode', 'circular',
+                        '--buffer-size', '1M', '--', 'sh', '-c', script],
+                       env=dict(recorder_env(tmp_path), P=PROG), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 128 + signal.SIGKILL, p.stderr
+    sec = parse_bundle(out)['sections'][0]
+    assert sec['state'] == 'killed', sec
+    st = section_stats(sec, workdir, 'killed-writing')
+    assert st['events'] > 0 and st['overwritten'] > 0, st['text']

@@ -413,9 +413,10 @@ static nt_result connect_and_register(const char *who, const char *path, const c
 			     who);
 		return NT_ERR_STATE;
 	}
-	int fd = nt_wire_connect(path);
+	char why[320];
+	int fd = nt_wire_connect(path, why, sizeof(why));
 	if (fd < 0) {
-		nt_set_error("cannot reach the trace manager at %s: %s", path, strerror(-fd));
+		nt_set_error("cannot reach the trace manager at %s: %s", path, why);
 		return NT_ERR_IO;
 	}
 	uid_t peer = (uid_t)-1;

@@ -14,9 +14,11 @@
 
 #define NT_WIRE_MAX_FDS 2 /* INITIALIZE's memfd and FIFO */
 
-/* Connects a SOCK_SEQPACKET socket (close-on-exec) to the manager at `path`. Returns the
- * fd, or -errno (-ENAMETOOLONG for a path longer than sun_path). */
-int nt_wire_connect(const char *path);
+/* Connects a SOCK_SEQPACKET socket (close-on-exec) to the manager at `path`, once its
+ * directory passed the rule SECURITY.md states (runtime/nt_sock.h: nt_sock_dir_private).
+ * Returns the fd, or -errno with the reason in why (-ENAMETOOLONG for a path longer than
+ * sun_path). */
+int nt_wire_connect(const char *path, char *why, size_t whylen);
 
 /* SO_PEERCRED of the connected manager: nonzero when it runs as this process's euid or as
  * root (a socket another user planted must not receive the registration and hand out the

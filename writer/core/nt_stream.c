@@ -39,6 +39,7 @@
 #include "nt_fifo.h"
 #include "nt_saver_pace.h"
 #include "nt_internal.h"
+#include "runtime/nt_sock.h"
 
 /* How long a stop waits for a remote manager's answers (the pending one and the final
  * SAVE_ALL together). */
@@ -112,25 +113,16 @@ static void save_in_process(void)
 		nt_record_save_failure(err, 0);
 }
 
-/* `flags` adds MSG_DONTWAIT for the remote manager: a full socket is a manager that is late,
- * never a reason to block. */
-static int send_packet(int fd, int flags, uint16_t request, uint32_t data32, uint64_t data64)
+/* `nonblock` for the remote manager: a full socket is a manager that is late, never a
+ * reason to block. */
+static int send_packet(int fd, int nonblock, uint16_t request, uint32_t data32, uint64_t data64)
 {
-	nt_fifo_packet pk = { request, 0, data32, data64 };
-	ssize_t n;
-	do
-		n = send(fd, &pk, sizeof(pk), MSG_NOSIGNAL | flags);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(pk);
+	return nt_sock_fifo_send(fd, request, data32, data64, nonblock) == 0;
 }
 
 static int recv_packet(int fd, nt_fifo_packet *pk)
 {
-	ssize_t n;
-	do
-		n = recv(fd, pk, sizeof(*pk), 0);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof(*pk);
+	return nt_sock_fifo_recv(fd, pk, 0) == (ssize_t)sizeof(*pk);
 }
 
 /* The manager: a saver of this process's own arena. Between requests it saves what the
@@ -180,7 +172,7 @@ static int64_t now_ms(void)
  * that is late). */
 static int send_to_manager(uint16_t request, uint32_t data32, uint64_t data64)
 {
-	return send_packet(st.provider_fd, st.remote ? MSG_DONTWAIT : 0, request, data32, data64);
+	return send_packet(st.provider_fd, st.remote, request, data32, data64);
 }
 
 /* Milliseconds the provider may still wait for an answer now: without end in-process (the
@@ -215,8 +207,8 @@ static int request_save(uint32_t wraps)
 		if (n <= 0)
 			continue;
 		nt_fifo_packet pk;
-		ssize_t got = recv(st.provider_fd, &pk, sizeof(pk), MSG_DONTWAIT);
-		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		ssize_t got = nt_sock_fifo_recv(st.provider_fd, &pk, 1);
+		if (got == -EAGAIN)
 			continue;
 		return got == (ssize_t)sizeof(pk) && pk.request == NT_FIFO_BUFFER_SAVED &&
 		       pk.data32 == wraps;
@@ -336,7 +328,7 @@ nt_result nt_stream_start_remote(int fresh, int fifo_fd)
 	/* An answer that came after the previous run gave up on it would be taken for this
 	 * run's: drop what is waiting (a bounded number: one request is ever in flight). */
 	nt_fifo_packet stale;
-	for (int i = 0; i < 64 && recv(fifo_fd, &stale, sizeof(stale), MSG_DONTWAIT) > 0; i++)
+	for (int i = 0; i < 64 && nt_sock_fifo_recv(fifo_fd, &stale, 1) > 0; i++)
 		;
 	st.manager_gone = 0; /* STARTED: provider_main, once recording is on */
 	if (pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
