@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "nt_bench_util.h"
-#include "../writer/core/nt_clock.h"
+#include "writer/core/nt_clock.h"
 
 #define NT_BENCH_SINK(x) __asm__ volatile("" : : "r"(x) : "memory")
 

@@ -8,7 +8,7 @@
  * The overwrite counters are circular mode's per-slot accounting (writer/core/nt_arena.c);
  * the saved-claim words are streaming mode's: the saver stores there the claim word of each
  * chunk it holds in full, and a writer reuses a slot only once its chunk's word is there
- * (format/nt_arena_saver.h). Both sit in the mapping so that a saver in another process
+ * (runtime/nt_arena_saver.h). Both sit in the mapping so that a saver in another process
  * (the manager) and the writers see the same words.
  */
 #ifndef NT_ARENA_LAYOUT_H

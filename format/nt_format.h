@@ -220,7 +220,7 @@ enum {
 #define NT_MAX_DURABLE_BYTES (1u << 20)
 /* The highest thread index a writer can give: each thread has a Thread record of at least
  * 24 bytes (nt_thread_record) in the durable region. Bounds the per-thread state of a saver
- * of an untrusted arena (format/nt_arena_saver.h). */
+ * of an untrusted arena (runtime/nt_arena_saver.h). */
 #define NT_MAX_THREAD_INDEX (NT_MAX_DURABLE_BYTES / 24u)
 /* Process indices a reader accepts (ThreadRecord.process, ProcessRecord.index): bounds the
  * table a corrupt index could demand. */

@@ -11,6 +11,7 @@
 
 #include "nt_mgr_internal.h"
 #include "runtime/nt_sock.h"
+#include "runtime/nt_term_escape.h"
 
 void nt_mgr_log(nt_manager *m, const char *fmt, ...)
 {
@@ -19,6 +20,8 @@ void nt_mgr_log(nt_manager *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* A line may quote what a peer sent (a name, a category list): never a terminal's escape. */
+	nt_term_escape(line, sizeof(line), line, strlen(line));
 	if (m->cfg.log != NULL)
 		m->cfg.log(m->cfg.log_ctx, line);
 	else

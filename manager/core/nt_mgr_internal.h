@@ -1,12 +1,14 @@
 /*
- * nt_mgr_internal.h - the manager core's own structures, shared by its files:
+ * nt_mgr_internal.h - the manager core's own structures, shared by its files, bottom first:
+ *   nt_mgr_base.c     the log, the clock, sending one message, closing, a trace's problems
  *   nt_mgr_path.c     socket path and directory rules, listening
- *   nt_mgr_loop.c     the poll() loop, accepting, peer credentials, the first message
- *   nt_mgr_provider.c a provider connection's state machine and its FIFO
  *   nt_mgr_buffer.c   a provider's memfd and the manager's mapping of it
  *   nt_mgr_saver.c    streaming saves on a thread per streaming provider
  *   nt_mgr_section.c  the bundle: preamble, one section per provider, the END frame
- *   nt_mgr_control.c  the controller protocol and the trace's lifecycle
+ *   nt_mgr_provider.c a provider connection's state machine and its FIFO
+ *   nt_mgr_trace.c    the trace session (Fuchsia's trace_session): begin, tick, stop, abort
+ *   nt_mgr_control.c  the controller protocol
+ *   nt_mgr_loop.c     the poll() loop, accepting, peer credentials, the first message
  */
 #ifndef NT_MGR_INTERNAL_H
 #define NT_MGR_INTERNAL_H
@@ -15,12 +17,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../format/nt_arena_layout.h"
-#include "../../format/nt_arena_saver.h"
-#include "../../format/nt_bundle.h"
-#include "../../format/nt_fifo.h"
-#include "../../format/nt_wire.h"
-#include "../../format/nt_zchunk.h"
+#include "format/nt_arena_layout.h"
+#include "runtime/nt_arena_saver.h"
+#include "format/nt_bundle.h"
+#include "format/nt_fifo.h"
+#include "format/nt_wire.h"
+#include "format/nt_zchunk.h"
 #include "nt_manager.h"
 
 #define NT_MGR_MAX_CONNS 1024       /* connections of every kind at once */

@@ -20,6 +20,7 @@
 
 #include "format/nt_archive_header_decode.h"
 #include "nt_mgr_internal.h"
+#include "runtime/nt_term_escape.h"
 #include "runtime/nt_sock.h"
 
 static void set_state(nt_manager *m, nt_mgr_provider *p, int state)
@@ -73,9 +74,8 @@ static void do_register(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 	p->fifo = -1;
 	p->memfd = -1;
 	nt_wire_str(msg->name, msg->name_len, p->name);
-	for (char *ch = p->name; *ch; ch++) /* it goes into logs and the list: one printable line */
-		if ((unsigned char)*ch < 0x20 || *ch == 0x7f)
-			*ch = '?';
+	/* It goes into logs, the list and the section's name: one line that drives no terminal. */
+	nt_term_escape(p->name, sizeof(p->name), p->name, strlen(p->name));
 	if (p->name[0] == '\0')
 		snprintf(p->name, sizeof(p->name), "pid-%d", (int)p->pid);
 	p->sync = (msg->a & NT_WIRE_SYNC) != 0;

@@ -1,6 +1,6 @@
 /*
  * nt_mgr_saver.c - streaming across the process boundary: a thread per streaming provider
- * runs the shared saver (format/nt_arena_saver.h) on the manager's mapping of that
+ * runs the shared saver (runtime/nt_arena_saver.h) on the manager's mapping of that
  * provider's buffer and answers its SAVE_BUFFER with BUFFER_SAVED.
  *
  * Why a thread per provider rather than saves on the loop: a save copies up to half an
@@ -26,8 +26,8 @@
 
 #include "nt_mgr_internal.h"
 #include "runtime/nt_sock.h"
-#include "../../format/nt_deadline.h"
-#include "../../format/nt_saver_pace.h"
+#include "runtime/nt_deadline.h"
+#include "runtime/nt_saver_pace.h"
 
 static int out_append(void *ctx, const void *data, size_t len)
 {
@@ -79,7 +79,7 @@ static void wait_for_request(nt_mgr_saver *s, int wait_ms)
 }
 
 /* Answers each SAVE_BUFFER after a save; between requests, saves what the provider's
- * writers publish at the pace of format/nt_saver_pace.h, so that a request finds little
+ * writers publish at the pace of runtime/nt_saver_pace.h, so that a request finds little
  * left to save and the provider's writers rarely wait on it. */
 static void *saver_main(void *arg)
 {

@@ -10,7 +10,7 @@
  * Then, as compact as the way the recording ended allows:
  *   compact  a Stream-layout archive, exactly what nt_finish() would have written: the
  *            header (format/nt_archive_header_encode.h) and the shared saver's records
- *            (format/nt_arena_saver.h): for a streaming provider the stream it saved (its
+ *            (runtime/nt_arena_saver.h): for a streaming provider the stream it saved (its
  *            last save made after the provider ended), else one save of the arena into a
  *            scratch file. For every streaming and oneshot provider, and for a circular one
  *            that stopped (FINISHED, EXITED).
@@ -28,10 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../format/nt_archive_header_decode.h"
-#include "../../format/nt_archive_header_encode.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
 #include "nt_mgr_internal.h"
-#include "nt_version.h"
+#include "format/nt_version.h"
 
 static int64_t wall_ns(void)
 {

@@ -22,11 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../format/nt_format.h"
-#include "../../format/nt_private_file.h"
-#include "../../format/nt_wire.h"
-#include "../core/nt_manager.h"
-#include "nt_version.h"
+#include "format/nt_format.h"
+#include "runtime/nt_private_file.h"
+#include "format/nt_wire.h"
+#include "manager/core/nt_manager.h"
+#include "format/nt_version.h"
 
 static nt_manager *the_manager; /* for the signal handler only */
 

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../format/nt_bundle.h"
+#include "format/nt_bundle.h"
 #include "nt_record_bundle.h"
-#include "nt_version.h"
+#include "format/nt_version.h"
 
 static int write_all(int fd, const void *data, size_t len, off_t off)
 {

@@ -17,8 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nt_record.h"
+#include "nt_recorder.h"
 #include "runtime/nt_sock.h"
+#include "runtime/nt_term_escape.h"
 
 #define CONNECT_TIMEOUT_MS 2000 /* a manager whose accept queue stays full this long is stuck */
 #define EMBEDDED_JOIN_S 10 /* an embedded manager asked to stop ends within its stop budget */
@@ -233,8 +234,9 @@ int nt_record_list(recorder *r)
 			return EXIT_FAILED;
 		}
 		char name[NT_WIRE_MAX_NAME + 1];
+		nt_wire_str(msg.name, msg.name_len, name);
 		printf("%8u  %-12s  %s\n", msg.pid, nt_provider_state_name(msg.a),
-		       nt_wire_str(msg.name, msg.name_len, name));
+		       nt_term_escape_str(name, sizeof(name), name));
 	}
 }
 

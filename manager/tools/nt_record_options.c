@@ -9,12 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../format/nt_arena_layout.h"
-#include "../../format/nt_bundle.h"
-#include "../../format/nt_wire.h"
-#include "../../format/nt_zchunk.h"
+#include "format/nt_arena_layout.h"
+#include "format/nt_bundle.h"
+#include "format/nt_wire.h"
+#include "format/nt_zchunk.h"
 #include "nt_record_options.h"
-#include "nt_version.h"
+#include "format/nt_version.h"
 
 #define say nt_record_say
 #define MAX_PROVIDERS NT_RECORD_MAX_PROVIDERS

@@ -1,6 +1,6 @@
 /*
  * nt_record_output.c - the bundle file: created beside -o FILE under a random name
- * (format/nt_private_file.h: mkostemp, 0600), written by the manager through the descriptor
+ * (runtime/nt_private_file.h: mkostemp, 0600), written by the manager through the descriptor
  * passed with CTL_START, and renamed onto FILE at the end; a symbolic link at FILE is
  * refused, before recording and again at the rename, never followed or replaced. And each
  * way a recording ends: finished, its manager lost, its manager silent.
@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "format/nt_bundle.h"
-#include "format/nt_private_file.h"
-#include "nt_record.h"
+#include "runtime/nt_private_file.h"
+#include "nt_recorder.h"
 #include "nt_record_bundle.h"
 
 /* Temporary bundles beside -o FILE that no process holds any more: a trace-record killed
@@ -78,7 +78,7 @@ int nt_record_make_output(recorder *r)
 	char dirname[PATH_MAX];
 	snprintf(dirname, sizeof(dirname), "%.*s", dirlen ? dirlen : 1, slash ? dir : ".");
 	name_left_bundles(dirname, base);
-	/* 0600, O_EXCL, a random name: never an existing file (format/nt_private_file.h) */
+	/* 0600, O_EXCL, a random name: never an existing file (runtime/nt_private_file.h) */
 	r->out_fd = nt_private_create(r->tmp_path, NT_PRIVATE_FILE_MODE);
 	if (r->out_fd < 0) {
 		say("cannot create the archive beside '%s': %s", r->o.output, strerror(errno));

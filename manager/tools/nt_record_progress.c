@@ -1,7 +1,7 @@
 /* nt_record_progress.c - the progress line, on a terminal only. */
 #include <stdio.h>
 
-#include "nt_record.h"
+#include "nt_recorder.h"
 
 void nt_record_progress(recorder *r, const nt_wire_msg *m)
 {

@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "nt_record.h"
+#include "nt_recorder.h"
 
 static int sig_pipe[2] = { -1, -1 };
 

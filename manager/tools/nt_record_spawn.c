@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nt_record.h"
+#include "nt_recorder.h"
 
 /* The command is run by a child whose exec failure comes back on a close-on-exec pipe
  * (end of file: exec succeeded), so a command that cannot be run is told from one that

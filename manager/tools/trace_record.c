@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nt_record.h"
+#include "nt_recorder.h"
 
 static void on_signal_byte(recorder *r, char sig)
 {

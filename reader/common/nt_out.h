@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../runtime/nt_term_escape.h"
+#include "runtime/nt_term_escape.h"
 
 #define NT_OUT_CAP (64u * 1024u)
 /* The most bytes one nt_out_room() may ask for. */

@@ -1,6 +1,6 @@
 /*
  * nt_follow_snapshot.c - copies a live file-backed arena with the writers' protocol
- * (writer/core/nt_arena.c, format/nt_arena_saver.c), so that a follower decodes only
+ * (writer/core/nt_arena.c, runtime/nt_arena_saver.c), so that a follower decodes only
  * memory nobody changes.
  *
  * Why this order:
@@ -27,14 +27,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nt_archive_header_decode.h"
-#include "nt_archive_header_encode.h"
-#include "nt_arena_layout.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_arena_layout.h"
 #include "nt_follow_snapshot.h"
-#include "nt_format.h"
-#include "nt_record.h"
-#include "nt_unaligned.h"
-#include "nt_zchunk.h"
+#include "format/nt_format.h"
+#include "format/nt_record.h"
+#include "format/nt_unaligned.h"
+#include "format/nt_zchunk.h"
 
 static uint64_t load64(const uint8_t *p, int order)
 {

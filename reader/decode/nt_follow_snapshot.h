@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nt_archive_header.h"
+#include "format/nt_archive_header.h"
 
 typedef struct nt_follow_snapshot {
 	uint8_t *buf;         /* the image: arena at its file offsets, then the saved stream */

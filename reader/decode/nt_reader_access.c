@@ -4,7 +4,7 @@
  * asks which kind of reader it is given: that is nt_reader.c's question alone.
  */
 #include "nt_reader_internal.h"
-#include "nt_version.h"
+#include "format/nt_version.h"
 
 const char *nt_reader_version(void)
 {

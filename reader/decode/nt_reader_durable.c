@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "../common/nt_grow.h"
+#include "reader/common/nt_grow.h"
 #include "nt_reader_internal.h"
 
 #define MAX_THREAD_INDEX (1u << 20) /* bounds the thread table a corrupt index could demand */

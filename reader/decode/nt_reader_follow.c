@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/nt_grow.h"
+#include "reader/common/nt_grow.h"
 #include "nt_follow_snapshot.h"
 #include "nt_reader_internal.h"
 

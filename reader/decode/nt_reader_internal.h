@@ -26,10 +26,10 @@
 #include <stdint.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_archive_header_decode.h"
-#include "nt_record.h"
-#include "nt_unaligned.h"
-#include "nt_zchunk.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_record.h"
+#include "format/nt_unaligned.h"
+#include "format/nt_zchunk.h"
 
 typedef struct reader_string {
 	const char *str; /* NUL-terminated copy in the pool; NULL = index not defined */

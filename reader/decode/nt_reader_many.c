@@ -19,8 +19,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "../common/nt_grow.h"
-#include "nt_bundle.h"
+#include "reader/common/nt_grow.h"
+#include "format/nt_bundle.h"
 #include "nt_reader_internal.h"
 
 int nt_is_bundle(const uint8_t *data, size_t size)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/nt_grow.h"
+#include "reader/common/nt_grow.h"
 #include "nt_reader_internal.h"
 
 

@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_archive_header_decode.h"
-#include "nt_archive_header_encode.h"
-#include "nt_record.h"
-#include "nt_zchunk.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_record.h"
+#include "format/nt_zchunk.h"
 
 #define HEADER_CAP 1024u
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/nt_grow.h"
+#include "reader/common/nt_grow.h"
 #include "nt_import_tables.h"
 
 void *nt_bytes_grow(nt_bytes *b, size_t n)

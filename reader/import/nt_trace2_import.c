@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_archive_header_encode.h"
-#include "../common/nt_grow.h"
+#include "format/nt_archive_header_encode.h"
+#include "reader/common/nt_grow.h"
 #include "nt_trace2_import.h"
-#include "nt_version.h"
+#include "format/nt_version.h"
 
 /* ---- durable records ------------------------------------------------------------------*/
 

@@ -12,7 +12,7 @@
 
 #include "nt_import_tables.h"
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_record.h"
+#include "format/nt_record.h"
 
 /* What the importer tracks per process. */
 typedef struct nt_imp_proc {

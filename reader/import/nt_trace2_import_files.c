@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../common/nt_grow.h"
+#include "reader/common/nt_grow.h"
 #include "nt_trace2_import.h"
 
 /* The next line of [*p, end) without its "\n" or "\r\n"; returns 0 at the end. */

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_arg_encode.h"
+#include "format/nt_arg_encode.h"
 #include "nt_json.h"
 #include "nt_trace2_import.h"
-#include "../trace2/nt_trace2.h"
+#include "reader/trace2/nt_trace2.h"
 
 /* The rows of a message an import records as arguments: its own keys and Git's values of
  * what the reader would otherwise derive (t_abs, t_rel, nesting). The call site's rows

@@ -13,7 +13,7 @@
 
 #include "nt_render_ctf.h"
 #include "nt_render_util.h"
-#include "../common/nt_grow.h"
+#include "reader/common/nt_grow.h"
 
 ctf_arg_kind ctf_arg_kind_of(uint8_t t)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "nt_render_util.h"
-#include "../../format/nt_fork_path.h"
+#include "runtime/nt_fork_path.h"
 
 typedef struct stats_ctx {
 	uint64_t by_kind[256];
@@ -91,7 +91,7 @@ static const char *final_name(uint8_t f)
 
 /* What the header says about the archive: where it came from and how it was recorded. */
 /* fork(): a child's archive names its parent; a parent's counts its children and says
- * where their archives are (format/nt_fork_path.h). */
+ * where their archives are (runtime/nt_fork_path.h). */
 static void print_fork(const nt_reader *r, FILE *out)
 {
 	const nt_archive_info *in = nt_reader_info(r);

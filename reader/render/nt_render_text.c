@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/nt_follow_loop.h"
-#include "../common/nt_grow.h"
+#include "reader/common/nt_follow_loop.h"
+#include "reader/common/nt_grow.h"
 #include "nt_render_util.h"
 
 #define MAX_COL 32

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "nt_render_util.h"
-#include "../common/nt_struct_in.h"
+#include "reader/common/nt_struct_in.h"
 
 void nt_render_options_init(nt_render_options *opt)
 {

@@ -8,7 +8,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
-#include "../common/nt_out.h"
+#include "reader/common/nt_out.h"
 
 /* a - b, saturated: times come from untrusted archives. */
 static inline int64_t nt_sat_sub(int64_t a, int64_t b)

@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "../../format/nt_bundle.h"
-#include "../../format/nt_format.h"
-#include "../../runtime/nt_term_escape.h"
+#include "format/nt_bundle.h"
+#include "format/nt_format.h"
+#include "runtime/nt_term_escape.h"
 #include "nt_progress.h"
-#include "nt_version.h"
+#include "format/nt_version.h"
 #include "trace_dump_follow.h"
 
 static const char usage[] =

@@ -21,7 +21,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 #include "trace_dump_follow.h"
-#include "../../runtime/nt_term_escape.h"
+#include "runtime/nt_term_escape.h"
 
 static const char follow_usage[] =
 	"usage: trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS]\n"

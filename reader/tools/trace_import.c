@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "../../format/nt_format.h"
-#include "../../format/nt_private_file.h"
+#include "format/nt_format.h"
+#include "runtime/nt_private_file.h"
 #include "nt_progress.h"
-#include "nt_version.h"
-#include "../common/nt_grow.h"
-#include "../../runtime/nt_term_escape.h"
+#include "format/nt_version.h"
+#include "reader/common/nt_grow.h"
+#include "runtime/nt_term_escape.h"
 
 static const char usage[] =
 	"usage: trace-import [-o ARCHIVE] [--compression-level N] [--no-progress]\n"
@@ -105,7 +105,7 @@ static int read_all(FILE *in, char **data, size_t *len)
 	return 1;
 }
 
-/* Written beside the target under a random name (format/nt_private_file.h: mkostemp,
+/* Written beside the target under a random name (runtime/nt_private_file.h: mkostemp,
  * O_EXCL, mode 0600, so a link planted at any name is never followed) and renamed over it:
  * never a half-written archive, and a symbolic link at `path` itself is refused (errno
  * ELOOP), never followed or replaced. */

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/nt_follow_loop.h"
-#include "../common/nt_grow.h"
-#include "../common/nt_out.h"
-#include "../common/nt_struct_in.h"
+#include "reader/common/nt_follow_loop.h"
+#include "reader/common/nt_grow.h"
+#include "reader/common/nt_out.h"
+#include "reader/common/nt_struct_in.h"
 #include "nt_trace2.h"
 
 /* ---- EVENT ------------------------------------------------------------------------------ */

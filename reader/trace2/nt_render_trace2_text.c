@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/nt_grow.h"
-#include "../common/nt_out.h"
+#include "reader/common/nt_grow.h"
+#include "reader/common/nt_out.h"
 #include "nt_trace2.h"
 
 /* ---- line buffer ------------------------------------------------------------------------ */

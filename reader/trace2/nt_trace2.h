@@ -17,7 +17,7 @@
 
 #include <nanotrace/nanotrace_reader.h>
 
-#include "nt_t2_fields.h"
+#include "format/nt_t2_fields.h"
 
 /* A row of the Trace2 field table (format/nt_t2_fields.h), as values, and each message's
  * rows (t2_fields[type]), built from the table in nt_trace2_model.c. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/nt_out.h"
+#include "reader/common/nt_out.h"
 #include "nt_trace2.h"
 
 #define T2_STACK_MAX 128

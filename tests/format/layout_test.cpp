@@ -22,13 +22,13 @@
 #include "nanotrace_generated_public.h"
 
 #include <nanotrace/nanotrace.h>
-#include "nt_archive_header.h"
-#include "nt_archive_header_encode.h"
-#include "nt_bundle.h"
-#include "nt_fifo.h"
-#include "nt_format.h"
-#include "nt_wire.h"
-#include "nt_cmocka.h"
+#include "format/nt_archive_header.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_bundle.h"
+#include "format/nt_fifo.h"
+#include "format/nt_format.h"
+#include "format/nt_wire.h"
+#include "tests/support/nt_cmocka.h"
 
 
 namespace fb = ntfmt;

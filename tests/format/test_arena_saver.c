@@ -1,5 +1,5 @@
 /*
- * test_arena_saver.c - the one arena saver (format/nt_arena_saver.h), as the trace manager
+ * test_arena_saver.c - the one arena saver (runtime/nt_arena_saver.h), as the trace manager
  * runs it: over its own mapping of a real writer's arena.
  *
  *   saves_exactly_what_was_published  a second mapping of a live file-backed arena, saved
@@ -30,10 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #include <nanotrace/nanotrace.h>
-#include "../../writer/core/nt_internal.h" /* nt_arena_map_fd and the session it fills */
-#include "nt_saver_test.h"
+#include "writer/core/nt_internal.h" /* nt_arena_map_fd and the session it fills */
+#include "tests/support/nt_saver_test.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_record.h"
-#include "nt_test_util.h"
+#include "tests/support/nt_cmocka.h"
+#include "format/nt_record.h"
+#include "tests/support/nt_test_util.h"
 
 /* What a walk of an uncompressed Stream archive's chunks found. */
 typedef struct census {

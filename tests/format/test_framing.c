@@ -13,9 +13,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "nt_bundle.h"
-#include "nt_record.h"
-#include "nt_unaligned.h"
+#include "format/nt_bundle.h"
+#include "format/nt_record.h"
+#include "format/nt_unaligned.h"
 
 /* Each load at each offset of a buffer gives the bytes there, least significant first. */
 static void test_loads_any_alignment(void **state)

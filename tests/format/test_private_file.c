@@ -1,13 +1,13 @@
 /*
- * test_private_file.c - format/nt_private_file.h, the one way the writer, trace-import and
+ * test_private_file.c - runtime/nt_private_file.h, the one way the writer, trace-import and
  * trace-record create trace files: temporary names nobody can predict, a mode set exactly
  * whatever the umask, O_CLOEXEC, and a symbolic link at the target refused (ELOOP), never
  * followed or replaced; links at every name one could predict are never touched.
  */
 #define _GNU_SOURCE
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #define NT_TMPDIR_TAG "private"
-#include "nt_tmpdir_test.h"
+#include "tests/support/nt_tmpdir_test.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../format/nt_private_file.h"
+#include "runtime/nt_private_file.h"
 
 
 static void assert_link(const char *path)

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_record.h"
-#include "nt_test_util.h"
+#include "format/nt_record.h"
+#include "tests/support/nt_test_util.h"
 
 static uint16_t kind_site_names[1];
 static nt_callsite kind_site = { .category = "kinds", .name = "k", .file = __FILE__,

@@ -1,7 +1,7 @@
 /*
  * test_remote_stream.c - streaming with the saver at the other end of a FIFO
  * (nt_stream_start_remote), as the trace manager runs it: a thread here plays the manager
- * with the shared saver (format/nt_arena_saver.h) and format/nt_fifo.h packets.
+ * with the shared saver (runtime/nt_arena_saver.h) and format/nt_fifo.h packets.
  *
  *   answering_manager_saves_everything  STARTED first, every SAVE_BUFFER answered: the
  *       manager's saved records read back with decoded + dropped == made, each writer's
@@ -14,7 +14,7 @@
  *   manager_saving_unasked_frees_slots  a manager that saves as the writers go and answers
  *       no request until they are done: writers reuse each slot once it is saved, not a
  *       rolling half once a request is answered, so twenty times the arena is recorded
- *       with (almost) no drop (format/nt_saver_pace.h: why savers save unasked).
+ *       with (almost) no drop (runtime/nt_saver_pace.h: why savers save unasked).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,11 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #include <nanotrace/nanotrace.h>
-#include "../../writer/core/nt_internal.h" /* nt_stream_start_remote, the session's arena */
-#include "nt_fifo.h"
-#include "nt_saver_test.h"
+#include "writer/core/nt_internal.h" /* nt_stream_start_remote, the session's arena */
+#include "format/nt_fifo.h"
+#include "tests/support/nt_saver_test.h"
 
 enum { ANSWER, SILENT, CLOSE_AFTER_ONE, SAVE_UNASKED };
 

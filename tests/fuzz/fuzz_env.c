@@ -12,7 +12,7 @@
  * refused with an error naming the variable; the compression level is off, the default or
  * a level zstd takes. Anything else aborts, as a finding.
  */
-#include "../../writer/core/nt_env.c"
+#include "writer/core/nt_env.c"
 
 #include <stdint.h>
 

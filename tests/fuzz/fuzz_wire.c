@@ -25,7 +25,7 @@
  * by the manager: CTL_START buffers above 4 MiB (or 0: the default) are made 256 KiB, so an
  * execution stays fast.
  */
-#include "../../manager/core/nt_mgr_loop.c"
+#include "manager/core/nt_mgr_loop.c"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -34,8 +34,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "../../format/nt_archive_header_encode.h"
-#include "../support/nt_provider_header_test.h"
+#include "format/nt_archive_header_encode.h"
+#include "tests/support/nt_provider_header_test.h"
 
 #define PEERS 3
 

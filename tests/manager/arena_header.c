@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../format/nt_archive_header_decode.h"
-#include "../../format/nt_archive_header_encode.h"
-#include "../../format/nt_arena_layout.h"
-#include "../support/nt_provider_header_test.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_arena_layout.h"
+#include "tests/support/nt_provider_header_test.h"
 
 static int layout_of(const char *size, const char *chunk, nt_arena_layout *l)
 {

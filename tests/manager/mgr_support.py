@@ -146,7 +146,7 @@ class FakeProvider:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.connect(manager.path)
         self.sock.send(wire(T['REGISTER'], pid=os.getpid(), a=1 if sync else 0,
-                            name=name.encode()))
+                            name=name if isinstance(name, bytes) else name.encode()))
         self.fifo = None
         self.map = None
         self.registered = None

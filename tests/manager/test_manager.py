@@ -144,6 +144,21 @@ def test_list(mgr):
     b.close()
 
 
+def test_a_provider_name_cannot_drive_the_terminal(mgr):
+    # ESC, BEL, C1's CSI as UTF-8 (c2 9b) and raw (9b): each is one '?' in --list and the log
+    # (runtime/nt_term_escape.h), as in trace-dump's output of the section name.
+    evil = FakeProvider(mgr, b'ev\x1b[31mil\x07\xc2\x9b2J\x9bX')
+    assert mgr.wait_log('name ev')
+    p = subprocess.run([TRACE_RECORD, '--list'], env=mgr.env(), capture_output=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    with open(mgr.log_path, 'rb') as f:
+        log = f.read()
+    for shown in (p.stdout, log):
+        assert b'ev?[31mil??2J?X' in shown, shown
+        assert not any(c in shown for c in (b'\x1b', b'\x07', b'\x9b')), shown
+    evil.close()
+
+
 def check_honest_section(sec, fake, state='finished'):
     assert sec['state'] == state, sec
     assert sec['name'] == fake.name and sec['pid'] == os.getpid(), sec

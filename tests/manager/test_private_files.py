@@ -5,7 +5,7 @@ predict beside it is never followed and never truncates anything.
 Creators: the writer's nt_finish(path) and file-backed arena (env_program start / plain with
 NANOTRACE=<file>), a Trace2 directory target (env_program trace2 with NANOTRACE=<dir>),
 trace-import -o, trace-record -o, and nanotrace-manager --log. The temporary names are
-mkostemp's (format/nt_private_file.h; tests/format/test_private_file.c shows they cannot be
+mkostemp's (runtime/nt_private_file.h; tests/format/test_private_file.c shows they cannot be
 predicted); here links wait at every name the old schemes used (<path>.tmp.<pid> for the
 next pids, <path>.tmp) and must still be links, pointing at an untouched victim, afterwards.
 A planted link at a directory target's per-process name is tests/writer/test_planted_links.c

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "fake_manager.h"
-#include "nt_archive_header_decode.h"
-#include "nt_archive_header_encode.h"
-#include "nt_fifo.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_fifo.h"
 
 char fm_error[512];
 

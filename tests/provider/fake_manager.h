@@ -3,7 +3,7 @@
  * on a private socket in a fresh mkdtemp directory, accepts real provider processes and
  * drives them with format/nt_wire.h messages exactly as the shared design says (memfd made,
  * sized by nt_arena_layout_compute, sealed; the FIFO a socketpair), answers streaming's
- * SAVE_BUFFER with the shared saver (format/nt_arena_saver.h) on its own mapping, and reads
+ * SAVE_BUFFER with the shared saver (runtime/nt_arena_saver.h) on its own mapping, and reads
  * a provider's buffer back as an archive. Every wait is bounded; a failure returns -1 with a
  * message in fm_error.
  */
@@ -14,9 +14,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "nt_arena_layout.h"
-#include "nt_arena_saver.h"
-#include "nt_wire.h"
+#include "format/nt_arena_layout.h"
+#include "runtime/nt_arena_saver.h"
+#include "format/nt_wire.h"
 
 extern char fm_error[512];
 

@@ -62,8 +62,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
-#include "seq_check.h"
-#include "nt_seccomp_test.h"
+#include "tests/support/seq_check.h"
+#include "tests/support/nt_seccomp_test.h"
 
 static struct {
 	int threads, rounds, sync, fork, trace2, finish, own_calls, env_session, hold_stdin;

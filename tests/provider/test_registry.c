@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #include "fake_manager.h"
-#include "seq_check.h"
+#include "tests/support/seq_check.h"
 
 #define WAIT_MS 20000
 

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_test_util.h"
-#include "nt_finish_test.h"
-#include "nt_zchunk_test.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_test_util.h"
+#include "tests/support/nt_finish_test.h"
+#include "tests/support/nt_zchunk_test.h"
 
 #define THREADS 4
 #define ITERATIONS 6000 /* per thread; 3 events each */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_cmocka.h"
-#include "../../reader/decode/nt_reader_internal.h"
+#include "tests/support/nt_cmocka.h"
+#include "reader/decode/nt_reader_internal.h"
 
 static uint64_t state = 0x9e3779b97f4a7c15u;
 

@@ -24,11 +24,11 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
 
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #define NT_TMPDIR_TAG "follow"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function" /* the victim helpers: no links here */
-#include "nt_tmpdir_test.h"
+#include "tests/support/nt_tmpdir_test.h"
 #pragma GCC diagnostic pop
 
 #define MAX_THREADS 16

@@ -15,9 +15,9 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
-#include "nt_test_util.h"
-#include "nt_unaligned.h"
-#include "nt_zchunk_test.h"
+#include "tests/support/nt_test_util.h"
+#include "format/nt_unaligned.h"
+#include "tests/support/nt_zchunk_test.h"
 
 /* The archive under test: variants[0] uncompressed, variants[1] its chunks compressed. */
 static uint8_t *archive;

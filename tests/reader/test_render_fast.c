@@ -26,11 +26,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
-#include "../../reader/common/nt_out.h"
-#include "../../reader/render/nt_render_util.h"
+#include "reader/common/nt_out.h"
+#include "reader/render/nt_render_util.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_cmocka.h"
-#include "../../runtime/nt_term_escape.h"
+#include "tests/support/nt_cmocka.h"
+#include "runtime/nt_term_escape.h"
 
 static uint64_t state = 0x243f6a8885a308d3u;
 

@@ -19,12 +19,12 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
-#include "nt_archive_header_encode.h"
-#include "nt_lanes.h"
-#include "nt_cmocka.h"
-#include "nt_test_util.h"
-#include "nt_finish_test.h"
-#include "nt_zchunk_test.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_lanes.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_test_util.h"
+#include "tests/support/nt_finish_test.h"
+#include "tests/support/nt_zchunk_test.h"
 
 #define EVENTS_PER_THREAD 3000
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nt_bundle.h"
+#include "format/nt_bundle.h"
 
 typedef struct bw_section {
 	const void *archive; /* NULL with size 0: no archive saved */

@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "../../format/nt_archive_header.h"
-#include "../../format/nt_arena_layout.h"
+#include "format/nt_archive_header.h"
+#include "format/nt_arena_layout.h"
 
 /* *info for an arena of layout `l` in buffering mode `mode` of process `pid`, ready for
  * nt_header_encode() into the first NT_ARENA_HEADER_BYTES of the buffer. */

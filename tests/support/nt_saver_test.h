@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_archive_header_decode.h"
-#include "nt_archive_header_encode.h"
-#include "nt_arena_saver.h"
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
+#include "runtime/nt_arena_saver.h"
 #include "nt_test_util.h"
 
 typedef struct test_sink {

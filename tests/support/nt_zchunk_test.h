@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nt_format.h"
-#include "nt_zchunk.h"
+#include "format/nt_format.h"
+#include "format/nt_zchunk.h"
 
 /* First record of a Stream-layout archive: after the size-prefixed header, 8-aligned. */
 static inline size_t nt_test_records_start(const uint8_t *a)

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_trace2.h>
-#include "../writer/core/nt_clock.h"
+#include "writer/core/nt_clock.h"
 
 static long sleep_ms = 200;
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 
 #define SID "20261121T230246.920813Z-H0a7c9cdf-P00006430"
 static const char sample[] =

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 
 static const char sample[] =
 	"{\"event\":\"version\",\"sid\":\"20261121T230246.920813Z-H0a7c9cdf-P00006430\",\"thread\":\"main\",\"time\":\"2026-11-21T23:02:46.920892Z\",\"file\":\"common-main.c\",\"line\":50,\"evt\":\"3\",\"exe\":\"2.39.5\"}\n"

@@ -36,8 +36,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_cmocka.h"
-#include "seq_check.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/seq_check.h"
 
 #define THREADS 3
 #define CHUNK_SIZE 4096

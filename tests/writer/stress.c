@@ -32,8 +32,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_cmocka.h"
-#include "seq_check.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/seq_check.h"
 
 typedef struct worker {
 	pthread_t th;

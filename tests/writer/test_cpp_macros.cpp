@@ -11,8 +11,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
-#include "nt_cmocka.h"
-#include "nt_test_util.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_test_util.h"
 
 static void start_session()
 {

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_finish_test.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_finish_test.h"
 
 static nt_config config(int mode, size_t buffer, size_t chunk)
 {

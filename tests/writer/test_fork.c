@@ -6,7 +6,7 @@
  * SIGKILL. The parent's archive must hold exactly its own events (each seq once, none named
  * "child") and its loss counters must be zero, and count the one child forked. A file-backed
  * parent's child records its events into its own archive beside the parent's
- * (format/nt_fork_path.h), exactly, naming the parent in forked_from, however it ended; an
+ * (runtime/nt_fork_path.h), exactly, naming the parent in forked_from, however it ended; an
  * anonymous parent's child leaves no file unless it calls nt_finish(). A child may also start
  * its own session before its first event. test_fork_child.c has the rest of the rule.
  */
@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_test_util.h"
-#include "nt_fork_path.h"
+#include "tests/support/nt_test_util.h"
+#include "runtime/nt_fork_path.h"
 
 #define BEFORE 600
 #define AFTER 600

@@ -2,7 +2,7 @@
  * test_fork_child.c - a recording process's fork() child records into its own archive.
  *
  * The rule (nanotrace.h, FORK): the child's session starts at its first event, with the
- * parent's configuration and a path beside the parent's (format/nt_fork_path.h); a child
+ * parent's configuration and a path beside the parent's (runtime/nt_fork_path.h); a child
  * without events leaves no file; the parent's header counts its children and the child's
  * names its parent; a grandchild gets its own archive too; forks from several threads
  * while another records all work; a child that cannot create its archive says so on stderr
@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_test_util.h"
-#include "nt_fork_path.h"
+#include "tests/support/nt_test_util.h"
+#include "runtime/nt_fork_path.h"
 
 #define CHILD 500
 

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_seccomp_test.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_seccomp_test.h"
 
 /* The sanitizers own malloc: no interposition. gcc defines __SANITIZE_*__; clang 14 only
  * __SANITIZE_ADDRESS__, and answers __has_feature. */

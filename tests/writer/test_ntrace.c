@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_test_util.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_test_util.h"
 
 static int evaluated;
 __attribute__((unused)) /* the macros must not even reference it */

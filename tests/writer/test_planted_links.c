@@ -9,9 +9,9 @@
  * and the host name this program gives the library (it links libnanotrace statically).
  */
 #define _GNU_SOURCE
-#include "nt_cmocka.h"
+#include "tests/support/nt_cmocka.h"
 #define NT_TMPDIR_TAG "planted"
-#include "nt_tmpdir_test.h"
+#include "tests/support/nt_tmpdir_test.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -24,7 +24,7 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
-#include "nt_test_util.h"
+#include "tests/support/nt_test_util.h"
 
 #define EVENTS 500
 

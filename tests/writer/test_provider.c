@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_test_util.h"
+#include "tests/support/nt_test_util.h"
 
 static void init(int mode, const char *categories)
 {

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_archive_header_encode.h"
-#include "nt_cmocka.h"
-#include "nt_test_util.h"
-#include "nt_finish_test.h"
+#include "format/nt_archive_header_encode.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_test_util.h"
+#include "tests/support/nt_finish_test.h"
 
 /* Events made by emit(): one Instant each, with an argument (so pieces hold many). */
 static void emit(uint64_t n, int paced)

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_test_util.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_test_util.h"
 
 static const char *const vars[] = { "NANOTRACE", "NANOTRACE_MODE", "NANOTRACE_BUFFER_SIZE",
 				    "NANOTRACE_CATEGORIES", "NANOTRACE_CLOCK",

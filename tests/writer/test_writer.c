@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "nt_cmocka.h"
-#include "nt_finish_test.h"
+#include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_finish_test.h"
 
 static nt_config small_config(int mode)
 {
@@ -573,7 +573,7 @@ static void unfinished_session_is_reported_at_exit(void **state)
 }
 
 /* A streaming saver saves what the writers publish without waiting for a rolling half to
- * fill (format/nt_saver_pace.h): ten events in a 4 MiB arena reach the saved stream. */
+ * fill (runtime/nt_saver_pace.h): ten events in a 4 MiB arena reach the saved stream. */
 static void streaming_saves_before_a_half_fills(void **state)
 {
 	(void)state;

@@ -3,7 +3,7 @@
  *
  * Layout written: the ArchiveHeader FlatBuffer, the used part of the durable region, then
  * every chunk present in the rolling halves in sequence order, each cut to its published
- * records. The records are what one save of format/nt_arena_saver.c makes of the stopped
+ * records. The records are what one save of runtime/nt_arena_saver.c makes of the stopped
  * arena (the one way an arena becomes archive bytes, shared with streaming mode and the
  * trace manager); the header, written first with a placeholder count, is written again at
  * the start once the saver has counted the events. The file is written next to `path`
@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nt_arena_saver.h"
+#include "runtime/nt_arena_saver.h"
 #include "nt_internal.h"
 
 /* A record boundary in the output: its offset, and the events saved before it. */

@@ -387,7 +387,7 @@ static nt_chunk_header *chunk_init(nt_chunk_header *h, uint64_t seq, uint64_t ol
 /* Streaming: the sequence advances by CAS, and only onto a slot whose chunk the saver holds
  * in full (its saved-claim word), so a full arena drops events without consuming sequence
  * numbers. Slots are given back one by one as the saver saves them, not a rolling half at a
- * time: with a saver that saves as the writers go (format/nt_saver_pace.h), writers can run
+ * time: with a saver that saves as the writers go (runtime/nt_saver_pace.h), writers can run
  * a whole arena ahead of it before they drop, not half of one. A completed half still
  * wakes the provider thread (nt_stream_notify_full), which asks for a save. */
 static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, uint64_t first_event)

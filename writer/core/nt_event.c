@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "nt_internal.h"
-#include "nt_arg_encode.h"
+#include "format/nt_arg_encode.h"
 
 typedef struct nt_thread_state {
 	uint8_t *cur; /* next record */

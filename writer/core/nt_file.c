@@ -1,6 +1,6 @@
 /*
  * nt_file.c - the writer's file helpers: every file the writer creates is made by
- * nt_create_beside() and renamed into place by nt_file_publish() (format/nt_private_file.h: the
+ * nt_create_beside() and renamed into place by nt_file_publish() (runtime/nt_private_file.h: the
  * same mechanism as trace-import's and trace-record's), and every write of a buffer goes
  * through nt_write_all().
  */
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../format/nt_private_file.h"
+#include "runtime/nt_private_file.h"
 #include "nt_internal.h"
 
 int nt_create_beside(const char *path, char **name_out)

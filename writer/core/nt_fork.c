@@ -18,7 +18,7 @@
 
 #include "nt_core.h"
 #include "nt_internal.h"
-#include "../../format/nt_fork_path.h"
+#include "runtime/nt_fork_path.h"
 
 enum { FORK_NONE, FORK_PENDING, FORK_STARTING, FORK_STARTED, FORK_FAILED };
 

@@ -25,15 +25,15 @@
 
 #include <nanotrace/nanotrace.h>
 #include "nt_core.h"
-#include "nt_archive_header.h"
-#include "nt_archive_header_encode.h"
-#include "nt_arena_layout.h"
+#include "format/nt_archive_header.h"
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_arena_layout.h"
 #include "nt_atomic.h"
 #include "nt_clock.h"
 #include "nt_state.h"
-#include "nt_zchunk.h"
-#include "nt_format.h"
-#include "nt_record.h"
+#include "format/nt_zchunk.h"
+#include "format/nt_format.h"
+#include "format/nt_record.h"
 
 /* nt_env.c: the compression level a session uses (0 = none) for nt_config's
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
@@ -158,7 +158,7 @@ void nt_thread_release(void);
 /* nt_file.c */
 /* Create a file beside `path` under a fresh random name, with O_EXCL and O_CLOEXEC (so a
  * planted link is never followed) and mode nt_S.file_mode (0600 when 0), exactly
- * (format/nt_private_file.h). Returns its fd and the name (malloc'd) in *name_out, or -1
+ * (runtime/nt_private_file.h). Returns its fd and the name (malloc'd) in *name_out, or -1
  * with errno set. */
 int nt_create_beside(const char *path, char **name_out);
 /* Rename `tmp` over `path`, refusing (-1, errno ELOOP) when a symbolic link is at `path`:
@@ -198,7 +198,7 @@ void nt_registry_after_fork_in_child(void);
 /* nt_fork.c: a fork() child's own archive, started lazily at its first event. */
 /* Keep a copy of `cfg` (checked, full size) for the children of this session. */
 nt_result nt_fork_remember_config(const nt_config *cfg);
-/* The child's path for parent archive `base` (format/nt_fork_path.h). 0 when it does not
+/* The child's path for parent archive `base` (runtime/nt_fork_path.h). 0 when it does not
  * fit `cap`. */
 int nt_fork_child_path(char *out, size_t cap, const char *base, int pid);
 /* The parent's atfork handler: count the child in the archive header when recording. */

@@ -38,9 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nt_arena_layout.h"
-#include "nt_deadline.h"
-#include "nt_fifo.h"
+#include "format/nt_arena_layout.h"
+#include "runtime/nt_deadline.h"
+#include "format/nt_fifo.h"
 #include "nt_internal.h"
 #include "nt_registry_wire.h"
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "nt_wire.h"
+#include "format/nt_wire.h"
 
 #define NT_WIRE_MAX_FDS 2 /* INITIALIZE's memfd and FIFO */
 

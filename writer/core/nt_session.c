@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "nt_internal.h"
-#include "nt_zchunk.h"
+#include "format/nt_zchunk.h"
 
 static uint64_t chunks_claimed(void)
 {

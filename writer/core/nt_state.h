@@ -14,8 +14,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include "nt_core.h"
-#include "nt_archive_header.h"
-#include "nt_arena_layout.h"
+#include "format/nt_archive_header.h"
+#include "format/nt_arena_layout.h"
 #include "nt_atomic.h"
 #include "nt_clock.h"
 #include "nt_error.h"
@@ -86,7 +86,7 @@ typedef struct nt_session {
 	uint64_t saved_gens __attribute__((aligned(NT_CACHELINE))); /* generations saved */
 	uint64_t *saved_claim; /* per slot, in the mapping after the overwrite counters: the
 				  claim word of the chunk the saver holds in full (written by the
-				  saver, format/nt_arena_saver.c, in this process or the manager) */
+				  saver, runtime/nt_arena_saver.c, in this process or the manager) */
 	int fd;                /* the archive, for appending the saved stream; or the manager's
 				  memfd */
 

@@ -1,6 +1,6 @@
 /*
  * nt_stream.c - streaming mode: what the writers publish is saved as they go, and each
- * chunk's space is theirs again once saved (format/nt_saver_pace.h says why).
+ * chunk's space is theirs again once saved (runtime/nt_saver_pace.h says why).
  *
  * Two ends speak the FIFO protocol of format/nt_fifo.h:
  *   provider  (a thread of this process) waits (futex) until a half generation is complete,
@@ -8,7 +8,7 @@
  *             at a time. Writers do not wait for it: a slot is theirs again once the saver
  *             marks its chunk saved (claim_streaming in nt_arena.c); writers that reach an
  *             unsaved chunk drop and count.
- *   manager   the saver (format/nt_arena_saver.c, where the protocol with the writers is
+ *   manager   the saver (runtime/nt_arena_saver.c, where the protocol with the writers is
  *             written out): it answers SAVE_BUFFER by appending everything published since
  *             the last save and marking the slots it holds in full, and saves the same way
  *             unasked, every millisecond while there is something new. In-process
@@ -35,9 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nt_arena_saver.h"
-#include "nt_fifo.h"
-#include "nt_saver_pace.h"
+#include "runtime/nt_arena_saver.h"
+#include "format/nt_fifo.h"
+#include "runtime/nt_saver_pace.h"
 #include "nt_internal.h"
 #include "runtime/nt_sock.h"
 
@@ -126,7 +126,7 @@ static int recv_packet(int fd, nt_fifo_packet *pk)
 }
 
 /* The manager: a saver of this process's own arena. Between requests it saves what the
- * writers have published, at the pace of format/nt_saver_pace.h, so that a request finds
+ * writers have published, at the pace of runtime/nt_saver_pace.h, so that a request finds
  * little left to save. */
 static void *manager_main(void *arg)
 {

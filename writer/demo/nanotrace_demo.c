@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include <nanotrace/nanotrace.h>
-#include "../../format/nt_format.h"
+#include "format/nt_format.h"
 
 static const char usage[] =
 	"usage: nanotrace-demo OUTPUT [options]\n"

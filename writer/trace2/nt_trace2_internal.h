@@ -3,8 +3,8 @@
 #define NT_TRACE2_INTERNAL_H
 
 #include <nanotrace/nanotrace_trace2.h>
-#include "../core/nt_core.h"
-#include "nt_t2_fields.h"
+#include "writer/core/nt_core.h"
+#include "format/nt_t2_fields.h"
 
 #define NT_T2_THREAD_NAME_MAX 24 /* Git's TR2_MAX_THREAD_NAME */
 

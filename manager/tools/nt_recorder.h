@@ -1,9 +1,9 @@
 /*
- * nt_record.h - trace-record's pieces (manager/tools/nt_record_*.c, trace_record.c): the
+ * nt_recorder.h - trace-record's pieces (manager/tools/nt_record_*.c, trace_record.c): the
  * recorder they share and what each offers the others. Not installed.
  */
-#ifndef NT_RECORD_H
-#define NT_RECORD_H
+#ifndef NT_RECORDER_H
+#define NT_RECORDER_H
 
 #include <limits.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "format/nt_wire.h"
-#include "../core/nt_manager.h"
+#include "manager/core/nt_manager.h"
 #include "nt_record_options.h"
 
 /* EXIT_NOT_RUN: the command could not be run, as a shell says it. */
@@ -77,4 +77,4 @@ int nt_record_manager_silent(recorder *r);
 int nt_record_signals_install(void);
 int nt_record_signal_fd(void);
 
-#endif /* NT_RECORD_H */
+#endif /* NT_RECORDER_H */

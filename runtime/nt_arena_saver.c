@@ -33,8 +33,8 @@
 #include <string.h>
 
 #include "nt_arena_saver.h"
-#include "nt_record.h"
-#include "nt_zchunk.h"
+#include "format/nt_record.h"
+#include "format/nt_zchunk.h"
 
 typedef struct slot_progress {
 	uint64_t claim;       /* chunk being tracked (0 = none) */

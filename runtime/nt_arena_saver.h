@@ -1,6 +1,6 @@
 /*
  * nt_arena_saver.h - turns a live arena into archive bytes: the one saver that both the
- * writer's in-process streaming thread and the trace manager run (format/nt_arena_saver.c).
+ * writer's in-process streaming thread and the trace manager run (runtime/nt_arena_saver.c).
  *
  * A save appends to an output everything published in the arena since the previous save:
  * first the new durable records, then, in claim order, each chunk's new records as a chunk
@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nt_arena_layout.h"
+#include "format/nt_arena_layout.h"
 
 typedef struct nt_saver_output {
 	/* Appends `len` bytes; returns 0, or the errno of the failure (the save stops, and
