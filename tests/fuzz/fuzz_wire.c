@@ -26,9 +26,10 @@
  * execution stays fast.
  *
  * Built a second time as fuzz_wire_msg (fuzz_wire_msg.c, WIRE_MESSAGES_ONLY): the same steps
- * without the slow parts (no INITIALIZE buffer mapped, so no arena write and nothing for the
+ * without the arena (no INITIALIZE buffer mapped, so no arena write and nothing for the
  * saver to read; CTL_START buffers made 64 KiB; no descriptor count): the message and FIFO
- * packet handling alone, many times faster.
+ * packet handling alone, so its corpus holds only what reaches new message paths. It is no
+ * faster: both spend their time in system calls (socketpairs, buffers, the output's sync).
  */
 #include "../../manager/core/nt_mgr_loop.c"
 
