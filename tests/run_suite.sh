@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: builds nanotrace five ways and runs every test in each, then fuzzes
-# every libFuzzer target for a minute (tests/fuzz/run_fuzz.sh) and prints the benchmark report.
+# every libFuzzer target for 20 s (tests/fuzz/run_fuzz.sh) and prints the benchmark report.
 #   plain              gcc/g++, -O2 with assertions
 #   asan-ubsan         gcc/g++, AddressSanitizer + UndefinedBehaviorSanitizer (every error is
 #                      fatal)
@@ -113,13 +113,13 @@ run_config tsan gcc g++ -Db_sanitize=thread -Db_lundef=false
 run_config clang clang clang++
 run_config clang-asan-ubsan clang clang++ -Db_sanitize=address,undefined -Db_lundef=false
 
-# Coverage-guided fuzzing (tests/fuzz): every libFuzzer target for NT_FUZZ_SECONDS (default 60)
-# on the clang ASan+UBSan fuzz build, one after another (4 targets: about 4 minutes plus the
+# Coverage-guided fuzzing (tests/fuzz): every libFuzzer target for NT_FUZZ_SECONDS (default 20)
+# on the clang ASan+UBSan fuzz build, one after another (12 targets: about 4 minutes plus the
 # build); a finding fails the suite. Without clang it is a skip, like a missing compiler.
 run_fuzz() {
 	local start=$SECONDS
-	echo "=== fuzz (${NT_FUZZ_SECONDS:-60} s per target, build-suite-fuzz)"
-	NT_FUZZ_BUILD=build-suite-fuzz NT_JOBS=$jobs bash tests/fuzz/run_fuzz.sh "${NT_FUZZ_SECONDS:-60}"
+	echo "=== fuzz (${NT_FUZZ_SECONDS:-20} s per target, build-suite-fuzz)"
+	NT_FUZZ_BUILD=build-suite-fuzz NT_JOBS=$jobs bash tests/fuzz/run_fuzz.sh "${NT_FUZZ_SECONDS:-20}"
 	local rc=$?
 	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))

@@ -24,6 +24,12 @@
  * descriptors it held before (it aborts otherwise). Bounded by the harness, not
  * by the manager: CTL_START buffers above 4 MiB (or 0: the default) are made 256 KiB, so an
  * execution stays fast.
+ *
+ * Built a second time as fuzz_wire_msg (fuzz_wire_msg.c, WIRE_MESSAGES_ONLY): the same steps
+ * without the arena (no INITIALIZE buffer mapped, so no arena write and nothing for the
+ * saver to read; CTL_START buffers made 64 KiB; no descriptor count): the message and FIFO
+ * packet handling alone, so its corpus holds only what reaches new message paths. It is no
+ * faster: both spend their time in system calls (socketpairs, buffers, the output's sync).
  */
 #include "manager/core/nt_mgr_loop.c"
 
@@ -38,6 +44,12 @@
 #include "tests/support/nt_provider_header_test.h"
 
 #define PEERS 3
+
+#ifndef WIRE_MESSAGES_ONLY
+#define WIRE_MESSAGES_ONLY 0
+#endif
+/* The largest CTL_START buffer an execution makes (larger ones, and 0, are made this). */
+#define START_BUFFER_CAP (WIRE_MESSAGES_ONLY ? 64u << 10 : 256u << 10)
 
 typedef struct peer {
 	int sock;      /* -1: not connected */
@@ -179,8 +191,9 @@ static void send_message(peer *pr, const uint8_t **p, const uint8_t *end, int op
 		msg.magic = NT_WIRE_MAGIC;
 		msg.version = NT_WIRE_VERSION;
 	}
-	if (msg.type == NT_WIRE_CTL_START && (msg.b == 0 || msg.b > (4u << 20)))
-		msg.b = 256u << 10;
+	if (msg.type == NT_WIRE_CTL_START &&
+	    (msg.b == 0 || msg.b > (WIRE_MESSAGES_ONLY ? START_BUFFER_CAP : 4u << 20)))
+		msg.b = START_BUFFER_CAP;
 	int fd = op & 0x10 ? output_file() : -1;
 	nt_mgr_send(pr->sock, &msg, &fd, fd >= 0 ? 1 : 0);
 	if (fd >= 0)
@@ -196,7 +209,7 @@ static void drain(peer *pr)
 		if (pr->sock < 0 || nt_sock_recv(pr->sock, &msg, sizeof(msg), fds, 4, &nfds, 1) <= 0)
 			return;
 		for (int i = 0; i < nfds; i++) {
-			if (msg.type == NT_WIRE_INITIALIZE && i == 0)
+			if (msg.type == NT_WIRE_INITIALIZE && i == 0 && !WIRE_MESSAGES_ONLY)
 				provider_arena(pr, &msg, fds[i]);
 			if (msg.type == NT_WIRE_INITIALIZE && i == 1) {
 				if (pr->fifo >= 0)
@@ -245,7 +258,7 @@ static int open_fds(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int fds_before = open_fds();
+	int fds_before = WIRE_MESSAGES_ONLY ? 0 : open_fds();
 	nt_manager *m = manager_new();
 	peer peers[PEERS];
 	for (int i = 0; i < PEERS; i++)
@@ -285,7 +298,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hang_up(&peers[i]);
 	serve(m); /* the manager sees them go */
 	nt_manager_free(m);
-	int fds_after = open_fds();
+	int fds_after = WIRE_MESSAGES_ONLY ? 0 : open_fds();
 	if (fds_after != fds_before) {
 		fprintf(stderr, "fuzz_wire: %d descriptors before the run, %d after\n", fds_before,
 			fds_after);

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """make_seeds.py - writes the generated seeds of tests/fuzz/corpus: env/ (NANOTRACE_* values,
-NUL-separated, in fuzz_env.c's order) and wire/ (peer steps in fuzz_wire.c's encoding: a
-provider registers, a controller starts and stops a trace, the provider answers on its FIFO).
-The other corpora are files: archives the demo, trace-import and make_bundle wrote, and git's
-own EVENT output (tests/README.md, Fuzzing).
+NUL-separated, in fuzz_env.c's order), wire/ (peer steps in fuzz_wire.c's encoding: a
+provider registers, a controller starts and stops a trace, the provider answers on its FIFO),
+and the seeds of bundle/ and follow/ that join several archives of open/ with FUZZ_SPLIT
+(fuzz_reader_common.h): files given together, and a followed file and its changes
+(fuzz_follow.c's encoding). The other seeds are files: archives the demo, trace-record,
+trace-import and make_bundle wrote, and git's own EVENT output (tests/README.md, Fuzzing);
+wire_msg's are wire's, merged (libFuzzer -merge=1) for fuzz_wire_msg.
 
     python3 tests/fuzz/make_seeds.py [ARENA [STREAMING_ARENA]]
 
@@ -106,7 +109,58 @@ def write(folder, seeds):
             f.write(data)
 
 
+SPLIT = b'\n=NT-FUZZ-SPLIT=\n'  # FUZZ_SPLIT, fuzz_reader_common.h
+
+
+def archive(name):
+    with open(os.path.join(HERE, 'corpus', 'open', name), 'rb') as f:
+        return f.read()
+
+
+def change(op, offset, data=b''):
+    """fuzz_follow.c's change: 0 writes data at offset, 1 truncates to offset, 2 replaces."""
+    return bytes([op]) + struct.pack('<I', offset) + data
+
+
+def joined_seeds():
+    a = archive
+    killed, streaming = a('demo-killed-arena'), a('demo-killed-streaming-first-70k')
+    half = len(a('demo-streaming-zstd')) // 2
+    bundle = {
+        'bundle-and-archives': [a('bundle-two-sections'), a('demo-oneshot-zstd'),
+                                a('demo-circular-zstd')],
+        'archives-three-formats': [a('fmt2-demo-oneshot-raw'), a('fmt21-demo-oneshot-lanes'),
+                                   a('demo-streaming-zstd')],
+        'trace2-and-killed': [a('trace2-recorded-raw'), a('trace2-import-zstd'), killed],
+        'damaged-and-empty': [a('save-stopped-efbig'), b'', a('demo-oneshot-raw')[:3000]],
+        'record-bundle-and-bundle': [a('record-two-demos-bundle'), a('bundle-two-sections')],
+        'record-bundle-streaming-import-arena': [a('record-two-demos-bundle'), streaming,
+                                                 a('import-git-push-hook'),
+                                                 a('demo-killed-circular-arena')],
+        'record-tiny-and-archives': [a('record-tiny'), a('demo-oneshot-tiny'),
+                                     a('demo-circular-tiny')],
+    }
+    follow = {
+        'arena-then-finished': [killed, change(2, 0, a('demo-oneshot-raw'))],
+        'arena-written-then-cut': [killed, change(0, 4096, killed[4096:4352]),
+                                   change(1, len(killed) // 2), change(1, len(killed))],
+        'streaming-grows': [a('demo-streaming-zstd')[:half],
+                            change(0, half, a('demo-streaming-zstd')[half:])],
+        'archive-then-bundle': [a('demo-circular-zstd'), change(2, 0, a('bundle-two-sections'))],
+        'killed-streaming-grows-twice': [streaming[:30000],
+                                         change(0, 30000, streaming[30000:50000]),
+                                         change(0, 50000, streaming[50000:])],
+        'killed-circular-then-overwritten': [
+            a('demo-killed-circular-arena'),
+            change(0, 8192, a('demo-killed-circular-arena')[16384:20480]),
+            change(2, 0, a('demo-circular-overwritten-raw'))],
+    }
+    write('bundle', {k: SPLIT.join(v) for k, v in bundle.items()})
+    write('follow', {k: SPLIT.join(v) for k, v in follow.items()})
+
+
 write('env', {k: b'\0'.join(v) for k, v in ENV_SEEDS.items()})
+joined_seeds()
 for arg, name, mode, saves in zip(sys.argv[1:], ['arena-oneshot-trace', 'arena-streaming-trace'],
                                   [ONESHOT, STREAMING], [0, 2]):
     with open(arg, 'rb') as f:

@@ -1,0 +1,116 @@
+/*
+ * fuzz_reader_common.h - what the reader's libFuzzer targets share: a /dev/null sink for
+ * renderers, callbacks that count events and ignore damage reports, a visit under one
+ * order and policy, and a private directory under $TMPDIR (mkdtemp, removed at exit) for
+ * targets that need files. Each target includes it once (its functions are static inline:
+ * a target uses some of them).
+ */
+#ifndef NT_FUZZ_READER_COMMON_H
+#define NT_FUZZ_READER_COMMON_H
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nanotrace/nanotrace_reader.h>
+
+static inline FILE *fuzz_sink(void)
+{
+	static FILE *devnull;
+	if (devnull == NULL)
+		devnull = fopen("/dev/null", "w");
+	return devnull;
+}
+
+static inline int fuzz_count_event(void *ctx, const nt_reader_event *e)
+{
+	(void)e;
+	++*(uint64_t *)ctx;
+	return 0;
+}
+
+static inline void fuzz_ignore_error(void *ctx, uint64_t offset, const char *message)
+{
+	(void)ctx;
+	(void)offset;
+	(void)message;
+}
+
+static inline uint64_t fuzz_visit(nt_reader *r, nt_order order, nt_corrupt_policy policy)
+{
+	nt_reader_callbacks cb = { 0 };
+	cb.on_event = fuzz_count_event;
+	cb.on_error = fuzz_ignore_error;
+	uint64_t n = 0;
+	nt_reader_visit(r, &cb, &n, order, policy);
+	return n;
+}
+
+/* "<TMPDIR or /tmp>/nt-fuzz-<what>-XXXXXX", made once (mode 0700 by mkdtemp) and removed
+ * at exit with whatever plain files are left in it; NULL when it cannot be made. */
+static char fuzz_dir_path[512];
+
+static inline void fuzz_empty_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
+static inline void fuzz_remove_dir(void)
+{
+	fuzz_empty_dir(fuzz_dir_path);
+	rmdir(fuzz_dir_path);
+}
+
+static inline const char *fuzz_private_dir(const char *what)
+{
+	static int tried;
+	if (!tried) {
+		tried = 1;
+		const char *tmp = getenv("TMPDIR");
+		snprintf(fuzz_dir_path, sizeof(fuzz_dir_path), "%s/nt-fuzz-%s-XXXXXX",
+			 tmp != NULL && tmp[0] == '/' && strlen(tmp) < 400 ? tmp : "/tmp", what);
+		if (mkdtemp(fuzz_dir_path) == NULL) {
+			fuzz_dir_path[0] = '\0';
+			return NULL;
+		}
+		atexit(fuzz_remove_dir);
+	}
+	return fuzz_dir_path[0] != '\0' ? fuzz_dir_path : NULL;
+}
+
+/* Splits an input into the parts between FUZZ_SPLIT markers (the seeds join files with it,
+ * so mutations keep file boundaries): calls fn on each of at most max parts, in order. */
+#define FUZZ_SPLIT "\n=NT-FUZZ-SPLIT=\n"
+#define FUZZ_SPLIT_LEN (sizeof(FUZZ_SPLIT) - 1)
+
+static inline size_t fuzz_split(const uint8_t *data, size_t size, const uint8_t **part,
+				size_t *len, size_t max)
+{
+	size_t n = 0;
+	while (n < max) {
+		const uint8_t *mark = memmem(data, size, FUZZ_SPLIT, FUZZ_SPLIT_LEN);
+		size_t l = mark != NULL ? (size_t)(mark - data) : size;
+		part[n] = data;
+		len[n++] = l;
+		if (mark == NULL)
+			break;
+		data += l + FUZZ_SPLIT_LEN;
+		size -= l + FUZZ_SPLIT_LEN;
+	}
+	return n;
+}
+
+#endif
