@@ -263,7 +263,7 @@ static void decode_common(const nt_reader_event *e, const nt_reader_process *p, 
 		o->file = NULL;
 	o->has_time = !o->brief_capture || NT_T2_TIMED_WHEN_BRIEF(o->type);
 	/* Rounded down, also before 1970; wall_ns comes from the file and may be INT64_MIN,
-	 * whose negation is undefined (found by fuzzing: tests/fuzz/corpus/reader). */
+	 * whose negation is undefined (found by fuzzing: tests/fuzz/corpus/render_trace2). */
 	o->time_us = e->wall_ns / 1000 - (e->wall_ns % 1000 < 0);
 }
 
