@@ -34,9 +34,9 @@ int nt_sock_dir_of(const char *socket_path, char *dir, size_t cap);
 /* The rule for a socket's directory (SECURITY.md), the one protection a socket path has
  * against other users (connect() needs write permission on the socket file, and the
  * directory decides who may replace it): a real directory, not a link, owned by this
- * process's euid, of mode 0700 (nt_sock_dir_of names it). Returns 0, or -errno with the reason in why: -ELOOP a symbolic link,
- * -ENOTDIR not a directory, -EPERM another owner, -EACCES another mode, -ENAMETOOLONG, or
- * lstat's error (-ENOENT: no such directory). */
+ * process's euid, of mode 0700 (nt_sock_dir_of names it). Returns 0, or -errno with the
+ * reason in why: -ELOOP a symbolic link, -ENOTDIR not a directory, -EPERM another owner,
+ * -EACCES another mode, -ENAMETOOLONG, or lstat's error (-ENOENT: no such directory). */
 int nt_sock_dir_private(const char *socket_path, char *why, size_t whylen);
 
 /* SO_PEERCRED of a connected socket: its process and user (either pointer may be NULL).
