@@ -242,6 +242,15 @@ static inline uint16_t nt_chunk_slot_wrap(uint64_t sequence, uint64_t nslots)
 {
 	return (uint16_t)(sequence / nslots);
 }
+/* Whether the chunk header a slot holds is closed, its events final: its owner released the
+ * claim, or a new owner claimed the slot (a claim of another wrap) and has not yet rewritten
+ * the header, which is still the previous chunk's. The reader of an arena and the manager
+ * counting a provider's arena both judge a slot so. */
+static inline int nt_chunk_closed(uint64_t claim, uint16_t slot_wrap, uint64_t nslots)
+{
+	return !(claim & NT_CLAIM_WRITER_ACTIVE) ||
+	       nt_chunk_slot_wrap(nt_claim_sequence(claim), nslots) != slot_wrap;
+}
 
 typedef struct nt_record_prefix {
 	uint8_t kind;

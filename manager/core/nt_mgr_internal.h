@@ -33,7 +33,6 @@
 #define NT_MGR_HELLO_TIMEOUT_MS 5000 /* a connection that says nothing this long is closed */
 #define NT_MGR_PROGRESS_MS 250
 #define NT_MGR_ACCEPT_PAUSE_MS 200  /* after accept() ran out of descriptors */
-#define NT_MGR_MAX_MESSAGE 1024     /* a section's message (nt_bundle_frame.message_len) */
 #define NT_MGR_CTL_OWED 4           /* answers owed to a controller that does not read now */
 
 enum nt_conn_kind { NT_CONN_NEW = 0, NT_CONN_PROVIDER, NT_CONN_CONTROLLER };

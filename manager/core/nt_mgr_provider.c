@@ -242,7 +242,7 @@ void nt_mgr_provider_damaged(nt_manager *m, nt_mgr_conn *c, const char *what)
 		nt_mgr_conn_close(m, c);
 		return;
 	}
-	char msg[NT_MGR_MAX_MESSAGE];
+	char msg[NT_BUNDLE_MAX_MESSAGE];
 	snprintf(msg, sizeof(msg), "provider %s", what);
 	nt_mgr_log(m, "provider %u (%s, pid %d) dropped: it %s", p->id, p->name, (int)p->pid, what);
 	nt_mgr_conn_close(m, c);

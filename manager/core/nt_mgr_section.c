@@ -93,8 +93,9 @@ static void write_frame(nt_manager *m, nt_bundle_frame *f, const char *name,
 			const char *message)
 {
 	f->magic = NT_BUNDLE_FRAME_MAGIC;
-	f->name_len = (uint16_t)strnlen(name, NT_WIRE_MAX_NAME);
-	f->message_len = (uint16_t)strnlen(message, NT_MGR_MAX_MESSAGE);
+	_Static_assert(NT_WIRE_MAX_NAME <= NT_BUNDLE_MAX_NAME, "a provider's name fits a section's");
+	f->name_len = (uint16_t)strnlen(name, NT_BUNDLE_MAX_NAME);
+	f->message_len = (uint16_t)strnlen(message, NT_BUNDLE_MAX_MESSAGE);
 	f->end_wall_ns = wall_ns();
 	out_write(m, f, sizeof(*f));
 	out_write(m, name, f->name_len);
@@ -242,8 +243,7 @@ static uint64_t closed_chunk_events(const nt_mgr_provider *p)
 		if (h.kind != NT_KIND_CHUNK || h.size_bytes > l->chunk_size || h.claim < 2 ||
 		    (counted & NT_SLOT_CHUNK_COUNTED))
 			continue;
-		if (!(h.claim & NT_CLAIM_WRITER_ACTIVE) ||
-		    nt_chunk_slot_wrap(nt_claim_sequence(h.claim), l->nslots) != h.slot_wrap)
+		if (nt_chunk_closed(h.claim, h.slot_wrap, l->nslots))
 			total += h.event_count;
 	}
 	return total;
@@ -341,7 +341,7 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 			   const char *message)
 {
 	nt_archive_info info;
-	char why[512], joined[NT_MGR_MAX_MESSAGE];
+	char why[512], joined[NT_BUNDLE_MAX_MESSAGE];
 	section_body b = { .scratch = -1 };
 	int have = provider_header(p, &info, why, sizeof(why)) == 0 &&
 		   prepare_body(m, p, end_state, &info, &b, why, sizeof(why)) == 0;

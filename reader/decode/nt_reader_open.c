@@ -137,10 +137,7 @@ static int arena_init(nt_reader *r, pending_names *pn, const char **bad)
 		r->chunks[r->nchunks++] = (struct arena_chunk){ at, nt_claim_sequence(h->claim),
 								h->base_ticks, h->first_event,
 								h->thread };
-		/* Closed: its owner released the claim, or a new owner claimed the slot (a claim
-		 * of another wrap) and has not yet invalidated this, the previous chunk. */
-		if (!(h->claim & NT_CLAIM_WRITER_ACTIVE) ||
-		    nt_chunk_slot_wrap(nt_claim_sequence(h->claim), all_slots) != h->slot_wrap)
+		if (nt_chunk_closed(h->claim, h->slot_wrap, all_slots))
 			r->closed_events += h->event_count;
 		r->summary.chunks++;
 		r->summary.chunk_bytes += cs;
