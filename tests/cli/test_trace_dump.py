@@ -685,7 +685,11 @@ def test_c1_controls_in_names_never_reach_the_terminal(demo):
                                                               .encode('latin-1', 'replace'))
                or b'\x9b' in l]
         check('%s shows no C1 control' % args, bad == [], repr(bad[:2]))
-        check('%s shows worke?N' % args, b'worke?' in p.stdout, repr(p.stdout[-300:]))
+        # a circular arena keeps the last events only: which threads they are depends on
+        # timing, so any of the renamed threads shown escaped will do (--stats lists all)
+        shown = [n for n in (b'worke?', b'wor?ker1') if n in p.stdout]
+        check('%s shows a renamed thread escaped' % args,
+              shown and (args != ['--stats'] or len(shown) == 2), repr(p.stdout[-300:]))
     p = subprocess.run([TRACE_DUMP, archive], capture_output=True)
     check('gap lines name the thread escaped', re.search(
         rb'^-- gap: \d+ events? of thread (worke\?\d|wor\?ker1):', p.stdout, re.M) is not None,
