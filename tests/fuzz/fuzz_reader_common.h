@@ -28,6 +28,20 @@ static inline FILE *fuzz_sink(void)
 	return devnull;
 }
 
+/* The renderer targets' one input step: the bytes opened as an archive from memory and, when
+ * they open, handed with the sink to `render`; the reader is closed after. */
+static inline int fuzz_render_input(const uint8_t *data, size_t size,
+				    void (*render)(nt_reader *r, FILE *out))
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "fuzz", &err);
+	FILE *out = fuzz_sink();
+	if (r != NULL && out != NULL)
+		render(r, out);
+	nt_reader_close(r);
+	return 0;
+}
+
 static inline int fuzz_count_event(void *ctx, const nt_reader_event *e)
 {
 	(void)e;

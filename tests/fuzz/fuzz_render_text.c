@@ -5,15 +5,8 @@
  */
 #include "fuzz_reader_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void render(nt_reader *r, FILE *out)
 {
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open_memory(data, size, "fuzz", &err);
-	FILE *out = fuzz_sink();
-	if (r == NULL || out == NULL) {
-		nt_reader_close(r);
-		return 0;
-	}
 	nt_render_options opt;
 	nt_render_options_init(&opt);
 	for (int order = 0; order < 2; order++) {
@@ -21,6 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nt_render_text(r, out, &opt);
 		nt_render_stats(r, out, &opt);
 	}
-	nt_reader_close(r);
-	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return fuzz_render_input(data, size, render);
 }

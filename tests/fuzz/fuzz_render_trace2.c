@@ -5,15 +5,8 @@
  */
 #include "fuzz_reader_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void render(nt_reader *r, FILE *out)
 {
-	nt_reader_error err;
-	nt_reader *r = nt_reader_open_memory(data, size, "fuzz", &err);
-	FILE *out = fuzz_sink();
-	if (r == NULL || out == NULL) {
-		nt_reader_close(r);
-		return 0;
-	}
 	nt_trace2_options t2;
 	nt_trace2_options_init(&t2);
 	for (int f = NT_TRACE2_NORMAL; f <= NT_TRACE2_EVENT; f++) {
@@ -23,6 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t2.format = NT_TRACE2_NORMAL;
 	t2.brief = 1;
 	nt_render_trace2(&r, 1, out, &t2);
-	nt_reader_close(r);
-	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return fuzz_render_input(data, size, render);
 }
