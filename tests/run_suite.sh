@@ -24,6 +24,10 @@ skipped=0
 # What failed, a line each, repeated just before the last line: a log read from its end
 # (CI shows the tail) names them.
 failed_names=()
+# Why, in a few lines per configuration: each failed test's own failure lines (a Python
+# check's "FAIL", an assertion, cmocka's error, a sanitizer's summary), since CI keeps only
+# the tail of the log.
+failed_why=()
 
 # In CI a missing tool fails configuration outright (meson_options.txt).
 ci_opts=()
@@ -90,6 +94,10 @@ run_config() {
 		failed_names+=("$name: $line")
 	done < <(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT|UNEXPECTEDPASS|ERROR) ' "$dir.test.log" |
 		 sed -E 's/^ *[0-9]+\/[0-9]+ +//; s/  +/ /g' | awk '!seen[$0]++')
+	while IFS= read -r line; do
+		failed_why+=("$name: ${line:0:300}")
+	done < <(grep -E '^(FAIL |ERROR: |E +[A-Za-z]*Error|SUMMARY: |WARNING: ThreadSanitizer)|error: Failure|\[  FAILED  \] [a-z_]' \
+		 "$dir.test.log" | awk '!seen[$0]++' | head -n 8)
 	echo "--- $name: $ok passed, $fail failed, $skip skipped in $((SECONDS - start)) s"
 	if [ "$skip" -gt 0 ]; then
 		grep -E '^ *[0-9]+/[0-9]+ .* SKIP ' "$dir.test.log" | sed "s/^/SKIPPED ($name): /"
@@ -160,6 +168,10 @@ run_report
 if [ "${#failed_names[@]}" -gt 0 ]; then
 	echo "=== failed"
 	printf '  %s\n' "${failed_names[@]}"
+fi
+if [ "${#failed_why[@]}" -gt 0 ]; then
+	echo "=== why (the failed tests' own lines; the whole logs: build-suite-*.test.log)"
+	printf '  %s\n' "${failed_why[@]}"
 fi
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"

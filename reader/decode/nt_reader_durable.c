@@ -115,7 +115,14 @@ static durable_result durable_callsite(nt_reader *r, const uint8_t *p, uint64_t 
 	reader_callsite *cs = &r->callsites[c->index];
 	if (!cs->defined)
 		r->summary.callsites++;
-	/* Its CallSiteArgs record, if any, follows it: a new definition forgets the old one's. */
+	/* Its CallSiteArgs record, if any, follows it: a new definition forgets the old one's.
+	 * The same definition again keeps them: a killed streaming process's saved stream
+	 * repeats its arena's durable records, and a save may have taken the CallSite record
+	 * before its CallSiteArgs was published, with no save after it (the arena's copy of both
+	 * came first, and its compact events need them). */
+	if (cs->defined && cs->category == c->category && cs->name == c->name &&
+	    cs->file == c->file && cs->line == c->line && cs->repo == c->repo)
+		return DURABLE_OK;
 	*cs = (reader_callsite){ c->category, c->name, c->file, c->line, c->repo, 1, 0, { 0 }, { 0 } };
 	if (r->strings[c->category].len > r->max_category_len)
 		r->max_category_len = r->strings[c->category].len;

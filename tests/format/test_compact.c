@@ -296,6 +296,47 @@ static void hostile_callsite_args(void **state)
 	free(copy);
 }
 
+/* A killed streaming process's saved stream repeats its arena's durable records, and its
+ * last save may hold a CallSite record without the CallSiteArgs published after that save:
+ * the repeated definition must keep the arguments already known, or every compact event of
+ * the site reads as damage (crash_test's streaming kills hit it, 1 in 100 under TSan). */
+static void a_repeated_callsite_keeps_its_arguments(void **state)
+{
+	(void)state;
+	size_t size;
+	uint64_t at;
+	uint8_t *orig = archive_with_args(&size, &at);
+	uint64_t site_at = 0, off = at, rec; /* its CallSite record precedes it */
+	test_trace t;
+	assert_int_equal(test_read_memory(orig, size, NT_ORDER_STREAM, &t), 0);
+	for (off = t.info.data_offset; off < at && nt_top_record_frame(orig, size, off, &rec) ==
+							NT_FRAME_OK; off += rec)
+		if (orig[off] == NT_KIND_CALLSITE)
+			site_at = off;
+	size_t events = t.n;
+	test_trace_free(&t);
+	assert_int_not_equal(site_at, 0);
+	assert_int_equal(nt_top_record_frame(orig, size, site_at, &rec), NT_FRAME_OK);
+	uint8_t *copy = malloc(size + rec);
+	memcpy(copy, orig, size);
+	memcpy(copy + size, orig + site_at, rec);
+	assert_int_equal(test_read_memory(copy, size + rec, NT_ORDER_STREAM, &t), 0);
+	assert_msg(t.errors == 0, "%s", t.first_error);
+	assert_int_equal(t.n, events);
+	for (size_t e = 0; e < t.n; e++)
+		if (t.ev[e].nargs != 0) /* the Instants, with both values */
+			assert_int_equal(t.ev[e].args[1].value.u64, 1);
+	test_trace_free(&t);
+	/* A different definition of the index forgets them: its compact events are damage. */
+	((nt_callsite_record *)(void *)(copy + size))->line ^= 1;
+	assert_int_equal(test_read_memory(copy, size + rec, NT_ORDER_STREAM, &t), 0);
+	assert_true(t.errors >= 1);
+	assert_non_null(strstr(t.first_error, "value count differs"));
+	test_trace_free(&t);
+	free(orig);
+	free(copy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +344,7 @@ int main(void)
 		cmocka_unit_test(what_does_not_fit_is_wide),
 		cmocka_unit_test(sites_past_1023_are_wide),
 		cmocka_unit_test(hostile_callsite_args),
+		cmocka_unit_test(a_repeated_callsite_keeps_its_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
