@@ -44,8 +44,11 @@ static durable_result durable_string(nt_reader *r, const uint8_t *p, uint64_t si
 		return DURABLE_NO_MEMORY;
 	pn->string_at[s->index] = at + 1;
 	r->strings[s->index].len = s->length;
+	/* Strings defined, not records: a killed streaming process's saved stream repeats its
+	 * arena's (the records are counted by kind elsewhere). */
+	if (r->strings[s->index].str == NULL)
+		r->summary.strings++;
 	r->strings[s->index].str = ""; /* defined; pointer fixed after the walk */
-	r->summary.strings++;
 	return DURABLE_OK;
 }
 
