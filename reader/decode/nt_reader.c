@@ -61,10 +61,7 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
 	if (r == NULL || counts == NULL)
 		return;
 	memset(counts, 0, 256 * sizeof(*counts));
-	if (r->many)
-		nt_many_count_records(r, counts);
-	else
-		nt_single_count_records(r, counts);
+	nt_count_records(r, counts);
 }
 
 /* Summed over the sections: a reader of one archive is its own one section. */

@@ -174,8 +174,9 @@ nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const ch
 /* Frees a reader of one archive (nt_reader_over's; NULL is nothing). */
 void nt_single_close(nt_reader *r);
 
-/* nt_reader_count.c: adds the records of one archive, by kind, to counts. */
-void nt_single_count_records(const nt_reader *r, uint64_t counts[256]);
+/* nt_reader_count.c: adds the records of one archive, or of every section of a
+ * many-process reader that opened, by kind, to counts. */
+void nt_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* nt_reader_many.c: is this the start of a bundle? */
 int nt_is_bundle(const uint8_t *data, size_t size);
@@ -185,8 +186,6 @@ nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, con
 /* A many-process reader of `n` (> 0) paths, each a file or a directory of archives. */
 nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_error *err);
 void nt_many_close(nt_reader *r);
-/* Adds the records of every section that opened, by kind, to counts. */
-void nt_many_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* nt_reader_frame.c: the top-level records (format/nt_record.h's framing).
  * Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it

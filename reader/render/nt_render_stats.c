@@ -188,7 +188,20 @@ static void print_many(const nt_reader *r, FILE *out)
 static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_thread)
 {
 	uint64_t tdec = 0, tdrop = 0, tover = 0, tbytes = 0;
-	fprintf(out, "providers: %" PRIu32 "\n", nt_reader_section_count(r));
+	const uint32_t nsections = nt_reader_section_count(r);
+	/* Each section's decoded events, in one pass over the threads: a pass per section made
+	 * --stats of a 20,000-process bundle quadratic. */
+	uint64_t *decoded = calloc(nsections ? nsections : 1, sizeof(uint64_t));
+	if (decoded == NULL) {
+		fprintf(out, "providers: %" PRIu32 " (no memory to list them)\n", nsections);
+		return;
+	}
+	for (uint32_t t = 0; t < nt_reader_thread_count(r); t++) {
+		const nt_reader_thread *th = nt_reader_thread_at(r, t);
+		if (th->section < nsections)
+			decoded[th->section] += by_thread[th->index];
+	}
+	fprintf(out, "providers: %" PRIu32 "\n", nsections);
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
 		const nt_reader_section *sec = nt_reader_section_at(r, i);
 		char shown[NT_HDR_MAX_STRING + 1];
@@ -206,12 +219,7 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 			fprintf(out, "; not readable: %s\n", nt_unctrl_copy(why, sizeof(why), sec->error));
 			continue;
 		}
-		uint64_t dec = 0;
-		for (uint32_t t = 0; t < nt_reader_thread_count(r); t++) {
-			const nt_reader_thread *th = nt_reader_thread_at(r, t);
-			if (th->section == i)
-				dec += by_thread[th->index];
-		}
+		uint64_t dec = decoded[i];
 		const nt_archive_info *in = sec->info;
 		fprintf(out, "; events decoded %" PRIu64 ", dropped %" PRIu64 " (rolling full %" PRIu64
 			     ", durable full %" PRIu64 ", stopped %" PRIu64 ", not saved %" PRIu64
@@ -227,6 +235,7 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		tover += in->events_overwritten;
 		tbytes += sec->size;
 	}
+	free(decoded);
 	fprintf(out, "providers total: events decoded %" PRIu64 ", dropped %" PRIu64
 		     ", overwritten %" PRIu64 ", bytes %" PRIu64 "\n", tdec, tdrop, tover, tbytes);
 }

@@ -40,6 +40,12 @@ static void *second_thread(void *arg)
 	for (int i = 0; i < 40; i++) {
 		NT_BEGIN("t2", "work", NT_I32("i", i));
 		NT_END("t2", "work");
+		if (i % 10 == 0) /* more arguments than the time merge's room per thread */
+			NT_INSTANT("t2", "wide", NT_I64("a0", i), NT_I64("a1", i + 1),
+				   NT_I64("a2", i + 2), NT_I64("a3", i + 3), NT_I64("a4", i + 4),
+				   NT_I64("a5", i + 5), NT_I64("a6", i + 6), NT_I64("a7", i + 7),
+				   NT_I64("a8", i + 8), NT_I64("a9", i + 9), NT_I64("a10", i + 10),
+				   NT_STR("a11", "the twelfth"));
 	}
 	NT_T2_THREAD_EXIT();
 	return arg;
@@ -87,7 +93,7 @@ static int make_archive(void **state)
 	fclose(f);
 	unlink(path);
 	/* Trace2: version, start, cmd_ancestry, 3 x 10 region messages, thread start/exit. */
-	archive_events = 60 * 2 + 40 * 2 + 3 + 30 + 2;
+	archive_events = 60 * 2 + 40 * 2 + 4 + 3 + 30 + 2;
 	variants[0].data = archive;
 	variants[0].size = archive_size;
 	size_t zchunks = 0;
@@ -404,6 +410,50 @@ static void thread_lookups_and_record_counts(void **state)
 	nt_reader_close(r);
 }
 
+typedef struct wide_seen {
+	int n, bad;
+} wide_seen;
+
+static int check_wide(void *ctx, const nt_reader_event *e)
+{
+	wide_seen *w = ctx;
+	if (strcmp(e->name, "wide") != 0)
+		return 0;
+	w->n++;
+	int64_t first = e->arg_count == 12 ? e->args[0].value.i64 : -1;
+	for (uint32_t k = 0; k < 11 && e->arg_count == 12; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "a%u", k);
+		w->bad += e->args[k].value.i64 != first + k || strcmp(e->args[k].name, name) != 0;
+	}
+	w->bad += e->arg_count != 12 || first % 10 != 0 ||
+		  strcmp(e->args[11].value.str.ptr, "the twelfth") != 0;
+	return 0;
+}
+
+/* The time-ordered merge holds each thread's next event with room for a few arguments; an
+ * event with more gets them all, in both orders and from compressed chunks too. */
+static void events_with_many_arguments_in_every_order(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 2; v++) {
+		for (int order = 0; order < 2; order++) {
+			nt_reader_error err;
+			nt_reader *r = nt_reader_open_memory(variants[v].data, variants[v].size, "mem",
+							     &err);
+			assert_non_null(r);
+			wide_seen w = { 0, 0 };
+			nt_reader_callbacks cb = { .on_event = check_wide };
+			assert_int_equal(nt_reader_visit(r, &cb, &w, order ? NT_ORDER_TIME
+									  : NT_ORDER_STREAM,
+							 NT_ON_CORRUPT_STOP), 0);
+			assert_int_equal(w.n, 4);
+			assert_int_equal(w.bad, 0);
+			nt_reader_close(r);
+		}
+	}
+}
+
 /* The renderers' options grow at their end: options filled by their init function render;
  * options never initialized (struct_size 0) or with a non-zero field this library does not
  * know render nothing and return -1; NULL render options are the defaults. */
@@ -470,6 +520,7 @@ int main(void)
 		cmocka_unit_test(garbage_and_empty_fail_to_open),
 		cmocka_unit_test(damaged_references_are_reported_with_offsets),
 		cmocka_unit_test(thread_lookups_and_record_counts),
+		cmocka_unit_test(events_with_many_arguments_in_every_order),
 		cmocka_unit_test(render_options_struct_size_is_checked),
 	};
 	return cmocka_run_group_tests(tests, make_archive, free_archive);
