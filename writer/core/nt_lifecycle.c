@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
