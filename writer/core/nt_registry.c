@@ -49,7 +49,7 @@
 
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t answered_cond; /* CLOCK_MONOTONIC (registry_init) */
+	pthread_cond_t answered_cond; /* CLOCK_MONOTONIC (nt_registry_init) */
 	int conn;                     /* the connection to the manager, or -1 */
 	int fifo;                     /* the FIFO while the manager's buffer is held, or -1 */
 	int registered;               /* conn is open */
@@ -379,7 +379,7 @@ nt_result nt_registry_check(const char *who, const char **path, const char **nam
 			    int timeout_ms)
 {
 	if (*path == NULL)
-		*path = secure_getenv(NT_MANAGER_ENV); /* as the constructor reads it */
+		*path = secure_getenv(NT_MANAGER_ENV); /* as nt_lifecycle.c's constructor does */
 	if (*path == NULL || (*path)[0] == '\0') {
 		nt_set_error("%s: no socket path given and " NT_MANAGER_ENV " is not set", who);
 		return NT_ERR_INVALID_ARGUMENT;
