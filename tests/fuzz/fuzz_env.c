@@ -8,7 +8,7 @@
  * The input is up to six values separated by NUL bytes, for NANOTRACE_MODE, _BUFFER_SIZE,
  * _CATEGORIES, _CLOCK, _MAX_FILES and _COMPRESSION in that order (a missing one is unset).
  * config_from_env (nt_start_from_env's settings, category patterns included) and
- * nt_compression_level read them. Their contract: a value is accepted into the config or
+ * nt_compression_level (writer/core/nt_env_warn.c, linked from the library) read them. Their contract: a value is accepted into the config or
  * refused with an error naming the variable; the compression level is off, the default or
  * a level zstd takes. Anything else aborts, as a finding.
  */

@@ -12,7 +12,11 @@
  *   SIGKILL           nothing runs, and nothing needs to: the header's counters are kept
  *                     current in place and every published record is already in the file.
  *
- * A signal whose previous disposition was SIG_IGN is left alone.
+ * A signal whose previous disposition was SIG_IGN is left alone. An anonymous arena vanishes
+ * with the process: its exit handler only says that it was never finished.
+ *
+ * Below the lifecycle (nt_provider.c installs these for each session it initializes), above
+ * the session (the handlers end it: nt_session.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nt_internal.h"
 
@@ -68,7 +73,7 @@ static void on_exit_finish(void)
 		nt_env_warn("could not finish '%s' at exit (%s)", path, nt_last_error());
 }
 
-void nt_crash_handlers_install(void)
+static void crash_handlers_install(void)
 {
 	if (installed)
 		return;
@@ -84,4 +89,39 @@ void nt_crash_handlers_install(void)
 			continue;
 		sigaction(fatal_signals[i], &sa, NULL);
 	}
+}
+
+/* An anonymous arena vanishes with the process: a program that forgot nt_finish() would
+ * otherwise lose its trace without a word. A file-backed arena needs no warning: its own
+ * exit handler (on_exit_finish) finishes it. A fork() child has no session (IDLE), so it is
+ * silent. */
+static void warn_unfinished_at_exit(void)
+{
+	if (nt_S.file_backed ||
+	    (nt_S.started != SESSION_READY && nt_S.started != SESSION_RECORDING))
+		return;
+	time_t t = (time_t)(nt_S.start_pair.realtime_ns / 1000000000);
+	struct tm tm;
+	char when[32] = "?";
+	if (gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(stderr, "nanotrace: session started at %s was never finished: %llu events not "
+		"written; call nt_finish()\n", when, (unsigned long long)nt_arena_event_count());
+}
+
+static void install_exit_warning(void)
+{
+	atexit(warn_unfinished_at_exit);
+}
+
+void nt_exit_handlers_install(int handle_signals)
+{
+	/* A manager's buffer outlives the process like a file: a fatal signal is recorded in
+	 * its header (and by layers: Trace2's "signal" event) as in a file-backed arena; its
+	 * exit is the registry's exit handler's to handle, and nothing is lost to warn about. */
+	if (nt_S.file_backed && handle_signals)
+		crash_handlers_install();
+	static pthread_once_t exit_warning_once = PTHREAD_ONCE_INIT;
+	if (!nt_S.file_backed)
+		pthread_once(&exit_warning_once, install_exit_warning);
 }

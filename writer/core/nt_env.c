@@ -6,9 +6,11 @@
  *
  * nt_env_start prints nothing: a bad value is an error with nt_last_error(), and the caller
  * decides whether it is worth a line on stderr (a Trace2 program) or its own handling. The
- * variables nt_start() itself reads (NANOTRACE_COMPRESSION, NANOTRACE_CLOCK) have no caller
- * to tell: their garbage is one nt_env_warn() line and the default. Every value shown in a
- * message goes through nt_env_shown(), so one bad value is one line, whatever it holds.
+ * variables nt_start() itself reads (NANOTRACE_COMPRESSION, NANOTRACE_CLOCK: nt_env_warn.c)
+ * have no caller to tell: their garbage is one nt_env_warn() line and the default. Every
+ * value shown in a message goes through nt_env_shown(), so one bad value is one line,
+ * whatever it holds. The top of writer/core with nt_lifecycle.c: it starts sessions
+ * (nt_start), and nothing of the folder calls it.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -195,32 +197,6 @@ static nt_result config_from_env(nt_config *cfg, long *max_files)
 	if ((v = env("NANOTRACE_MAX_FILES")) != NULL && (*max_files = parse_count(v)) < 0)
 		return bad_value("NANOTRACE_MAX_FILES", v, "a number of files, 0 to 2147483647");
 	return NT_OK;
-}
-
-NT_STATIC_ASSERT(NT_COMPRESSION_DEFAULT == NT_ZCHUNK_LEVEL_DEFAULT,
-		 "one default level for the library and the trace manager");
-
-int nt_compression_level(int cfg_level)
-{
-	if (cfg_level == NT_COMPRESSION_OFF)
-		return 0;
-	if (cfg_level != 0)
-		return cfg_level;
-	const char *v = env("NANOTRACE_COMPRESSION");
-	if (v == NULL)
-		return NT_COMPRESSION_DEFAULT;
-	if (strcmp(v, "off") == 0)
-		return 0;
-	char *end;
-	errno = 0;
-	long level = strtol(v, &end, 10);
-	if (errno == 0 && end != v && *end == '\0' && (level == 0 || nt_zchunk_level_ok((int)level)))
-		return (int)level;
-	char shown[NT_ENV_SHOWN_MAX];
-	nt_env_warn("NANOTRACE_COMPRESSION='%s' is not off, 0 or a level from %d to %d; using %d",
-		    nt_env_shown(v, shown), NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX,
-		    NT_COMPRESSION_DEFAULT);
-	return NT_COMPRESSION_DEFAULT;
 }
 
 nt_result nt_env_start(const char *unique, int *too_many_files)

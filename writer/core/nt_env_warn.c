@@ -1,16 +1,20 @@
 /*
  * nt_env_warn.c - how the writer speaks about its environment variables: a value shown on
  * one line whatever it holds (nt_env_shown), one warning line written at once
- * (nt_env_warn), and NANOTRACE_CLOCK's names, which nt_env.c's parser and nt_start()'s
- * clock setup share (nt_env_clock_choice).
+ * (nt_env_warn), NANOTRACE_CLOCK's names, which nt_env.c's parser and nt_start()'s clock
+ * setup share (nt_env_clock_choice), and NANOTRACE_COMPRESSION, which nt_start() reads
+ * (nt_compression_level).
  *
  * Kept apart from nt_env.c so that tests/fuzz/fuzz_env.c, which compiles nt_env.c into
- * itself to reach its static parsers, links these from the library without a second copy.
+ * itself to reach its static parsers, links these from the library without a second copy;
+ * and below the session (nt_session.c calls them), where nt_env.c, which starts sessions,
+ * is above it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -71,4 +75,30 @@ int nt_env_clock_choice(const char *v)
 	if (strcmp(v, "tsc") == 0)
 		return NT_CLOCK_USE_TSC;
 	return -1;
+}
+
+NT_STATIC_ASSERT(NT_COMPRESSION_DEFAULT == NT_ZCHUNK_LEVEL_DEFAULT,
+		 "one default level for the library and the trace manager");
+
+int nt_compression_level(int cfg_level)
+{
+	if (cfg_level == NT_COMPRESSION_OFF)
+		return 0;
+	if (cfg_level != 0)
+		return cfg_level;
+	const char *v = secure_getenv("NANOTRACE_COMPRESSION"); /* empty: the default */
+	if (v == NULL || v[0] == '\0')
+		return NT_COMPRESSION_DEFAULT;
+	if (strcmp(v, "off") == 0)
+		return 0;
+	char *end;
+	errno = 0;
+	long level = strtol(v, &end, 10);
+	if (errno == 0 && end != v && *end == '\0' && (level == 0 || nt_zchunk_level_ok((int)level)))
+		return (int)level;
+	char shown[NT_ENV_SHOWN_MAX];
+	nt_env_warn("NANOTRACE_COMPRESSION='%s' is not off, 0 or a level from %d to %d; using %d",
+		    nt_env_shown(v, shown), NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX,
+		    NT_COMPRESSION_DEFAULT);
+	return NT_COMPRESSION_DEFAULT;
 }

@@ -1,6 +1,6 @@
 /* nt_fork.c - a fork() child's own archive, started at the child's first event.
  *
- * The child of a process that was recording inherits no session (nt_session.c's atfork
+ * The child of a process that was recording inherits no session (nt_lifecycle.c's atfork
  * handlers let the parent's go before fork() returns) but a pending one: the parent's
  * configuration with a path derived from the parent's archive. Nothing is done until the
  * child's first event reaches the cold path (tag NT_TAG_FORKED, which no call site's state
@@ -8,7 +8,11 @@
  * and fork()+_exit() without events cost no file and no work. The start runs once, under a
  * lock the child's atfork handler made anew (fork-safe: no thread of the parent holds it).
  * A child that cannot start its archive says so on stderr and counts every event it did not
- * record, and says how many at exit. */
+ * record, and says how many at exit.
+ *
+ * Low in writer/core: the cold path (nt_intern.c) and the lifecycle above call it; it starts
+ * the child's session through nt_fork_child_start, which nt_lifecycle.c defines as
+ * nt_start, without calling up by name. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -125,7 +129,7 @@ static void start_child_session(void)
 		nt_set_error("the path beside the parent's archive is longer than %zu bytes",
 			     sizeof(child_path) - 1);
 	else
-		rc = nt_start(&cfg);
+		rc = nt_fork_child_start(&cfg);
 	if (rc == NT_OK) {
 		state = FORK_STARTED;
 		void (*started)(void) =

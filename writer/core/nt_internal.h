@@ -35,7 +35,7 @@
 #include "format/nt_format.h"
 #include "format/nt_record.h"
 
-/* nt_env.c: the compression level a session uses (0 = none) for nt_config's
+/* nt_env_warn.c: the compression level a session uses (0 = none) for nt_config's
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
  * prints one warning line and gives NT_COMPRESSION_DEFAULT. */
 int nt_compression_level(int cfg_level);
@@ -132,8 +132,10 @@ void nt_stream_notify_full(uint64_t generations); /* called by the claim complet
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
 void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in the parent */
 
-/* nt_crash.c: exit and fatal-signal handlers for file-backed arenas (installed once). */
-void nt_crash_handlers_install(void);
+/* nt_crash.c: for the session just initialized, the exit and (with `handle_signals`)
+ * fatal-signal handlers of a file-backed arena, or the exit warning of an anonymous one;
+ * each installed once in the process. */
+void nt_exit_handlers_install(int handle_signals);
 
 /* nt_intern.c */
 nt_result nt_intern_init(void);
@@ -189,11 +191,26 @@ int nt_registry_owns_session(void);
 /* The program's nt_finish() or exit() while registered: stop (streaming: the final save),
  * STOPPED on the FIFO, close the connection. The section ends EXITED. */
 void nt_registry_exit(void);
+/* Once, before the first registration: the answer's condition variable and the exit handler
+ * (nt_registry_exit). */
+void nt_registry_init(void);
+/* A registration's arguments (NT_ERR_INVALID_ARGUMENT with a message naming `who`): *path
+ * NULL takes NANOTRACE_MANAGER, *name NULL the program's name; a negative timeout_ms of a
+ * `sync` registration is refused. */
+nt_result nt_registry_check(const char *who, const char **path, const char **name, int sync,
+			    int timeout_ms);
+/* Connects to the manager at `path` (checked) and registers as `name`; `sync`: waits up to
+ * timeout_ms for its answer, *started (may be NULL) whether it started a session. */
+nt_result nt_registry_connect(const char *who, const char *path, const char *name, int sync,
+			      int timeout_ms, int *started);
+/* Nonzero when losing the manager was already said on stderr. */
+int nt_registry_loss_reported(void);
 /* fork(): the registry lock is held across fork() (taken before intern_lock), and the child
- * lets go of the parent's connection, FIFO and buffer and registers anew, synchronously. */
+ * lets go of the parent's connection, FIFO and buffer; nonzero when the parent was
+ * registered, with its socket path and name copied out for the child's own registration. */
 void nt_registry_before_fork(void);
 void nt_registry_after_fork_in_parent(void);
-void nt_registry_after_fork_in_child(void);
+int nt_registry_after_fork_in_child(char *path, size_t path_cap, char *name, size_t name_cap);
 
 /* nt_fork.c: a fork() child's own archive, started lazily at its first event. */
 /* Keep a copy of `cfg` (checked, full size) for the children of this session. */
@@ -214,11 +231,11 @@ void nt_fork_child_cancel(void);
 int nt_fork_child_first_event(void);
 /* nt_finish(path) in a lazily started child: the path beside `path` (buf), else path. */
 const char *nt_fork_finish_path(const char *path, char *buf, size_t cap);
+/* How a pending child starts its session: nt_start (nt_lifecycle.c, above nt_fork.c). */
+extern nt_result (*const nt_fork_child_start)(const nt_config *cfg);
 
-/* nt_session.c: the pthread_atfork handlers (installed once; the registry needs them before
- * any session exists). */
-void nt_session_install_fork_handlers(void);
-/* Choose the clock of the manager's sessions now, on the registering thread (once). */
+/* nt_session.c: choose the clock of the manager's sessions now, on the registering thread
+ * (once). */
 void nt_session_prepare_manager_clock(void);
 /* Initialize a session in the memfd `memfd` the trace manager gave (nt_arena_map_fd takes
  * it), with cfg's mode, sizes, categories and process name; cfg->path must be NULL. */
@@ -229,11 +246,14 @@ nt_result nt_session_initialize_fd(const nt_config *cfg, int memfd);
 void nt_session_release_fd(void);
 
 /* nt_provider.c: the lifecycle without the manager-mode guard of the public functions, for
- * the provider thread. `fifo` >= 0: streaming saves go to the manager over it. */
-nt_result nt_lifecycle_initialize_fd(const nt_config *cfg, int memfd, int fifo);
-nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *additional);
-nt_result nt_lifecycle_stop(void);
+ * nt_lifecycle.c and the provider thread. Initialize a session (nt_provider_initialize's
+ * work) in a memfd the manager gave (memfd >= 0), else as cfg says; `fifo` >= 0: streaming
+ * saves go to the manager over it. Its exit and signal handlers are installed. */
+nt_result nt_provider_setup(const nt_config *cfg, int memfd, int fifo);
+/* nt_provider_start() and nt_provider_stop()'s work: one start/stop run. */
+nt_result nt_provider_run_start(nt_buffer_disposition disposition, const char *additional);
+nt_result nt_provider_run_stop(void);
 /* Nonzero when the session's mode is streaming and its saves go to the manager. */
-int nt_lifecycle_remote_streaming(void);
+int nt_provider_remote_streaming(void);
 
 #endif /* NT_INTERNAL_H */

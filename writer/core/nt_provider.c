@@ -11,6 +11,11 @@
  *   RETAIN             same generation, new epoch: chunks left open by the previous run are
  *                      closed (so circular mode can reuse them) and ordinals continue.
  * Additional categories change which sites are enabled, so they also start a generation.
+ *
+ * These are the steps without the manager-mode guard of the public functions: the program's
+ * calls reach them through nt_lifecycle.c, the trace manager's through its provider thread
+ * (nt_registry.c). Below both; above the session (nt_session.c) and its exit handlers
+ * (nt_crash.c), which a session initialized here gets.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -67,6 +72,7 @@ static nt_result initialize(const nt_config *cfg, int memfd)
 	nt_result rc = memfd < 0 ? nt_session_initialize(cfg) : nt_session_initialize_fd(cfg, memfd);
 	if (rc != NT_OK)
 		return rc;
+	nt_exit_handlers_install(cfg->handle_signals);
 	free(base_categories);
 	base_categories = nt_S.categories ? strdup(nt_S.categories) : NULL;
 	if (nt_S.categories != NULL && base_categories == NULL) {
@@ -78,36 +84,20 @@ static nt_result initialize(const nt_config *cfg, int memfd)
 	return NT_OK;
 }
 
-/* The program's own lifecycle calls while the trace manager owns the session. */
-static nt_result owned_by_manager(const char *who)
-{
-	nt_set_error("%s: the session belongs to the trace manager this process is registered "
-		     "with (NANOTRACE_MANAGER)", who);
-	return NT_ERR_STATE;
-}
-
-nt_result nt_provider_initialize(const nt_config *cfg)
-{
-	if (nt_registry_owns_session())
-		return owned_by_manager("nt_provider_initialize");
-	nt_fork_child_cancel(); /* a fork() child's own choice, before its lazy session */
-	remote_fifo = -1;
-	return initialize(cfg, -1);
-}
-
-nt_result nt_lifecycle_initialize_fd(const nt_config *cfg, int memfd, int fifo)
+nt_result nt_provider_setup(const nt_config *cfg, int memfd, int fifo)
 {
 	nt_result rc = initialize(cfg, memfd);
 	remote_fifo = rc == NT_OK ? fifo : -1;
 	return rc;
 }
 
-int nt_lifecycle_remote_streaming(void)
+int nt_provider_remote_streaming(void)
 {
 	return remote_fifo >= 0 && nt_S.mode == NT_MODE_STREAMING;
 }
 
-nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *additional_categories)
+nt_result nt_provider_run_start(nt_buffer_disposition disposition,
+				 const char *additional_categories)
 {
 	if (nt_S.started == SESSION_RECORDING)
 		return NT_OK; /* already started: ignored, as the protocol requires */
@@ -190,14 +180,7 @@ nt_result nt_lifecycle_start(nt_buffer_disposition disposition, const char *addi
 	return NT_OK;
 }
 
-nt_result nt_provider_start(nt_buffer_disposition disposition, const char *additional_categories)
-{
-	if (nt_registry_owns_session())
-		return owned_by_manager("nt_provider_start");
-	return nt_lifecycle_start(disposition, additional_categories);
-}
-
-nt_result nt_lifecycle_stop(void)
+nt_result nt_provider_run_stop(void)
 {
 	if (nt_S.started == SESSION_READY)
 		return NT_OK; /* already stopped: ignored */
@@ -210,40 +193,4 @@ nt_result nt_lifecycle_stop(void)
 	if (nt_S.mode == NT_MODE_STREAMING)
 		nt_stream_stop(); /* saves what the run left in the arena */
 	return NT_OK;
-}
-
-nt_result nt_provider_stop(void)
-{
-	if (nt_registry_owns_session())
-		return owned_by_manager("nt_provider_stop");
-	return nt_lifecycle_stop();
-}
-
-nt_result nt_provider_terminate(const char *path)
-{
-	if (nt_registry_owns_session())
-		return owned_by_manager("nt_provider_terminate");
-	return nt_session_finish(path, NT_END_FINISHED);
-}
-
-/* Registered with a trace manager: the manager starts and stops the session, so the
- * program's own start is done already (NT_OK, nothing started). */
-nt_result nt_start(const nt_config *cfg)
-{
-	if (nt_registry_owns_session())
-		return NT_OK;
-	nt_result rc = nt_provider_initialize(cfg);
-	return rc != NT_OK ? rc : nt_lifecycle_start(NT_BUFFER_CLEAR_ENTIRE, NULL);
-}
-
-/* Registered: the process's part ends as at exit (stop, final save, STOPPED, close). */
-nt_result nt_finish(const char *path)
-{
-	if (nt_registry_owns_session()) {
-		nt_registry_exit();
-		return NT_OK;
-	}
-	char beside[4096]; /* a lazily started fork() child's archive goes beside `path` */
-	return nt_session_finish(nt_fork_finish_path(path, beside, sizeof(beside)),
-				 NT_END_FINISHED);
 }

@@ -6,9 +6,9 @@
  * (the provider thread) receives the manager's messages (format/nt_wire.h) and runs the
  * session lifecycle for it:
  *   INITIALIZE  map the memfd it brings as the arena (nt_arena_map_fd), keep the FIFO
- *   START       nt_lifecycle_start; STARTED on the FIFO (remote streaming: the stream
+ *   START       nt_provider_run_start; STARTED on the FIFO (remote streaming: the stream
  *               thread sends it)
- *   STOP        nt_lifecycle_stop; STOPPED on the FIFO (remote streaming: the stream thread
+ *   STOP        nt_provider_run_stop; STOPPED on the FIFO (remote streaming: the stream thread
  *               sends it after the final SAVE_BUFFER round trip)
  *   TERMINATE   let go of the buffer and the FIFO; still registered, idle
  *   REGISTERED  the answer a synchronous registration waits for
@@ -20,9 +20,12 @@
  * Locking: R.lock guards the registry state and every lifecycle call the provider thread or
  * the exit path makes; it is taken before nt_S.intern_lock, also across fork(). The event
  * path never sees any of this: only the session tag, which the lifecycle calls set.
+ *
+ * Below nt_lifecycle.c, which registers (the public calls, NANOTRACE_MANAGER at load, a
+ * registered parent's fork() child) and holds this lock across fork(); above the steps the
+ * provider thread runs (nt_provider.c, nt_session.c).
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,13 +47,9 @@
 #include "nt_internal.h"
 #include "nt_registry_wire.h"
 
-#define DEFAULT_REGISTER_TIMEOUT_MS 3000
-#define MAX_REGISTER_TIMEOUT_MS 60000 /* a start-up wait longer than a minute is a mistake */
-#define TIMEOUT_ENV "NANOTRACE_REGISTER_TIMEOUT"
-
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t answered_cond; /* CLOCK_MONOTONIC (registry_init) */
+	pthread_cond_t answered_cond; /* CLOCK_MONOTONIC (nt_registry_init) */
 	int conn;                     /* the connection to the manager, or -1 */
 	int fifo;                     /* the FIFO while the manager's buffer is held, or -1 */
 	int registered;               /* conn is open */
@@ -153,7 +152,7 @@ static int on_initialize(const nt_wire_msg *m, int *fds, int nfds, char *why, si
 	cfg.categories = categories; /* the wire's "" is every category: NULL */
 	cfg.process_name = R.name;
 	cfg.handle_signals = 1; /* a fatal signal is recorded in the buffer (nt_crash.c) */
-	nt_result rc = nt_lifecycle_initialize_fd(&cfg, fds[0], fds[1]);
+	nt_result rc = nt_provider_setup(&cfg, fds[0], fds[1]);
 	if (rc != NT_OK) {
 		snprintf(why, cap, "cannot take the buffer: %s", nt_last_error());
 		if (nt_S.fd != fds[0]) /* nt_arena_map_fd refused it: still ours */
@@ -180,13 +179,13 @@ static int on_start(const nt_wire_msg *m, char *why, size_t cap)
 		return 0;
 	}
 	int was_recording = nt_S.started == SESSION_RECORDING;
-	nt_result rc = nt_lifecycle_start((nt_buffer_disposition)m->a, extra);
+	nt_result rc = nt_provider_run_start((nt_buffer_disposition)m->a, extra);
 	if (rc != NT_OK) {
 		snprintf(why, cap, "START refused: %s", nt_last_error());
 		return 0;
 	}
 	/* A remote stream thread that just began says STARTED itself, in its FIFO order. */
-	if ((was_recording || !nt_lifecycle_remote_streaming()) &&
+	if ((was_recording || !nt_provider_remote_streaming()) &&
 	    nt_fifo_send(R.fifo, NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0) != 0) {
 		snprintf(why, cap, "cannot answer STARTED: %s", strerror(errno));
 		return 0;
@@ -200,9 +199,9 @@ static int on_start(const nt_wire_msg *m, char *why, size_t cap)
 static int stop_and_answer(uint8_t ended_by, int always)
 {
 	int was_recording = nt_S.started == SESSION_RECORDING;
-	int streamed = was_recording && nt_lifecycle_remote_streaming();
+	int streamed = was_recording && nt_provider_remote_streaming();
 	if (was_recording) {
-		nt_lifecycle_stop();
+		nt_provider_run_stop();
 		*nt_header_u8(NT_HDR_ENDED_BY) = ended_by;
 	}
 	if (streamed || (!was_recording && !always))
@@ -230,7 +229,7 @@ static void release_buffer(void)
 	if (!R.initialized)
 		return;
 	if (nt_S.started == SESSION_RECORDING)
-		nt_lifecycle_stop();
+		nt_provider_run_stop();
 	nt_session_release_fd();
 	close(R.fifo);
 	R.fifo = -1;
@@ -360,10 +359,9 @@ static void init_answered_cond(void)
 	pthread_condattr_destroy(&attr);
 }
 
-static void registry_init(void)
+void nt_registry_init(void)
 {
 	init_answered_cond();
-	nt_session_install_fork_handlers();
 	atexit(exit_handler);
 }
 
@@ -377,10 +375,11 @@ static void wait_answer(int timeout_ms, int *started)
 	*started = R.answered && R.started && nt_is_recording();
 }
 
-static nt_result check_arguments(const char *who, const char **path, const char **name)
+nt_result nt_registry_check(const char *who, const char **path, const char **name, int sync,
+			    int timeout_ms)
 {
 	if (*path == NULL)
-		*path = secure_getenv(NT_MANAGER_ENV); /* as the constructor reads it */
+		*path = secure_getenv(NT_MANAGER_ENV); /* as nt_lifecycle.c's constructor does */
 	if (*path == NULL || (*path)[0] == '\0') {
 		nt_set_error("%s: no socket path given and " NT_MANAGER_ENV " is not set", who);
 		return NT_ERR_INVALID_ARGUMENT;
@@ -395,6 +394,10 @@ static nt_result check_arguments(const char *who, const char **path, const char 
 	if (strlen(*name) > NT_WIRE_MAX_NAME) {
 		nt_set_error("%s: the name '%.40s...' is %zu bytes, more than %u", who, *name,
 			     strlen(*name), NT_WIRE_MAX_NAME);
+		return NT_ERR_INVALID_ARGUMENT;
+	}
+	if (sync && timeout_ms < 0) {
+		nt_set_error("%s: timeout_ms %d is negative", who, timeout_ms);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
 	return NT_OK;
@@ -454,23 +457,12 @@ static nt_result connect_and_register(const char *who, const char *path, const c
 	return NT_OK;
 }
 
-static nt_result do_register(const char *who, const char *path, const char *name, int sync,
-			     int timeout_ms, int *started)
+nt_result nt_registry_connect(const char *who, const char *path, const char *name, int sync,
+			      int timeout_ms, int *started)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	if (started != NULL)
-		*started = 0;
-	nt_result rc = check_arguments(who, &path, &name);
-	if (rc != NT_OK)
-		return rc;
-	if (sync && timeout_ms < 0) {
-		nt_set_error("%s: timeout_ms %d is negative", who, timeout_ms);
-		return NT_ERR_INVALID_ARGUMENT;
-	}
-	pthread_once(&once, registry_init);
 	nt_session_prepare_manager_clock();
 	pthread_mutex_lock(&R.lock);
-	rc = connect_and_register(who, path, name, sync);
+	nt_result rc = connect_and_register(who, path, name, sync);
 	if (rc == NT_OK && sync) {
 		int on = 0;
 		wait_answer(timeout_ms, &on);
@@ -485,17 +477,6 @@ static nt_result do_register(const char *who, const char *path, const char *name
 	return rc;
 }
 
-nt_result nt_provider_register(const char *socket_path, const char *name)
-{
-	return do_register("nt_provider_register", socket_path, name, 0, 0, NULL);
-}
-
-nt_result nt_provider_register_sync(const char *socket_path, const char *name, int timeout_ms,
-				    int *started)
-{
-	return do_register("nt_provider_register_sync", socket_path, name, 1, timeout_ms, started);
-}
-
 int nt_provider_is_registered(void)
 {
 	pthread_mutex_lock(&R.lock);
@@ -504,48 +485,9 @@ int nt_provider_is_registered(void)
 	return on;
 }
 
-/* ---- automatic registration ------------------------------------------------------------ */
-
-/* NANOTRACE_REGISTER_TIMEOUT in milliseconds (0: do not wait); a malformed value gets one
- * line on stderr and the default. */
-static int register_timeout(void)
+int nt_registry_loss_reported(void)
 {
-	const char *v = secure_getenv(TIMEOUT_ENV);
-	if (v == NULL || v[0] == '\0')
-		return DEFAULT_REGISTER_TIMEOUT_MS;
-	char *end;
-	errno = 0;
-	long ms = strtol(v, &end, 10);
-	if (!isdigit((unsigned char)v[0]) || errno != 0 || *end != '\0' ||
-	    ms > MAX_REGISTER_TIMEOUT_MS) {
-		char shown[NT_ENV_SHOWN_MAX];
-		nt_env_warn(TIMEOUT_ENV "='%s' is not a number of milliseconds from 0 to %d; "
-			    "using %d", nt_env_shown(v, shown), MAX_REGISTER_TIMEOUT_MS,
-			    DEFAULT_REGISTER_TIMEOUT_MS);
-		return DEFAULT_REGISTER_TIMEOUT_MS;
-	}
-	return (int)ms;
-}
-
-/* Registers as `name` with the manager at `path`, by NANOTRACE_REGISTER_TIMEOUT's rule; a
- * manager out of reach gets one line on stderr and the program runs on, untraced. */
-static void register_by_env(const char *path, const char *name)
-{
-	int timeout = register_timeout(), started;
-	nt_result rc = timeout == 0 ? nt_provider_register(path, name)
-				    : nt_provider_register_sync(path, name, timeout, &started);
-	if (rc != NT_OK && !R.loss_reported) /* one line: a lost manager said so already */
-		nt_env_warn("%s; not tracing (" NT_MANAGER_ENV ")", nt_last_error());
-}
-
-/* Every process linking libnanotrace started with NANOTRACE_MANAGER set registers before
- * main(), so it records from its first event once the manager starts it. */
-__attribute__((constructor)) static void register_from_environment(void)
-{
-	/* secure_getenv: a set-user-ID program must not let its caller pick the manager. */
-	const char *path = secure_getenv(NT_MANAGER_ENV);
-	if (path != NULL && path[0] != '\0')
-		register_by_env(path, NULL);
+	return R.loss_reported;
 }
 
 /* ---- fork() ---------------------------------------------------------------------------- */
@@ -561,9 +503,10 @@ void nt_registry_after_fork_in_parent(void)
 }
 
 /* The child has the parent's descriptors but not its provider thread: it closes its copies
- * (the parent's connection and FIFO stay the parent's; nt_session.c already let go of the
- * buffer) and, if the parent was registered, registers anew as a provider of its own. */
-void nt_registry_after_fork_in_child(void)
+ * (the parent's connection and FIFO stay the parent's; the atfork handler already let go of
+ * the buffer); if the parent was registered, the caller registers anew as a provider of its
+ * own, at the path and with the name copied out. */
+int nt_registry_after_fork_in_child(char *path, size_t path_cap, char *name, size_t name_cap)
 {
 	int was_registered = R.registered;
 	if (R.conn >= 0)
@@ -575,10 +518,7 @@ void nt_registry_after_fork_in_child(void)
 	R.answered = R.started = 0;
 	init_answered_cond(); /* a waiter of the parent's is not in this process */
 	pthread_mutex_unlock(&R.lock);
-	if (!was_registered)
-		return;
-	char path[sizeof(R.path)];
-	snprintf(path, sizeof(path), "%s", R.path);
-	nt_S.map_lazily = 1; /* fork() returns before the buffer is faulted in (nt_arena.c) */
-	register_by_env(path, R.name);
+	snprintf(path, path_cap, "%s", R.path);
+	snprintf(name, name_cap, "%s", R.name);
+	return was_registered;
 }

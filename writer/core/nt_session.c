@@ -1,12 +1,13 @@
-/* nt_session.c - the session lifecycle: configure, start, finish, counters, and the fork()
- * handlers (the state it changes: nt_state.h; how it reports a failure: nt_error.h). */
+/* nt_session.c - one session: configure, map and publish its arena, record its end, finish
+ * it into an archive, its counters (the state it changes: nt_state.h; how it reports a
+ * failure: nt_error.h). Below the lifecycle that orders its steps (nt_provider.c,
+ * nt_lifecycle.c) and the exit handlers that end it (nt_crash.c); it calls neither. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nt_internal.h"
@@ -47,84 +48,6 @@ static void session_info(nt_archive_info *info)
 const char *nt_version(void)
 {
 	return NT_VERSION_STRING; /* this library's, compiled in here: not the caller's header */
-}
-
-/* ---- fork() ----------------------------------------------------------------------------
- * The child gets a copy of the session's state, not the session: the archive stays the
- * parent's alone. Holding intern_lock across fork() means the child never inherits a
- * half-made intern table or durable record, nor a lock whose owner was not copied. */
-static int forking_pid;
-
-/* The registry's lock first: the provider thread takes intern_lock while holding it. */
-static void before_fork(void)
-{
-	nt_registry_before_fork();
-	pthread_mutex_lock(&nt_S.intern_lock);
-	forking_pid = (int)getpid();
-}
-
-static void after_fork_in_parent(void)
-{
-	nt_fork_parent_counted();
-	pthread_mutex_unlock(&nt_S.intern_lock);
-	nt_registry_after_fork_in_parent();
-}
-
-/* Runs in the child's only thread before fork() returns there, so nothing of the child has
- * touched the session yet. NT_TAG_FORKED sends its first event to the cold path, which starts the
- * child's own session (nt_fork.c); the exit and signal handlers find no session of the
- * parent's to end; the arena, fd and path are let go. */
-static void after_fork_in_child(void)
-{
-	pthread_mutex_unlock(&nt_S.intern_lock);
-	int recording = nt_S.started == SESSION_RECORDING && !nt_S.manager_buffer;
-	if (nt_S.started != SESSION_IDLE) {
-		nt_store_release_32(&nt_session_tag_, 0);
-		nt_S.forked_from = forking_pid;
-		/* Before nt_arena_forget frees the path the child's is derived from; it may
-		 * store NT_TAG_FORKED. */
-		nt_fork_child_prepare(forking_pid, recording, nt_S.path);
-		nt_stream_forget();
-		nt_arena_forget(); /* also the manager's buffer: it stays the parent's alone */
-		nt_S.started = SESSION_IDLE;
-	} else {
-		nt_fork_child_prepare(forking_pid, 0, NULL); /* a pending child passes it on */
-	}
-	nt_registry_after_fork_in_child(); /* last: it may start a session of the child's own */
-}
-
-static void install_fork_handlers(void)
-{
-	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-}
-
-void nt_session_install_fork_handlers(void)
-{
-	static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
-	pthread_once(&fork_handlers_once, install_fork_handlers);
-}
-
-/* An anonymous arena vanishes with the process: a program that forgot nt_finish() would
- * otherwise lose its trace without a word. A file-backed arena needs no warning: its own
- * exit handler (nt_crash.c) finishes it. A fork() child has no session (IDLE), so it is
- * silent. */
-static void warn_unfinished_at_exit(void)
-{
-	if (nt_S.file_backed ||
-	    (nt_S.started != SESSION_READY && nt_S.started != SESSION_RECORDING))
-		return;
-	time_t t = (time_t)(nt_S.start_pair.realtime_ns / 1000000000);
-	struct tm tm;
-	char when[32] = "?";
-	if (gmtime_r(&t, &tm) != NULL)
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	fprintf(stderr, "nanotrace: session started at %s was never finished: %llu events not "
-		"written; call nt_finish()\n", when, (unsigned long long)nt_arena_event_count());
-}
-
-static void install_exit_warning(void)
-{
-	atexit(warn_unfinished_at_exit);
 }
 
 /* The first nt_config had every field up to handle_signals; later fields go after it, so a
@@ -212,7 +135,6 @@ static nt_result session_map(const nt_config *cfg, int memfd)
 
 static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 {
-	nt_session_install_fork_handlers();
 	nt_clear_error();
 	if (user_cfg == NULL) {
 		nt_set_error("nt_start: cfg is NULL");
@@ -269,14 +191,6 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 	rc = nt_arena_publish(&info);
 	if (rc != NT_OK)
 		return rc;
-	/* A manager's buffer outlives the process like a file: a fatal signal is recorded in
-	 * its header (and by layers: Trace2's "signal" event) as in a file-backed arena; its
-	 * exit is the registry's exit handler's to handle, and nothing is lost to warn about. */
-	if (nt_S.file_backed && cfg->handle_signals)
-		nt_crash_handlers_install();
-	static pthread_once_t exit_warning_once = PTHREAD_ONCE_INIT;
-	if (!nt_S.file_backed)
-		pthread_once(&exit_warning_once, install_exit_warning);
 	nt_S.started = SESSION_READY;
 	return NT_OK;
 }
