@@ -5,10 +5,12 @@
  * The manager is seldom the provider's parent (a fork() child is its parent's to reap), so
  * it learns the end from the kernel as any process of the same user may:
  *   - at registration, a pidfd of the peer (runtime/nt_sock.h: SO_PEERPIDFD, else
- *     pidfd_open), its start time and its program (/proc/PID/stat, /proc/PID/exe);
- *   - at the close: a process that still runs and is not exiting (PF_EXITING) ran exec, if
- *     its program changed (EXECED); the same program still running is ENDED_UNKNOWN (an
- *     exec of itself, or it closed the connection);
+ *     pidfd_open), its start time, its program (/proc/PID/exe) and where its image lies
+ *     (/proc/PID/stat's startcode and startstack, which address randomization draws anew
+ *     at each exec);
+ *   - at the close: a process that still runs and is not exiting (PF_EXITING) ran exec
+ *     (EXECED) if its program changed, or its image moved (an exec of itself); else it
+ *     closed the connection itself, as far as can be seen (ENDED_UNKNOWN, saying so);
  *   - an exiting one is waited for on its pidfd (at most NT_MGR_ENDING_WAIT_MS: closing its
  *     files is among the last steps of an exit), then its wait status is read: a zombie's
  *     from /proc/PID/stat (field 52, exit_code; the start time proves the pid is still
@@ -53,6 +55,8 @@ typedef struct proc_stat {
 	char state;             /* field 3 */
 	unsigned flags;         /* field 9 */
 	unsigned long long start; /* field 22, in clock ticks since boot */
+	unsigned long long image_start; /* field 26, startcode: where its program was loaded */
+	unsigned long long image_stack; /* field 28, startstack (both random per exec: ASLR) */
 	int exit_code;          /* field 52: the wait status, once it exited (Linux 3.5) */
 } proc_stat;
 
@@ -84,10 +88,14 @@ static int read_stat(pid_t pid, proc_stat *st)
 			st->flags = (unsigned)strtoul(tok, NULL, 10);
 		else if (field == 22)
 			st->start = strtoull(tok, NULL, 10);
+		else if (field == 26)
+			st->image_start = strtoull(tok, NULL, 10);
+		else if (field == 28)
+			st->image_stack = strtoull(tok, NULL, 10);
 		else if (field == 52)
 			st->exit_code = (int)strtol(tok, NULL, 10);
 	}
-	return field > 22 ? 0 : -1;
+	return field > 28 ? 0 : -1;
 }
 
 /* The program a process runs: 0 with its file's identity, or -1 (gone, or a zombie). */
@@ -107,7 +115,11 @@ void nt_mgr_ending_watch(nt_mgr_provider *p, int conn_fd)
 {
 	proc_stat st;
 	p->pidfd = nt_sock_peer_pidfd(conn_fd, p->pid);
-	p->start_ticks = read_stat(p->pid, &st) == 0 ? st.start : 0;
+	if (read_stat(p->pid, &st) == 0) {
+		p->start_ticks = st.start;
+		p->image_start = st.image_start;
+		p->image_stack = st.image_stack;
+	}
 	p->has_exe = read_exe(p->pid, &p->exe_dev, &p->exe_ino) == 0;
 }
 
@@ -179,26 +191,37 @@ static int from_status(int status, char *msg, size_t cap)
 /* A process still running, not exiting, that closed its connection. */
 static int still_running(const nt_mgr_provider *p, char *msg, size_t cap)
 {
-	dev_t dev;
-	ino_t ino;
-	if (!p->has_exe || read_exe(p->pid, &dev, &ino) != 0) {
-		snprintf(msg, cap, "its connection closed while it still runs; /proc/%d/exe cannot "
-			 "be read (an exec of a program of another user, or no /proc), so an exec "
-			 "cannot be told", (int)p->pid);
-		return NT_SECTION_ENDED_UNKNOWN;
-	}
-	if (dev != p->exe_dev || ino != p->exe_ino) {
-		char path[64], exe[512], shown[512];
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
-		nt_term_escape(shown, sizeof(shown), exe, strlen(exe));
+	dev_t dev = 0;
+	ino_t ino = 0;
+	char path[64], exe[512], shown[512];
+	int have_exe = p->has_exe && read_exe(p->pid, &dev, &ino) == 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	nt_term_escape(shown, sizeof(shown), exe, strlen(exe));
+	if (have_exe && (dev != p->exe_dev || ino != p->exe_ino)) {
 		snprintf(msg, cap, "it ran exec (now %s): the new program does not record into "
 			 "this buffer; every event published before is kept", shown);
 		return NT_SECTION_EXECED;
 	}
-	snprintf(msg, cap, "its connection closed while it still runs the same program (an exec "
-		 "of itself, or it closed the connection)");
+	/* /proc/PID/exe readable: so are the addresses (the same access rule); one read as 0 is
+	 * a new image still being loaded (the connection closes early in an exec). */
+	proc_stat st;
+	int have_image = have_exe && p->image_start != 0 && read_stat(p->pid, &st) == 0;
+	if (have_image && (st.image_start != p->image_start || st.image_stack != p->image_stack)) {
+		snprintf(msg, cap, "it ran exec (of the same program, %s): the new image does not "
+			 "record into this buffer; every event published before is kept",
+			 have_exe ? shown : "?");
+		return NT_SECTION_EXECED;
+	}
+	if (!have_exe || !have_image) {
+		snprintf(msg, cap, "its connection closed while it still runs; /proc/%d cannot be "
+			 "read (a program of another user, or no /proc), so an exec cannot be told",
+			 (int)p->pid);
+		return NT_SECTION_ENDED_UNKNOWN;
+	}
+	snprintf(msg, cap, "its connection closed while it still runs, with no sign of an exec "
+		 "(the same program at the same addresses): it closed the connection itself");
 	return NT_SECTION_ENDED_UNKNOWN;
 }
 

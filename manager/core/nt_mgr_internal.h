@@ -82,6 +82,8 @@ typedef struct nt_mgr_provider {
 	/* nt_mgr_ending.c: who the process was at registration, to learn how it ended */
 	int pidfd;            /* -errno when none */
 	unsigned long long start_ticks; /* /proc/PID/stat's start time (pid reuse check) */
+	unsigned long long image_start, image_stack; /* its startcode, startstack (an exec moves
+	                                                them); 0 when unknown */
 	int has_exe;          /* exe_dev, exe_ino: the program it ran (an exec changes it) */
 	dev_t exe_dev;
 	ino_t exe_ino;

@@ -2,7 +2,8 @@
  * fork_end_prog.c - a recording process whose fork() child ends in a chosen way, for the
  * trace manager's tests of how a provider's end is reported (test_provider_endings.py).
  *
- *   fork_end_prog HOW EVENTS [reap-now]        HOW: exit, _exit, exec or kill
+ *   fork_end_prog HOW EVENTS [reap-now]    HOW: exit, _exit, exec, exec-self or kill
+ *   fork_end_prog hold                     what exec-self runs: read stdin to its end
  *
  * Started with NANOTRACE_MANAGER set (trace-record, or a daemon's trace), it registers
  * before main(). It waits (up to 10 s) until the manager records it, then fork()s. The child,
@@ -12,7 +13,8 @@
  *
  * (flushed) and ends by HOW: exit(0) (its exit handlers run), _exit(3) (none run), execv of
  * /bin/cat (the new program, which records nothing, copies stdin to /dev/null until its end),
- * or SIGKILL sent to itself. The parent then reads its stdin to its end before it reaps the
+ * execv of itself as `fork_end_prog hold` (it registers anew, a provider of its own that
+ * records nothing and exits at stdin's end), or SIGKILL sent to itself. The parent then reads its stdin to its end before it reaps the
  * child, so the child stays a zombie (or, for exec, a running cat) until the test lets it
  * go: the test closes stdin once the manager has written the child's section, and no
  * outcome depends on how fast the manager looked. With reap-now the parent reaps the child
@@ -66,17 +68,33 @@ static void child(const char *how, long events)
 		execv("/bin/cat", argv);
 		_exit(2);
 	}
+	if (strcmp(how, "exec-self") == 0) {
+		char *argv[] = { "fork_end_prog", "hold", NULL };
+		execv("/proc/self/exe", argv);
+		_exit(2);
+	}
 	raise(SIGKILL);
 	_exit(2);
 }
 
+static int hold(void)
+{
+	char buf[256];
+	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0 || errno == EINTR)
+		errno = 0;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "hold") == 0)
+		return hold();
 	const char *how = argc == 3 || argc == 4 ? argv[1] : "";
 	int reap_now = argc == 4 && strcmp(argv[3], "reap-now") == 0;
 	if ((strcmp(how, "exit") != 0 && strcmp(how, "_exit") != 0 && strcmp(how, "exec") != 0 &&
-	     strcmp(how, "kill") != 0) || (argc == 4 && !reap_now)) {
-		fprintf(stderr, "usage: fork_end_prog exit|_exit|exec|kill EVENTS [reap-now]\n");
+	     strcmp(how, "exec-self") != 0 && strcmp(how, "kill") != 0) || (argc == 4 && !reap_now)) {
+		fprintf(stderr, "usage: fork_end_prog exit|_exit|exec|exec-self|kill EVENTS "
+			"[reap-now]\n");
 		return 2;
 	}
 	long events = atol(argv[2]);
@@ -94,9 +112,7 @@ int main(int argc, char **argv)
 		perror("fork_end_prog: waitpid");
 		return 2;
 	}
-	char buf[256];
-	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0 || errno == EINTR)
-		errno = 0;
+	hold();
 	if (!reap_now && waitpid(pid, &status, 0) != pid) {
 		perror("fork_end_prog: waitpid");
 		return 2;
