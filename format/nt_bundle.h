@@ -43,14 +43,21 @@ enum { NT_BUNDLE_SECTION = 1, NT_BUNDLE_END = 2 };
 
 /* BundleFrame.end_state: how a provider's recording ended (a SECTION frame), or how the
  * whole recording did (the END frame: FINISHED, or MANAGER_LOST written by trace-record
- * when the manager went away). X(NAME, value, text for renderers). */
+ * when the manager went away). X(NAME, value, text for renderers). A connection that closed
+ * without STOPPED is told apart by how the process ended (manager/core/nt_mgr_ending.c):
+ * KILLED by a signal (named in the message), EXITED_UNSTOPPED, EXECED or ENDED_UNKNOWN. */
 #define NT_SECTION_STATES(X)                                                                     \
 	X(FINISHED, 1, "finished")       /* stopped by the trace and answered STOPPED */           \
 	X(EXITED, 2, "exited")           /* the process stopped its own recording and left */      \
-	X(KILLED, 3, "killed")           /* its connection closed without STOPPED */               \
+	X(KILLED, 3, "killed")           /* by a signal (the message names it), without STOPPED */  \
 	X(TIMED_OUT, 4, "timed out")     /* did not answer STOP in time; saved as it was */        \
 	X(DAMAGED, 5, "damaged")         /* its buffer or messages lied: see the message */        \
-	X(MANAGER_LOST, 6, "manager lost") /* END only: the manager went away mid-run */
+	X(MANAGER_LOST, 6, "manager lost") /* END only: the manager went away mid-run */          \
+	X(EXITED_UNSTOPPED, 7, "exited without stopping") /* exit status in the message: its    \
+	                                    exit handlers did not run (_exit), so no STOPPED */    \
+	X(EXECED, 8, "exec'd")           /* it ran exec: the new program does not record here */   \
+	X(ENDED_UNKNOWN, 9, "ended (cause unknown)") /* connection closed; how the process      \
+	                                    ended could not be learned: the message says why */
 enum {
 #define NT_SECTION_ENUM(name, value, text) NT_SECTION_##name = value,
 	NT_SECTION_STATES(NT_SECTION_ENUM)
@@ -67,6 +74,20 @@ static inline const char *nt_section_state_name(unsigned state)
 #undef NT_SECTION_CASE
 	}
 	return "unknown";
+}
+
+/* Whether `state` is an end without STOPPED: the connection closed while it recorded. */
+static inline int nt_section_state_unstopped(unsigned state)
+{
+	return state == NT_SECTION_KILLED || state == NT_SECTION_EXITED_UNSTOPPED ||
+	       state == NT_SECTION_EXECED || state == NT_SECTION_ENDED_UNKNOWN;
+}
+
+/* Whether `state` may end a SECTION frame: any state but MANAGER_LOST (END only). */
+static inline int nt_section_state_of_section(unsigned state)
+{
+	return state >= NT_SECTION_FINISHED && state <= NT_SECTION_ENDED_UNKNOWN &&
+	       state != NT_SECTION_MANAGER_LOST;
 }
 
 typedef struct nt_bundle_preamble {
@@ -127,8 +148,7 @@ static inline const char *nt_bundle_frame_problem(const nt_bundle_frame *f)
 		return "provider name longer than " NT_BUNDLE_STR(NT_BUNDLE_MAX_NAME) " bytes";
 	if (f->message_len > NT_BUNDLE_MAX_MESSAGE)
 		return "message longer than " NT_BUNDLE_STR(NT_BUNDLE_MAX_MESSAGE) " bytes";
-	if (f->kind == NT_BUNDLE_SECTION &&
-	    (f->end_state < NT_SECTION_FINISHED || f->end_state > NT_SECTION_DAMAGED))
+	if (f->kind == NT_BUNDLE_SECTION && !nt_section_state_of_section(f->end_state))
 		return "unknown section end state";
 	return NULL;
 }

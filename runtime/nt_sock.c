@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,29 @@ int nt_sock_peer(int fd, pid_t *pid, uid_t *uid)
 	if (uid != NULL)
 		*uid = cred.uid;
 	return 0;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; older C headers lack it */
+#endif
+
+int nt_sock_peer_pidfd(int fd, pid_t pid)
+{
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0 || len != sizeof(pidfd))
+		pidfd = -1;
+#ifdef SYS_pidfd_open
+	if (pidfd < 0)
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+#endif
+	if (pidfd < 0)
+		return -errno;
+	fcntl(pidfd, F_SETFD, FD_CLOEXEC); /* both calls make it so; never leaked to a child */
+	return pidfd;
 }
 
 int nt_sock_uid_trusted(uid_t uid)

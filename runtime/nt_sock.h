@@ -43,6 +43,12 @@ int nt_sock_dir_private(const char *socket_path, char *why, size_t whylen);
  * Returns 0 or -errno. */
 int nt_sock_peer(int fd, pid_t *pid, uid_t *uid);
 
+/* A pidfd of a connected socket's peer process (close-on-exec): SO_PEERPIDFD, which names
+ * the very process that connected (Linux 6.5), else pidfd_open(`pid`) of SO_PEERCRED's pid
+ * (Linux 5.3; a pid reused since the peer died would name another process). Returns the
+ * fd, or -errno (-ENOSYS: this kernel has no pidfds). Cost: one or two system calls. */
+int nt_sock_peer_pidfd(int fd, pid_t pid);
+
 /* Whether `uid` may be spoken to: this process's euid, or root (a socket another user
  * planted must not receive a registration, an output file or a buffer). */
 int nt_sock_uid_trusted(uid_t uid);

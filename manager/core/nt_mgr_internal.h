@@ -5,6 +5,7 @@
  *   nt_mgr_buffer.c   a provider's memfd and the manager's mapping of it
  *   nt_mgr_saver.c    streaming saves on a thread per streaming provider
  *   nt_mgr_section.c  the bundle: preamble, one section per provider, the END frame
+ *   nt_mgr_ending.c   how a provider's process ended when its connection closed unstopped
  *   nt_mgr_provider.c a provider connection's state machine and its FIFO
  *   nt_mgr_trace.c    the trace session (Fuchsia's trace_session): begin, tick, stop, abort
  *   nt_mgr_control.c  the controller protocol
@@ -78,6 +79,14 @@ typedef struct nt_mgr_provider {
 	int self_stopped;     /* STOPPED arrived without STOP: the process is leaving (EXITED) */
 	int64_t stop_deadline_ms;
 	nt_mgr_saver *stream; /* streaming mode only */
+	/* nt_mgr_ending.c: who the process was at registration, to learn how it ended */
+	int pidfd;            /* -errno when none */
+	unsigned long long start_ticks; /* /proc/PID/stat's start time (pid reuse check) */
+	unsigned long long image_start, image_stack; /* its startcode, startstack (an exec moves
+	                                                them); 0 when unknown */
+	int has_exe;          /* exe_dev, exe_ino: the program it ran (an exec changes it) */
+	dev_t exe_dev;
+	ino_t exe_ino;
 } nt_mgr_provider;
 
 /* One entry of a CTL_LIST answer, taken when the request came. */
@@ -194,6 +203,16 @@ void nt_mgr_saver_finish(nt_mgr_saver *s);
 void nt_mgr_saver_free(nt_mgr_saver *s);
 /* Bytes committed and events saved so far (for progress). */
 void nt_mgr_saver_totals(nt_mgr_saver *s, uint64_t *bytes, uint64_t *events);
+
+/* nt_mgr_ending.c */
+/* Notes who a provider's process is (a pidfd, its start time, its program), at
+ * registration over `conn_fd`; what cannot be had is left unknown. A few system calls. */
+void nt_mgr_ending_watch(nt_mgr_provider *p, int conn_fd);
+void nt_mgr_ending_release(nt_mgr_provider *p);
+/* How the process ended, its connection having closed without STOPPED: an NT_SECTION_*
+ * (KILLED, EXITED_UNSTOPPED, EXECED or ENDED_UNKNOWN) and the section's message in msg.
+ * Waits only for an exiting process, at most about a second (normally microseconds). */
+int nt_mgr_ending_of(const nt_mgr_provider *p, char *msg, size_t cap);
 
 /* nt_mgr_provider.c */
 void nt_mgr_provider_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg);

@@ -187,6 +187,7 @@ static void compact(nt_manager *m)
 		}
 		if (c->prov != NULL) {
 			nt_mgr_buffer_release(c->prov);
+			nt_mgr_ending_release(c->prov);
 			free(c->prov);
 		}
 		nt_mgr_control_free(c);

@@ -7,7 +7,10 @@
  * drops the provider (its section DAMAGED, naming what it sent). How a recording ends:
  *   STOPPED after our STOP                -> FINISHED, section written at once
  *   STOPPED without STOP, then it leaves  -> EXITED   (the process stopped itself)
- *   connection or FIFO closed otherwise   -> KILLED   (its buffer still holds its events)
+ *   connection or FIFO closed otherwise   -> how the process ended (nt_mgr_ending.c):
+ *                                            KILLED by a signal, EXITED_UNSTOPPED (_exit),
+ *                                            EXECED, or ENDED_UNKNOWN; its buffer still
+ *                                            holds its events
  *   no STOPPED within the stop timeout    -> TIMED_OUT, saved as it is
  */
 #define _GNU_SOURCE
@@ -73,6 +76,7 @@ static void do_register(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *msg)
 	p->pid = c->pid;
 	p->fifo = -1;
 	p->memfd = -1;
+	nt_mgr_ending_watch(p, c->fd);
 	nt_wire_str(msg->name, msg->name_len, p->name);
 	/* It goes into logs, the list and the section's name: one line that drives no terminal. */
 	nt_term_escape(p->name, sizeof(p->name), p->name, strlen(p->name));
@@ -360,12 +364,15 @@ void nt_mgr_provider_gone(nt_manager *m, nt_mgr_conn *c)
 	if (p->fifo >= 0 && p->in_trace && read_fifo(m, c, 64) < 0)
 		return;
 	nt_mgr_conn_close(m, c);
-	if (p->in_trace) {
-		int exited = p->self_stopped;
-		nt_mgr_log(m, "provider %u (%s, pid %d) %s", p->id, p->name, (int)p->pid,
-			   exited ? "exited" : "closed its connection without STOPPED: killed");
-		nt_mgr_provider_end(m, c, exited ? NT_SECTION_EXITED : NT_SECTION_KILLED,
-				    exited ? "" : "the provider's connection closed while it recorded", 0);
+	if (p->in_trace && p->self_stopped) {
+		nt_mgr_log(m, "provider %u (%s, pid %d) exited", p->id, p->name, (int)p->pid);
+		nt_mgr_provider_end(m, c, NT_SECTION_EXITED, "", 0);
+	} else if (p->in_trace) {
+		char how[NT_BUNDLE_MAX_MESSAGE / 2];
+		int state = nt_mgr_ending_of(p, how, sizeof(how));
+		nt_mgr_log(m, "provider %u (%s, pid %d) closed its connection without STOPPED: %s: %s",
+			   p->id, p->name, (int)p->pid, nt_section_state_name((unsigned)state), how);
+		nt_mgr_provider_end(m, c, state, how, 0);
 	} else if (m->cfg.verbose) {
 		nt_mgr_log(m, "provider %u (%s, pid %d) left", p->id, p->name, (int)p->pid);
 	}

@@ -345,20 +345,20 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	section_body b = { .scratch = -1 };
 	int have = provider_header(p, &info, why, sizeof(why)) == 0 &&
 		   prepare_body(m, p, end_state, &info, &b, why, sizeof(why)) == 0;
-	if (have && end_state == NT_SECTION_KILLED && b.events == 0 && info.events_dropped == 0)
-		/* not necessarily a death: a fork() child registers at once, and its exec()
-		 * closes the connection (the saver's count: the header's chunk count is only
-		 * written when a process finishes) */
-		message = join_message(message, "before recording any event (as a fork() child "
-				       "that exec()s leaves it)", joined, sizeof(joined), ", ");
-	if (have && end_state == NT_SECTION_KILLED && info.ended_by == NT_END_SIGNAL) {
+	int unstopped = nt_section_state_unstopped((unsigned)end_state);
+	if (have && unstopped && b.events == 0 && info.events_dropped == 0)
+		/* the saver's count: the header's chunk count is only written when a process
+		 * finishes (a fork() child registers at once and may exec at once) */
+		message = join_message(message, "before recording any event", joined,
+				       sizeof(joined), "; ");
+	if (have && unstopped && info.ended_by == NT_END_SIGNAL) {
 		char sig[64];
 		snprintf(sig, sizeof(sig), "its buffer says it ended by signal %u", info.end_signal);
 		message = join_message(message, sig, joined, sizeof(joined), "; ");
 	}
 	if (!have) {
-		if (end_state == NT_SECTION_KILLED && all_zero(p->map, NT_ARENA_HEADER_BYTES)) {
-			snprintf(why, sizeof(why), "killed before it wrote its arena header: nothing "
+		if (unstopped && all_zero(p->map, NT_ARENA_HEADER_BYTES)) {
+			snprintf(why, sizeof(why), "it ended before it wrote its arena header: nothing "
 				 "was recorded");
 		} else {
 			nt_mgr_log(m, "provider %u (%s, pid %d): %s", p->id, p->name, (int)p->pid, why);

@@ -192,7 +192,10 @@ SAME_ENUM(NT_SECTION_KILLED, SectionState_Killed)
 SAME_ENUM(NT_SECTION_TIMED_OUT, SectionState_TimedOut)
 SAME_ENUM(NT_SECTION_DAMAGED, SectionState_Damaged)
 SAME_ENUM(NT_SECTION_MANAGER_LOST, SectionState_ManagerLost)
-static_assert((int)fb::SectionState_MAX == (int)NT_SECTION_MANAGER_LOST, "a section state was added");
+SAME_ENUM(NT_SECTION_EXITED_UNSTOPPED, SectionState_ExitedUnstopped)
+SAME_ENUM(NT_SECTION_EXECED, SectionState_Execed)
+SAME_ENUM(NT_SECTION_ENDED_UNKNOWN, SectionState_EndedUnknown)
+static_assert((int)fb::SectionState_MAX == (int)NT_SECTION_ENDED_UNKNOWN, "a section state was added");
 SAME_ENUM(NT_WIRE_REGISTER, WireType_Register)
 SAME_ENUM(NT_WIRE_REGISTERED, WireType_Registered)
 SAME_ENUM(NT_WIRE_INITIALIZE, WireType_Initialize)

@@ -9,6 +9,7 @@ headers' static assertions (1176, 16, 64, 64).
 """
 import mmap
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -23,6 +24,7 @@ from conftest import program
 MANAGER = program('NT_MANAGER')
 TRACE_RECORD = program('NT_TRACE_RECORD')
 ARENA_HEADER = program('NT_ARENA_HEADER')
+TRACE_DUMP = program('NT_TRACE_DUMP')
 
 WIRE = struct.Struct('<IHHIHH4Q104s1024s')
 WIRE_MAGIC = 0x4D57544E
@@ -38,7 +40,8 @@ TYPE_NAME = {v: k for k, v in T.items()}
 FIFO_STARTED, FIFO_SAVE_BUFFER, FIFO_STOPPED, FIFO_BUFFER_SAVED = 0x100, 0x101, 0x102, 0x103
 MODES = {'oneshot': 0, 'circular': 1, 'streaming': 2}
 SECTION = {1: 'finished', 2: 'exited', 3: 'killed', 4: 'timed out', 5: 'damaged',
-           6: 'manager lost'}
+           6: 'manager lost', 7: 'exited without stopping', 8: "exec'd",
+           9: 'ended (cause unknown)'}
 
 
 def wire(type_, pid=0, a=0, b=0, c=0, d=0, name=b'', text=b'', magic=WIRE_MAGIC, version=1):
@@ -301,6 +304,19 @@ def parse_bundle(path):
         out['sections'].append(frame)
         off += head + ((asize + 7) & ~7)
     return out
+
+
+def section_stats(sec, workdir, tag):
+    """A bundle section's archive, cut out into WORKDIR/TAG-PID.ntrace and read by
+    trace-dump --stats alone: its events decoded, dropped, overwritten, and the text."""
+    path = os.path.join(workdir, '%s-%d.ntrace' % (tag, sec['pid']))
+    with open(path, 'wb') as f:
+        f.write(sec['archive'])
+    p = subprocess.run([TRACE_DUMP, '--stats', path], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    num = lambda key: int(re.search(r'^%s: (\d+)' % key, p.stdout, re.M).group(1))  # noqa: E731
+    return dict(events=num('events'), dropped=num('dropped'), overwritten=num('overwritten'),
+                text=p.stdout)
 
 
 def manager_fixture(prefix):

@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import program  # noqa: E402
-from mgr_support import TRACE_RECORD, Manager, parse_bundle  # noqa: E402
+from mgr_support import TRACE_RECORD, Manager, parse_bundle, section_stats  # noqa: E402
 
 PROG = program('NT_PROVIDER_PROG')
 TRACE_DUMP = program('NT_TRACE_DUMP')
@@ -39,17 +39,6 @@ def made_lines(path):
     for m in re.finditer(r'made pid=(\d+) round=\d+ events=\d+ total=(\d+)', open(path).read()):
         out[int(m.group(1))] = int(m.group(2))
     return out
-
-
-def section_stats(sec, workdir, tag):
-    path = os.path.join(workdir, '%s-%d.ntrace' % (tag, sec['pid']))
-    with open(path, 'wb') as f:
-        f.write(sec['archive'])
-    p = subprocess.run([TRACE_DUMP, '--stats', path], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    num = lambda key: int(re.search(r'^%s: (\d+)' % key, p.stdout, re.M).group(1))  # noqa: E731
-    return dict(events=num('events'), dropped=num('dropped'), overwritten=num('overwritten'),
-                text=p.stdout)
 
 
 def check_accounting(bundle, made, workdir, tag):

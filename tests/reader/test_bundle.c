@@ -381,7 +381,10 @@ static void test_lying_frames(void **state)
 		{ offsetof(nt_bundle_frame, message_len), 2, 1025, "longer than 1024" },
 		{ offsetof(nt_bundle_frame, kind), 2, 7, "unknown frame kind" },
 		{ offsetof(nt_bundle_frame, magic), 4, 0x12345678, "bad frame magic" },
-		{ offsetof(nt_bundle_frame, end_state), 1, 9, "unknown section end state" },
+		{ offsetof(nt_bundle_frame, end_state), 1, NT_SECTION_ENDED_UNKNOWN + 1,
+		  "unknown section end state" },
+		{ offsetof(nt_bundle_frame, end_state), 1, NT_SECTION_MANAGER_LOST, /* END only */
+		  "unknown section end state" },
 	};
 	for (size_t k = 0; k < sizeof(lies) / sizeof(lies[0]); k++) {
 		uint8_t *copy = malloc(size);
