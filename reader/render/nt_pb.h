@@ -166,6 +166,19 @@ static inline size_t nt_pb_varint_len(uint64_t v)
 	return n;
 }
 
+/* Raw steps for a caller that reserved room with nt_pb_room (a tag and a varint take at most
+ * 15 bytes): each writes at p and returns the end; nt_pb_raw_end commits up to it. */
+static inline uint8_t *nt_pb_raw_varint(uint8_t *p, uint32_t field, uint64_t v)
+{
+	p += nt_pb_put_varint(p, (uint64_t)field << 3);
+	return p + nt_pb_put_varint(p, v);
+}
+
+static inline void nt_pb_raw_end(nt_pb *b, const uint8_t *end)
+{
+	b->len = (size_t)(end - b->p);
+}
+
 /* field = varint value (wire type 0). */
 static inline void nt_pb_varint(nt_pb *b, uint32_t field, uint64_t v)
 {

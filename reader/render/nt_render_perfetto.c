@@ -70,14 +70,43 @@ static void put_value(nt_pb *b, const nt_reader_arg *a)
 	}
 }
 
+/* An argument of a fixed-size type in one step: its annotation is under 128 bytes, so its
+ * length is one byte, written once its content is. 0 for other types. */
+static int put_scalar_arg(pf_ctx *c, pf_seq *s, const nt_reader_arg *a)
+{
+	uint32_t field;
+	uint64_t v = a->value.u64;
+	switch (a->type) {
+	case NT_ARG_INT32:
+	case NT_ARG_INT64: field = PF_DA_INT; break;
+	case NT_ARG_UINT32:
+	case NT_ARG_UINT64: field = PF_DA_UINT; break;
+	case NT_ARG_BOOL: field = PF_DA_BOOL, v = v != 0; break;
+	case NT_ARG_POINTER: field = PF_DA_POINTER; break;
+	default: return 0;
+	}
+	uint64_t name = pf_intern(c, s, PF_ANNOTATION, a->name);
+	nt_pb *b = &c->pkt;
+	uint8_t *p = nt_pb_room(b, 40);
+	if (p == NULL)
+		return 1;
+	p[0] = (PF_TE_DEBUG_ANNOTATIONS << 3) | NT_PF_WIRE_L;
+	uint8_t *q = nt_pb_raw_varint(p + 2, PF_DA_NAME_IID, name);
+	q = nt_pb_raw_varint(q, field, v);
+	p[1] = (uint8_t)(q - p - 2);
+	nt_pb_raw_end(b, q);
+	return 1;
+}
+
 static void put_args(pf_ctx *c, pf_seq *s, const nt_reader_event *e)
 {
 	nt_pb *b = &c->pkt;
 	for (uint32_t i = 0; i < e->arg_count; i++) {
 		const nt_reader_arg *a = &e->args[i];
+		if (put_scalar_arg(c, s, a))
+			continue;
 		size_t at = nt_pb_open(b, PF_TE_DEBUG_ANNOTATIONS);
-		nt_pb_varint(b, PF_DA_NAME_IID, pf_intern(c, s, PF_ANNOTATION, a->name,
-							   strlen(a->name)));
+		nt_pb_varint(b, PF_DA_NAME_IID, pf_intern(c, s, PF_ANNOTATION, a->name));
 		put_value(b, a);
 		nt_pb_close(b, at);
 	}
@@ -91,13 +120,19 @@ static void track_event(pf_ctx *c, const nt_reader_event *e, uint64_t ts, uint32
 	pf_seq *s;
 	size_t te = pf_packet_begin(c, e->thread, ts, &s);
 	nt_pb *b = &c->pkt;
+	uint64_t cat_iid = cat ? pf_intern(c, s, PF_CATEGORY, cat) : 0;
+	uint64_t name_iid = name ? pf_intern(c, s, PF_NAME, name) : 0;
+	uint8_t *p = nt_pb_room(b, 64);
+	if (p == NULL)
+		return;
 	if (cat)
-		nt_pb_varint(b, PF_TE_CATEGORY_IIDS, pf_intern(c, s, PF_CATEGORY, cat, strlen(cat)));
+		p = nt_pb_raw_varint(p, PF_TE_CATEGORY_IIDS, cat_iid);
 	if (name)
-		nt_pb_varint(b, PF_TE_NAME_IID, pf_intern(c, s, PF_NAME, name, strlen(name)));
-	nt_pb_varint(b, PF_TE_TYPE, type);
+		p = nt_pb_raw_varint(p, PF_TE_NAME_IID, name_iid);
+	p = nt_pb_raw_varint(p, PF_TE_TYPE, type);
 	if (track)
-		nt_pb_varint(b, PF_TE_TRACK_UUID, track);
+		p = nt_pb_raw_varint(p, PF_TE_TRACK_UUID, track);
+	nt_pb_raw_end(b, p);
 	if (args)
 		put_args(c, s, e);
 	pf_packet_end(c, te);
@@ -120,8 +155,10 @@ static uint64_t counter_track(pf_ctx *c, const nt_reader_event *e, pf_seq *s,
 	memcpy(key + lc + 2 + ln, a->name, la + 1);
 	uint64_t uuid = 0;
 	pf_entry *slot;
-	int found = pf_table_find(&s->tab, PF_COUNTER_TRACK, key, lc + ln + la + 2, &uuid, &slot);
-	if (found == 0) {
+	int found = pf_table_find(&s->tab, PF_COUNTER_TRACK, key, lc + ln + la + 2, &slot);
+	if (found == 1) {
+		uuid = slot->val;
+	} else if (found == 0) {
 		slot->val = uuid = PF_UUID_COUNTER + ++c->counters;
 		size_t td = pf_track_begin(c, PF_SEQ_THREAD_BASE + e->thread->index, uuid,
 					   pf_thread_uuid(e->thread), key + lc + 1, ln + la + 1);
@@ -244,23 +281,31 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	if (!nt_balance_admit(&c->balance, e))
 		return 0;
 	uint64_t ts = pf_ts(c, e->time_ns);
-	const char *name = nt_event_display_name(e), *cat = nt_event_display_category(e);
-	if (e->kind == NT_KIND_COUNTER) {
-		counter_event(c, e, ts);
-	} else if (nt_kind_is_t2(e->kind) && t2_slice(c, e, ts)) {
-		/* done */
-	} else if (nt_event_opens(e)) {
-		track_event(c, e, ts, PF_TYPE_SLICE_BEGIN, 0, name, cat, 1);
-	} else if (nt_event_closes(e)) {
-		track_event(c, e, ts, PF_TYPE_SLICE_END, 0, NULL, NULL, 1);
-	} else if (e->kind == NT_KIND_COMPLETE) {
-		track_event(c, e, ts, PF_TYPE_SLICE_BEGIN, 0, name, cat, 1);
+	switch (e->kind) { /* the common kinds first, without the Trace2 lookups */
+	case NT_KIND_BEGIN:
+		track_event(c, e, ts, PF_TYPE_SLICE_BEGIN, 0, e->name, e->category, 1);
+		break;
+	case NT_KIND_END: track_event(c, e, ts, PF_TYPE_SLICE_END, 0, NULL, NULL, 1); break;
+	case NT_KIND_INSTANT:
+		track_event(c, e, ts, PF_TYPE_INSTANT, 0, e->name, e->category, 1);
+		break;
+	case NT_KIND_COUNTER: counter_event(c, e, ts); break;
+	case NT_KIND_COMPLETE: {
+		track_event(c, e, ts, PF_TYPE_SLICE_BEGIN, 0, e->name, e->category, 1);
 		int64_t end;
 		if (__builtin_add_overflow(e->time_ns, (int64_t)(e->duration_ns & INT64_MAX), &end))
 			end = INT64_MAX;
 		track_event(c, e, pf_ts(c, end), PF_TYPE_SLICE_END, 0, NULL, NULL, 0);
-	} else {
-		track_event(c, e, ts, PF_TYPE_INSTANT, 0, name, cat, 1);
+		break;
+	}
+	default: /* Trace2 messages, and kinds a later format adds: instants */
+		if (nt_kind_is_t2(e->kind) && t2_slice(c, e, ts))
+			break;
+		track_event(c, e, ts, nt_event_opens(e) ? PF_TYPE_SLICE_BEGIN
+				      : nt_event_closes(e) ? PF_TYPE_SLICE_END : PF_TYPE_INSTANT, 0,
+			    nt_event_closes(e) ? NULL : nt_event_display_name(e),
+			    nt_event_closes(e) ? NULL : nt_event_display_category(e), 1);
+		break;
 	}
 	return c->out.failed || c->oom;
 }
@@ -272,11 +317,11 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 	pf_seq *s;
 	size_t te = pf_packet_begin(c, g->thread, pf_ts(c, g->time_ns), &s);
 	nt_pb *b = &c->pkt;
-	nt_pb_varint(b, PF_TE_CATEGORY_IIDS, pf_intern(c, s, PF_CATEGORY, "nanotrace", 9));
-	nt_pb_varint(b, PF_TE_NAME_IID, pf_intern(c, s, PF_NAME, "events lost", 11));
+	nt_pb_varint(b, PF_TE_CATEGORY_IIDS, pf_intern(c, s, PF_CATEGORY, "nanotrace"));
+	nt_pb_varint(b, PF_TE_NAME_IID, pf_intern(c, s, PF_NAME, "events lost"));
 	nt_pb_varint(b, PF_TE_TYPE, PF_TYPE_INSTANT);
 	size_t at = nt_pb_open(b, PF_TE_DEBUG_ANNOTATIONS);
-	nt_pb_varint(b, PF_DA_NAME_IID, pf_intern(c, s, PF_ANNOTATION, "lost", 4));
+	nt_pb_varint(b, PF_DA_NAME_IID, pf_intern(c, s, PF_ANNOTATION, "lost"));
 	nt_pb_varint(b, PF_DA_UINT, g->events);
 	nt_pb_close(b, at);
 	pf_packet_end(c, te);

@@ -41,8 +41,19 @@ typedef struct pf_table {
 	size_t cap, n;
 } pf_table;
 
+/* The last string seen at an address, per kind: a hit skips the hash table. An address
+ * keeps its text for the whole rendering: every name an event or argument carries is the
+ * reader's durable string table's (built at open; a visit never changes the reader) or a
+ * static string (Trace2 message names, the renderer's own), never a visit's buffer. */
+#define PF_CACHE 64 /* 2^6: pf_intern takes the top 6 bits of a hash */
+typedef struct pf_cached {
+	const char *ptr;  /* the caller's string */
+	uint64_t iid;
+} pf_cached;
+
 typedef struct pf_seq {
 	int started;
+	pf_cached cache[PF_INTERNED_KINDS][PF_CACHE];
 	uint64_t last_ts; /* clock 64: the sequence's previous timestamp */
 	uint64_t next_iid[PF_INTERNED_KINDS];
 	pf_table tab;
@@ -74,21 +85,107 @@ typedef struct pf_ctx {
 
 /* nt_render_perfetto_seq.c */
 void pf_string(nt_pb *b, uint32_t field, const char *s, size_t n);
-/* -1 out of memory; 1 found (*val); 0 added (*slot: set its val). */
-int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, uint64_t *val,
-		  pf_entry **slot);
+/* -1 out of memory; 1 found, 0 added (then set its val): *entry is it. */
+int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, pf_entry **entry);
 void pf_table_free(pf_table *t);
-/* The iid of `str` on sequence s, interned into c->interned when new. */
-uint64_t pf_intern(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, size_t n);
-void pf_emit(pf_ctx *c, nt_pb *b);
-uint64_t pf_thread_uuid(const nt_reader_thread *t);
-uint64_t pf_ts(pf_ctx *c, int64_t ns);
+/* The miss path of pf_intern: the hash table, the entry interned when new, the cache. */
+uint64_t pf_intern_slow(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, pf_cached *k);
+/* A sequence's first packet: state cleared, the defaults, clock 64 at ts. */
+void pf_seq_start(pf_ctx *c, const nt_reader_thread *t, pf_seq *s, uint64_t ts);
+
+/* The hot steps, inline: one of each per event. */
+
+/* The iid of the NUL-terminated `str` on sequence s, interned into c->interned when new. */
+static inline uint64_t pf_intern(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str)
+{
+	/* every bit of the address counts: names two bytes apart must not share an entry */
+	pf_cached *k = &s->cache[kind][((uint64_t)(uintptr_t)str * 0x9E3779B97F4A7C15ull) >> 58];
+	if (__builtin_expect(k->ptr == str, 1))
+		return k->iid;
+	return pf_intern_slow(c, s, kind, str, k);
+}
+
+/* b as one `packet` of the Trace message, into the output. */
+static inline void pf_emit(pf_ctx *c, nt_pb *b)
+{
+	if (b->oom) {
+		c->oom = 1;
+		return;
+	}
+	uint8_t *p = (uint8_t *)nt_out_room(&c->out, 12);
+	p[0] = (PF_TRACE_PACKET << 3) | NT_PF_WIRE_L;
+	nt_out_commit(&c->out, 1 + nt_pb_put_varint(p + 1, b->len));
+	nt_out_bytes(&c->out, b->p, b->len);
+	c->packets++;
+}
+
+static inline uint64_t pf_thread_uuid(const nt_reader_thread *t)
+{
+	return PF_UUID_THREAD + t->index;
+}
+
 /* The thread's sequence, started (its first packet written) at ts if it was not. */
-pf_seq *pf_seq_of(pf_ctx *c, const nt_reader_thread *t, uint64_t ts);
+static inline pf_seq *pf_seq_of(pf_ctx *c, const nt_reader_thread *t, uint64_t ts)
+{
+	pf_seq *s = &c->seq[t->index < c->nthreads ? t->index : 0];
+	if (__builtin_expect(!s->started, 0))
+		pf_seq_start(c, t, s, ts);
+	return s;
+}
+
+/* An event time as a packet timestamp: CLOCK_MONOTONIC ns, never negative. */
+static inline uint64_t pf_ts(pf_ctx *c, int64_t ns)
+{
+	if (__builtin_expect(ns < 0, 0)) {
+		c->clamped++;
+		return 0;
+	}
+	if (ns > c->last_ns)
+		c->last_ns = ns;
+	return (uint64_t)ns;
+}
+
 /* An event packet on t's sequence at ts: returns the open TrackEvent, closed (and the
- * packet written) by pf_packet_end. */
-size_t pf_packet_begin(pf_ctx *c, const nt_reader_thread *t, uint64_t ts, pf_seq **s);
-void pf_packet_end(pf_ctx *c, size_t track_event);
+ * packet written) by pf_packet_end. A time before the sequence's previous one (a Complete,
+ * stamped at its start) is absolute on CLOCK_MONOTONIC, leaving clock 64 as it was. */
+static inline size_t pf_packet_begin(pf_ctx *c, const nt_reader_thread *t, uint64_t ts,
+				     pf_seq **sp)
+{
+	pf_seq *s = pf_seq_of(c, t, ts);
+	*sp = s;
+	nt_pb *b = &c->pkt;
+	b->len = 0;
+	c->interned.len = 0;
+	uint8_t *p = nt_pb_room(b, 80);
+	if (p == NULL)
+		return 0;
+	if (__builtin_expect(ts >= s->last_ts, 1)) {
+		p = nt_pb_raw_varint(p, PF_PKT_TIMESTAMP, ts - s->last_ts);
+		s->last_ts = ts;
+	} else {
+		p = nt_pb_raw_varint(p, PF_PKT_TIMESTAMP, ts);
+		p = nt_pb_raw_varint(p, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
+	}
+	p = nt_pb_raw_varint(p, PF_PKT_SEQUENCE_ID, PF_SEQ_THREAD_BASE + t->index);
+	p = nt_pb_raw_varint(p, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
+	nt_pb_raw_end(b, p);
+	return nt_pb_open(b, PF_PKT_TRACK_EVENT);
+}
+
+static inline void pf_packet_end(pf_ctx *c, size_t track_event)
+{
+	nt_pb *b = &c->pkt;
+	nt_pb_close(b, track_event);
+	if (__builtin_expect(c->interned.len != 0, 0)) {
+		nt_pb_bytes(b, PF_PKT_INTERNED_DATA, c->interned.p, c->interned.len);
+		if (c->interned.oom)
+			b->oom = 1;
+	}
+	pf_emit(c, b);
+}
+
+/* A TrackDescriptor packet on sequence `seq` (aux buffer): uuid, parent (0: none), name
+ * (NULL: none); the caller adds process, thread or counter fields before pf_track_end. */
 size_t pf_track_begin(pf_ctx *c, uint32_t seq, uint64_t uuid, uint64_t parent, const char *name,
 		      size_t name_len);
 void pf_track_end(pf_ctx *c, size_t td);

@@ -95,10 +95,9 @@ static int pf_table_grow(pf_table *t)
 	return 1;
 }
 
-int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, uint64_t *val,
-		  pf_entry **slot)
+int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, pf_entry **entry)
 {
-	*slot = NULL;
+	*entry = NULL;
 	if ((t->n + 1) * 4 > t->cap * 3 && !pf_table_grow(t))
 		return -1;
 	uint64_t h = pf_hash(s, n, kind);
@@ -108,7 +107,7 @@ int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, uint64_t 
 		if (e->s == NULL)
 			break;
 		if (e->hash == h && e->kind == kind && e->len == n && memcmp(e->s, s, n) == 0) {
-			*val = e->val;
+			*entry = e;
 			return 1;
 		}
 	}
@@ -119,7 +118,7 @@ int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, uint64_t 
 	copy[n] = '\0';
 	t->e[j] = (pf_entry){ .hash = h, .s = copy, .len = (uint32_t)n, .kind = kind };
 	t->n++;
-	*slot = &t->e[j];
+	*entry = &t->e[j];
 	return 0;
 }
 
@@ -140,18 +139,18 @@ static const struct {
 	[PF_ANNOTATION] = { PF_ID_ANNOTATION_NAMES, PF_IA_IID, PF_IA_NAME },
 };
 
-uint64_t pf_intern(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, size_t n)
+/* The iid of n bytes at str. */
+static uint64_t intern(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, size_t n)
 {
-	uint64_t iid;
-	pf_entry *slot;
-	int found = pf_table_find(&s->tab, kind, str, n, &iid, &slot);
+	pf_entry *e;
+	int found = pf_table_find(&s->tab, kind, str, n, &e);
 	if (found < 0) {
 		c->pkt.oom = 1;
 		return 0;
 	}
 	if (found)
-		return iid;
-	slot->val = iid = ++s->next_iid[kind];
+		return e->val;
+	uint64_t iid = e->val = ++s->next_iid[kind];
 	nt_pb *in = &c->interned;
 	size_t at = nt_pb_open(in, pf_kinds[kind].list);
 	nt_pb_varint(in, pf_kinds[kind].iid, iid);
@@ -160,30 +159,18 @@ uint64_t pf_intern(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, size_t 
 	return iid;
 }
 
+uint64_t pf_intern_slow(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, pf_cached *k)
+{
+	uint64_t iid = intern(c, s, kind, str, strlen(str));
+	if (iid)
+		*k = (pf_cached){ .ptr = str, .iid = iid };
+	return iid;
+}
+
 /* ---- packets ---------------------------------------------------------------------------- */
 
-/* b as one `packet` of the Trace message, into the output. */
-void pf_emit(pf_ctx *c, nt_pb *b)
-{
-	if (b->oom) {
-		c->oom = 1;
-		return;
-	}
-	uint8_t head[12];
-	head[0] = (PF_TRACE_PACKET << 3) | NT_PF_WIRE_L;
-	size_t n = 1 + nt_pb_put_varint(head + 1, b->len);
-	nt_out_bytes(&c->out, head, n);
-	nt_out_bytes(&c->out, b->p, b->len);
-	c->packets++;
-}
-
-uint64_t pf_thread_uuid(const nt_reader_thread *t)
-{
-	return PF_UUID_THREAD + t->index;
-}
-
 /* A sequence's first packet: state cleared, the defaults, clock 64 at ts. */
-static void seq_start(pf_ctx *c, const nt_reader_thread *t, pf_seq *s, uint64_t ts)
+void pf_seq_start(pf_ctx *c, const nt_reader_thread *t, pf_seq *s, uint64_t ts)
 {
 	nt_pb *b = &c->aux;
 	b->len = 0;
@@ -212,56 +199,6 @@ static void seq_start(pf_ctx *c, const nt_reader_thread *t, pf_seq *s, uint64_t 
 	pf_emit(c, b);
 	s->started = 1;
 	s->last_ts = ts;
-}
-
-pf_seq *pf_seq_of(pf_ctx *c, const nt_reader_thread *t, uint64_t ts)
-{
-	pf_seq *s = &c->seq[t->index < c->nthreads ? t->index : 0];
-	if (!s->started)
-		seq_start(c, t, s, ts);
-	return s;
-}
-
-/* An event time as a packet timestamp: CLOCK_MONOTONIC ns, never negative. */
-uint64_t pf_ts(pf_ctx *c, int64_t ns)
-{
-	if (ns < 0) {
-		c->clamped++;
-		return 0;
-	}
-	if (ns > c->last_ns)
-		c->last_ns = ns;
-	return (uint64_t)ns;
-}
-
-size_t pf_packet_begin(pf_ctx *c, const nt_reader_thread *t, uint64_t ts, pf_seq **sp)
-{
-	pf_seq *s = pf_seq_of(c, t, ts);
-	*sp = s;
-	nt_pb *b = &c->pkt;
-	b->len = 0;
-	c->interned.len = 0;
-	if (ts >= s->last_ts) {
-		nt_pb_varint(b, PF_PKT_TIMESTAMP, ts - s->last_ts);
-		s->last_ts = ts;
-	} else {
-		nt_pb_varint(b, PF_PKT_TIMESTAMP, ts);
-		nt_pb_varint(b, PF_PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_MONOTONIC);
-	}
-	nt_pb_varint(b, PF_PKT_SEQUENCE_ID, PF_SEQ_THREAD_BASE + t->index);
-	nt_pb_varint(b, PF_PKT_SEQUENCE_FLAGS, PF_SEQ_NEEDS_INCREMENTAL_STATE);
-	return nt_pb_open(b, PF_PKT_TRACK_EVENT);
-}
-
-void pf_packet_end(pf_ctx *c, size_t track_event)
-{
-	nt_pb *b = &c->pkt;
-	nt_pb_close(b, track_event);
-	if (c->interned.len)
-		nt_pb_bytes(b, PF_PKT_INTERNED_DATA, c->interned.p, c->interned.len);
-	if (c->interned.oom)
-		b->oom = 1;
-	pf_emit(c, b);
 }
 
 /* A TrackDescriptor packet on sequence `seq` (aux buffer): uuid, parent (0: none), name
