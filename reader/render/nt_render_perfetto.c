@@ -159,7 +159,7 @@ static uint64_t counter_track(pf_ctx *c, const nt_reader_event *e, pf_seq *s,
 	if (found == 1) {
 		uuid = slot->val;
 	} else if (found == 0) {
-		slot->val = uuid = PF_UUID_COUNTER + ++c->counters;
+		slot->val = uuid = PF_UUID(PF_UUID_COUNTER, ++c->counters);
 		size_t td = pf_track_begin(c, PF_SEQ_THREAD_BASE + e->thread->index, uuid,
 					   pf_thread_uuid(e->thread), key + lc + 1, ln + la + 1);
 		size_t cd = nt_pb_open(&c->aux, PF_TD_COUNTER);
@@ -220,6 +220,12 @@ static int t2_int_arg(const nt_reader_event *e, const char *key, int64_t *v)
 	return 0;
 }
 
+/* The track of a Trace2 child process: its thread's, by child_id. */
+static uint64_t child_uuid(const nt_reader_event *e, int64_t id)
+{
+	return PF_UUID(PF_UUID_CHILD, (uint64_t)e->thread->index << 32 | (uint32_t)id);
+}
+
 /* child_start opens a slice on the child's own track (its descriptor first). */
 static int t2_child_start(pf_ctx *c, const nt_reader_event *e, pf_seq *s, uint64_t ts)
 {
@@ -228,7 +234,7 @@ static int t2_child_start(pf_ctx *c, const nt_reader_event *e, pf_seq *s, uint64
 	    !nt_grow(&s->children, &s->children_cap, s->nchildren + 1, sizeof(*s->children)))
 		return 0;
 	s->children[s->nchildren++] = (uint64_t)id;
-	uint64_t uuid = PF_UUID_CHILD | ((uint64_t)e->thread->index << 32) | (uint32_t)id;
+	uint64_t uuid = child_uuid(e, id);
 	char name[40];
 	int n = snprintf(name, sizeof(name), "child %" PRId64, id);
 	pf_track_end(c, pf_track_begin(c, PF_SEQ_THREAD_BASE + e->thread->index, uuid,
@@ -247,8 +253,7 @@ static int t2_child_exit(pf_ctx *c, const nt_reader_event *e, pf_seq *s, uint64_
 		if (s->children[i] != (uint64_t)id)
 			continue;
 		s->children[i] = s->children[--s->nchildren];
-		uint64_t uuid = PF_UUID_CHILD | ((uint64_t)e->thread->index << 32) | (uint32_t)id;
-		track_event(c, e, ts, PF_TYPE_SLICE_END, uuid, "child", "trace2", 1);
+		track_event(c, e, ts, PF_TYPE_SLICE_END, child_uuid(e, id), "child", "trace2", 1);
 		return 1;
 	}
 	return 0;
@@ -372,7 +377,7 @@ static void write_tracks(pf_ctx *c)
 		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
 		if (sec->reader == NULL)
 			continue; /* unreadable: no events of its own (its damage is reported) */
-		size_t td = pf_track_begin(c, PF_SEQ_GLOBAL, PF_UUID_PROCESS + i, 0, NULL, 0);
+		size_t td = pf_track_begin(c, PF_SEQ_GLOBAL, PF_UUID(PF_UUID_PROCESS, i), 0, NULL, 0);
 		size_t pd = nt_pb_open(&c->aux, PF_TD_PROCESS);
 		nt_pb_varint(&c->aux, PF_PD_PID, sec->pid);
 		pf_string(&c->aux, PF_PD_NAME, sec->name, strlen(sec->name));
@@ -443,7 +448,7 @@ static void write_losses(pf_ctx *c)
 		nt_pb_bytes(b, PF_TE_CATEGORIES, "nanotrace", 9);
 		nt_pb_bytes(b, PF_TE_NAME, "nanotrace losses", 16);
 		nt_pb_varint(b, PF_TE_TYPE, PF_TYPE_INSTANT);
-		nt_pb_varint(b, PF_TE_TRACK_UUID, PF_UUID_PROCESS + i);
+		nt_pb_varint(b, PF_TE_TRACK_UUID, PF_UUID(PF_UUID_PROCESS, i));
 		int any = 0;
 		loss_count(b, "events_dropped", info->events_dropped, &any);
 		loss_count(b, "dropped_rolling_full", info->dropped_rolling_full, &any);

@@ -10,16 +10,18 @@
 #include "nt_pb.h"
 #include "nt_render_util.h"
 
-/* Track uuids: one range per kind of track, so no two tracks share one. */
-#define PF_UUID_PROCESS (1ull << 56)  /* + section index */
-#define PF_UUID_PID (2ull << 56)      /* + thread index: a pid no section names */
-#define PF_UUID_THREAD (3ull << 56)   /* + thread index */
-#define PF_UUID_COUNTER (4ull << 56)  /* + n: a counter track, in order of first use */
-#define PF_UUID_CHILD (5ull << 56)    /* | thread index << 32 | Trace2 child_id */
-/* ASYNC SPANS AND FLOWS (issue 26) go here: async tracks take uuids from PF_UUID_ASYNC on,
+/* Track uuids: the kind of track in the low 3 bits, its number above, so no two tracks
+ * share one and the uuids a packet carries (counter tracks) stay short varints. */
+#define PF_UUID(kind, n) (((uint64_t)(n) << 3) | (kind))
+#define PF_UUID_PROCESS 1u /* n: the section's index */
+#define PF_UUID_THREAD 2u  /* n: the thread's index */
+#define PF_UUID_COUNTER 3u /* n: the counter track's number, in order of first use */
+#define PF_UUID_CHILD 4u   /* n: the thread's index << 32 | the Trace2 child_id */
+/* ASYNC SPANS AND FLOWS (issue 26) go here: async tracks take uuids of kind PF_UUID_ASYNC,
  * and flow ids go into TrackEvent.flow_ids / terminating_flow_ids (fixed64, fields 47 and
- * 48 of the vendored schema) of the slices they bind, written in pf_slice_event(). */
-#define PF_UUID_ASYNC (6ull << 56)
+ * 48 of the vendored schema: add them to NT_PF_FIELDS) of the slices they bind, written in
+ * track_event() (nt_render_perfetto.c). */
+#define PF_UUID_ASYNC 5u
 
 /* Sequences: 1 holds the clock snapshot, the process and thread descriptors and the loss
  * summary (no interning, absolute timestamps); thread i's events are sequence 2 + i. */
@@ -121,7 +123,7 @@ static inline void pf_emit(pf_ctx *c, nt_pb *b)
 
 static inline uint64_t pf_thread_uuid(const nt_reader_thread *t)
 {
-	return PF_UUID_THREAD + t->index;
+	return PF_UUID(PF_UUID_THREAD, t->index);
 }
 
 /* The thread's sequence, started (its first packet written) at ts if it was not. */
