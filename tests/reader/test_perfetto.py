@@ -30,7 +30,7 @@ import sys
 
 import pytest
 
-from conftest import program
+from conftest import program, two_process_bundle
 
 TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE'))
@@ -385,15 +385,7 @@ def test_demo(pb, workdir):
 
 
 def test_bundle(pb, workdir):
-    paths = [os.path.join(workdir, 'pf-p%d.ntrace' % i) for i in range(2)]
-    procs = [subprocess.Popen([DEMO, paths[0], '--threads', '2', '--requests', '40'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen([DEMO, paths[1], '--threads', '3', '--requests', '30'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    assert [p.wait() for p in procs] == [0, 0]
-    bundle = os.path.join(workdir, 'pf-bundle.ntrace')
-    subprocess.run([MAKE_BUNDLE, bundle, paths[0] + ',name=web', paths[1] + ',name=db'],
-                   check=True)
+    bundle = two_process_bundle(workdir, 'pf')
     out = os.path.join(workdir, 'pf-bundle.pftrace')
     rc, err = export(bundle, out)
     assert rc == 0 and err == '', err
