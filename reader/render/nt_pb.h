@@ -71,11 +71,15 @@
 	X(PF_DA_INT, "DebugAnnotation", "int_value", 4, V)                                \
 	X(PF_DA_DOUBLE, "DebugAnnotation", "double_value", 5, F)                          \
 	X(PF_DA_STRING, "DebugAnnotation", "string_value", 6, L)                          \
+	X(PF_DA_STRING_IID, "DebugAnnotation", "string_value_iid", 17, V)                 \
 	X(PF_DA_POINTER, "DebugAnnotation", "pointer_value", 7, V)                        \
 	X(PF_DA_ARRAY, "DebugAnnotation", "array_values", 12, L)                          \
 	X(PF_ID_EVENT_CATEGORIES, "InternedData", "event_categories", 1, L)               \
 	X(PF_ID_EVENT_NAMES, "InternedData", "event_names", 2, L)                         \
 	X(PF_ID_ANNOTATION_NAMES, "InternedData", "debug_annotation_names", 3, L)         \
+	X(PF_ID_STRING_VALUES, "InternedData", "debug_annotation_string_values", 29, L)   \
+	X(PF_IS_IID, "InternedString", "iid", 1, V)                                       \
+	X(PF_IS_STR, "InternedString", "str", 2, L)                                       \
 	X(PF_IN_IID, "EventName", "iid", 1, V)                                            \
 	X(PF_IN_NAME, "EventName", "name", 2, L)                                          \
 	X(PF_IC_IID, "EventCategory", "iid", 1, V)                                        \

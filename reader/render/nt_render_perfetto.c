@@ -15,7 +15,8 @@
  *   under the thread (children of one thread may overlap); the messages' keys are the
  *   slices' annotations; a message without its partner stays an instant;
  * - arguments: DebugAnnotations with their types (int, uint, double, bool, pointer, string,
- *   a string list as array_values), names interned; categories and names interned;
+ *   a string list as array_values), names interned; categories and names interned; short
+ *   string values interned too, up to a bound per sequence (nt_render_perfetto.h);
  * - a gap: an instant "events lost" (category "nanotrace", annotation "lost") on the thread
  *   where its events were lost, as in the Chrome JSON rendering;
  * - what each process's writer lost (drops by reason, overwrites, wraps, saving stopped) and
@@ -41,7 +42,7 @@
 #include "nt_render_perfetto.h"
 #include "reader/common/nt_grow.h"
 
-static void put_value(nt_pb *b, const nt_reader_arg *a)
+static void put_value(pf_ctx *c, pf_seq *s, nt_pb *b, const nt_reader_arg *a)
 {
 	switch (a->type) {
 	case NT_ARG_INT32:
@@ -66,7 +67,14 @@ static void put_value(nt_pb *b, const nt_reader_arg *a)
 		}
 		break;
 	}
-	default: pf_string(b, PF_DA_STRING, a->value.str.ptr, a->value.str.len); break;
+	default: {
+		uint64_t iid = pf_intern_value(c, s, a->value.str.ptr, a->value.str.len);
+		if (iid)
+			nt_pb_varint(b, PF_DA_STRING_IID, iid);
+		else
+			pf_string(b, PF_DA_STRING, a->value.str.ptr, a->value.str.len);
+		break;
+	}
 	}
 }
 
@@ -107,7 +115,7 @@ static void put_args(pf_ctx *c, pf_seq *s, const nt_reader_event *e)
 			continue;
 		size_t at = nt_pb_open(b, PF_TE_DEBUG_ANNOTATIONS);
 		nt_pb_varint(b, PF_DA_NAME_IID, pf_intern(c, s, PF_ANNOTATION, a->name));
-		put_value(b, a);
+		put_value(c, s, b, a);
 		nt_pb_close(b, at);
 	}
 }

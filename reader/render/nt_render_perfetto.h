@@ -28,8 +28,14 @@
 #define PF_SEQ_GLOBAL 1u
 #define PF_SEQ_THREAD_BASE 2u
 
-/* Interned kinds, per sequence; PF_COUNTER_TRACK maps a counter's name to its track. */
-enum { PF_NAME, PF_CATEGORY, PF_ANNOTATION, PF_INTERNED_KINDS, PF_COUNTER_TRACK = 3 };
+/* Interned kinds, per sequence; PF_COUNTER_TRACK maps a counter's name to its track.
+ * String argument values are interned too, while short and while the sequence holds few:
+ * a value of at most PF_VALUE_MAX bytes, up to PF_VALUES_MAX values per sequence (later
+ * ones are written whole), so memory stays bounded whatever the values are. */
+enum { PF_NAME, PF_CATEGORY, PF_ANNOTATION, PF_STRING_VALUE, PF_INTERNED_KINDS,
+       PF_COUNTER_TRACK = PF_INTERNED_KINDS };
+#define PF_VALUE_MAX 64
+#define PF_VALUES_MAX 1024
 
 typedef struct pf_entry {
 	uint64_t hash;
@@ -55,7 +61,7 @@ typedef struct pf_cached {
 
 typedef struct pf_seq {
 	int started;
-	pf_cached cache[PF_INTERNED_KINDS][PF_CACHE];
+	pf_cached cache[PF_ANNOTATION + 1][PF_CACHE]; /* names, by address */
 	uint64_t last_ts; /* clock 64: the sequence's previous timestamp */
 	uint64_t next_iid[PF_INTERNED_KINDS];
 	pf_table tab;
@@ -92,6 +98,9 @@ int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, pf_entry 
 void pf_table_free(pf_table *t);
 /* The miss path of pf_intern: the hash table, the entry interned when new, the cache. */
 uint64_t pf_intern_slow(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, pf_cached *k);
+/* The iid of a string argument's value, or 0: write it whole (too long, or the sequence
+ * interned PF_VALUES_MAX values already, or no memory for the table). */
+uint64_t pf_intern_value(pf_ctx *c, pf_seq *s, const char *str, size_t n);
 /* A sequence's first packet: state cleared, the defaults, clock 64 at ts. */
 void pf_seq_start(pf_ctx *c, const nt_reader_thread *t, pf_seq *s, uint64_t ts);
 

@@ -95,6 +95,24 @@ static int pf_table_grow(pf_table *t)
 	return 1;
 }
 
+/* The entry of n bytes at s, or 0 (nothing added). */
+static int pf_table_find_only(const pf_table *t, uint32_t kind, const char *s, size_t n,
+			      pf_entry **entry)
+{
+	if (t->cap == 0)
+		return 0;
+	uint64_t h = pf_hash(s, n, kind);
+	for (size_t j = h & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+		pf_entry *e = &t->e[j];
+		if (e->s == NULL)
+			return 0;
+		if (e->hash == h && e->kind == kind && e->len == n && memcmp(e->s, s, n) == 0) {
+			*entry = e;
+			return 1;
+		}
+	}
+}
+
 int pf_table_find(pf_table *t, uint32_t kind, const char *s, size_t n, pf_entry **entry)
 {
 	*entry = NULL;
@@ -137,6 +155,7 @@ static const struct {
 	[PF_NAME] = { PF_ID_EVENT_NAMES, PF_IN_IID, PF_IN_NAME },
 	[PF_CATEGORY] = { PF_ID_EVENT_CATEGORIES, PF_IC_IID, PF_IC_NAME },
 	[PF_ANNOTATION] = { PF_ID_ANNOTATION_NAMES, PF_IA_IID, PF_IA_NAME },
+	[PF_STRING_VALUE] = { PF_ID_STRING_VALUES, PF_IS_IID, PF_IS_STR },
 };
 
 /* The iid of n bytes at str. */
@@ -164,6 +183,21 @@ uint64_t pf_intern_slow(pf_ctx *c, pf_seq *s, uint32_t kind, const char *str, pf
 	uint64_t iid = intern(c, s, kind, str, strlen(str));
 	if (iid)
 		*k = (pf_cached){ .ptr = str, .iid = iid };
+	return iid;
+}
+
+uint64_t pf_intern_value(pf_ctx *c, pf_seq *s, const char *str, size_t n)
+{
+	if (n > PF_VALUE_MAX)
+		return 0;
+	if (s->next_iid[PF_STRING_VALUE] >= PF_VALUES_MAX) { /* full: only what it holds */
+		pf_entry *e;
+		return pf_table_find_only(&s->tab, PF_STRING_VALUE, str, n, &e) ? e->val : 0;
+	}
+	int oom = c->pkt.oom;
+	uint64_t iid = intern(c, s, PF_STRING_VALUE, str, n);
+	if (iid == 0)
+		c->pkt.oom = oom; /* no memory for the table: the value is written whole instead */
 	return iid;
 }
 

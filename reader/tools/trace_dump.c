@@ -51,7 +51,7 @@ static const char usage[] =
 	"                   Perfetto's protobuf trace in FILE (made 0600, replaced whole; a\n"
 	"                   link there is refused) for Perfetto UI and trace_processor:\n"
 	"                   interned names, typed arguments, counter tracks, losses as\n"
-	"                   instants; a quarter to a fifth of Chrome JSON's bytes\n"
+	"                   instants; about a fifth of Chrome JSON's bytes\n"
 	"  -o, --output DIR|FILE\n"
 	"                   where --format ctf (DIR) or --format perfetto (FILE) writes\n"
 	"  --brief          Git's brief mode (default: as each process was captured)\n"

@@ -128,13 +128,15 @@ def test_field_numbers_are_the_schema(workdir):
 
 # ---- trace_processor's reading, redone ------------------------------------------------------
 
-def norm_annotation(a, names):
-    name = a.name if a.HasField('name') else names[a.name_iid]
+def norm_annotation(a, interned):
+    name = a.name if a.HasField('name') else interned[3][a.name_iid]
     kind = a.WhichOneof('value')
     if kind is None:
         v = tuple(x.string_value for x in a.array_values)
     elif kind == 'bool_value':
         v = bool(a.bool_value)
+    elif kind == 'string_value_iid':
+        v = interned[29][a.string_value_iid]
     elif kind == 'pointer_value':
         v = '0x%x' % a.pointer_value
     elif kind == 'double_value':
@@ -170,8 +172,8 @@ def rebuild(pb, path):
         assert sid, 'packet %d has no trusted_packet_sequence_id' % i
         st = seqs.setdefault(sid, {'valid': False})
         if p.sequence_flags & 1:
-            st.update(valid=True, interned={1: {}, 2: {}, 3: {}}, defaults=None, clocks={},
-                      snap={})
+            st.update(valid=True, interned={1: {}, 2: {}, 3: {}, 29: {}}, defaults=None,
+                      clocks={}, snap={})
         if p.sequence_flags & 2:
             assert st['valid'], 'packet %d needs incremental state its sequence lacks' % i
         if p.HasField('trace_packet_defaults'):
@@ -179,10 +181,12 @@ def rebuild(pb, path):
         if p.HasField('interned_data'):
             d = p.interned_data
             for field, entries in ((1, d.event_categories), (2, d.event_names),
-                                   (3, d.debug_annotation_names)):
+                                   (3, d.debug_annotation_names),
+                                   (29, d.debug_annotation_string_values)):
                 for e in entries:
                     assert e.iid not in st['interned'][field], 'iid %d twice' % e.iid
-                    st['interned'][field][e.iid] = e.name
+                    st['interned'][field][e.iid] = e.str.decode('utf-8') if field == 29 \
+                        else e.name
         if p.HasField('clock_snapshot'):
             clocks = {c.clock_id: c for c in p.clock_snapshot.clocks}
             if p.clock_snapshot.primary_trace_clock:
@@ -216,11 +220,11 @@ def rebuild(pb, path):
         te = p.track_event
         track = te.track_uuid if te.HasField('track_uuid') else \
             defaults.track_event_defaults.track_uuid
-        interned = st.get('interned', {1: {}, 2: {}, 3: {}})
+        interned = st.get('interned', {1: {}, 2: {}, 3: {}, 29: {}})
         name = te.name if te.HasField('name') else \
             interned[2][te.name_iid] if te.HasField('name_iid') else None
         cats = list(te.categories) + [interned[1][c] for c in te.category_iids]
-        args = [norm_annotation(a, interned[3]) for a in te.debug_annotations]
+        args = [norm_annotation(a, interned) for a in te.debug_annotations]
         value = te.double_counter_value if te.HasField('double_counter_value') else \
             te.counter_value
         evs.append((ts, i, te.type, track, name, ','.join(cats) or None, args, value))
@@ -472,3 +476,40 @@ def test_refusals(workdir):
     protoc_decode(out)
     rc, err = export(bad, out, '--salvage')
     assert rc == 0, err
+
+
+def test_string_values_interned_within_bounds(pb, workdir):
+    """String argument values are interned per sequence while short and while the sequence
+    holds fewer than 1024 (nt_render_perfetto.h: PF_VALUE_MAX, PF_VALUES_MAX): past either
+    bound they are written whole, and every value still reads back as trace-dump reads it."""
+    sid = '20261121T230246.881007Z-H0a7c9cdf-P00006405'
+    lines = ['{"event":"version","sid":"%s","thread":"main","time":"2026-11-21T23:02:46.000001Z",'
+             '"file":"common-main.c","line":50,"evt":"3","exe":"2.39.5"}' % sid]
+
+    def data(i, value):
+        return ('{"event":"data","sid":"%s","thread":"main","time":"2026-11-21T23:02:46.%06dZ",'
+                '"file":"x.c","line":1,"repo":1,"t_abs":0.1,"t_rel":0.1,"nesting":1,'
+                '"category":"c","key":"k","value":"%s"}' % (sid, 10 + i, value))
+    values = ['x' * 64, 'y' * 65, 'x' * 64, 'caf\u00e9']   # at, past the length bound
+    values += ['v%d' % i for i in range(1500)]           # past the cap: the last ones whole
+    values += ['v%d' % i for i in range(0, 1500, 7)]     # repeats: interned ones by iid
+    lines += [data(i, v) for i, v in enumerate(values)]
+    events = os.path.join(workdir, 'pf-values.event')
+    open(events, 'w', encoding='utf-8').write('\n'.join(lines) + '\n')
+    archive = os.path.join(workdir, 'pf-values.ntrace')
+    subprocess.run([TRACE_IMPORT, '-o', archive, events], check=True, capture_output=True)
+    out = os.path.join(workdir, 'pf-values.pftrace')
+    rc, err = export(archive, out)
+    assert rc == 0 and err == '', err
+    got, _, _ = compare(pb, archive, out)
+    seen = [dict(eval(a) for a in i[5]).get('value') for i in got.instants if i[4] == 'k']
+    assert sorted(seen) == sorted(values), (len(seen), len(values))
+    trace = pb.Trace()
+    trace.ParseFromString(open(out, 'rb').read())
+    interned = [e.str for p in trace.packet
+                for e in p.interned_data.debug_annotation_string_values]
+    whole = [a.string_value for p in trace.packet for a in p.track_event.debug_annotations
+             if a.HasField('string_value')]
+    assert len(interned) == 1024 and len(set(interned)) == 1024, len(interned)
+    assert b'y' * 65 not in interned and 'y' * 65 in whole and b'x' * 64 in interned
+    assert 'v1499' in whole and 'v0' not in whole

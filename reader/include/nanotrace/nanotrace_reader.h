@@ -537,7 +537,9 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
  * - Events: each thread's on a sequence of its own (trusted_packet_sequence_id 2 + the
  *   thread's index) whose first packet clears the incremental state and sets the defaults
  *   (the thread's track, timestamps as deltas on a sequence clock); event names,
- *   categories and annotation names are interned per sequence. Begin/End and Trace2
+ *   categories and annotation names are interned per sequence, and so are string
+ *   argument values of at most 64 bytes, the first 1024 distinct ones of each sequence
+ *   (later ones are written whole: memory stays bounded). Begin/End and Trace2
  *   regions are slices (an End with no open Begin on its thread is left out, as
  *   nt_render_chrome leaves it out), a Complete a slice from its start to its end,
  *   instants and other Trace2 messages instants, a counter's numeric arguments values on a
@@ -554,8 +556,8 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
  *   was lost.
  * Strings that are not valid UTF-8 are written with U+FFFD for each bad byte. Returns
  * nt_reader_visit's result, or -1 when r or out is NULL (EINVAL), memory runs out or a
- * write fails (see OUTPUT). Cost: O(events) time; memory O(threads x their distinct names
- * and counter tracks), never O(events). */
+ * write fails (see OUTPUT). Cost: O(events) time; memory O(threads x (their distinct names
+ * and counter tracks + 1024 short values)), never O(events). */
 int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
