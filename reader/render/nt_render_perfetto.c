@@ -26,6 +26,10 @@
  *   the timeline and in trace_processor's `slice` and `args` tables; TraceStats is not
  *   used, since its counters describe a tracing service's buffers (chunks, bytes), not
  *   events.
+ * Order: trace_processor sorts packets by time, equal times by arrival. A Complete is
+ * recorded when it ends, after the events inside it, so its SLICE_BEGIN arrives after
+ * theirs: one that starts at the very nanosecond an event inside it starts would nest
+ * the other way round (one clock read per event makes that a tie of two reads).
  * Timestamps: a ClockSnapshot first relates CLOCK_MONOTONIC (the events' clock) to
  * CLOCK_REALTIME at the archive's start and makes MONOTONIC the trace's clock, so times
  * equal trace-dump's and line up with other Perfetto data of the machine, whose snapshots
