@@ -444,7 +444,7 @@ def test_losses(pb, workdir):
     assert list(losses.values())[0].get('unmatched_ends', 0) == other['unmatched_ends']
 
 
-def test_refusals(workdir):
+def test_refusals(pb, workdir):
     archive = os.path.join(workdir, 'pf-demo.ntrace')
     if not os.path.exists(archive):
         subprocess.run([DEMO, archive, '--threads', '1', '--requests', '5'], check=True,
@@ -474,6 +474,12 @@ def test_refusals(workdir):
     rc, err = export(bad, out)
     assert rc == 2 and 'at byte' in err, err
     protoc_decode(out)
+    # the damage is on the process track, each place with its offset, as stderr said it
+    got, _ = rebuild(pb, out)
+    losses = list(losses_of(got).values())
+    said = re.findall(r'at byte (\d+)', err)
+    assert losses and losses[0]['damaged_places'] == len(said), (losses, err)
+    assert [re.match(r'offset (\d+): ', d).group(1) for d in losses[0]['damage']] == said
     rc, err = export(bad, out, '--salvage')
     assert rc == 0, err
 
