@@ -5,8 +5,9 @@
  *              the compressed archive (the default: chunks decompressed ahead on a helper
  *              thread where that pays), the same read serially (ahead off), and the same
  *              events recorded uncompressed; interleaved, so drift hits all alike
- *   render     trace-dump's renderings into /dev/null: text, Chrome JSON, stats, and Git's
- *              NORMAL, PERF and EVENT for a Trace2 archive (M ev/s)
+ *   render     trace-dump's renderings into /dev/null: text, Chrome JSON, Perfetto's protobuf,
+ *              stats, and Git's NORMAL, PERF and EVENT for a Trace2 archive (M ev/s); bytes
+ *              per event of the Chrome JSON and Perfetto renderings
  *   import     trace-import of the EVENT rendering back into an archive (MB/s of JSON)
  *   memory     the reader's private (anonymous) memory after opening and visiting an archive
  *              of 1 M and of 10 M events, in KiB over what the process had before
@@ -33,7 +34,8 @@
 #include "nt_bench_util.h"
 
 typedef struct reader_results {
-	double stream_mev_s, time_mev_s, text_mev_s, chrome_mev_s, stats_mev_s;
+	double stream_mev_s, time_mev_s, text_mev_s, chrome_mev_s, stats_mev_s, perfetto_mev_s;
+	double chrome_bytes, perfetto_bytes; /* per event of the mixed shape's renderings */
 	double serial_mev_s[2], plain_mev_s[2]; /* [stream, time]: ahead off; uncompressed */
 	/* Events per CPU second of the visiting thread (a helper's not counted): [stream,
 	 * time] of the default, the serial and the uncompressed visit. On a busy machine the
@@ -136,7 +138,8 @@ static double time_visit(const char *path, nt_order order, uint64_t *events, int
 	return time_visit_cpu(path, order, events, ahead, NULL);
 }
 
-enum { RENDER_TEXT, RENDER_CHROME, RENDER_STATS, RENDER_NORMAL, RENDER_PERF, RENDER_EVENT };
+enum { RENDER_TEXT, RENDER_CHROME, RENDER_STATS, RENDER_NORMAL, RENDER_PERF, RENDER_EVENT,
+       RENDER_PERFETTO };
 
 /* Seconds for one rendering into `out`. */
 static double time_render(const char *path, int what, FILE *out)
@@ -156,6 +159,8 @@ static double time_render(const char *path, int what, FILE *out)
 		rc = nt_render_chrome(r, out, &opt);
 	else if (what == RENDER_STATS)
 		rc = nt_render_stats(r, out, &opt);
+	else if (what == RENDER_PERFETTO)
+		rc = nt_render_perfetto(r, out, &opt);
 	else {
 		t2.format = what == RENDER_NORMAL ? NT_TRACE2_NORMAL
 			    : what == RENDER_PERF ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
@@ -164,6 +169,27 @@ static double time_render(const char *path, int what, FILE *out)
 	fflush(out);
 	nt_reader_close(r);
 	return rc < 0 ? -1 : (double)(now_ns() - t0) / 1e9;
+}
+
+/* A sink that counts the bytes written to it. */
+static ssize_t count_write(void *cookie, const char *buf, size_t n)
+{
+	(void)buf;
+	*(uint64_t *)cookie += n;
+	return (ssize_t)n;
+}
+
+/* Bytes per event of one rendering of `path`. */
+static double render_bytes(const char *path, int what, uint64_t events)
+{
+	uint64_t bytes = 0;
+	cookie_io_functions_t io = { .write = count_write };
+	FILE *f = fopencookie(&bytes, "w", io);
+	if (f == NULL)
+		return -1;
+	double t = time_render(path, what, f);
+	fclose(f);
+	return t < 0 || events == 0 ? -1 : (double)bytes / (double)events;
 }
 
 static double median_of_runs(double (*one)(const char *, int, FILE *), const char *path, int what,
@@ -315,6 +341,9 @@ static int measure(reader_results *b, uint64_t iterations, int reps, int decode_
 		b->text_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_TEXT, devnull, reps));
 		b->chrome_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_CHROME, devnull, reps));
 		b->stats_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_STATS, devnull, reps));
+		b->perfetto_mev_s = mev_s(b->events, median_of_runs(time_render, mixed, RENDER_PERFETTO, devnull, reps));
+		b->chrome_bytes = render_bytes(mixed, RENDER_CHROME, b->events);
+		b->perfetto_bytes = render_bytes(mixed, RENDER_PERFETTO, b->events);
 		time_visit(t2, NT_ORDER_TIME, &b->t2_events, NT_READER_AHEAD_AUTO);
 		for (int f = 0; f < 3; f++)
 			b->t2_mev_s[f] = mev_s(b->t2_events, median_of_runs(time_render, t2, RENDER_NORMAL + f, devnull, reps));
@@ -383,8 +412,10 @@ int main(int argc, char **argv)
 			       b.plain_mev_s[0], b.plain_mev_s[1], b.own_cpu_mev_s[0][0], b.own_cpu_mev_s[0][1]);
 		return 0;
 	}
-	printf("render                 text %.2f   chrome %.2f   stats %.1f M ev/s\n", b.text_mev_s,
-	       b.chrome_mev_s, b.stats_mev_s);
+	printf("render                 text %.2f   chrome %.2f   perfetto %.2f   stats %.1f M ev/s\n",
+	       b.text_mev_s, b.chrome_mev_s, b.perfetto_mev_s, b.stats_mev_s);
+	printf("bytes per event        chrome %.1f   perfetto %.1f\n", b.chrome_bytes,
+	       b.perfetto_bytes);
 	printf("Trace2, %" PRIu64 " messages   normal %.2f   perf %.2f   event %.2f M ev/s\n",
 	       b.t2_events, b.t2_mev_s[0], b.t2_mev_s[1], b.t2_mev_s[2]);
 	printf("trace-import           %.1f MB/s of EVENT JSON\n", b.import_mb_s);
@@ -397,13 +428,16 @@ int main(int argc, char **argv)
 		       "\"reader_mev_s_time_uncompressed\": %.2f, "
 		       "\"reader_mev_s_stream_own_cpu\": %.2f, \"reader_mev_s_time_own_cpu\": %.2f, "
 		       "\"render_text_mev_s\": %.3f, \"render_chrome_mev_s\": %.3f, "
+		       "\"render_perfetto_mev_s\": %.3f, \"chrome_bytes_per_event_mixed\": %.2f, "
+		       "\"perfetto_bytes_per_event_mixed\": %.2f, "
 		       "\"render_stats_mev_s\": %.2f, \"render_trace2_normal_mev_s\": %.3f, "
 		       "\"render_trace2_perf_mev_s\": %.3f, \"render_trace2_event_mev_s\": %.3f, "
 		       "\"import_mb_s\": %.1f, \"reader_anon_kb_1m\": %ld, "
 		       "\"reader_anon_kb_10m\": %ld}\n",
 		       b.stream_mev_s, b.time_mev_s, b.serial_mev_s[0], b.serial_mev_s[1],
 		       b.plain_mev_s[0], b.plain_mev_s[1], b.own_cpu_mev_s[0][0], b.own_cpu_mev_s[0][1],
-		       b.text_mev_s, b.chrome_mev_s, b.stats_mev_s,
+		       b.text_mev_s, b.chrome_mev_s, b.perfetto_mev_s, b.chrome_bytes,
+		       b.perfetto_bytes, b.stats_mev_s,
 		       b.t2_mev_s[0], b.t2_mev_s[1], b.t2_mev_s[2], b.import_mb_s, b.anon_kb_1m,
 		       b.anon_kb_10m);
 	return 0;

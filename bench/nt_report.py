@@ -9,7 +9,9 @@ It runs the C programs of bench/ (the measurements stay in C, next to the code t
 measure) and merges their JSON:
   nt_bench_peers   the floor, nanotrace and LTTng-UST at 1-16 threads, interleaved rounds,
                    ratios with their spread; bytes per event on disk; streaming (--part)
-  nt_bench_reader  decode in both orders, every trace-dump rendering, the reader's memory
+  nt_bench_reader  decode in both orders, every trace-dump rendering, the reader's memory,
+                   bytes per event of Chrome JSON and Perfetto (mixed shape)
+and the demo's Chrome JSON and Perfetto renderings by trace-dump itself (issue 28),
 and drives what C should not: LTTng's own session daemon in a private LTTNG_HOME (as root,
 inside a private mount namespace, so the traced process registers with this daemon and no
 system one), and babeltrace2 reading the LTTng trace of the same events. Python's standard
@@ -44,14 +46,23 @@ KEYS = [
     'render_trace2_perf_mev_s', 'render_trace2_event_mev_s', 'reader_anon_kb_1m',
     'reader_anon_kb_10m',
     'import_mb_s',  # issue 15: trace-import reads >= 100 MB/s
+    # issue 28: Perfetto's protobuf against Chrome JSON, mixed shape and demo, same run
+    # (goals: >= 5x fewer bytes per event, >= 2x the rendering speed)
+    'render_perfetto_mev_s', 'chrome_bytes_per_event_mixed', 'perfetto_bytes_per_event_mixed',
+    'perfetto_size_ratio_mixed', 'perfetto_speedup_mixed', 'chrome_bytes_per_event_demo',
+    'perfetto_bytes_per_event_demo', 'perfetto_size_ratio_demo', 'render_chrome_demo_mev_s',
+    'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
 # the reader benchmark and of the LTTng trace babeltrace2 reads, repetitions.
 MODES = {
-    'full': dict(rounds=9, events=2000000, stream_ms=2000, read_events=3000000, reps=5),
-    'quick': dict(rounds=5, events=500000, stream_ms=500, read_events=1000000, reps=3),
-    'smoke': dict(rounds=3, events=20000, stream_ms=100, read_events=30000, reps=1),
+    'full': dict(rounds=9, events=2000000, stream_ms=2000, read_events=3000000, reps=5,
+                 demo_requests=40000),
+    'quick': dict(rounds=5, events=500000, stream_ms=500, read_events=1000000, reps=3,
+                  demo_requests=10000),
+    'smoke': dict(rounds=3, events=20000, stream_ms=100, read_events=30000, reps=1,
+                  demo_requests=200),
 }
 
 
@@ -358,6 +369,57 @@ def merge_lttng(report, lt, reason):
         null(report, 'babeltrace2_mev_s', 'babeltrace2: not installed')
 
 
+def demo_formats(args, size):
+    """Issue 28 on the demo (nanotrace-demo, 2 worker threads): bytes per event and events/s
+    of trace-dump's Chrome JSON and Perfetto renderings, each into a file of the same folder,
+    median of the repetitions, interleaved. Events: trace-dump --stats's count."""
+    demo = os.path.join(args.build, 'writer', 'nanotrace-demo')
+    dump = os.path.join(args.build, 'reader', 'trace-dump')
+    out = {}
+    with tempfile.TemporaryDirectory(prefix='nt-report-demo-') as d:
+        archive = os.path.join(d, 'demo.ntrace')
+        subprocess.run([demo, archive, '--threads', '2', '--requests',
+                        str(size['demo_requests'])], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=600)
+        stats = subprocess.run([dump, '--stats', archive], check=True, capture_output=True,
+                               text=True).stdout
+        events = int(re.search(r'^events: (\d+)', stats, re.M).group(1))
+        json_path, pf_path = os.path.join(d, 'demo.json'), os.path.join(d, 'demo.pftrace')
+        times = {'chrome': [], 'perfetto': []}
+        for _ in range(max(size['reps'], 3)):
+            for fmt in ('chrome', 'perfetto'):
+                t0 = time.perf_counter()
+                if fmt == 'chrome':
+                    with open(json_path, 'wb') as f:
+                        subprocess.run([dump, '--format', 'chrome', archive], stdout=f,
+                                       check=True, timeout=600)
+                else:
+                    subprocess.run([dump, '--format', 'perfetto', '-o', pf_path, archive],
+                                   check=True, timeout=600)
+                times[fmt].append(time.perf_counter() - t0)
+        log('  demo: %d events; chrome %d bytes, perfetto %d bytes' % (
+            events, os.path.getsize(json_path), os.path.getsize(pf_path)))
+        out['chrome_bytes_per_event_demo'] = os.path.getsize(json_path) / events
+        out['perfetto_bytes_per_event_demo'] = os.path.getsize(pf_path) / events
+        out['render_chrome_demo_mev_s'] = events / median(times['chrome']) / 1e6
+        out['render_perfetto_demo_mev_s'] = events / median(times['perfetto']) / 1e6
+    out['perfetto_size_ratio_demo'] = (out['chrome_bytes_per_event_demo'] /
+                                       out['perfetto_bytes_per_event_demo'])
+    out['perfetto_speedup_demo'] = (out['render_perfetto_demo_mev_s'] /
+                                    out['render_chrome_demo_mev_s'])
+    return out
+
+
+def perfetto_ratios(report):
+    """The mixed shape's ratios, from nt_bench_reader's figures of the same run."""
+    cb, pb = report.get('chrome_bytes_per_event_mixed'), report.get('perfetto_bytes_per_event_mixed')
+    if cb and pb and cb > 0 and pb > 0:
+        report['perfetto_size_ratio_mixed'] = cb / pb
+    c, p = report.get('render_chrome_mev_s'), report.get('render_perfetto_mev_s')
+    if c and p and c > 0 and p > 0:
+        report['perfetto_speedup_mixed'] = p / c
+
+
 def measure(args, size):
     report = {'mode': args.mode}
     peers = os.path.join(args.build, 'bench', 'nt_bench_peers')
@@ -376,6 +438,11 @@ def measure(args, size):
                                '--stream-ms', str(size['stream_ms']), '--json']))
     report.update(run_program([reader, '--events', str(size['read_events']), '--reps',
                                str(size['reps']), '--json']))
+    perfetto_ratios(report)
+    try:
+        report.update(demo_formats(args, size))
+    except (subprocess.CalledProcessError, AttributeError) as e:
+        raise BenchError('the demo formats (issue 28): %s' % e)
     bt = report.get('babeltrace2_mev_s')
     if bt:
         report['reader_speedup_vs_babeltrace2'] = report['reader_mev_s_stream'] / bt
@@ -424,6 +491,17 @@ def print_table(r):
         ('  nanotrace decode faster by', fmt(r, 'reader_speedup_vs_babeltrace2', 'x', 1)),
         ('trace-dump text / chrome', '%s / %s' % (
             fmt(r, 'render_text_mev_s', ' M ev/s'), fmt(r, 'render_chrome_mev_s', ' M ev/s'))),
+        ('trace-dump perfetto (mixed)', fmt(r, 'render_perfetto_mev_s', ' M ev/s')),
+        ('  faster than chrome by (mixed / demo)', '%s / %s' % (
+            fmt(r, 'perfetto_speedup_mixed', 'x'), fmt(r, 'perfetto_speedup_demo', 'x'))),
+        ('bytes per event chrome / perfetto (mixed)', '%s / %s' % (
+            fmt(r, 'chrome_bytes_per_event_mixed', ' B', 1),
+            fmt(r, 'perfetto_bytes_per_event_mixed', ' B', 1))),
+        ('bytes per event chrome / perfetto (demo)', '%s / %s' % (
+            fmt(r, 'chrome_bytes_per_event_demo', ' B', 1),
+            fmt(r, 'perfetto_bytes_per_event_demo', ' B', 1))),
+        ('  perfetto smaller by (mixed / demo)', '%s / %s' % (
+            fmt(r, 'perfetto_size_ratio_mixed', 'x', 1), fmt(r, 'perfetto_size_ratio_demo', 'x', 1))),
         ('Trace2 normal / perf / event', '%s / %s / %s' % (
             fmt(r, 'render_trace2_normal_mev_s'), fmt(r, 'render_trace2_perf_mev_s'),
             fmt(r, 'render_trace2_event_mev_s'))),

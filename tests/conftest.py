@@ -32,6 +32,24 @@ def workdir(tmp_path_factory):
     return str(tmp_path_factory.mktemp('work'))
 
 
+def two_process_bundle(workdir, prefix):
+    """A bundle of two demo processes recorded at once (as trace-record writes one): "web"
+    (main and 2 workers) and "db" (main and 3 workers); returns its path. Needs NT_DEMO and
+    NT_MAKE_BUNDLE."""
+    import subprocess
+    demo, make_bundle = program('NT_DEMO'), program('NT_MAKE_BUNDLE')
+    paths = [os.path.join(workdir, '%s-p%d.ntrace' % (prefix, i)) for i in range(2)]
+    procs = [subprocess.Popen([demo, paths[0], '--threads', '2', '--requests', '40'],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+             subprocess.Popen([demo, paths[1], '--threads', '3', '--requests', '30'],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    assert [p.wait() for p in procs] == [0, 0]
+    bundle = os.path.join(workdir, '%s-bundle.ntrace' % prefix)
+    subprocess.run([make_bundle, bundle, paths[0] + ',name=web', paths[1] + ',name=db'],
+                   check=True)
+    return bundle
+
+
 _outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
 
 

@@ -27,6 +27,11 @@ ISSUE_KEYS = [
     'render_trace2_perf_mev_s', 'render_trace2_event_mev_s', 'reader_anon_kb_1m',
     'reader_anon_kb_10m',
     'import_mb_s',  # issue 15
+    # issue 28: Perfetto's protobuf beside Chrome JSON, mixed shape and demo
+    'render_perfetto_mev_s', 'chrome_bytes_per_event_mixed', 'perfetto_bytes_per_event_mixed',
+    'perfetto_size_ratio_mixed', 'perfetto_speedup_mixed', 'chrome_bytes_per_event_demo',
+    'perfetto_bytes_per_event_demo', 'perfetto_size_ratio_demo', 'render_chrome_demo_mev_s',
+    'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

@@ -23,7 +23,7 @@ import subprocess
 
 import pytest
 
-from conftest import program
+from conftest import program, two_process_bundle
 
 TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE, CTF_CASES = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE',
@@ -319,15 +319,7 @@ def test_trace2_import(work):
 def test_bundle(work):
     """Two processes in one bundle (trace-record's archive): a stream per thread, each
     naming its process by the section's name, every event as trace-dump reads it."""
-    paths = [os.path.join(work, 'ctf-p%d.ntrace' % i) for i in range(2)]
-    procs = [subprocess.Popen([DEMO, paths[0], '--threads', '2', '--requests', '40'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen([DEMO, paths[1], '--threads', '3', '--requests', '30'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    assert [p.wait() for p in procs] == [0, 0]
-    bundle = os.path.join(work, 'ctf-bundle.ntrace')
-    subprocess.run([MAKE_BUNDLE, bundle, paths[0] + ',name=web', paths[1] + ',name=db'],
-                   check=True)
+    bundle = two_process_bundle(work, 'ctf')
     out = os.path.join(work, 'ctf-bundle')
     rc, _, err = export(bundle, out)
     assert rc == 0 and err == '', err

@@ -526,6 +526,40 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *op
  * write fails (see OUTPUT). */
 int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
 
+/* Perfetto's native trace format: a protobuf `Trace` (perfetto_trace.proto, vendored in
+ * third_party/perfetto/ with the upstream commit it came from) that Perfetto UI,
+ * trace_processor and Android's and Chrome's tools load, written to `out` as a stream of
+ * TracePackets in the visit's order.
+ * - Tracks: a process track per section (pid, name) and a thread track per thread (pid,
+ *   tid, name), described first on sequence 1 after a ClockSnapshot that relates
+ *   CLOCK_MONOTONIC (the events' clock, made the trace's clock) to CLOCK_REALTIME at the
+ *   start, so times equal trace-dump's and line up with other Perfetto data of the machine.
+ * - Events: each thread's on a sequence of its own (trusted_packet_sequence_id 2 + the
+ *   thread's index) whose first packet clears the incremental state and sets the defaults
+ *   (the thread's track, timestamps as deltas on a sequence clock); event names,
+ *   categories and annotation names are interned per sequence, and so are string
+ *   argument values of at most 64 bytes, the first 1024 distinct ones of each sequence
+ *   (later ones are written whole: memory stays bounded). Begin/End and Trace2
+ *   regions are slices (an End with no open Begin on its thread is left out, as
+ *   nt_render_chrome leaves it out), a Complete a slice from its start to its end,
+ *   instants and other Trace2 messages instants, a counter's numeric arguments values on a
+ *   counter track per thread, counter name and argument ("<name> <argument>"); arguments
+ *   are typed debug annotations. A Trace2 process is a slice "process" from "start" to
+ *   "atexit", a child process a slice "child" (child_start to child_exit) on a track of its
+ *   own under its thread.
+ * - Losses: a gap is an instant "events lost" (annotation "lost") on its thread; each
+ *   process whose writer lost events (dropped by reason, overwritten, wraps, saving
+ *   stopped) gets an instant "nanotrace losses" on its track at the end of the trace with
+ *   one annotation per count, the first process also the rendering's own counts
+ *   (events_lost_in_gaps, unmatched_ends, unended_begins, damaged_places and the first 100
+ *   places as "damage", counter_args_not_numeric, timestamps_clamped); none when nothing
+ *   was lost.
+ * Strings that are not valid UTF-8 are written with U+FFFD for each bad byte. Returns
+ * nt_reader_visit's result, or -1 when r or out is NULL (EINVAL), memory runs out or a
+ * write fails (see OUTPUT). Cost: O(events) time; memory O(threads x (their distinct names
+ * and counter tracks + 1024 short values)), never O(events). */
+int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
+
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
  * left unmatched (by nt_render_chrome's rule), and the Trace2 processes present; includes
  * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. */
