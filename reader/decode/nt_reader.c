@@ -64,7 +64,7 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
 	if (r->many)
 		nt_many_count_records(r, counts);
 	else
-		nt_single_count_records(r, counts);
+		nt_single_count_records(r, r, counts);
 }
 
 /* Summed over the sections: a reader of one archive is its own one section. */

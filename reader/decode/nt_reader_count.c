@@ -29,13 +29,13 @@ typedef struct zcount {
 	uint8_t *buf;
 } zcount;
 
-static void count_zchunk(const nt_reader *r, uint64_t off, uint64_t size, zcount *z,
-			 uint64_t *counts)
+static void count_zchunk(const nt_reader *r, const nt_reader *top, uint64_t off, uint64_t size,
+			 zcount *z, uint64_t *counts)
 {
 	counts[NT_KIND_ZCHUNK]++;
 	if (z->buf == NULL && (z->buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
 		return;
-	if (z->dec == NULL && (z->dec = nt_zchunk_decoder_new()) == NULL)
+	if (z->dec == NULL && (z->dec = nt_reader_decoder_take(top)) == NULL)
 		return;
 	if (nt_zchunk_decode(z->dec, r->data + off, size, z->buf, NT_MAX_ZCHUNK_BYTES) == NULL)
 		count_in_chunk(z->buf, 0, ((const nt_chunk_header *)(const void *)z->buf)->size_bytes,
@@ -43,7 +43,8 @@ static void count_zchunk(const nt_reader *r, uint64_t off, uint64_t size, zcount
 }
 
 /* The top-level records of [off, end): a finished archive, or the stream an arena saved. */
-static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_t *counts)
+static void count_stream(const nt_reader *r, const nt_reader *top, uint64_t off, uint64_t end,
+			 uint64_t *counts)
 {
 	zcount z = { NULL, NULL };
 	while (off < end) {
@@ -55,7 +56,7 @@ static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_
 		}
 		if (nt_kind_is_chunk(r->data[off]) && nt_chunk_header_ok(r, off, size, &why)) {
 			if (r->data[off] == NT_KIND_ZCHUNK)
-				count_zchunk(r, off, size, &z, counts);
+				count_zchunk(r, top, off, size, &z, counts);
 			else
 				count_in_chunk(r->data, off, off + size, counts);
 		} else {
@@ -63,14 +64,14 @@ static void count_stream(const nt_reader *r, uint64_t off, uint64_t end, uint64_
 		}
 		off += size;
 	}
-	nt_zchunk_decoder_free(z.dec);
+	nt_reader_decoder_give(top, z.dec);
 	free(z.buf);
 }
 
 /* Wherever the layout keeps records. An arena image holds its durable records in the
  * durable region (up to the first zero word) and its chunks in slots, which is where the
  * open found them: the bytes between are no record stream. */
-void nt_single_count_records(const nt_reader *r, uint64_t counts[256])
+void nt_single_count_records(const nt_reader *r, const nt_reader *top, uint64_t counts[256])
 {
 	if (r->arena) {
 		uint64_t off = r->info.data_offset, end = off + r->info.durable_size;
@@ -87,5 +88,5 @@ void nt_single_count_records(const nt_reader *r, uint64_t counts[256])
 				       r->chunks[i].offset + r->chunk_size, counts);
 	}
 	if (!r->arena || r->tail)
-		count_stream(r, r->records_start, r->size, counts);
+		count_stream(r, top, r->records_start, r->size, counts);
 }

@@ -564,6 +564,7 @@ void nt_many_close(nt_reader *m)
 	free(m->threads);
 	free(m->thread_order);
 	free(m->processes); /* their SIDs are the sections' */
+	nt_reader_decoder_free(m);
 	free(m);
 }
 
@@ -571,5 +572,5 @@ void nt_many_count_records(const nt_reader *m, uint64_t counts[256])
 {
 	for (size_t i = 0; i < m->many->nsections; i++)
 		if (m->many->sections[i].reader != NULL)
-			nt_single_count_records(m->many->sections[i].reader, counts);
+			nt_single_count_records(m->many->sections[i].reader, m, counts);
 }
