@@ -18,9 +18,11 @@
 # corpus, as below).
 # The seeds in tests/fuzz/corpus are read, and written only with NT_FUZZ_MERGE=1: what a run
 # finds goes to a scratch corpus under the build directory (kept between runs, so a later
-# run goes on from it); with NT_FUZZ_MERGE=1 libFuzzer's -merge=1 then copies into
-# tests/fuzz/corpus/<target> only the inputs that reach features the corpus does not, so the
-# committed corpus stays minimal and the next run (anyone's, CI's) goes on from this one.
+# run goes on from it); with NT_FUZZ_MERGE=1 libFuzzer's -merge=1 -use_counters=0 then
+# copies into tests/fuzz/corpus/<target> only the inputs that reach edges the corpus does
+# not (a merge by features, hit counts included, added 3,791 inputs and 36 MB after one
+# 60 s run per target), so the committed corpus stays small and the next run (anyone's,
+# CI's) goes on from this one.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev); without them it says so and
 # exits 77 (CI installs both: .ci/packages).
 set -u
@@ -64,13 +66,14 @@ max_len() {
 	esac
 }
 
-# With NT_FUZZ_MERGE=1: the inputs of the scratch corpus that add features, copied into the
-# committed one; prints ", N merged" (nothing without NT_FUZZ_MERGE).
+# With NT_FUZZ_MERGE=1: the inputs of the scratch corpus that reach new edges, copied into
+# the committed one; prints ", N merged into DIR" (nothing without NT_FUZZ_MERGE).
 merge() {
 	[ "${NT_FUZZ_MERGE:-0}" = 1 ] || return 0
 	local dir=tests/fuzz/corpus/$1 before after
 	before=$(ls "$dir" | wc -l)
-	"$build/tests/fuzz/fuzz_$1" -merge=1 "$dir" "$2" $(max_len "$1") >"$build/fuzz-$1.merge.log" 2>&1 ||
+	"$build/tests/fuzz/fuzz_$1" -merge=1 -use_counters=0 "$dir" "$2" $(max_len "$1") \
+		>"$build/fuzz-$1.merge.log" 2>&1 ||
 		{ echo ", merge FAILED (log: $build/fuzz-$1.merge.log)"; return 0; }
 	after=$(ls "$dir" | wc -l)
 	echo ", $((after - before)) merged into $dir"
