@@ -374,7 +374,11 @@ static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const g
 			      const uint64_t *next, size_t nnext)
 {
 	size_t nactive = 0;
-	if (!grow_u64(&s->latest, &s->nlatest, NT_MAX_THREAD_INDEX + 1) ||
+	if (s->latest == NULL) { /* zeroed once; each copy zeroes what the last one set */
+		s->latest = calloc(NT_MAX_THREAD_INDEX + 1, sizeof(uint64_t));
+		s->nlatest = s->latest != NULL ? NT_MAX_THREAD_INDEX + 1 : 0;
+	}
+	if (s->latest == NULL || !grow_u64(&s->latest_set, &s->latest_set_cap, g->nslots) ||
 	    !grow_u64(&s->active, &s->nactive_cap, g->nslots))
 		return "out of memory copying the arena";
 	if (s->scratch_cap < g->cs) {
@@ -384,7 +388,11 @@ static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const g
 		s->scratch = p;
 		s->scratch_cap = (size_t)g->cs;
 	}
-	memset(s->latest, 0, s->nlatest * sizeof(uint64_t)); /* first_event + 1 by thread */
+	/* first_event + 1 by thread: the last copy's entries zeroed (the table is 350 KiB, and
+	 * a poll of a small arena sets a few) */
+	for (size_t k = 0; k < s->nlatest_set; k++)
+		s->latest[s->latest_set[k]] = 0;
+	s->nlatest_set = 0;
 	for (uint64_t i = 0; i < g->nslots; i++) {
 		uint64_t at = g->rolling + i * g->cs;
 		int rc = copy_slot(s->buf + at, map + at, (uint32_t)g->cs, next, nnext);
@@ -393,8 +401,11 @@ static const char *copy_slots(nt_follow_snapshot *s, const uint8_t *map, const g
 		if (rc <= 0)
 			continue;
 		const nt_chunk_header *h = (const nt_chunk_header *)(const void *)(s->buf + at);
-		if (h->thread <= NT_MAX_THREAD_INDEX && h->first_event + 1 > s->latest[h->thread])
+		if (h->thread <= NT_MAX_THREAD_INDEX && h->first_event + 1 > s->latest[h->thread]) {
+			if (s->latest[h->thread] == 0) /* one a slot: latest_set holds nslots */
+				s->latest_set[s->nlatest_set++] = h->thread;
 			s->latest[h->thread] = h->first_event + 1;
+		}
 		if (rc == 2)
 			s->active[nactive++] = i;
 	}
@@ -449,6 +460,7 @@ void nt_follow_snapshot_free(nt_follow_snapshot *s)
 	if (s->buf != NULL)
 		munmap(s->buf, s->cap);
 	free(s->latest);
+	free(s->latest_set);
 	free(s->active);
 	free(s->scratch);
 	*s = (nt_follow_snapshot){ 0 };

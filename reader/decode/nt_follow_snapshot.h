@@ -22,6 +22,8 @@ typedef struct nt_follow_snapshot {
 	nt_archive_info info; /* the copied header, decoded */
 	uint64_t *latest;     /* per copy, by thread index: its latest chunk's first_event + 1 */
 	size_t nlatest;
+	uint64_t *latest_set; /* the thread indices whose latest is not 0 (at most one a slot): */
+	size_t nlatest_set, latest_set_cap; /* a copy zeroes those, not the whole table */
 	uint64_t *active;     /* per copy: slots copied while their writer was adding to them */
 	size_t nactive_cap;
 	uint8_t *scratch;     /* one slot: a later look at a slot is copied here first */

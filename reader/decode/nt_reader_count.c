@@ -26,6 +26,7 @@ static void count_in_chunk(const uint8_t *data, uint64_t off, uint64_t end, uint
 /* A compressed chunk counts as a CompressedChunk and, when it decompresses, as the chunk it
  * holds. */
 typedef struct zcount {
+	const nt_reader *top; /* whose kept decoder is taken (nt_reader_decoder.c) */
 	nt_zchunk_decoder *dec;
 	uint8_t *buf;
 } zcount;
@@ -36,7 +37,7 @@ static void count_zchunk(const nt_reader *r, uint64_t off, uint64_t size, zcount
 	counts[NT_KIND_ZCHUNK]++;
 	if (z->buf == NULL && (z->buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
 		return;
-	if (z->dec == NULL && (z->dec = nt_zchunk_decoder_new()) == NULL)
+	if (z->dec == NULL && (z->dec = nt_reader_decoder_take(z->top)) == NULL)
 		return;
 	if (nt_zchunk_decode(z->dec, r->data + off, size, z->buf, NT_MAX_ZCHUNK_BYTES) == NULL)
 		count_in_chunk(z->buf, 0, ((const nt_chunk_header *)(const void *)z->buf)->size_bytes,
@@ -89,12 +90,12 @@ static void count_archive(const nt_reader *r, zcount *z, uint64_t counts[256])
 		count_stream(r, r->records_start, r->size, z, counts);
 }
 
-/* One archive, or every section of a many-process reader that opened, with one
- * decompression context for all (one per section cost a 20,000-process bundle's --stats a
- * quarter of its time in zeroing new contexts). */
+/* One archive, or every section of a many-process reader that opened, with the reader's
+ * one decoder and one buffer for all (a decoder per section cost a 20,000-process bundle's
+ * --stats a quarter of its time in zeroing new ones). */
 void nt_count_records(const nt_reader *r, uint64_t counts[256])
 {
-	zcount z = { NULL, NULL };
+	zcount z = { r, NULL, NULL };
 	if (r->many) {
 		for (size_t i = 0; i < r->many->nsections; i++)
 			if (r->many->sections[i].reader != NULL)
@@ -102,6 +103,6 @@ void nt_count_records(const nt_reader *r, uint64_t counts[256])
 	} else {
 		count_archive(r, &z, counts);
 	}
-	nt_zchunk_decoder_free(z.dec);
+	nt_reader_decoder_give(r, z.dec);
 	free(z.buf);
 }

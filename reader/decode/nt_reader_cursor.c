@@ -547,7 +547,7 @@ static int cursor_setup(nt_reader_cursor *cu)
 	nt_reader *r = cu->r;
 	visit proto = { .r = r, .cb = &cu->cb, .ctx = cu->ctx, .policy = cu->policy,
 			.many = r->in_many, .threads = r->threads, .base = r->file_base,
-			.zdec = &cu->zdec };
+			.zdec = &cu->zdec, .top = r };
 	proto.ahead_buffers = nt_ahead_plan(r, &proto.ahead_forced);
 	if (r->many) {
 		if (cursor_sections(cu, &proto) < 0)
@@ -623,7 +623,7 @@ void nt_reader_cursor_close(nt_reader_cursor *cu)
 	if (cu->section_open)
 		stream_section_end(cu);
 	time_free(cu);
-	nt_zchunk_decoder_free(cu->zdec);
+	nt_reader_decoder_give(cu->r, cu->zdec);
 	free(cu->vs);
 	free(cu->args);
 	free(cu->buf);

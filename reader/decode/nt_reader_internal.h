@@ -4,7 +4,8 @@
  * reader/decode from the bottom up; each file calls only files on its own line or below:
  *   state and helpers  this header, nt_reader_error.c (nt_reader_fail), nt_reader_frame.c
  *                      (top-level records), nt_reader_durable.c, nt_reader_clock.c,
- *                      nt_reader_access.c (accessors), nt_follow_snapshot.c
+ *                      nt_reader_access.c (accessors), nt_follow_snapshot.c,
+ *                      nt_reader_decoder.c (the spare zstd decoder)
  *   mechanisms         nt_reader_open.c (one archive), nt_reader_count.c, nt_reader_ahead.c,
  *                      nt_reader_visit.c, then nt_reader_many.c and nt_reader_cursor.c
  *   top                nt_reader.c (every call that differs for one archive and for many),
@@ -155,6 +156,8 @@ struct nt_reader {
 	/* nt_reader_set_decompress_ahead(): 0 = never called (the environment, then the
 	 * default rule); else the buffers asked + 1 (1: off; NT_READER_AHEAD_AUTO stores 0). */
 	int ahead_setting;
+	/* A zstd decoder kept between visits and counts (nt_reader_decoder.c); NULL: none. */
+	nt_zchunk_decoder *spare_decoder;
 };
 
 /* The header decoder is format/'s (nt_archive_header_decode.h), shared with the manager. */
@@ -164,6 +167,14 @@ struct nt_reader {
  * way a public call of the reader says why it failed. */
 void nt_reader_fail(nt_reader_error *err, const char *name, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* nt_reader_decoder.c: a decoder for one visit or count of r (the one of a many-process
+ * reader, for all its sections): the reader's spare, or a new one (NULL when memory runs
+ * out); given back when done (NULL is nothing), kept as the spare or freed when another
+ * already is. Safe from any thread. nt_reader_decoder_free frees the spare (at close). */
+nt_zchunk_decoder *nt_reader_decoder_take(const nt_reader *r);
+void nt_reader_decoder_give(const nt_reader *r, nt_zchunk_decoder *d);
+void nt_reader_decoder_free(nt_reader *r);
 
 /* nt_reader_open.c: map a regular, non-empty file read-only; 0 and *err on failure. */
 int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err);

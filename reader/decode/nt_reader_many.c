@@ -564,5 +564,6 @@ void nt_many_close(nt_reader *m)
 	free(m->threads);
 	free(m->thread_order);
 	free(m->processes); /* their SIDs are the sections' */
+	nt_reader_decoder_free(m);
 	free(m);
 }

@@ -488,5 +488,6 @@ void nt_single_close(nt_reader *r)
 	free(r->processes);
 	free(r->callsites);
 	free(r->chunks);
+	nt_reader_decoder_free(r);
 	free(r);
 }

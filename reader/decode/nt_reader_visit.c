@@ -100,7 +100,7 @@ const char *nt_visit_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint32_t
 	}
 	if (*buf == NULL && (*buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
 		return "out of memory decompressing a compressed chunk";
-	if (*v->zdec == NULL && (*v->zdec = nt_zchunk_decoder_new()) == NULL)
+	if (*v->zdec == NULL && (*v->zdec = nt_reader_decoder_take(v->top)) == NULL)
 		return "out of memory decompressing a compressed chunk";
 	why = nt_zchunk_decode(*v->zdec, r->data + off, size, *buf, NT_MAX_ZCHUNK_BYTES);
 	if (why == NULL)

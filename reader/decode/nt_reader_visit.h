@@ -39,7 +39,10 @@ typedef struct visit {
 	int many;
 	const nt_reader_thread *threads;
 	uint64_t base;
-	nt_zchunk_decoder **zdec; /* shared by the visits of one nt_reader_visit; made on use */
+	/* Shared by the visits of one cursor; taken on use from the reader the cursor visits
+	 * (top: r, or the many-process reader of which r is a section), given back at its close. */
+	nt_zchunk_decoder **zdec;
+	const nt_reader *top;
 	uint32_t ahead_buffers;   /* nt_ahead_plan's, for the helper each visit starts */
 	int ahead_forced;
 	nt_ahead *ahead;          /* decompressing ahead (NULL: serially) */

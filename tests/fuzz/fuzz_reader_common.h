@@ -66,7 +66,18 @@ static inline uint64_t fuzz_visit(nt_reader *r, nt_order order, nt_corrupt_polic
 	return n;
 }
 
-/* "<TMPDIR or /tmp>/nt-fuzz-<what>-XXXXXX", made once (mode 0700 by mkdtemp) and removed
+/* Where a target's scratch files go: /dev/shm when it is there (tmpfs: a file made and
+ * removed per input never reaches a disk's journal, which on ext4 cost render_ctf and
+ * bundle most of an execution), else $TMPDIR (absolute), else /tmp. */
+static inline const char *fuzz_tmp_base(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (access("/dev/shm", W_OK | X_OK) == 0)
+		return "/dev/shm";
+	return tmp != NULL && tmp[0] == '/' && strlen(tmp) < 400 ? tmp : "/tmp";
+}
+
+/* "<fuzz_tmp_base()>/nt-fuzz-<what>-XXXXXX", made once (mode 0700 by mkdtemp) and removed
  * at exit with whatever plain files are left in it; NULL when it cannot be made. */
 static char fuzz_dir_path[512];
 
@@ -93,9 +104,8 @@ static inline const char *fuzz_private_dir(const char *what)
 	static int tried;
 	if (!tried) {
 		tried = 1;
-		const char *tmp = getenv("TMPDIR");
 		snprintf(fuzz_dir_path, sizeof(fuzz_dir_path), "%s/nt-fuzz-%s-XXXXXX",
-			 tmp != NULL && tmp[0] == '/' && strlen(tmp) < 400 ? tmp : "/tmp", what);
+			 fuzz_tmp_base(), what);
 		if (mkdtemp(fuzz_dir_path) == NULL) {
 			fuzz_dir_path[0] = '\0';
 			return NULL;

@@ -13,9 +13,16 @@
 # the replay tests and by follow, whose files must fit their headers.
 #
 # Environment: NT_FUZZ_BUILD (default build-fuzz, beside the sources), NT_JOBS (ninja's
-# parallel jobs, default 2), NT_FUZZ_TARGETS (default: every target, as listed below).
-# The seeds in tests/fuzz/corpus are read, never written: what a run finds goes to a scratch
-# corpus under the build directory (kept between runs, so a later run goes on from it).
+# parallel jobs, default 2), NT_FUZZ_TARGETS (default: every target, as listed below),
+# NT_FUZZ_MERGE (1: after a run without a finding, merge what it found into the committed
+# corpus, as below).
+# The seeds in tests/fuzz/corpus are read, and written only with NT_FUZZ_MERGE=1: what a run
+# finds goes to a scratch corpus under the build directory (kept between runs, so a later
+# run goes on from it); with NT_FUZZ_MERGE=1 libFuzzer's -merge=1 -use_counters=0 then
+# copies into tests/fuzz/corpus/<target> only the inputs that reach edges the corpus does
+# not (a merge by features, hit counts included, added 3,791 inputs and 36 MB after one
+# 60 s run per target), so the committed corpus stays small and the next run (anyone's,
+# CI's) goes on from this one.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev); without them it says so and
 # exits 77 (CI installs both: .ci/packages).
 set -u
@@ -59,6 +66,19 @@ max_len() {
 	esac
 }
 
+# With NT_FUZZ_MERGE=1: the inputs of the scratch corpus that reach new edges, copied into
+# the committed one; prints ", N merged into DIR" (nothing without NT_FUZZ_MERGE).
+merge() {
+	[ "${NT_FUZZ_MERGE:-0}" = 1 ] || return 0
+	local dir=tests/fuzz/corpus/$1 before after
+	before=$(ls "$dir" | wc -l)
+	"$build/tests/fuzz/fuzz_$1" -merge=1 -use_counters=0 "$dir" "$2" $(max_len "$1") \
+		>"$build/fuzz-$1.merge.log" 2>&1 ||
+		{ echo ", merge FAILED (log: $build/fuzz-$1.merge.log)"; return 0; }
+	after=$(ls "$dir" | wc -l)
+	echo ", $((after - before)) merged into $dir"
+}
+
 failed=0
 for t in $targets; do
 	work=$build/fuzz-corpus/$t findings=$build/fuzz-findings/$t log=$build/fuzz-$t.log
@@ -68,6 +88,7 @@ for t in $targets; do
 		>"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
 	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
@@ -78,7 +99,8 @@ for t in $targets; do
 		grep -E '^(==[0-9]+==ERROR|SUMMARY: |.*runtime error:)' "$log" | head -n 5 | sed 's/^/  /'
 		echo "  log: $log"
 	else
-		echo "fuzz_$t: ${execs:-?} execs in ${seconds} s, cov: ${cov:-?} ft: ${ft:-?}, corpus ${corp:-?}"
+		echo "fuzz_$t: ${execs:-?} execs in ${seconds} s (${rate:-?}/s), cov: ${cov:-?}" \
+			"ft: ${ft:-?}, corpus ${corp:-?}$(merge "$t" "$work")"
 	fi
 done
 [ "$failed" -eq 0 ]
