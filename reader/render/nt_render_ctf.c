@@ -52,8 +52,10 @@ typedef struct ctf_ctx {
 	const char *dir;
 	int made_dir;            /* the directory was made here */
 	int dirfd;
-	ctf_stream *streams;     /* by thread index */
+	ctf_stream *streams;     /* one per thread the archive defines */
 	uint32_t nstreams;
+	uint32_t *slot_of;       /* by thread index: 1 + its stream's place, 0 = none */
+	uint32_t nindices;
 	int keep_open;
 	ctf_classes classes;
 	ctf_trace_facts facts;
@@ -133,13 +135,20 @@ static size_t put_cstr(uint8_t *p, const char *s)
 	return n;
 }
 
+/* The stream kept for thread `t`, made or not; NULL for a thread the archive never
+ * defined. */
+static ctf_stream *stream_slot(const ctf_ctx *c, const nt_reader_thread *t)
+{
+	if (t->index >= c->nindices || c->slot_of[t->index] == 0)
+		return NULL;
+	return &c->streams[c->slot_of[t->index] - 1];
+}
+
 /* The stream of an event's thread: its file and its packet header and context. */
 static ctf_stream *stream_of(ctf_ctx *c, const nt_reader_thread *t)
 {
-	if (t->index >= c->nstreams)
-		return NULL;
-	ctf_stream *s = &c->streams[t->index];
-	if (s->made)
+	ctf_stream *s = stream_slot(c, t);
+	if (s == NULL || s->made)
 		return s;
 	const nt_reader_section *sec = nt_reader_section_at(c->r, t->section);
 	const char *proc = sec && sec->name ? sec->name : "";
@@ -311,9 +320,9 @@ static int on_event(void *ctx, const nt_reader_event *e)
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	ctf_ctx *c = ctx;
-	if (g->thread->index >= c->nstreams)
+	ctf_stream *s = stream_slot(c, g->thread);
+	if (s == NULL)
 		return;
-	ctf_stream *s = &c->streams[g->thread->index];
 	if (!s->made && !c->failed) {
 		/* An empty first packet at the gap: babeltrace2 counts a packet's discarded
 		 * events against the packet before it, and a stream's first has none. */
@@ -431,15 +440,24 @@ static int init_ctx(ctf_ctx *c, nt_reader *r, const char *dir)
 	}
 	c->facts.uuid[6] = (uint8_t)((c->facts.uuid[6] & 0x0f) | 0x40); /* version 4 */
 	c->facts.uuid[8] = (uint8_t)((c->facts.uuid[8] & 0x3f) | 0x80);
-	c->nstreams = nt_reader_thread_index_limit(r);
+	/* A stream per defined thread, found by index through a table of 4-byte places: an
+	 * archive that defines one thread of index 131,073 costs 512 KiB, not a stream each. */
+	c->nstreams = nt_reader_thread_count(r);
+	c->nindices = nt_reader_thread_index_limit(r);
 	c->keep_open = c->nstreams <= OPEN_STREAMS_MAX;
 	c->streams = calloc(c->nstreams ? c->nstreams : 1, sizeof(*c->streams));
-	if (c->streams == NULL) {
+	c->slot_of = calloc(c->nindices ? c->nindices : 1, sizeof(*c->slot_of));
+	for (uint32_t i = 0; c->streams != NULL && i < c->nstreams; i++)
+		c->streams[i].fd = -1;
+	if (c->streams == NULL || c->slot_of == NULL) {
 		fail(c, ENOMEM, dir, NULL);
 		return -1;
 	}
-	for (uint32_t i = 0; i < c->nstreams; i++)
-		c->streams[i].fd = -1;
+	for (uint32_t i = 0; i < c->nstreams; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		if (t != NULL && t->index < c->nindices)
+			c->slot_of[t->index] = i + 1;
+	}
 	return 0;
 }
 
@@ -451,6 +469,7 @@ static void free_ctx(ctf_ctx *c)
 		free(c->streams[i].buf);
 	}
 	free(c->streams);
+	free(c->slot_of);
 	ctf_classes_free(&c->classes);
 	if (c->dirfd >= 0)
 		close(c->dirfd);
@@ -474,7 +493,7 @@ static void close_with_losses(ctf_ctx *c)
 		ctf_stream *last = NULL;
 		for (uint32_t t = 0; t < nt_reader_thread_count(c->r); t++) {
 			const nt_reader_thread *th = nt_reader_thread_at(c->r, t);
-			ctf_stream *s = th->index < c->nstreams ? &c->streams[th->index] : NULL;
+			ctf_stream *s = stream_slot(c, th);
 			if (th->section != sec || s == NULL || !s->made)
 				continue;
 			shown += s->discarded;
