@@ -119,6 +119,42 @@ static void put_args(nt_out *out, const nt_reader_event *e)
 	nt_out_char(out, '}');
 }
 
+/* A process-scoped flow id as Chrome JSON's "id", which viewers key with category and name
+ * across the whole trace (Perfetto's v1 flows have no "id2"): mixed with the pid, one-to-one
+ * for each process, so that no two flows of one process merge and flows of two processes
+ * with the same id stay apart. A global id is written as it is. */
+static uint64_t flow_json_id(const nt_reader_event *e)
+{
+	if (e->id_scope == NT_ID_GLOBAL)
+		return e->id;
+	uint64_t z = e->id ^ ((uint64_t)e->thread->pid * 0x9e3779b97f4a7c15u + 0x632be59bd9b4e019u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+/* An async event's "id2" ({"local": ...} is scoped to its pid by the viewers, {"global":
+ * ...} is not), a flow's "id" and, for its end, "bp":"e": each binds to the slice that
+ * encloses it on its thread (chrome://tracing and Perfetto bind "s" and "t" so already). */
+static void put_id(nt_out *out, const nt_reader_event *e)
+{
+	char *p = nt_out_room(out, 64);
+	size_t n;
+	if (nt_kind_id_base(e->kind) <= NT_KIND_ASYNC_END) {
+		n = e->id_scope == NT_ID_GLOBAL ? 20 : 19;
+		memcpy(p, e->id_scope == NT_ID_GLOBAL ? ",\"id2\":{\"global\":\"0x" : ",\"id2\":{\"local\":\"0x", n);
+		n += nt_fmt_hex(p + n, e->id);
+		memcpy(p + n, "\"}", 2), n += 2;
+	} else {
+		memcpy(p, ",\"id\":\"0x", 9), n = 9;
+		n += nt_fmt_hex(p + n, flow_json_id(e));
+		p[n++] = '"';
+		if (nt_kind_id_base(e->kind) == NT_KIND_FLOW_END)
+			memcpy(p + n, ",\"bp\":\"e\"", 9), n += 9;
+	}
+	nt_out_commit(out, n);
+}
+
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	chrome_ctx *c = ctx;
@@ -136,6 +172,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	put_us(out, ",\"ts\":", 6, nt_sat_sub(e->time_ns, c->start_ns));
 	if (e->kind == NT_KIND_COMPLETE)
 		put_us(out, ",\"dur\":", 7, (int64_t)e->duration_ns);
+	if (e->id_scope != NT_ID_NONE)
+		put_id(out, e);
 	/* A "C" series belongs to the process: pid and name, plus "id" when present (Perfetto
 	 * names the track "<name> id: <id> <arg>", chrome://tracing "<name>[<id>]"). Each thread
 	 * records its own values, so the thread's tid as "id" keeps two threads' same-named

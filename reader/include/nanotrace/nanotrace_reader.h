@@ -127,9 +127,14 @@ typedef struct nt_reader_arg {
  * element, else sets *s and *len (raw bytes, not NUL-terminated). */
 int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, uint32_t *len);
 
+/* An event, valid during the callback (or until the cursor's next call). The library fills
+ * it; callers only read it, so fields are added at its end without breaking a program built
+ * against an older header (id and id_scope came with format 2.2). */
 typedef struct nt_reader_event {
-	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE, _COUNTER, or a Trace2 message
-	                 (NT_KIND_T2_FIRST + nt_t2_event: see nt_kind_is_t2()) */
+	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE, _COUNTER, an async or flow
+	                 event (NT_KIND_ASYNC_BEGIN ... NT_KIND_FLOW_END, or'ed with
+	                 NT_KIND_ID_GLOBAL when its id is global: nt_kind_id_base() drops it),
+	                 or a Trace2 message (NT_KIND_T2_FIRST + nt_t2_event: nt_kind_is_t2()) */
 	const char *category, *name, *file; /* NUL-terminated; Trace2: "" = none */
 	uint32_t line;
 	uint32_t callsite;
@@ -142,6 +147,9 @@ typedef struct nt_reader_event {
 	uint32_t arg_count;
 	const nt_reader_arg *args;
 	uint64_t offset;      /* byte offset of the record in the file */
+	uint64_t id;          /* async and flow events: their id; 0 for the others */
+	uint8_t id_scope;     /* NT_ID_PROCESS or NT_ID_GLOBAL for async and flow events (a
+	                         process id is unique within ->thread->pid only), else NT_ID_NONE */
 } nt_reader_event;
 
 /* Events a thread lost (dropped, or overwritten in circular mode) between two of its chunks,
@@ -296,7 +304,9 @@ const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offse
  * byte, NT_KIND_*) to how many records of kind k the archive holds where its layout keeps
  * records: every top-level record that frames (durable records, chunks, kinds this reader
  * does not know) and, inside each chunk the reader can decode, the records that are not
- * events (timestamp escapes, padding). Events are what nt_reader_visit() delivers; they
+ * events (timestamp escapes, padding) and the events of kinds this reader does not know (a
+ * newer writer's kinds of 64..127: the visit skips them, keeping the ordinals after them;
+ * nt_kind_is_known() tells them apart, and trace-dump --stats lists them). Events are what nt_reader_visit() delivers; they
  * are not counted here. Damage is skipped the way the visit skips it, and not reported.
  * Cost: one pass over the records, O(file size) time, no allocation. r == NULL or
  * counts == NULL: does nothing. */

@@ -1,0 +1,171 @@
+"""Requests followed across threads by async spans and flows (issue 26), as a user traces
+them: tests/support/request_program accepts each request on one thread, queues it to one of
+4 workers and answers it on a third, with an async span "request" and a flow "handoff"
+inside the slices "accept", "process" and "answer" (each slice carries the request id as
+its argument "req").
+
+Every check is derived from the data: flows are resolved to the slices they bind as the
+viewers do (the innermost slice open on the flow event's thread at its time), and a request
+whose events were lost (a full oneshot buffer, a circular one's overwritten chunks) must show
+as unended or never begun in --stats, never as connected to another request's slice.
+
+Run by meson (suite reader) with NT_TRACE_DUMP, NT_REQUEST_PROGRAM and NT_WORKDIR.
+"""
+import collections
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import program
+
+
+def record(workdir, name, n, mode='oneshot', size='64M', extra=()):
+    path = os.path.join(workdir, name + '.ntrace')
+    if os.path.exists(path):
+        os.remove(path)
+    env = dict(os.environ, NANOTRACE=path, NANOTRACE_MODE=mode, NANOTRACE_BUFFER_SIZE=size)
+    subprocess.run([program('NT_REQUEST_PROGRAM'), str(n)] + list(extra), env=env, check=True)
+    return path
+
+
+def dump(path, *args):
+    return subprocess.run([program('NT_TRACE_DUMP')] + list(args) + [path], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def requests_from_text(text):
+    """Per request id: its async events' phases in time order and, per flow point, the
+    request of the slice it binds (None: no slice open on its thread)."""
+    spans = collections.defaultdict(list)
+    flows = collections.defaultdict(list)
+    stacks = collections.defaultdict(list)
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if line.startswith('-- gap: '):  # lost events: the thread's nesting starts afresh
+            stacks[re.search(r' of thread (\S+) ', line).group(1)].clear()
+            continue
+        if len(f) < 5 or f[0] == '--':
+            continue
+        thread, ph = f[1], f[2]
+        args = dict(a.split('=', 1) for a in f[5:] if '=' in a)
+        if ph == 'B':
+            stacks[thread].append((f[4], int(args['req'])))
+        elif ph == 'E':
+            if stacks[thread]:
+                stacks[thread].pop()
+        elif ph in 'bne':
+            spans[int(args['id'], 16)].append(ph)
+        elif ph in 'stf':
+            top = stacks[thread][-1] if stacks[thread] else None
+            flows[int(args['id'], 16)].append((ph, top))
+    return spans, flows
+
+
+def check_requests(spans, flows, complete):
+    """Each request's events are its own, in order; with `complete`, every request has all."""
+    for rid, phases in spans.items():
+        assert ''.join(phases) in ('bne', 'bn', 'b', 'ne', 'e', 'n'), (rid, phases)
+    want = {'s': 'accept', 't': 'process', 'f': 'answer'}
+    for rid, points in flows.items():
+        assert ''.join(p for p, _ in points) in ('stf', 'st', 's', 'tf', 'f', 't'), (rid, points)
+        for ph, slice_ in points:
+            # A flow point binds to its request's slice, or to none when that slice's begin
+            # was lost: never to another request's.
+            assert slice_ is None or slice_ == (want[ph], rid), (rid, ph, slice_)
+    if complete:
+        assert all(p == ['b', 'n', 'e'] for p in spans.values())
+        assert all([ph for ph, _ in p] == ['s', 't', 'f'] and None not in [s for _, s in p]
+                   for p in flows.values())
+
+
+def stats_counts(text):
+    m = re.search(r'category req: (\d+) async spans never ended, (\d+) async ends never '
+                  r'begun, (\d+) flows never finished, (\d+) flow steps or ends never begun',
+                  text)
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0, 0)
+
+
+def expected_counts(spans, flows):
+    return (sum(1 for p in spans.values() if 'b' in p and 'e' not in p),
+            sum(1 for p in spans.values() if 'e' in p and 'b' not in p),
+            sum(1 for p in flows.values() if p[0][0] == 's' and p[-1][0] != 'f'),
+            sum(1 for p in flows.values() if p[0][0] != 's'))
+
+
+@pytest.mark.parametrize('mode', ['oneshot', 'circular', 'streaming'])
+def test_100000_requests_each_one_span_and_one_flow(workdir, mode):
+    n = 100000
+    path = record(workdir, 'requests-' + mode, n, mode)
+    spans, flows = requests_from_text(dump(path))
+    stats = dump(path, '--stats')
+    assert 'damaged' not in stats
+    lost = re.search(r'dropped: (\d+)', stats).group(1) != '0' or \
+        re.search(r'overwritten: (\d+)', stats).group(1) != '0'
+    check_requests(spans, flows, complete=not lost)
+    if not lost:
+        assert sorted(spans) == list(range(1, n + 1)) and sorted(flows) == sorted(spans)
+    assert stats_counts(stats) == expected_counts(spans, flows)
+    os.remove(path)
+
+
+@pytest.mark.parametrize('mode', ['oneshot', 'circular'])
+def test_lost_events_show_as_unended_never_connected(workdir, mode):
+    """A buffer far too small: requests lose their ends (oneshot drops the newest, circular
+    overwrites the oldest), and each shows so, never joined to another request."""
+    path = record(workdir, 'requests-small-' + mode, 20000, mode, size='64K')
+    spans, flows = requests_from_text(dump(path))
+    stats = dump(path, '--stats')
+    check_requests(spans, flows, complete=False)
+    counts = stats_counts(stats)
+    assert counts == expected_counts(spans, flows)
+    assert sum(counts) > 0, 'a 64 KiB buffer kept every request of 20000: ' + stats
+    os.remove(path)
+
+
+def chrome_flows(trace):
+    """Resolve every flow event to the slice it binds, as chrome://tracing and Perfetto do:
+    the innermost B/E slice open on its (pid, tid) at its ts. Returns {(cat, name, id):
+    [(ph, slice name, slice args)]} in ts order, and the async events by (cat, name, id2)."""
+    events = sorted((e for e in trace['traceEvents'] if e['ph'] != 'M'),
+                    key=lambda e: e['ts'])
+    stacks = collections.defaultdict(list)
+    flows, spans = collections.defaultdict(list), collections.defaultdict(list)
+    for e in events:
+        key = (e['pid'], e['tid'])
+        if e['ph'] == 'B':
+            stacks[key].append(e)
+        elif e['ph'] == 'E':
+            stacks[key].pop()
+        elif e['ph'] in 'stf':
+            assert e['ph'] != 'f' or e.get('bp') == 'e', e
+            top = stacks[key][-1] if stacks[key] else None
+            flows[(e['cat'], e['name'], e['id'])].append(
+                (e['ph'], top['name'] if top else None, top['args'] if top else None))
+        elif e['ph'] in 'bne':
+            (scope, value), = e['id2'].items()
+            spans[(e['cat'], e['name'], scope, value)].append(e['ph'])
+    return flows, spans
+
+
+@pytest.mark.parametrize('scope', ['process', 'global'])
+def test_chrome_json_binds_each_flow_to_its_three_slices(workdir, scope):
+    n = 2000
+    path = record(workdir, 'requests-chrome-' + scope, n,
+                  extra=['global'] if scope == 'global' else [])
+    trace = json.loads(dump(path, '--format', 'chrome'))
+    flows, spans = chrome_flows(trace)
+    assert len(flows) == n and len(spans) == n
+    for points in flows.values():
+        assert [p[0] for p in points] == ['s', 't', 'f']
+        assert [p[1] for p in points] == ['accept', 'process', 'answer']
+        assert len({p[2]['req'] for p in points}) == 1, points
+    assert sorted({p[0][2]['req'] for p in flows.values()}) == list(range(1, n + 1))
+    want = 'local' if scope == 'process' else 'global'
+    for (cat, name, s, value), phases in spans.items():
+        assert (cat, name, s, phases) == ('req', 'request', want, ['b', 'n', 'e'])
+    if scope == 'global':
+        assert sorted(int(k[3], 16) for k in spans) == list(range(1, n + 1))
+    os.remove(path)
