@@ -12,6 +12,11 @@
  *   str        NT_INSTANT with one NT_STR of 12 bytes
  *   mixed      the issue's iteration: NT_BEGIN + NT_INSTANT with two int64 + NT_END, ns per
  *              event (three events an iteration)
+ *   async      NT_ASYNC_BEGIN + NT_ASYNC_END without arguments, a new id each pair (16 bytes
+ *              an event: word 0 and the id)
+ *   flow       NT_FLOW_STEP inside an NT_SCOPE: Begin, flow step, End (three events)
+ * async_vs_zone and flow_vs_zone are the median over the repetitions of the case's ratio
+ * over zone's in the same repetition (issue 26's goal: at most 1.15).
  *
  * One thread, pinned to CPU 0 where there are two, a circular session that never fills its
  * durable region (chunk claims and wraps included). Each repetition runs every case once, in
@@ -91,6 +96,28 @@ static double mixed_loop(uint64_t n)
 	return (double)(now_ns() - t0) / (double)(3 * iters);
 }
 
+static double async_loop(uint64_t n)
+{
+	uint64_t pairs = n / 2;
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < pairs; i++) {
+		NT_ASYNC_BEGIN("bench", "request", i);
+		NT_ASYNC_END("bench", "request", i);
+	}
+	return (double)(now_ns() - t0) / (double)(2 * pairs);
+}
+
+static double flow_loop(uint64_t n)
+{
+	uint64_t iters = n / 3;
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < iters; i++) {
+		NT_SCOPE("bench", "worker");
+		NT_FLOW_STEP("bench", "handoff", i);
+	}
+	return (double)(now_ns() - t0) / (double)(3 * iters);
+}
+
 typedef struct bench_case {
 	const char *name;
 	double (*loop)(uint64_t);
@@ -99,12 +126,18 @@ typedef struct bench_case {
 static const bench_case cases[] = {
 	{ "zone", zone_loop },     { "i64x2", i64x2_loop }, { "i64x2_wide", i64x2_wide_loop },
 	{ "mixed4", mixed4_loop }, { "str", str_loop },     { "mixed", mixed_loop },
+	{ "async", async_loop },   { "flow", flow_loop },
 };
+#define CASE_ZONE 0
+#define CASE_ASYNC 6
+#define CASE_FLOW 7
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
+_Static_assert(CASE_FLOW + 1 == NCASES, "the async and flow cases are the last two");
 
 typedef struct results {
 	double floor_ns, floor_spread;
 	double ns[NCASES], ratio[NCASES], lo[NCASES], hi[NCASES];
+	double async_vs_zone, flow_vs_zone; /* medians of the per-repetition quotients */
 	uint64_t dropped;
 } results;
 
@@ -152,6 +185,15 @@ static int measure(results *r, int reps, uint64_t events)
 		for (size_t c = 0; c < NCASES; c++)
 			ratio[c * reps + k] = ns[c * reps + k] / ((floors[k] + floors[k + 1]) / 2);
 	}
+	/* Each case over zone in the same repetition (the floors cancel), taken before the
+	 * medians below sort the ratios in place. */
+	double vs_async[reps], vs_flow[reps];
+	for (int k = 0; k < reps; k++) {
+		vs_async[k] = ratio[CASE_ASYNC * reps + k] / ratio[CASE_ZONE * reps + k];
+		vs_flow[k] = ratio[CASE_FLOW * reps + k] / ratio[CASE_ZONE * reps + k];
+	}
+	r->async_vs_zone = median(vs_async, reps);
+	r->flow_vs_zone = median(vs_flow, reps);
 	r->floor_spread = max_of(floors, reps + 1) / min_of(floors, reps + 1);
 	r->floor_ns = median(floors, reps + 1);
 	for (size_t c = 0; c < NCASES; c++) {
@@ -177,6 +219,8 @@ static void print_table(const results *r, int trusted)
 		else
 			printf("  %-12s %8.2f ns\n", cases[c].name, r->ns[c]);
 	}
+	printf("  async / zone %.3f, flow / zone %.3f (goal: at most 1.15)\n", r->async_vs_zone,
+	       r->flow_vs_zone);
 	printf("  events dropped: %llu\n", (unsigned long long)r->dropped);
 }
 
@@ -193,6 +237,9 @@ static void print_json(const results *r, int trusted)
 		else
 			printf(",\"%s_ratio\":null", cases[c].name);
 	}
+	if (trusted)
+		printf(",\"async_vs_zone\":%.4f,\"flow_vs_zone\":%.4f", r->async_vs_zone,
+		       r->flow_vs_zone);
 	printf("}\n");
 }
 

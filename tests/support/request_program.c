@@ -1,15 +1,19 @@
 /* request_program.c - requests followed across threads, as a user would trace them.
  *
- *   request_program N [global]
+ *   request_program N [global|pipe]
  *
  * Records as NANOTRACE* say (nt_start_from_env). Request ids 1..N: the "accept" thread
  * begins each one's async span "request" and a flow "handoff" inside its slice "accept" and
  * queues it; one of 4 "worker" threads takes it and, inside its slice "process", steps the
  * flow and marks the span (async instant); the "answer" thread ends both inside its slice
- * "answer". With "global" the span and the flow use global ids. Each slice carries the
- * request id as its argument "req", so a test can tell which slice served which request.
- * Exits 0 when every request was answered.
+ * "answer". With "global" the span and the flow use global ids. With "pipe" they do too, and
+ * the "answer" thread is a fork() child's, which gets each id over a pipe: one request
+ * crosses two processes (under trace-record, two sections of one bundle). Each slice
+ * carries the request id as its argument "req", so a test can tell which slice served which
+ * request. Exits 0 when every request was answered.
  */
+#include <sys/wait.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +38,7 @@ static queue to_answer = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
 			   PTHREAD_COND_INITIALIZER, { 0 }, 0, 0 };
 static uint64_t requests;
 static int global;
+static int answer_fd = -1; /* "pipe": the write end, to the answering process */
 
 static void put(queue *q, uint64_t v)
 {
@@ -94,9 +99,29 @@ static void *worker_thread(void *arg)
 			NT_FLOW_STEP("req", "handoff", id);
 			NT_ASYNC_INSTANT("req", "request", id);
 		}
-		put(&to_answer, id);
+		if (answer_fd >= 0) {
+			/* 8 bytes: one atomic write to a pipe (at most PIPE_BUF). */
+			if (write(answer_fd, &id, sizeof(id)) != (ssize_t)sizeof(id))
+				abort();
+		} else {
+			put(&to_answer, id);
+		}
 	}
 	return NULL;
+}
+
+/* The answering process of "pipe": ids from `fd` until it closes. */
+static uint64_t answer_from_pipe(int fd)
+{
+	uint64_t id, answered = 0;
+	nt_thread_set_name("answer");
+	while (read(fd, &id, sizeof(id)) == (ssize_t)sizeof(id)) {
+		NT_SCOPE("req", "answer", NT_U64("req", id));
+		NT_FLOW_END_GLOBAL("req", "handoff", id);
+		NT_ASYNC_END_GLOBAL("req", "request", id);
+		answered++;
+	}
+	return answered;
 }
 
 static void *answer_thread(void *arg)
@@ -124,21 +149,45 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: request_program N [global]\n");
 		return 2;
 	}
-	global = argc > 2 && strcmp(argv[2], "global") == 0;
+	int piped = argc > 2 && strcmp(argv[2], "pipe") == 0;
+	global = piped || (argc > 2 && strcmp(argv[2], "global") == 0);
 	nt_result rc = nt_start_from_env();
 	if (rc != NT_OK && rc != NT_DISABLED) {
 		fprintf(stderr, "request_program: %s\n", nt_last_error());
 		return 1;
 	}
+	pid_t child = -1;
+	if (piped) {
+		int fd[2];
+		if (pipe(fd) != 0 || (child = fork()) < 0) {
+			perror("request_program");
+			return 1;
+		}
+		if (child == 0) {
+			close(fd[1]);
+			return answer_from_pipe(fd[0]) == requests ? 0 : 1;
+		}
+		close(fd[0]);
+		answer_fd = fd[1];
+	}
 	pthread_t acc, ans, w[WORKERS];
 	uint64_t answered = 0;
-	pthread_create(&ans, NULL, answer_thread, &answered);
+	if (!piped)
+		pthread_create(&ans, NULL, answer_thread, &answered);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_create(&w[i], NULL, worker_thread, NULL);
 	pthread_create(&acc, NULL, accept_thread, NULL);
 	pthread_join(acc, NULL);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(w[i], NULL);
+	if (piped) {
+		int status;
+		close(answer_fd);
+		return waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+				       WEXITSTATUS(status) == 0
+			       ? 0
+			       : 1;
+	}
 	pthread_join(ans, NULL);
 	return answered == requests ? 0 : 1;
 }
