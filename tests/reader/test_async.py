@@ -271,3 +271,28 @@ def test_ctf_carries_the_id(workdir):
     assert set(ids.values()) == {1}
     shutil.rmtree(out)
     os.remove(path)
+
+
+def test_a_newer_event_kind_is_skipped_and_said(workdir):
+    """An archive of a newer writer holds an event kind this reader does not know (kind 70,
+    in the event range 64..127): the reader skips it without damage or a gap (it keeps its
+    ordinal) and --stats says how many of which kind it skipped."""
+    path = os.path.join(workdir, 'requests-newer.ntrace')
+    if os.path.exists(path):
+        os.remove(path)
+    env = dict(os.environ, NANOTRACE=path, NANOTRACE_COMPRESSION='off')
+    subprocess.run([program('NT_REQUEST_PROGRAM'), '3'], env=env, check=True)
+    before = dump(path, '--stats')
+    data = bytearray(open(path, 'rb').read())
+    # The async begin of request 1: kind 64, 2 words, then the id 1 (an IdEventRecord).
+    found = [m.start() for m in re.finditer(rb'\x40\x02.{6}\x01\x00{7}', bytes(data), re.S)
+             if m.start() % 8 == 0]
+    assert len(found) == 1, found
+    data[found[0]] = 70
+    open(path, 'wb').write(data)
+    after = dump(path, '--stats')
+    assert 'unknown kinds: 1 records skipped (kinds a newer writer made: 70)' in after, after
+    events = [int(re.search(r'^events: (\d+)', t, re.M).group(1)) for t in (before, after)]
+    assert events[1] == events[0] - 1
+    assert 'damaged' not in after and 'gaps: 0 ' in after, after
+    os.remove(path)

@@ -829,24 +829,31 @@ void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const c
 		}                                                                              \
 	} while (0)
 
-/* The macros' arguments are (category, name, NT_*() ...): see NT__COUNT for why they are
- * taken apart here rather than named. */
-#define NT__EVENT(kind, ...)                                                                   \
+/* The body of every event macro with a call site of its own. The macro's arguments are
+ * (category, name, `heads` - 2 more, NT_*() ...): see NT__COUNT for why they are taken apart
+ * here rather than named; `after` (NT__AFTER2 or NT__AFTER3) leaves the NT_*() ones, and
+ * `emit` records the event with nt__site_, nt__a_ and nt__n_ in scope. */
+#define NT__EVENT_BODY(heads, after, emit, ...)                                                \
 	do {                                                                                   \
 		const uint32_t nt__tag_ = NT__TAG();                                           \
 		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 2 };                          \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - (heads) };                    \
 			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
 			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
 			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, nt__n_, NT__AFTER2, __VA_ARGS__);             \
-				if (nt__n_ == 0)                                               \
-					nt_emit_(&nt__site_, (kind));                          \
-				else                                                           \
-					NT__EMIT_ARGS(kind, nt__a_, nt__n_);                   \
+				NT__ARGS(nt__a_, nt__n_, after, __VA_ARGS__);                  \
+				emit;                                                          \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
+
+/* (category, name, NT_*() ...) */
+#define NT__EMIT_PLAIN(kind)                                                                   \
+	if (nt__n_ == 0)                                                                       \
+		nt_emit_(&nt__site_, (kind));                                                  \
+	else                                                                                   \
+		NT__EMIT_ARGS(kind, nt__a_, nt__n_)
+#define NT__EVENT(kind, ...) NT__EVENT_BODY(2, NT__AFTER2, NT__EMIT_PLAIN(kind), __VA_ARGS__)
 
 /* Each is (category, name, NT_*() ...), written (...) so that no argument may be empty. */
 #define NT_INSTANT(...) NT__EVENT(NT_KIND_INSTANT, __VA_ARGS__)
@@ -856,19 +863,9 @@ void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const c
 
 /* (category, name, start, NT_*() ...) */
 #define NT_COMPLETE(...)                                                                       \
-	do {                                                                                   \
-		const uint32_t nt__tag_ = NT__TAG();                                           \
-		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 3 };                          \
-			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
-			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
-			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, nt__n_, NT__AFTER3, __VA_ARGS__);             \
-				nt_emit_complete_(&nt__site_, (NT__3RD(__VA_ARGS__)), nt__a_,  \
-						  nt__n_);                                     \
-			}                                                                      \
-		}                                                                              \
-	} while (0)
+	NT__EVENT_BODY(3, NT__AFTER3,                                                          \
+		       nt_emit_complete_(&nt__site_, (NT__3RD(__VA_ARGS__)), nt__a_, nt__n_),  \
+		       __VA_ARGS__)
 
 /* The scope guard remembers the end call site so the cleanup needs no lookup. C runs
  * nt_scope_end_ by the cleanup attribute; C++ by the destructor, the idiom that also runs
@@ -920,25 +917,13 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 		}                                                                              \
 	} while (0)
 /* (category, name, id, NT_*() ...): the id evaluated once, only while recording. */
+#define NT__EMIT_ID(kind, id)                                                                  \
+	if (nt__n_ == 0)                                                                       \
+		nt_emit_id_(&nt__site_, (kind), (uint64_t)(id));                               \
+	else                                                                                   \
+		nt_emit_id_args_(&nt__site_, (kind), (uint64_t)(id), nt__a_, nt__n_)
 #define NT__EVENT_ID(kind, ...)                                                                \
-	do {                                                                                   \
-		const uint32_t nt__tag_ = NT__TAG();                                           \
-		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 3 };                          \
-			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
-			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
-			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, nt__n_, NT__AFTER3, __VA_ARGS__);             \
-				if (nt__n_ == 0)                                               \
-					nt_emit_id_(&nt__site_, (kind),                        \
-						    (uint64_t)(NT__3RD(__VA_ARGS__)));         \
-				else                                                           \
-					nt_emit_id_args_(&nt__site_, (kind),                   \
-							 (uint64_t)(NT__3RD(__VA_ARGS__)),     \
-							 nt__a_, nt__n_);                      \
-			}                                                                      \
-		}                                                                              \
-	} while (0)
+	NT__EVENT_BODY(3, NT__AFTER3, NT__EMIT_ID(kind, NT__3RD(__VA_ARGS__)), __VA_ARGS__)
 #define NT__EVENT_ID_DYN(kind, ...)                                                            \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
