@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "nt_render_ids.h"
 #include "nt_render_util.h"
 
 typedef struct chrome_ctx {
@@ -29,6 +30,7 @@ typedef struct chrome_ctx {
 	int64_t start_ns; /* the session start: "ts" counts from it */
 	const nt_render_options *opt;
 	nt_balance balance;
+	nt_id_tally ids; /* async spans and flows, for otherData's unpaired counts */
 	int first;
 	uint64_t gap_events;   /* events lost between chunks, over every gap */
 	uint64_t damaged;      /* damaged places reported */
@@ -161,6 +163,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	nt_out *out = &c->out;
 	if (!nt_balance_admit(&c->balance, e))
 		return 0;
+	nt_id_tally_admit(&c->ids, e);
 	begin_event(c);
 	nt_out_bytes(out, "{\"ph\":\"", 7);
 	nt_out_str(out, nt_kind_phase(e->kind));
@@ -237,6 +240,28 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	free(item);
 }
 
+/* Async spans and flows the trace cannot pair (--stats's counts, summed over categories),
+ * only when there are some. */
+static void write_unpaired_ids(chrome_ctx *c)
+{
+	uint32_t n;
+	nt_id_counts *k = nt_id_tally_counts(&c->ids, &n);
+	uint64_t sum[4] = { 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		sum[0] += k[i].async_unended;
+		sum[1] += k[i].async_unbegun;
+		sum[2] += k[i].flow_unfinished;
+		sum[3] += k[i].flow_unbegun;
+	}
+	free(k);
+	if (c->ids.oom)
+		c->oom = 1;
+	if (n != 0)
+		nt_out_printf(&c->out, ",\"async_unended\":%" PRIu64 ",\"async_unbegun\":%" PRIu64
+				       ",\"flows_unfinished\":%" PRIu64 ",\"flow_points_unbegun\":%"
+				       PRIu64, sum[0], sum[1], sum[2], sum[3]);
+}
+
 /* What the archive lost and the damage found, each only when there is some: the metadata of
  * an intact archive stays as it was. */
 static void write_losses(chrome_ctx *c, const nt_archive_info *info)
@@ -250,6 +275,7 @@ static void write_losses(chrome_ctx *c, const nt_archive_info *info)
 			      info->dropped_stopped, info->dropped_unsaved);
 	if (c->gap_events)
 		nt_out_printf(out, ",\"events_lost_in_gaps\":%" PRIu64, c->gap_events);
+	write_unpaired_ids(c);
 	if (c->damaged) {
 		nt_out_printf(out, ",\"damaged_places\":%" PRIu64 ",\"damage\":[", c->damaged);
 		if (c->damage)
@@ -331,6 +357,7 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	int rc = nt_reader_visit(r, &cb, c, copy.order, copy.policy);
 	write_other_data(c);
 	nt_balance_free(&c->balance);
+	nt_id_tally_free(&c->ids);
 	free(c->damage);
 	if (nt_out_flush(&c->out) != 0 || c->oom)
 		rc = -1;

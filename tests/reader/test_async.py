@@ -134,6 +134,9 @@ def test_lost_events_show_as_unended_never_connected(workdir, mode):
     counts = stats_counts(stats)
     assert counts == expected_counts(spans, flows)
     assert sum(counts) > 0, 'a 64 KiB buffer kept every request of 20000: ' + stats
+    other = json.loads(dump(path, '--format', 'chrome'))['otherData']
+    assert tuple(other.get(k, 0) for k in ('async_unended', 'async_unbegun', 'flows_unfinished',
+                                           'flow_points_unbegun')) == counts, other
     os.remove(path)
 
 

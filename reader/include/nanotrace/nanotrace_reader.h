@@ -499,7 +499,8 @@ void nt_render_options_init(nt_render_options *opt);
  *   memory. Cost: O(events) time, one fwrite per 64 KiB of output. */
 
 /* One line per event, aligned columns: time since start, thread, phase, category, name,
- * duration, arguments. A many-process reader (more than one section) adds a PID column
+ * duration, arguments (an async or flow event's phase is b/n/e or s/t/f, its id first among
+ * them: "id=0x2a", a global one "gid=0x2a"). A many-process reader (more than one section) adds a PID column
  * before the thread (the thread's pid: two processes may share a tid), and its gap lines
  * name the pid; a single archive's output has neither. After the events, for each process
  * whose writer lost some: "-- lost: " and nt_render_losses()'s line ("-- pid P: lost: " for
@@ -524,12 +525,18 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *op
 			  unsigned interval_ms, int (*keep_going)(void *arg), void *arg);
 
 /* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
- * process name metadata) that chrome://tracing and Perfetto UI open. An End with no open
+ * process name metadata) that chrome://tracing and Perfetto UI open. Async spans are ph
+ * b/n/e with "id2" {"local": "0x.."} (the viewers scope it to the pid) or {"global": ...};
+ * flows are ph s/t/f with an "id" (a process-scoped id mixed with the pid, one-to-one per
+ * process, since viewers key flows across the whole trace; a global id as it is) and, on
+ * "f", "bp":"e": each binds to the slice that encloses it on its thread. An End with no open
  * Begin on its thread (overwritten, lost, or never made) is left out; a Begin never ended
  * stays open. "otherData", after "traceEvents", holds the losses and both counts
  * ("unmatched_ends", "unended_begins"), and, each only when it applies: the drops by reason
  * ("events_dropped_by_reason": rolling_full, durable_full, stopped, not_saved), the events
- * lost in gaps ("events_lost_in_gaps"), saving stopped ("saving_stopped",
+ * lost in gaps ("events_lost_in_gaps"), the async spans and flows it cannot pair
+ * ("async_unended", "async_unbegun", "flows_unfinished", "flow_points_unbegun": the sums of
+ * nt_render_stats's per-category counts), saving stopped ("saving_stopped",
  * "dropped_unsaved"), and the damage ("damaged_places", and "damage": the first 100 as
  * {"offset", "message"}; a truncated archive's says how many events are missing). A counter carries its thread's tid as "id": one
  * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out or a
@@ -538,7 +545,13 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
  * left unmatched (by nt_render_chrome's rule), and the Trace2 processes present; includes
- * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. */
+ * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. With
+ * async or flow events, "async: S spans (...); flows: F (...)" and, per category with
+ * something unpaired, "  category C: A async spans never ended, B async ends never begun,
+ * F flows never finished, G flow steps or ends never begun" (by (scope, pid of a process
+ * id, category, name, id), whatever the order); records of kinds this reader does not know
+ * as "unknown kinds: N records skipped (kinds a newer writer made: K ...)". Memory: one
+ * entry per async span and flow. */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* SAVING STOPPED. A writer whose archive could not be written whole (a full disk, a file
