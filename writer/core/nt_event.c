@@ -464,14 +464,24 @@ static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind
 	emit_slow(site, kind);
 }
 
+/* The thread, when an event of `site` (its state in *st) may take a fast path: the site and
+ * the thread are current in this session, whose clock is the TSC; else NULL. */
+static inline __attribute__((always_inline)) nt_thread_state *fast_thread(const nt_callsite *site,
+									  uint32_t *st)
+{
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	*st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	return nt_site_current(*st, tag) && t->fast_tag == tag ? t : NULL;
+}
+
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
 	/* The compact path takes the kinds with a compact code only; emit_wide and emit_slow
 	 * refuse a kind that is no event (recording it would break every walker's count). */
-	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	uint32_t st = nt_load_acquire_32(&site->state);
-	nt_thread_state *t = &nt_T;
-	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
+	uint32_t st;
+	nt_thread_state *t = fast_thread(site, &st);
+	if (__builtin_expect(t != NULL, 1)) {
 		uint64_t now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
@@ -670,15 +680,23 @@ void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_
 	write_event(site, kind, 0, 0, args, nargs);
 }
 
+/* nt_emit_id_'s generic path, out of line and tail-called like emit_slow: the fast path then
+ * saves no register. */
+static __attribute__((noinline, cold)) void emit_id_slow(nt_callsite *site, unsigned kind,
+							  uint64_t id)
+{
+	if (nt_kind_has_id(kind))
+		write_event(site, kind, 0, id, NULL, 0);
+}
+
 /* An async or flow event without arguments: like emit_wide, one 16-byte record (the id, then
  * word 0 published by its store) when the site and the thread are current on a TSC session,
  * the chunk has room and the delta fits 32 bits; else the generic path. */
 void nt_emit_id_(nt_callsite *site, unsigned kind, uint64_t id)
 {
-	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	uint32_t st = nt_load_acquire_32(&site->state);
-	nt_thread_state *t = &nt_T;
-	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
+	uint32_t st;
+	nt_thread_state *t = fast_thread(site, &st);
+	if (__builtin_expect(t != NULL, 1)) {
 		uint64_t now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
@@ -696,8 +714,7 @@ void nt_emit_id_(nt_callsite *site, unsigned kind, uint64_t id)
 			return;
 		}
 	}
-	if (nt_kind_has_id(kind))
-		write_event(site, kind, 0, id, NULL, 0);
+	emit_id_slow(site, kind, id);
 }
 
 void nt_emit_id_args_(nt_callsite *site, unsigned kind, uint64_t id, const nt_arg *args,
