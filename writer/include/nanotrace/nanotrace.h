@@ -906,16 +906,22 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 	};                                                                                     \
 	NT_BEGIN(__VA_ARGS__)
 
-#define NT__EVENT_DYN(kind, ...)                                                               \
+/* The body of the *_DYN macros: as NT__EVENT_BODY, without a call site of its own (`emit`
+ * sees nt__a_ and nt__n_). */
+#define NT__EVENT_DYN_BODY(heads, after, emit, ...)                                            \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 2 };                          \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - (heads) };                    \
 			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
-			NT__ARGS(nt__a_, nt__n_, NT__AFTER2, __VA_ARGS__);                     \
-			nt_emit_dynamic_(__FILE__, __LINE__, (kind), (NT__1ST(__VA_ARGS__)),   \
-					 (NT__2ND(__VA_ARGS__)), nt__a_, nt__n_);              \
+			NT__ARGS(nt__a_, nt__n_, after, __VA_ARGS__);                          \
+			emit;                                                                  \
 		}                                                                              \
 	} while (0)
+#define NT__EVENT_DYN(kind, ...)                                                               \
+	NT__EVENT_DYN_BODY(2, NT__AFTER2,                                                      \
+			   nt_emit_dynamic_(__FILE__, __LINE__, (kind), (NT__1ST(__VA_ARGS__)), \
+					    (NT__2ND(__VA_ARGS__)), nt__a_, nt__n_),           \
+			   __VA_ARGS__)
 /* (category, name, id, NT_*() ...): the id evaluated once, only while recording. */
 #define NT__EMIT_ID(kind, id)                                                                  \
 	if (nt__n_ == 0)                                                                       \
@@ -925,16 +931,12 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 #define NT__EVENT_ID(kind, ...)                                                                \
 	NT__EVENT_BODY(3, NT__AFTER3, NT__EMIT_ID(kind, NT__3RD(__VA_ARGS__)), __VA_ARGS__)
 #define NT__EVENT_ID_DYN(kind, ...)                                                            \
-	do {                                                                                   \
-		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 3 };                          \
-			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
-			NT__ARGS(nt__a_, nt__n_, NT__AFTER3, __VA_ARGS__);                     \
-			nt_emit_dynamic_id_(__FILE__, __LINE__, (kind), (NT__1ST(__VA_ARGS__)), \
-					    (NT__2ND(__VA_ARGS__)),                            \
-					    (uint64_t)(NT__3RD(__VA_ARGS__)), nt__a_, nt__n_); \
-		}                                                                              \
-	} while (0)
+	NT__EVENT_DYN_BODY(3, NT__AFTER3,                                                      \
+			   nt_emit_dynamic_id_(__FILE__, __LINE__, (kind),                     \
+					       (NT__1ST(__VA_ARGS__)), (NT__2ND(__VA_ARGS__)), \
+					       (uint64_t)(NT__3RD(__VA_ARGS__)), nt__a_,      \
+					       nt__n_),                                        \
+			   __VA_ARGS__)
 #define NT__G(kind) ((kind) | NT_KIND_ID_GLOBAL)
 /* Each is (category, name, id, NT_*() ...); see "Async spans and flows" above. */
 #define NT_ASYNC_BEGIN(...) NT__EVENT_ID(NT_KIND_ASYNC_BEGIN, __VA_ARGS__)
