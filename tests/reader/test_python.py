@@ -408,7 +408,8 @@ def test_to_dataframe_columns(demo, monkeypatch):
     with nanotrace.open(demo) as trace:
         assert trace.to_dataframe() == 'frame'
         events = list(trace)
-    assert made['columns'] == ['time_ns', 'kind', 'category', 'name', 'thread', 'process', 'args']
+    assert made['columns'] == ['time_ns', 'kind', 'category', 'name', 'thread', 'process', 'id',
+                                 'args']
     assert made['data']['time_ns'] == [e.time_ns for e in events]
     assert made['data']['args'] == [e.args for e in events]
     monkeypatch.setitem(sys.modules, 'pandas', None)
