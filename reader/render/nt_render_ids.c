@@ -9,6 +9,7 @@ typedef struct nt_id_entry {
 	uint64_t id;
 	uint32_t pid;  /* 0 for a global id */
 	uint8_t flow;  /* 1: a flow, 0: an async span */
+	uint8_t scope; /* NT_ID_PROCESS or NT_ID_GLOBAL */
 	const char *category, *name;
 	uint64_t begins, ends, steps;
 } nt_id_entry;
@@ -29,6 +30,7 @@ static uint64_t hash_str(uint64_t h, const char *s)
 static int same(const nt_id_entry *a, const nt_id_entry *b)
 {
 	return a->hash == b->hash && a->id == b->id && a->pid == b->pid && a->flow == b->flow &&
+	       a->scope == b->scope &&
 	       strcmp(a->category, b->category) == 0 && strcmp(a->name, b->name) == 0;
 }
 
@@ -66,6 +68,7 @@ int nt_id_tally_admit(nt_id_tally *t, const nt_reader_event *e)
 	key.id = e->id;
 	key.pid = e->id_scope == NT_ID_PROCESS ? e->thread->pid : 0;
 	key.flow = base >= NT_KIND_FLOW_BEGIN;
+	key.scope = e->id_scope;
 	key.category = e->category;
 	key.name = e->name;
 	uint64_t h = mix(mix(hash_str(hash_str(key.id, key.category), key.name), key.pid),
