@@ -193,7 +193,7 @@ def test_chrome_json_binds_each_flow_to_its_three_slices(workdir, scope):
 
 @pytest.mark.parametrize('mode', ['oneshot', 'circular', 'streaming'])
 def test_two_processes_under_trace_record_id_over_a_pipe(workdir, mode):
-    """The answer thread is a fork() child's that reads each id from a pipe: global ids keep
+    """The answer thread is another process's that reads each id from a pipe: global ids keep
     a request's span and flow whole across the bundle's two sections, merged by time."""
     n = 5000
     bundle = os.path.join(workdir, 'requests-pipe-%s.ntbundle' % mode)
@@ -345,7 +345,7 @@ def test_two_processes_one_sigkilled(workdir, mode):
         while answerer is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
             tree = descendants(proc.pid)
-            # trace-record -> request_program -> its fork() child, the answerer
+            # trace-record -> request_program -> the answering request_program it spawned
             answerer = tree[-1] if len(tree) >= 2 else None
         assert answerer is not None, 'the answering process never started'
         time.sleep(0.3)  # requests flow meanwhile

@@ -1,19 +1,24 @@
 /* request_program.c - requests followed across threads, as a user would trace them.
  *
- *   request_program N [global|pipe]
+ *   request_program N [global|pipe|answer]
  *
  * Records as NANOTRACE* say (nt_start_from_env). Request ids 1..N: the "accept" thread
  * begins each one's async span "request" and a flow "handoff" inside its slice "accept" and
  * queues it; one of 4 "worker" threads takes it and, inside its slice "process", steps the
  * flow and marks the span (async instant); the "answer" thread ends both inside its slice
  * "answer". With "global" the span and the flow use global ids. With "pipe" they do too, and
- * the "answer" thread is a fork() child's, which gets each id over a pipe: one request
- * crosses two processes (under trace-record, two sections of one bundle). Each slice
+ * the answering is another process, this program run as "request_program N answer"
+ * (posix_spawn: a new image, no fork() of a threaded process), which reads each id from its
+ * standard input, a pipe: one request crosses two processes (under trace-record, two
+ * sections of one bundle). Each slice
  * carries the request id as its argument "req", so a test can tell which slice served which
  * request. Exits 0 when every request was answered.
  */
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,7 +115,7 @@ static void *worker_thread(void *arg)
 	return NULL;
 }
 
-/* The answering process of "pipe": ids from `fd` until it closes. */
+/* The answering process ("answer"): ids from `fd` until it closes. */
 static uint64_t answer_from_pipe(int fd)
 {
 	uint64_t id, answered = 0;
@@ -156,17 +161,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "request_program: %s\n", nt_last_error());
 		return 1;
 	}
+	if (argc > 2 && strcmp(argv[2], "answer") == 0)
+		return answer_from_pipe(0) == requests ? 0 : 1;
 	pid_t child = -1;
 	if (piped) {
 		int fd[2];
-		if (pipe(fd) != 0 || (child = fork()) < 0) {
+		posix_spawn_file_actions_t fa;
+		char *args[] = { argv[0], argv[1], (char *)"answer", NULL };
+		if (pipe(fd) != 0 || posix_spawn_file_actions_init(&fa) != 0 ||
+		    posix_spawn_file_actions_adddup2(&fa, fd[0], 0) != 0 ||
+		    posix_spawn_file_actions_addclose(&fa, fd[1]) != 0 ||
+		    posix_spawn(&child, "/proc/self/exe", &fa, NULL, args, environ) != 0) {
 			perror("request_program");
 			return 1;
 		}
-		if (child == 0) {
-			close(fd[1]);
-			return answer_from_pipe(fd[0]) == requests ? 0 : 1;
-		}
+		posix_spawn_file_actions_destroy(&fa);
 		close(fd[0]);
 		answer_fd = fd[1];
 	}
