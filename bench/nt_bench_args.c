@@ -12,6 +12,13 @@
  *   str        NT_INSTANT with one NT_STR of 12 bytes
  *   mixed      the issue's iteration: NT_BEGIN + NT_INSTANT with two int64 + NT_END, ns per
  *              event (three events an iteration)
+ *   async      NT_ASYNC_BEGIN + NT_ASYNC_END without arguments, a new id each pair (16 bytes
+ *              an event: word 0 and the id)
+ *   flow       NT_FLOW_STEP inside an NT_SCOPE: Begin, flow step, End (three events)
+ * async_vs_zone and flow_vs_zone are the median over the repetitions of the case's ratio
+ * over zone's in the same repetition (issue 26's goal: at most 1.15). After them, bytes per
+ * event on disk of zone, async and flow, each alone in a oneshot session saved by
+ * nt_finish(): the records (uncompressed, chunk headers excluded) and the file.
  *
  * One thread, pinned to CPU 0 where there are two, a circular session that never fills its
  * durable region (chunk claims and wraps included). Each repetition runs every case once, in
@@ -34,7 +41,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <nanotrace/nanotrace.h>
+#include <nanotrace/nanotrace_reader.h>
 #include "nt_bench_floor.h"
 #include "nt_bench_util.h"
 
@@ -91,6 +101,28 @@ static double mixed_loop(uint64_t n)
 	return (double)(now_ns() - t0) / (double)(3 * iters);
 }
 
+static double async_loop(uint64_t n)
+{
+	uint64_t pairs = n / 2;
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < pairs; i++) {
+		NT_ASYNC_BEGIN("bench", "request", i);
+		NT_ASYNC_END("bench", "request", i);
+	}
+	return (double)(now_ns() - t0) / (double)(2 * pairs);
+}
+
+static double flow_loop(uint64_t n)
+{
+	uint64_t iters = n / 3;
+	uint64_t t0 = now_ns();
+	for (uint64_t i = 0; i < iters; i++) {
+		NT_SCOPE("bench", "worker");
+		NT_FLOW_STEP("bench", "handoff", i);
+	}
+	return (double)(now_ns() - t0) / (double)(3 * iters);
+}
+
 typedef struct bench_case {
 	const char *name;
 	double (*loop)(uint64_t);
@@ -99,12 +131,59 @@ typedef struct bench_case {
 static const bench_case cases[] = {
 	{ "zone", zone_loop },     { "i64x2", i64x2_loop }, { "i64x2_wide", i64x2_wide_loop },
 	{ "mixed4", mixed4_loop }, { "str", str_loop },     { "mixed", mixed_loop },
+	{ "async", async_loop },   { "flow", flow_loop },
 };
+#define CASE_ZONE 0
+#define CASE_ASYNC 6
+#define CASE_FLOW 7
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
+_Static_assert(CASE_FLOW + 1 == NCASES, "the async and flow cases are the last two");
+
+/* Bytes per event of case c alone in an archive nt_finish() saves (its default compression):
+ * *records the uncompressed records without chunk headers, *file the whole file. 0 on
+ * failure (said on stderr). */
+static int disk_bytes(size_t c, uint64_t events, double *records, double *file)
+{
+	char path[] = "/tmp/nt-bench-args-disk-XXXXXX";
+	int fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = (size_t)(events * 24 + (16u << 20));
+	cfg.categories = "bench";
+	int ok = nt_start(&cfg) == NT_OK;
+	if (ok) {
+		cases[c].loop(events);
+		ok = nt_finish(path) == NT_OK;
+	}
+	struct stat st;
+	nt_reader *r = ok && stat(path, &st) == 0 ? nt_reader_open(path, NULL) : NULL;
+	unlink(path);
+	if (r == NULL) {
+		fprintf(stderr, "nt_bench_args: %s: %s\n", cases[c].name,
+			ok ? "the archive just saved did not open" : nt_last_error());
+		return 0;
+	}
+	nt_reader_summary s;
+	nt_reader_get_summary(r, &s);
+	uint64_t plain = 0, n = nt_reader_info(r)->events_written;
+	nt_reader_get_compression(r, NULL, &plain);
+	nt_reader_close(r);
+	if (n == 0)
+		return 0;
+	*records = (double)(plain - s.chunks * sizeof(nt_chunk_header)) / (double)n;
+	*file = (double)st.st_size / (double)n;
+	return 1;
+}
 
 typedef struct results {
 	double floor_ns, floor_spread;
 	double ns[NCASES], ratio[NCASES], lo[NCASES], hi[NCASES];
+	double async_vs_zone, flow_vs_zone; /* medians of the per-repetition quotients */
+	double disk_records[3], disk_file[3]; /* zone, async, flow: bytes per event */
+	int disk_ok;
 	uint64_t dropped;
 } results;
 
@@ -152,6 +231,15 @@ static int measure(results *r, int reps, uint64_t events)
 		for (size_t c = 0; c < NCASES; c++)
 			ratio[c * reps + k] = ns[c * reps + k] / ((floors[k] + floors[k + 1]) / 2);
 	}
+	/* Each case over zone in the same repetition (the floors cancel), taken before the
+	 * medians below sort the ratios in place. */
+	double vs_async[reps], vs_flow[reps];
+	for (int k = 0; k < reps; k++) {
+		vs_async[k] = ratio[CASE_ASYNC * reps + k] / ratio[CASE_ZONE * reps + k];
+		vs_flow[k] = ratio[CASE_FLOW * reps + k] / ratio[CASE_ZONE * reps + k];
+	}
+	r->async_vs_zone = median(vs_async, reps);
+	r->flow_vs_zone = median(vs_flow, reps);
 	r->floor_spread = max_of(floors, reps + 1) / min_of(floors, reps + 1);
 	r->floor_ns = median(floors, reps + 1);
 	for (size_t c = 0; c < NCASES; c++) {
@@ -177,6 +265,12 @@ static void print_table(const results *r, int trusted)
 		else
 			printf("  %-12s %8.2f ns\n", cases[c].name, r->ns[c]);
 	}
+	printf("  async / zone %.3f, flow / zone %.3f (goal: at most 1.15)\n", r->async_vs_zone,
+	       r->flow_vs_zone);
+	if (r->disk_ok)
+		printf("  on disk, bytes per event (records / file): zone %.2f / %.2f, async %.2f / "
+		       "%.2f, flow %.2f / %.2f\n", r->disk_records[0], r->disk_file[0],
+		       r->disk_records[1], r->disk_file[1], r->disk_records[2], r->disk_file[2]);
 	printf("  events dropped: %llu\n", (unsigned long long)r->dropped);
 }
 
@@ -193,6 +287,13 @@ static void print_json(const results *r, int trusted)
 		else
 			printf(",\"%s_ratio\":null", cases[c].name);
 	}
+	if (trusted)
+		printf(",\"async_vs_zone\":%.4f,\"flow_vs_zone\":%.4f", r->async_vs_zone,
+		       r->flow_vs_zone);
+	static const char *const disk_names[3] = { "zone", "async", "flow" };
+	for (int i = 0; r->disk_ok && i < 3; i++)
+		printf(",\"disk_record_bytes_%s\":%.3f,\"disk_file_bytes_%s\":%.3f", disk_names[i],
+		       r->disk_records[i], disk_names[i], r->disk_file[i]);
 	printf("}\n");
 }
 
@@ -247,6 +348,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nt_bench_args: out of memory\n");
 		return 1;
 	}
+	const size_t disk_cases[3] = { CASE_ZONE, CASE_ASYNC, CASE_FLOW };
+	r.disk_ok = 1;
+	for (int i = 0; i < 3; i++)
+		r.disk_ok = r.disk_ok && disk_bytes(disk_cases[i], 300000, &r.disk_records[i],
+						    &r.disk_file[i]);
 	int trusted = r.floor_spread <= FLOOR_BAND;
 	print_table(&r, trusted);
 	if (json)

@@ -36,10 +36,13 @@
  * records, and 1.1's CompressedChunk records are part of 2.0).
  * Minor history of major 1: 1.1 added CompressedChunk records and the header's compression
  * fields. Of major 2: 2.1 added the ZstdLanes4 codec (a 2.0 reader names it as a codec it
- * does not support). */
+ * does not support); 2.2 the event kinds 64..127 (nt_record.h: events by their kind's range,
+ * so that a reader meets a newer one as an event it skips, and counts), of which the async and
+ * flow records (IdEventRecord) are the first. A reader of 2.1 takes those records for
+ * unknown non-events and skips them (its ordinals then run short: it may report gaps there). */
 #define NT_FORMAT_MAJOR 2
 #define NT_FORMAT_MAJOR_OLDEST 1
-#define NT_FORMAT_MINOR 1
+#define NT_FORMAT_MINOR 2
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */
@@ -62,6 +65,25 @@ enum {
 	/* Git Trace2 messages: NT_KIND_T2_FIRST + nt_t2_event. */
 	NT_KIND_T2_FIRST = 32,
 	NT_KIND_T2_LAST = 62,
+	/* Events that carry a 64-bit id (IdEventRecord): async spans and flows. Bit 3 set is the
+	 * same event with a global id (NT_KIND_ID_GLOBAL); 64..127 are all events (nt_record.h),
+	 * those of no name here are a newer writer's, skipped by this reader. */
+	NT_KIND_ASYNC_BEGIN = 64,
+	NT_KIND_ASYNC_INSTANT = 65,
+	NT_KIND_ASYNC_END = 66,
+	NT_KIND_FLOW_BEGIN = 67,
+	NT_KIND_FLOW_STEP = 68,
+	NT_KIND_FLOW_END = 69,
+	NT_KIND_ID_GLOBAL = 8,
+	NT_KIND_EVENT_EXT_FIRST = 64,
+	NT_KIND_EVENT_EXT_LAST = 127,
+};
+
+/* The scope of an IdEventRecord's id (nt_reader_event.id_scope). */
+enum {
+	NT_ID_NONE = 0,    /* the event carries no id */
+	NT_ID_PROCESS = 1, /* the id names a span or flow within its process */
+	NT_ID_GLOBAL = 2,  /* the id names it in every process of the trace */
 };
 
 /* Trace2 message types, in RecordKind order (record kind = NT_KIND_T2_FIRST + value). The
@@ -122,6 +144,28 @@ static const char *const nt_t2_event_names[NT_T2_EVENT_COUNT] = {
 static inline int nt_kind_is_t2(unsigned kind)
 {
 	return kind >= NT_KIND_T2_FIRST && kind <= NT_KIND_T2_LAST;
+}
+
+/* The async and flow kinds (IdEventRecord), process or global: an 8-byte id after word 0. */
+static inline int nt_kind_has_id(unsigned kind)
+{
+	unsigned base = kind & ~(unsigned)NT_KIND_ID_GLOBAL;
+	return kind >= NT_KIND_EVENT_EXT_FIRST && base >= NT_KIND_ASYNC_BEGIN &&
+	       base <= NT_KIND_FLOW_END;
+}
+
+/* An IdEventRecord kind without its scope bit: NT_KIND_ASYNC_BEGIN ... NT_KIND_FLOW_END. */
+static inline unsigned nt_kind_id_base(unsigned kind)
+{
+	return nt_kind_has_id(kind) ? kind & ~(unsigned)NT_KIND_ID_GLOBAL : kind;
+}
+
+/* The scope of the id an event of `kind` carries: NT_ID_NONE, _PROCESS or _GLOBAL. */
+static inline unsigned nt_kind_id_scope(unsigned kind)
+{
+	if (!nt_kind_has_id(kind))
+		return NT_ID_NONE;
+	return (kind & NT_KIND_ID_GLOBAL) ? NT_ID_GLOBAL : NT_ID_PROCESS;
 }
 
 /* The argument (uint64) in which child_exit, child_ready and thread_exit carry their run
@@ -378,6 +422,16 @@ typedef struct nt_complete_record {
 	NT_ALIGN8 uint64_t duration;
 } nt_complete_record;
 
+/* 16 bytes, then arguments: an async or flow event (NT_KIND_ASYNC_BEGIN ... FLOW_END, with
+ * or without NT_KIND_ID_GLOBAL), an EventRecord and its id. */
+typedef struct nt_id_event_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t callsite;
+	uint32_t delta;
+	NT_ALIGN8 uint64_t id;
+} nt_id_event_record;
+
 typedef struct nt_timestamp_record {
 	uint8_t kind;
 	uint8_t size_words;
@@ -407,6 +461,7 @@ NT_STATIC_ASSERT(sizeof(nt_compact_record) == 4, "CompactHead is 4 bytes");
 NT_STATIC_ASSERT(sizeof(nt_zchunk_record) == 56, "CompressedChunk is 56 bytes");
 NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_complete_record) == 16, "CompleteRecord is 16 bytes");
+NT_STATIC_ASSERT(sizeof(nt_id_event_record) == 16, "IdEventRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_timestamp_record) == 16, "TimestampRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_arg_header) == 8, "ArgHeader is 8 bytes");
 

@@ -32,8 +32,9 @@
  * their delta), compact or not, is decided here and nowhere else: the writer's chunk walk,
  * the streaming saver, the archive writer, the reader, the importer and the tests all ask
  * nt_kind_is_event() (through nt_record_is_event_at() for a record in a chunk). A
- * kind unknown to this version is framed by its size and skipped; inside a chunk it is not an
- * event, so it never shifts ordinals. A real bug came from three walkers each deciding this
+ * kind unknown to this version is framed by its size and skipped; inside a chunk it is an
+ * event when it is in 64..127 (taking its ordinal and delta, so it never shifts the ones
+ * after it) and no event otherwise. A real bug came from three walkers each deciding this
  * for themselves (Trace2 records were events to the writer but not to the saver).
  */
 #ifndef NT_RECORD_H
@@ -44,10 +45,37 @@
 #include "nt_format.h"
 #include "nt_unaligned.h"
 
-/* Events: the low-level kinds and every Trace2 message (NT_T2_EVENTS). */
+/* Events: the low-level kinds, every Trace2 message (NT_T2_EVENTS), and every kind of
+ * 64..127 (format 2.2), known or not: such a record is framed like an EventRecord (call site
+ * in bits 16..31, delta in bits 32..63), so a reader counts its ordinal and its delta even
+ * when it does not know the kind, and skips it (nt_kind_is_known_event). */
+static inline int nt_kind_is_plain_event(unsigned kind);
 static inline int nt_kind_is_event(unsigned kind)
 {
+	return nt_kind_is_plain_event(kind) ||
+	       (kind >= NT_KIND_EVENT_EXT_FIRST && kind <= NT_KIND_EVENT_EXT_LAST);
+}
+
+/* The events of format 2.1: EventRecord or CompleteRecord, no id (Begin .. Counter, Trace2).
+ * The writer's paths that write no id take these kinds only. */
+static inline int nt_kind_is_plain_event(unsigned kind)
+{
 	return (kind >= NT_KIND_BEGIN && kind <= NT_KIND_COUNTER) || nt_kind_is_t2(kind);
+}
+
+/* An event this version decodes; an event kind it does not (64..127 but for the id kinds)
+ * is a newer writer's, skipped and counted by readers. */
+static inline int nt_kind_is_known_event(unsigned kind)
+{
+	return nt_kind_is_event(kind) && (kind < NT_KIND_EVENT_EXT_FIRST || nt_kind_has_id(kind));
+}
+
+/* A kind this version of the format defines (nt_format.h's RecordKind): any other is a
+ * newer writer's, framed by its size and skipped. */
+static inline int nt_kind_is_known(unsigned kind)
+{
+	return (kind >= NT_KIND_PADDING && kind <= NT_KIND_CALLSITE_ARGS) ||
+	       kind == NT_KIND_TIMESTAMP || nt_kind_is_known_event(kind);
 }
 
 /* Durable records: defined once, referred to by index from events. */
@@ -128,10 +156,11 @@ static inline uint32_t nt_compact_head(unsigned kind, uint32_t values, uint32_t 
 	return NT_COMPACT_FLAG | nt_compact_code(kind) | values << 3 | callsite << 8 | delta << 18;
 }
 
-/* Bytes an event record has before its arguments (the Complete record's duration word). */
+/* Bytes an event record has before its arguments (the Complete record's duration word, an
+ * IdEventRecord's id). */
 static inline uint32_t nt_event_head_bytes(unsigned kind)
 {
-	return kind == NT_KIND_COMPLETE ? 16u : 8u;
+	return kind == NT_KIND_COMPLETE || nt_kind_has_id(kind) ? 16u : 8u;
 }
 
 static inline uint64_t nt_record_word(unsigned kind, uint32_t words, uint32_t bits16,

@@ -15,10 +15,10 @@ static void count_in_chunk(const uint8_t *data, uint64_t off, uint64_t end, uint
 	uint64_t p = off + sizeof(nt_chunk_header), rec;
 	counts[NT_KIND_CHUNK]++;
 	while (nt_chunk_record_frame(data + p, end - p, &rec) == NT_FRAME_OK) {
-		if (!nt_record_is_event_at(data + p)) {
-			uint32_t head = nt_record_head_at(data + p);
-			counts[nt_head_is_compact(head) ? nt_compact_kind(head) : data[p]]++;
-		}
+		uint32_t head = nt_record_head_at(data + p);
+		unsigned kind = nt_head_is_compact(head) ? nt_compact_kind(head) : data[p];
+		if (!nt_kind_is_known_event(kind))
+			counts[kind]++; /* no event, or one of a kind this reader does not know */
 		p += rec;
 	}
 }

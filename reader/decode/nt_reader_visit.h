@@ -102,12 +102,15 @@ static inline int nt_visit_next_event(const nt_reader *r, chunk_cursor *c,
 		nt_chunk_clock_step(&clock, p, bytes);
 		c->ticks = clock.ticks;
 		c->ordinal = clock.events;
-		if (!nt_kind_is_event(kind))
-			continue; /* padding, a clock escape, or a kind this reader does not know */
+		if (!nt_kind_is_known_event(kind))
+			continue; /* padding, a clock escape, or a kind this reader does not know
+				     (an event of 64..127 took its ordinal and delta above; it is
+				     counted by nt_reader_count_records) */
 		/* An event, even if damaged below: it took its ordinal and its delta. */
 		uint32_t head = compact ? 4u : nt_event_head_bytes(kind);
 		if (bytes < head) {
-			*why = "complete event is missing its duration";
+			*why = kind == NT_KIND_COMPLETE ? "complete event is missing its duration"
+							 : "async or flow event is missing its id";
 			*at = off;
 			return -1;
 		}
@@ -138,6 +141,8 @@ static inline int nt_visit_next_event(const nt_reader *r, chunk_cursor *c,
 		ev->thread = c->thread;
 		ev->ticks = c->ticks;
 		ev->duration_ns = 0;
+		ev->id_scope = (uint8_t)nt_kind_id_scope(kind);
+		ev->id = ev->id_scope != NT_ID_NONE ? nt_load_le64(p + 8) : 0;
 		if (kind == NT_KIND_COMPLETE) {
 			uint64_t dur = nt_load_le64(p + 8);
 			ev->ticks = c->ticks - dur;

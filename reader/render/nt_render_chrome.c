@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "nt_render_ids.h"
 #include "nt_render_util.h"
 
 typedef struct chrome_ctx {
@@ -29,6 +30,7 @@ typedef struct chrome_ctx {
 	int64_t start_ns; /* the session start: "ts" counts from it */
 	const nt_render_options *opt;
 	nt_balance balance;
+	nt_id_tally ids; /* async spans and flows, for otherData's unpaired counts */
 	int first;
 	uint64_t gap_events;   /* events lost between chunks, over every gap */
 	uint64_t damaged;      /* damaged places reported */
@@ -119,12 +121,49 @@ static void put_args(nt_out *out, const nt_reader_event *e)
 	nt_out_char(out, '}');
 }
 
+/* A process-scoped flow id as Chrome JSON's "id", which viewers key with category and name
+ * across the whole trace (Perfetto's v1 flows have no "id2"): mixed with the pid, one-to-one
+ * for each process, so that no two flows of one process merge and flows of two processes
+ * with the same id stay apart. A global id is written as it is. */
+static uint64_t flow_json_id(const nt_reader_event *e)
+{
+	if (e->id_scope == NT_ID_GLOBAL)
+		return e->id;
+	uint64_t z = e->id ^ ((uint64_t)e->thread->pid * 0x9e3779b97f4a7c15u + 0x632be59bd9b4e019u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+/* An async event's "id2" ({"local": ...} is scoped to its pid by the viewers, {"global":
+ * ...} is not), a flow's "id" and, for its end, "bp":"e": each binds to the slice that
+ * encloses it on its thread (chrome://tracing and Perfetto bind "s" and "t" so already). */
+static void put_id(nt_out *out, const nt_reader_event *e)
+{
+	char *p = nt_out_room(out, 64);
+	size_t n;
+	if (nt_kind_id_base(e->kind) <= NT_KIND_ASYNC_END) {
+		n = e->id_scope == NT_ID_GLOBAL ? 20 : 19;
+		memcpy(p, e->id_scope == NT_ID_GLOBAL ? ",\"id2\":{\"global\":\"0x" : ",\"id2\":{\"local\":\"0x", n);
+		n += nt_fmt_hex(p + n, e->id);
+		memcpy(p + n, "\"}", 2), n += 2;
+	} else {
+		memcpy(p, ",\"id\":\"0x", 9), n = 9;
+		n += nt_fmt_hex(p + n, flow_json_id(e));
+		p[n++] = '"';
+		if (nt_kind_id_base(e->kind) == NT_KIND_FLOW_END)
+			memcpy(p + n, ",\"bp\":\"e\"", 9), n += 9;
+	}
+	nt_out_commit(out, n);
+}
+
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	chrome_ctx *c = ctx;
 	nt_out *out = &c->out;
 	if (!nt_balance_admit(&c->balance, e))
 		return 0;
+	nt_id_tally_admit(&c->ids, e);
 	begin_event(c);
 	nt_out_bytes(out, "{\"ph\":\"", 7);
 	nt_out_str(out, nt_kind_phase(e->kind));
@@ -136,6 +175,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	put_us(out, ",\"ts\":", 6, nt_sat_sub(e->time_ns, c->start_ns));
 	if (e->kind == NT_KIND_COMPLETE)
 		put_us(out, ",\"dur\":", 7, (int64_t)e->duration_ns);
+	if (e->id_scope != NT_ID_NONE)
+		put_id(out, e);
 	/* A "C" series belongs to the process: pid and name, plus "id" when present (Perfetto
 	 * names the track "<name> id: <id> <arg>", chrome://tracing "<name>[<id>]"). Each thread
 	 * records its own values, so the thread's tid as "id" keeps two threads' same-named
@@ -199,6 +240,28 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	free(item);
 }
 
+/* Async spans and flows the trace cannot pair (--stats's counts, summed over categories),
+ * only when there are some. */
+static void write_unpaired_ids(chrome_ctx *c)
+{
+	uint32_t n;
+	nt_id_counts *k = nt_id_tally_counts(&c->ids, &n);
+	uint64_t sum[4] = { 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		sum[0] += k[i].async_unended;
+		sum[1] += k[i].async_unbegun;
+		sum[2] += k[i].flow_unfinished;
+		sum[3] += k[i].flow_unbegun;
+	}
+	free(k);
+	if (c->ids.oom)
+		c->oom = 1;
+	if (n != 0)
+		nt_out_printf(&c->out, ",\"async_unended\":%" PRIu64 ",\"async_unbegun\":%" PRIu64
+				       ",\"flows_unfinished\":%" PRIu64 ",\"flow_points_unbegun\":%"
+				       PRIu64, sum[0], sum[1], sum[2], sum[3]);
+}
+
 /* What the archive lost and the damage found, each only when there is some: the metadata of
  * an intact archive stays as it was. */
 static void write_losses(chrome_ctx *c, const nt_archive_info *info)
@@ -212,6 +275,7 @@ static void write_losses(chrome_ctx *c, const nt_archive_info *info)
 			      info->dropped_stopped, info->dropped_unsaved);
 	if (c->gap_events)
 		nt_out_printf(out, ",\"events_lost_in_gaps\":%" PRIu64, c->gap_events);
+	write_unpaired_ids(c);
 	if (c->damaged) {
 		nt_out_printf(out, ",\"damaged_places\":%" PRIu64 ",\"damage\":[", c->damaged);
 		if (c->damage)
@@ -293,6 +357,7 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	int rc = nt_reader_visit(r, &cb, c, copy.order, copy.policy);
 	write_other_data(c);
 	nt_balance_free(&c->balance);
+	nt_id_tally_free(&c->ids);
 	free(c->damage);
 	if (nt_out_flush(&c->out) != 0 || c->oom)
 		rc = -1;

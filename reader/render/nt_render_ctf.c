@@ -290,7 +290,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		fail(c, ENOMEM, c->dir, NULL);
 		return 1;
 	}
-	size_t need = 4 + 8 + 8 + 1 + 8;
+	size_t need = 4 + 8 + 8 + 1 + 8 + 8; /* header, kind, a duration or an id */
 	for (uint32_t i = 0; i < e->arg_count; i++)
 		need += arg_room(&e->args[i]);
 	if (packet_room(c, s, need) != 0)
@@ -305,6 +305,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	size_t n = 21;
 	if (e->kind == NT_KIND_COMPLETE)
 		put64(p + n, e->duration_ns), n += 8;
+	if (e->id_scope != NT_ID_NONE)
+		put64(p + n, e->id), n += 8;
 	for (uint32_t i = 0; i < e->arg_count; i++)
 		n += put_arg(c, p + n, &e->args[i]);
 	s->len += n;

@@ -109,7 +109,8 @@ static int is_keyword(const char *s)
 
 static int name_taken(const ctf_class *k, uint32_t upto, const char *s)
 {
-	if (strcmp(s, "_nt_kind") == 0 || strcmp(s, "_nt_duration_ns") == 0 || is_keyword(s))
+	if (strcmp(s, "_nt_kind") == 0 || strcmp(s, "_nt_duration_ns") == 0 ||
+	    strcmp(s, "_nt_id") == 0 || is_keyword(s))
 		return 1;
 	for (uint32_t i = 0; i < upto; i++)
 		if (strcmp(k->fields[i].name, s) == 0 ||
@@ -364,6 +365,13 @@ static void write_kind_enum(FILE *out)
 	      "\"complete\" = 19, \"counter\" = 20", out);
 	for (unsigned i = 0; i < NT_T2_EVENT_COUNT; i++)
 		fprintf(out, ",\n\t\"trace2_%s\" = %u", nt_t2_event_names[i], NT_KIND_T2_FIRST + i);
+	/* Async spans and flows: process-scoped ids, then global ones (NT_KIND_ID_GLOBAL). */
+	static const char *const id_kinds[] = { "async_begin", "async_instant", "async_end",
+						"flow_begin", "flow_step", "flow_end" };
+	for (unsigned g = 0; g < 2; g++)
+		for (unsigned i = 0; i < 6; i++)
+			fprintf(out, ",\n\t\"%s%s\" = %u", id_kinds[i], g ? "_global" : "",
+				(NT_KIND_ASYNC_BEGIN + i) | (g ? NT_KIND_ID_GLOBAL : 0));
 	fputs("\n};\n\n", out);
 }
 
@@ -468,6 +476,8 @@ static void write_class(FILE *out, const ctf_class *k)
 		     "\t\tenum nt_kind_t _nt_kind;\n", k->id);
 	if (k->kind == NT_KIND_COMPLETE)
 		fputs("\t\tuint64_t _nt_duration_ns;\n", out);
+	if (nt_kind_id_scope(k->kind) != NT_ID_NONE) /* the async or flow id, in hex */
+		fputs("\t\tnt_hex64_t _nt_id;\n", out);
 	for (uint32_t i = 0; i < k->nargs; i++) {
 		const ctf_field *f = &k->fields[i];
 		ctf_arg_kind ak = ctf_arg_kind_of(f->nt_type);

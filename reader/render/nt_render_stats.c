@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nt_render_ids.h"
 #include "nt_render_util.h"
+#include "format/nt_record.h"
 #include "runtime/nt_fork_path.h"
 
 typedef struct stats_ctx {
@@ -16,6 +18,7 @@ typedef struct stats_ctx {
 	int64_t first_ns, last_ns;
 	uint64_t gaps, gap_events;
 	nt_balance balance;
+	nt_id_tally ids;
 	uint64_t kept_keys; /* Trace2 keys an import kept without knowing them */
 	const nt_render_options *opt;
 } stats_ctx;
@@ -38,6 +41,7 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	s->by_kind[e->kind]++;
 	s->by_thread[e->thread->index]++;
 	nt_balance_admit(&s->balance, e);
+	nt_id_tally_admit(&s->ids, e);
 	/* An unknown event's keys are all kept; count those of known events only. */
 	for (uint32_t i = 0; e->kind != NT_KIND_T2_FIRST + NT_T2E_UNKNOWN && i < e->arg_count; i++)
 		s->kept_keys += e->args[i].type == NT_ARG_JSON;
@@ -59,6 +63,47 @@ static uint32_t processes_present(const nt_reader *r)
 	for (uint32_t i = 0; i < nt_reader_process_count(r); i++)
 		n += nt_reader_process_at(r, i) != NULL;
 	return n;
+}
+
+/* Async spans and flows: events by kind, then per category what the trace cannot pair
+ * (nt_render_ids.h), one line per category. */
+static void print_ids(FILE *out, const nt_id_tally *ids, const uint64_t *by_kind)
+{
+	uint64_t n[6] = { 0 };
+	for (unsigned k = NT_KIND_ASYNC_BEGIN; k <= NT_KIND_FLOW_END; k++)
+		n[k - NT_KIND_ASYNC_BEGIN] = by_kind[k] + by_kind[k | NT_KIND_ID_GLOBAL];
+	uint64_t spans, flows;
+	if (nt_id_tally_keys(ids, &spans, &flows) == 0)
+		return;
+	fprintf(out, "async: %" PRIu64 " spans (begin %" PRIu64 ", instant %" PRIu64 ", end %"
+		     PRIu64 "); flows: %" PRIu64 " (begin %" PRIu64 ", step %" PRIu64 ", end %"
+		     PRIu64 ")\n", spans, n[0], n[1], n[2], flows, n[3], n[4], n[5]);
+	uint32_t ncat;
+	nt_id_counts *c = nt_id_tally_counts(ids, &ncat);
+	for (uint32_t i = 0; i < ncat; i++) {
+		char cat[NT_HDR_MAX_STRING + 1];
+		fprintf(out, "  category %s: %" PRIu64 " async spans never ended, %" PRIu64
+			     " async ends never begun, %" PRIu64 " flows never finished, %" PRIu64
+			     " flow steps or ends never begun\n",
+			nt_unctrl_copy(cat, sizeof(cat), c[i].category), c[i].async_unended,
+			c[i].async_unbegun, c[i].flow_unfinished, c[i].flow_unbegun);
+	}
+	free(c);
+}
+
+/* Records of kinds this reader does not know (a newer writer's): skipped, and said so. */
+static void print_unknown_kinds(FILE *out, const uint64_t *other)
+{
+	uint64_t n = 0;
+	for (unsigned k = 0; k < 256; k++)
+		n += nt_kind_is_known(k) || k == NT_KIND_INVALID ? 0 : other[k];
+	if (n == 0)
+		return;
+	fprintf(out, "unknown kinds: %" PRIu64 " records skipped (kinds a newer writer made:", n);
+	for (unsigned k = 0; k < 256; k++)
+		if (!nt_kind_is_known(k) && k != NT_KIND_INVALID && other[k] != 0)
+			fprintf(out, " %u", k);
+	fprintf(out, ")\n");
 }
 
 static const char *mode_name(uint8_t m)
@@ -310,6 +355,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	fprintf(out, "unmatched: %" PRIu64 " ends without a begin (left out of chrome output), %"
 		     PRIu64 " begins without an end\n", s.balance.unmatched_ends,
 		nt_balance_unended(&s.balance));
+	print_ids(out, &s.ids, s.by_kind);
+	print_unknown_kinds(out, other);
 	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
 	fprintf(out, "values truncated: %" PRIu64 " events (a string or list argument cut to fit "
 		     "one record)\n", in->values_truncated);
@@ -333,5 +380,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		fprintf(out, "damaged places: %" PRIu64 "\n", s.errors);
 	free(s.by_thread);
 	nt_balance_free(&s.balance);
+	if (s.ids.oom && rc == 0)
+		rc = -1;
+	nt_id_tally_free(&s.ids);
 	return rc;
 }

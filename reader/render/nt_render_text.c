@@ -134,6 +134,13 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	nt_out_bytes(o, "  ", 2);
 	put_right(o, dur, ndur, 10);
 	nt_out_char(o, ' ');
+	if (e->id_scope != NT_ID_NONE) { /* the async or flow id: " id=0x2a", global " gid=0x2a" */
+		const char *label = e->id_scope == NT_ID_GLOBAL ? " gid=0x" : " id=0x";
+		size_t n = strlen(label);
+		char *p = nt_out_room(o, n + 16);
+		memcpy(p, label, n);
+		nt_out_commit(o, n + nt_fmt_hex(p + n, e->id));
+	}
 	for (uint32_t i = 0; i < e->arg_count; i++)
 		print_arg(o, &e->args[i]);
 	nt_out_char(o, '\n');

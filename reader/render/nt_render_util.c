@@ -106,7 +106,13 @@ size_t nt_format_offset_us(char *buf, size_t cap, int64_t ns)
 
 const char *nt_kind_phase(uint8_t kind)
 {
-	switch (kind) {
+	switch (nt_kind_id_base(kind)) {
+	case NT_KIND_ASYNC_BEGIN: return "b";
+	case NT_KIND_ASYNC_INSTANT: return "n";
+	case NT_KIND_ASYNC_END: return "e";
+	case NT_KIND_FLOW_BEGIN: return "s";
+	case NT_KIND_FLOW_STEP: return "t";
+	case NT_KIND_FLOW_END: return "f";
 	case NT_KIND_BEGIN: return "B";
 	case NT_KIND_END: return "E";
 	case NT_KIND_INSTANT: return "i";

@@ -38,7 +38,8 @@ size_t nt_format_duration(char *buf, size_t cap, uint64_t ns);
 /* Nanoseconds as microseconds with three decimals, exactly ("12.345", "-0.001"); returns
  * the length (0, writing nothing, when cap < 32). No NUL is written. */
 size_t nt_format_offset_us(char *buf, size_t cap, int64_t ns);
-/* Chrome phase letter of an event kind (Trace2 regions are B/E, other messages i). */
+/* Chrome phase letter of an event kind (Trace2 regions are B/E, other messages i; async
+ * b/n/e, flows s/t/f, whatever their id's scope). */
 const char *nt_kind_phase(uint8_t kind);
 /* Name and category to show for an event: a Trace2 message without a label or key is
  * named after its message type, in category "trace2". */

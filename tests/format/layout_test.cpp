@@ -59,6 +59,8 @@ namespace fb = ntfmt;
 	S(nt_event_record, EventRecord, NT_KIND_BEGIN, kind, size_words, callsite, delta)   \
 	S(nt_complete_record, CompleteRecord, NT_KIND_COMPLETE, kind, size_words, callsite, \
 	  delta, duration)                                                                 \
+	S(nt_id_event_record, IdEventRecord, NT_KIND_ASYNC_BEGIN, kind, size_words,         \
+	  callsite, delta, id)                                                             \
 	S(nt_timestamp_record, TimestampRecord, NT_KIND_TIMESTAMP, kind, size_words,        \
 	  reserved0, reserved1, ticks)                                                     \
 	S(nt_arg_header, ArgHeader, -1, type, size_words, name, value32)                    \
@@ -123,6 +125,18 @@ SAME_ENUM(NT_KIND_INSTANT, RecordKind_Instant)
 SAME_ENUM(NT_KIND_COMPLETE, RecordKind_Complete)
 SAME_ENUM(NT_KIND_COUNTER, RecordKind_Counter)
 SAME_ENUM(NT_KIND_TIMESTAMP, RecordKind_Timestamp)
+SAME_ENUM(NT_KIND_ASYNC_BEGIN, RecordKind_AsyncBegin)
+SAME_ENUM(NT_KIND_ASYNC_INSTANT, RecordKind_AsyncInstant)
+SAME_ENUM(NT_KIND_ASYNC_END, RecordKind_AsyncEnd)
+SAME_ENUM(NT_KIND_FLOW_BEGIN, RecordKind_FlowBegin)
+SAME_ENUM(NT_KIND_FLOW_STEP, RecordKind_FlowStep)
+SAME_ENUM(NT_KIND_FLOW_END, RecordKind_FlowEnd)
+SAME_ENUM(NT_KIND_ASYNC_BEGIN | NT_KIND_ID_GLOBAL, RecordKind_AsyncBeginGlobal)
+SAME_ENUM(NT_KIND_ASYNC_INSTANT | NT_KIND_ID_GLOBAL, RecordKind_AsyncInstantGlobal)
+SAME_ENUM(NT_KIND_ASYNC_END | NT_KIND_ID_GLOBAL, RecordKind_AsyncEndGlobal)
+SAME_ENUM(NT_KIND_FLOW_BEGIN | NT_KIND_ID_GLOBAL, RecordKind_FlowBeginGlobal)
+SAME_ENUM(NT_KIND_FLOW_STEP | NT_KIND_ID_GLOBAL, RecordKind_FlowStepGlobal)
+SAME_ENUM(NT_KIND_FLOW_END | NT_KIND_ID_GLOBAL, RecordKind_FlowEndGlobal)
 SAME_ENUM(NT_ARG_NONE, ArgType_None)
 SAME_ENUM(NT_ARG_INT32, ArgType_Int32)
 SAME_ENUM(NT_ARG_UINT32, ArgType_Uint32)

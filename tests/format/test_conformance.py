@@ -33,6 +33,7 @@ def decode(path, ntfmt):
     from ntfmt.Codec import Codec
     from ntfmt.EventRecord import EventRecord
     from ntfmt.CompleteRecord import CompleteRecord
+    from ntfmt.IdEventRecord import IdEventRecord
     from ntfmt.TimestampRecord import TimestampRecord
     from ntfmt.ArgHeader import ArgHeader
     from ntfmt.CallSiteArgsRecord import CallSiteArgsRecord
@@ -41,6 +42,9 @@ def decode(path, ntfmt):
     from ntfmt.RecordKind import RecordKind as K
     from ntfmt.ArgType import ArgType as A
 
+    id_kinds = {K.AsyncBegin, K.AsyncInstant, K.AsyncEnd, K.FlowBegin, K.FlowStep, K.FlowEnd,
+                K.AsyncBeginGlobal, K.AsyncInstantGlobal, K.AsyncEndGlobal, K.FlowBeginGlobal,
+                K.FlowStepGlobal, K.FlowEndGlobal}
     file = bytearray(open(path, 'rb').read())
     buf = file
     assert ArchiveHeader.ArchiveHeaderBufferHasIdentifier(buf, 4), 'bad identifier'
@@ -138,12 +142,15 @@ def decode(path, ntfmt):
                 ebytes = e.SizeWords() * 8
                 if e.Kind() == K.Timestamp:
                     ticks = struct_at(TimestampRecord, pos).Ticks()
-                elif K.Begin <= e.Kind() <= K.Counter:
+                elif K.Begin <= e.Kind() <= K.Counter or e.Kind() in id_kinds:
                     ticks += e.Delta()
-                    head, t0 = 8, ticks
+                    head, t0, id_text = 8, ticks, ''
                     if e.Kind() == K.Complete:
                         head = 16
                         t0 = ticks - struct_at(CompleteRecord, pos).Duration()
+                    elif e.Kind() in id_kinds:  # an async or flow event: its id
+                        head = 16
+                        id_text = ' id=%d' % struct_at(IdEventRecord, pos).Id()
                     args, a = [], pos + head
                     while a < pos + ebytes:
                         ah = struct_at(ArgHeader, a)
@@ -165,17 +172,18 @@ def decode(path, ntfmt):
                         if val is not None:
                             args.append('%s:%d:%s' % (name, typ, val))
                         a += ah.SizeWords() * 8
-                    out.append('event thread=%d tid=%d kind=%d site=%s ticks=%d args=[%s]' % (
+                    out.append('event thread=%d tid=%d kind=%d site=%s ticks=%d%s args=[%s]' % (
                         ch.Thread(), threads[ch.Thread()], e.Kind(), sites[e.Callsite()], t0,
-                        ','.join(args)))
+                        id_text, ','.join(args)))
                 pos += ebytes
             buf = file
         off += rsize
     return out, zchunks[0]
 
 
+@pytest.mark.parametrize('source', ['demo', 'requests', 'requests-global'])
 @pytest.mark.parametrize('compression', ['off', '3'])
-def test_python_decoder_agrees(workdir, compression):
+def test_python_decoder_agrees(workdir, compression, source):
     if not os.environ.get('NT_FLATC'):
         pytest.skip('flatc not found (Debian package flatbuffers-compiler)')
     pytest.importorskip('flatbuffers', reason='Python module flatbuffers not found '
@@ -187,9 +195,14 @@ def test_python_decoder_agrees(workdir, compression):
     sys.path.insert(0, gen)
     if compression != 'off' and shutil.which('zstd') is None:
         pytest.skip('the zstd command is not installed (Debian package zstd)')
-    archive = os.path.join(workdir, 'conformance-%s.ntrace' % compression)
-    subprocess.run([demo, archive, '--threads', '3', '--requests', '300'], check=True,
-                   env=dict(os.environ, NANOTRACE_COMPRESSION=compression))
+    archive = os.path.join(workdir, 'conformance-%s-%s.ntrace' % (source, compression))
+    if source == 'demo':
+        subprocess.run([demo, archive, '--threads', '3', '--requests', '300'], check=True,
+                       env=dict(os.environ, NANOTRACE_COMPRESSION=compression))
+    else:  # async spans and flows (IdEventRecord), process or global ids
+        subprocess.run([program('NT_REQUEST_PROGRAM'), '200'] + source.split('-')[1:],
+                       check=True, env=dict(os.environ, NANOTRACE=archive,
+                                            NANOTRACE_COMPRESSION=compression))
     c_lines = subprocess.run([dump, archive], check=True, capture_output=True,
                              text=True).stdout.splitlines()
     py_lines, zchunks = decode(archive, None)

@@ -408,7 +408,8 @@ def test_to_dataframe_columns(demo, monkeypatch):
     with nanotrace.open(demo) as trace:
         assert trace.to_dataframe() == 'frame'
         events = list(trace)
-    assert made['columns'] == ['time_ns', 'kind', 'category', 'name', 'thread', 'process', 'args']
+    assert made['columns'] == ['time_ns', 'kind', 'category', 'name', 'thread', 'process', 'id',
+                                 'args']
     assert made['data']['time_ns'] == [e.time_ns for e in events]
     assert made['data']['args'] == [e.args for e in events]
     monkeypatch.setitem(sys.modules, 'pandas', None)
@@ -462,3 +463,33 @@ def test_iteration_memory_is_bounded(work):
     assert events > 200000
     assert grown < os.path.getsize(path) + (8 << 20), (events, grown)
     assert grown < events * 100 // 2, (events, grown)
+
+
+@pytest.mark.parametrize('scope', ['process', 'global'])
+def test_async_and_flow_ids(work, scope):
+    """event.id and event.id_scope of async and flow events (request_program's requests),
+    against trace-dump's Chrome JSON: the async id in "id2" {local|global}, every flow event
+    of one id under one Chrome "id"."""
+    path = os.path.join(work, 'requests-%s.ntrace' % scope)
+    if os.path.exists(path):
+        os.unlink(path)
+    subprocess.run([program('NT_REQUEST_PROGRAM'), '50'] + (['global'] if scope == 'global'
+                                                           else []),
+                   env=dict(os.environ, NANOTRACE=path), check=True)
+    with nanotrace.open(path) as trace:
+        events = list(trace.events('time'))
+    phase = {'async_begin': 'b', 'async_instant': 'n', 'async_end': 'e', 'flow_begin': 's',
+             'flow_step': 't', 'flow_end': 'f'}
+    ours = [(phase[e.kind], e.id, e.id_scope) for e in events if e.kind in phase]
+    assert all(e.id == 0 and e.id_scope is None for e in events if e.kind not in phase)
+    theirs = [e for e in chrome_events(path) if e['ph'] in 'bnestf']
+    assert len(ours) == len(theirs) == 50 * 6
+    flow_ids = {}
+    for (ph, ident, id_scope), c in zip(ours, theirs):
+        assert ph == c['ph'] and id_scope == scope
+        if ph in 'bne':
+            assert c['id2'] == {'local' if scope == 'process' else 'global': hex(ident)}
+        else:
+            assert flow_ids.setdefault(ident, c['id']) == c['id']
+    assert sorted(flow_ids) == list(range(1, 51)) and len(set(flow_ids.values())) == 50
+    os.unlink(path)

@@ -22,6 +22,7 @@ def test_to_dataframe_with_pandas(workdir):
         df = trace.to_dataframe()
         events = list(trace)
     assert isinstance(df, pandas.DataFrame) and len(df) == len(events)
-    assert list(df.columns) == ['time_ns', 'kind', 'category', 'name', 'thread', 'process', 'args']
+    assert list(df.columns) == ['time_ns', 'kind', 'category', 'name', 'thread', 'process', 'id',
+                                'args']
     assert list(df['time_ns']) == [e.time_ns for e in events]
     assert list(df['args']) == [e.args for e in events]

@@ -14,6 +14,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		     " ticks=%" PRIu64,
 		e->thread->index, e->thread->tid, e->kind, e->category, e->name, e->file, e->line,
 		e->ticks);
+	if (e->id_scope != NT_ID_NONE) /* an async or flow event's id */
+		fprintf(out, " id=%" PRIu64, e->id);
 	(void)dur_ticks;
 	fputs(" args=[", out);
 	for (uint32_t i = 0; i < e->arg_count; i++) {

@@ -19,6 +19,8 @@ typedef struct test_event {
 	int64_t time_ns;
 	uint64_t duration_ns;
 	uint64_t offset; /* of the record in the archive */
+	uint64_t id;     /* an async or flow event's id, and its scope (NT_ID_*) */
+	uint8_t id_scope;
 	uint32_t nargs;
 	nt_reader_arg args[8]; /* args[i].name is names[i]; a string's value.str.ptr is strs[i] */
 	char *strs[8];         /* string values, malloc'd whole; NULL for other types */
@@ -58,6 +60,8 @@ static int test_collect(void *ctx, const nt_reader_event *e)
 	x->time_ns = e->time_ns;
 	x->duration_ns = e->duration_ns;
 	x->offset = e->offset;
+	x->id = e->id;
+	x->id_scope = e->id_scope;
 	x->nargs = e->arg_count < 8 ? e->arg_count : 8;
 	for (uint32_t i = 0; i < x->nargs; i++) {
 		x->args[i] = e->args[i];

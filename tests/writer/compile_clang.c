@@ -19,6 +19,9 @@ int compile_clang(const char *path, int n, double d, const char *const *argv)
 	NT_COMPLETE("io", "x", nt_now(), NT_STR("path", path));
 	NT_INSTANT_DYN(path, path, nt_arg_i64(path, n));
 	NT_BEGIN_DYN(path, path);
+	NT_ASYNC_BEGIN("io", "req", path, NT_STR("path", path));
+	NT_FLOW_STEP_GLOBAL("io", "flow", 42);
+	NT_ASYNC_END_DYN(path, path, 1, nt_arg_str(path, path));
 	NT_END_DYN(path, path);
 	NT_COUNTER_DYN(path, path, nt_arg_f64(path, d));
 	NT_T2_CMD_START(argv);

@@ -45,6 +45,30 @@ static void low_level(const char *path, int n, double d)
 	NT_BEGIN_DYN(path, path, nt_arg_str(path, path));
 	NT_END_DYN(path, path, nt_arg_f64(path, d));
 	NT_COUNTER_DYN(path, path, nt_arg_u64(path, (uint64_t)n));
+	NT_ASYNC_BEGIN("c", "req", n);
+	NT_ASYNC_INSTANT("c", "req", n, NT_STR("path", path));
+	NT_ASYNC_END("c", "req", n, NT_I32("n", n), NT_F64("d", d));
+	NT_FLOW_BEGIN("c", "flow", (uint64_t)n);
+	NT_FLOW_STEP("c", "flow", path);
+	NT_FLOW_END("c", "flow", n + 1);
+	NT_ASYNC_BEGIN_GLOBAL("c", "req", n);
+	NT_ASYNC_INSTANT_GLOBAL("c", "req", n, NT_I64("n", n));
+	NT_ASYNC_END_GLOBAL("c", "req", n);
+	NT_FLOW_BEGIN_GLOBAL("c", "flow", n);
+	NT_FLOW_STEP_GLOBAL("c", "flow", n);
+	NT_FLOW_END_GLOBAL("c", "flow", n);
+	NT_ASYNC_BEGIN_DYN(path, path, n);
+	NT_ASYNC_INSTANT_DYN(path, path, n, nt_arg_i64(path, n));
+	NT_ASYNC_END_DYN(path, path, n);
+	NT_FLOW_BEGIN_DYN(path, path, n);
+	NT_FLOW_STEP_DYN(path, path, n);
+	NT_FLOW_END_DYN(path, path, n);
+	NT_ASYNC_BEGIN_GLOBAL_DYN(path, path, n);
+	NT_ASYNC_INSTANT_GLOBAL_DYN(path, path, n);
+	NT_ASYNC_END_GLOBAL_DYN(path, path, n, nt_arg_str(path, path));
+	NT_FLOW_BEGIN_GLOBAL_DYN(path, path, n);
+	NT_FLOW_STEP_GLOBAL_DYN(path, path, n);
+	NT_FLOW_END_GLOBAL_DYN(path, path, n);
 }
 
 static int trace2(const char *path, int n, const char *const *argv)

@@ -82,6 +82,12 @@ static void low_level_macros_record_in_cpp(void **state)
 	} catch (const std::exception &) {
 		NT_INSTANT("cpp", "caught");
 	}
+	{
+		NT_SCOPE("cpp", "request");
+		NT_ASYNC_BEGIN("cpp", "req", local);
+		NT_FLOW_BEGIN_GLOBAL("cpp", "flow", path.size());
+		NT_ASYNC_END("cpp", "req", local, NT_STR("path", path.c_str()));
+	}
 	test_trace t;
 	finish_and_read("cpp-low", &t);
 	const test_event *e = expect(&t, 0, NT_KIND_INSTANT, "instant");
@@ -105,7 +111,17 @@ static void low_level_macros_record_in_cpp(void **state)
 	expect(&t, 11, NT_KIND_BEGIN, "throws");
 	expect(&t, 12, NT_KIND_END, "throws"); /* unwinding ended it, before the catch */
 	expect(&t, 13, NT_KIND_INSTANT, "caught");
-	assert_msg(t.n == 14, "%zu events, want 14", t.n);
+	expect(&t, 14, NT_KIND_BEGIN, "request");
+	e = expect(&t, 15, NT_KIND_ASYNC_BEGIN, "req");
+	assert_msg(e->id == 7 && e->id_scope == NT_ID_PROCESS, "async id %llu",
+		   (unsigned long long)e->id);
+	e = expect(&t, 16, NT_KIND_FLOW_BEGIN | NT_KIND_ID_GLOBAL, "flow");
+	assert_msg(e->id == 9 && e->id_scope == NT_ID_GLOBAL, "flow id %llu",
+		   (unsigned long long)e->id);
+	e = expect(&t, 17, NT_KIND_ASYNC_END, "req");
+	assert_msg(e->id == 7 && strcmp(e->strs[0], "/tmp/file") == 0, "async end");
+	expect(&t, 18, NT_KIND_END, "request");
+	assert_msg(t.n == 19, "%zu events, want 19", t.n);
 	test_trace_free(&t);
 }
 
@@ -125,8 +141,16 @@ static void dynamic_names_record_each_value(void **state)
 	NT_BEGIN_DYN("dyn", names[1]);
 	NT_END_DYN("dyn", names[1]);
 	NT_COUNTER_DYN("dyn", "count", nt_arg_u64(names[0], 5));
+	NT_ASYNC_BEGIN_DYN("dyn", names[0], 11u, nt_arg_i64(names[1], 1));
+	NT_FLOW_END_GLOBAL_DYN("dyn", names[1], 12u);
 	test_trace t;
 	finish_and_read("cpp-dyn", &t);
+	const test_event *a = expect(&t, 5, NT_KIND_ASYNC_BEGIN, "alpha");
+	assert_msg(a->id == 11 && a->id_scope == NT_ID_PROCESS && a->nargs == 1, "async id %llu",
+		   (unsigned long long)a->id);
+	a = expect(&t, 6, NT_KIND_FLOW_END | NT_KIND_ID_GLOBAL, "beta");
+	assert_msg(a->id == 12 && a->id_scope == NT_ID_GLOBAL, "flow id %llu",
+		   (unsigned long long)a->id);
 	for (int i = 0; i < 2; i++) {
 		const test_event *e = expect(&t, (size_t)i, NT_KIND_INSTANT, names[i]);
 		snprintf(buf, sizeof(buf), "cat-%s", names[i]);
@@ -140,7 +164,7 @@ static void dynamic_names_record_each_value(void **state)
 	expect(&t, 3, NT_KIND_END, "beta");
 	const test_event *e = expect(&t, 4, NT_KIND_COUNTER, "count");
 	assert_msg(strcmp(e->names[0], "alpha") == 0 && e->args[0].value.u64 == 5, "counter");
-	assert_msg(t.n == 5, "%zu events, want 5", t.n);
+	assert_msg(t.n == 7, "%zu events, want 7", t.n);
 	test_trace_free(&t);
 }
 

@@ -99,6 +99,11 @@ static void emit_all(uint64_t i)
 	NT_COMPLETE("hot", "complete", nt_now(), NT_BOOL("b", i & 1));
 	{
 		NT_SCOPE("hot", "scope");
+		/* Async spans and flows: the no-argument path, arguments, a global id. */
+		NT_ASYNC_BEGIN("hot", "request", i);
+		NT_FLOW_STEP("hot", "handoff", i);
+		NT_ASYNC_INSTANT_GLOBAL("hot", "request", i, NT_U64("i", i));
+		NT_ASYNC_END("hot", "request", i);
 	}
 	NT_END("hot", "span");
 }

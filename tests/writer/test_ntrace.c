@@ -29,6 +29,10 @@ static void ntrace_removes_events_and_evaluates_no_argument(void **state)
 	{
 		NT_SCOPE("c", "n", NT_I32("x", side_effect()));
 	}
+	NT_ASYNC_BEGIN("c", "n", side_effect(), NT_I32("x", side_effect()));
+	NT_ASYNC_END_GLOBAL("c", "n", side_effect());
+	NT_FLOW_STEP("c", "n", side_effect());
+	NT_FLOW_END_GLOBAL_DYN("c", "n", side_effect(), nt_arg_i64("x", side_effect()));
 	char path[256];
 	test_tmp_path(path, sizeof(path), "ntrace");
 	assert_msg(nt_finish(path) == NT_OK, "nt_finish: %s", nt_last_error());

@@ -139,23 +139,40 @@ static nt_callsite *find_site(const char *file, uint32_t line, const char *cat,
 	return &d->site;
 }
 
-void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char *category,
-		      const char *name, const nt_arg *args, uint32_t nargs)
+/* The site of a dynamic event, or NULL (the drop counted) when it has none. */
+static nt_callsite *dynamic_site(const char *file, uint32_t line, const char *category,
+				 const char *name, const nt_arg *args, uint32_t nargs)
 {
-	if (!nt_kind_is_event(kind) || kind == NT_KIND_COMPLETE || (nargs > 0 && args == NULL))
-		return;
 	pthread_once(&dyn_once, dyn_init);
 	pthread_mutex_lock(&dyn_lock);
 	nt_callsite *site = find_site(file != NULL ? file : "(null)", line, or_null(category),
 				      or_null(name), args, nargs);
 	pthread_mutex_unlock(&dyn_lock);
-	if (site == NULL) {
-		if (nt_S.durable_dropped != NULL)
-			nt_add_64(nt_S.durable_dropped, 1);
+	if (site == NULL && nt_S.durable_dropped != NULL)
+		nt_add_64(nt_S.durable_dropped, 1);
+	return site;
+}
+
+void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char *category,
+		      const char *name, const nt_arg *args, uint32_t nargs)
+{
+	if (!nt_kind_is_plain_event(kind) || kind == NT_KIND_COMPLETE || (nargs > 0 && args == NULL))
 		return;
-	}
+	nt_callsite *site = dynamic_site(file, line, category, name, args, nargs);
+	if (site == NULL)
+		return;
 	if (nargs == 0)
 		nt_emit_(site, kind);
 	else
 		nt_emit_args_(site, kind, args, nargs);
+}
+
+void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const char *category,
+			 const char *name, uint64_t id, const nt_arg *args, uint32_t nargs)
+{
+	if (!nt_kind_has_id(kind) || (nargs > 0 && args == NULL))
+		return;
+	nt_callsite *site = dynamic_site(file, line, category, name, args, nargs);
+	if (site != NULL)
+		nt_emit_id_args_(site, kind, id, args, nargs);
 }

@@ -384,8 +384,9 @@ static uint8_t *encode_args(uint8_t *p, const nt_callsite *site, const nt_arg *a
 
 /* Every event with arguments, every Complete event, and every fast-path miss. The clock is
  * read here, once the event is known to be recorded, unless the caller (Complete) already
- * read it: `now` is then that reading, else 0. */
-static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t duration,
+ * read it: `now` is then that reading, else 0. `word1` is the second word of a 16-byte head
+ * (nt_event_head_bytes): a Complete's duration, an async or flow event's id. */
+static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t word1,
 			const nt_arg *args, uint32_t n)
 {
 	uint32_t st = nt_load_acquire_32(&site->state);
@@ -400,7 +401,7 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 	}
 	if (now == 0)
 		now = nt_clock_ticks();
-	uint32_t head = kind == NT_KIND_COMPLETE ? 16 : 8;
+	uint32_t head = nt_event_head_bytes(kind);
 	uint32_t str_len[n > 0 ? n : 1];
 	int truncated = 0;
 	uint32_t bytes = n ? size_args(args, n, head, str_len, &truncated) : head;
@@ -419,8 +420,8 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
 		nt_count_drop(reason, 1);
 		return;
 	}
-	if (kind == NT_KIND_COMPLETE)
-		memcpy(rec + 8, &duration, 8);
+	if (head == 16)
+		memcpy(rec + 8, &word1, 8);
 	if (n)
 		encode_args(rec + head, site, args, n, str_len);
 	commit_record(t, rec, bytes, now, event_word(kind, bytes / 8, st, delta));
@@ -433,7 +434,7 @@ static void write_event(nt_callsite *site, unsigned kind, uint64_t now, uint64_t
  * clock_gettime's fallback inlined beside it). */
 static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigned kind)
 {
-	if (nt_kind_is_event(kind))
+	if (nt_kind_is_plain_event(kind))
 		write_event(site, kind, 0, 0, NULL, 0);
 }
 
@@ -445,7 +446,7 @@ static __attribute__((noinline, cold)) void emit_slow(nt_callsite *site, unsigne
 static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind, uint32_t st,
 						uint64_t now)
 {
-	if (!nt_kind_is_event(kind))
+	if (!nt_kind_is_plain_event(kind))
 		return;
 	nt_thread_state *t = &nt_T;
 	uint8_t *p = t->cur;
@@ -463,14 +464,24 @@ static __attribute__((noinline)) void emit_wide(nt_callsite *site, unsigned kind
 	emit_slow(site, kind);
 }
 
+/* The thread, when an event of `site` (its state in *st) may take a fast path: the site and
+ * the thread are current in this session, whose clock is the TSC; else NULL. */
+static inline __attribute__((always_inline)) nt_thread_state *fast_thread(const nt_callsite *site,
+									  uint32_t *st)
+{
+	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
+	*st = nt_load_acquire_32(&site->state);
+	nt_thread_state *t = &nt_T;
+	return nt_site_current(*st, tag) && t->fast_tag == tag ? t : NULL;
+}
+
 void nt_emit_(nt_callsite *site, unsigned kind)
 {
 	/* The compact path takes the kinds with a compact code only; emit_wide and emit_slow
 	 * refuse a kind that is no event (recording it would break every walker's count). */
-	uint32_t tag = nt_load_acquire_32(&nt_session_tag_);
-	uint32_t st = nt_load_acquire_32(&site->state);
-	nt_thread_state *t = &nt_T;
-	if (__builtin_expect(nt_site_current(st, tag) && t->fast_tag == tag, 1)) {
+	uint32_t st;
+	nt_thread_state *t = fast_thread(site, &st);
+	if (__builtin_expect(t != NULL, 1)) {
 		uint64_t now = fast_ticks();
 		uint8_t *p = t->cur;
 		uint64_t delta = now - t->last_ticks;
@@ -512,7 +523,7 @@ static inline __attribute__((always_inline)) int emit_fixed(nt_callsite *site, u
 							    uint64_t v2, uint64_t v3)
 {
 	unsigned kind = desc & 0xffu;
-	if (__builtin_expect(!nt_kind_is_event(kind), 0))
+	if (__builtin_expect(!nt_kind_is_plain_event(kind), 0))
 		return 1; /* not from nt_fixed_desc_: the generic path judges it */
 	/* The count is the function's own (n), not the descriptor's: no test needed. A string
 	 * takes the path that measures it, out of line, so this one stays a leaf; it gets n in
@@ -664,9 +675,53 @@ int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, 
 
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)
 {
-	if (!nt_kind_is_event(kind))
+	if (!nt_kind_is_plain_event(kind))
 		return;
 	write_event(site, kind, 0, 0, args, nargs);
+}
+
+/* nt_emit_id_'s generic path, out of line and tail-called like emit_slow: the fast path then
+ * saves no register. */
+static __attribute__((noinline, cold)) void emit_id_slow(nt_callsite *site, unsigned kind,
+							  uint64_t id)
+{
+	if (nt_kind_has_id(kind))
+		write_event(site, kind, 0, id, NULL, 0);
+}
+
+/* An async or flow event without arguments: like emit_wide, one 16-byte record (the id, then
+ * word 0 published by its store) when the site and the thread are current on a TSC session,
+ * the chunk has room and the delta fits 32 bits; else the generic path. */
+void nt_emit_id_(nt_callsite *site, unsigned kind, uint64_t id)
+{
+	uint32_t st;
+	nt_thread_state *t = fast_thread(site, &st);
+	if (__builtin_expect(t != NULL, 1)) {
+		uint64_t now = fast_ticks();
+		uint8_t *p = t->cur;
+		uint64_t delta = now - t->last_ticks;
+		uintptr_t pad = pad_before(p);
+		if (__builtin_expect((uintptr_t)t->end - (uintptr_t)p >= pad + 16 &&
+					     (delta >> 32) == 0 && nt_kind_has_id(kind),
+				     1)) {
+			p = put_pad(p, pad);
+			t->cur = p + 16;
+			t->last_ticks = now;
+			t->events++;
+			((uint64_t *)(void *)p)[1] = id;
+			nt_store_release_64((uint64_t *)(void *)p,
+					    event_word(kind, 2, st, (uint32_t)delta));
+			return;
+		}
+	}
+	emit_id_slow(site, kind, id);
+}
+
+void nt_emit_id_args_(nt_callsite *site, unsigned kind, uint64_t id, const nt_arg *args,
+		      uint32_t nargs)
+{
+	if (nt_kind_has_id(kind))
+		write_event(site, kind, 0, id, args, nargs);
 }
 
 void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,

@@ -127,9 +127,14 @@ typedef struct nt_reader_arg {
  * element, else sets *s and *len (raw bytes, not NUL-terminated). */
 int nt_reader_list_next(const nt_reader_arg *a, uint32_t *pos, const char **s, uint32_t *len);
 
+/* An event, valid during the callback (or until the cursor's next call). The library fills
+ * it; callers only read it, so fields are added at its end without breaking a program built
+ * against an older header (id and id_scope came with format 2.2). */
 typedef struct nt_reader_event {
-	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE, _COUNTER, or a Trace2 message
-	                 (NT_KIND_T2_FIRST + nt_t2_event: see nt_kind_is_t2()) */
+	uint8_t kind; /* NT_KIND_BEGIN, _END, _INSTANT, _COMPLETE, _COUNTER, an async or flow
+	                 event (NT_KIND_ASYNC_BEGIN ... NT_KIND_FLOW_END, or'ed with
+	                 NT_KIND_ID_GLOBAL when its id is global: nt_kind_id_base() drops it),
+	                 or a Trace2 message (NT_KIND_T2_FIRST + nt_t2_event: nt_kind_is_t2()) */
 	const char *category, *name, *file; /* NUL-terminated; Trace2: "" = none */
 	uint32_t line;
 	uint32_t callsite;
@@ -142,6 +147,9 @@ typedef struct nt_reader_event {
 	uint32_t arg_count;
 	const nt_reader_arg *args;
 	uint64_t offset;      /* byte offset of the record in the file */
+	uint64_t id;          /* async and flow events: their id; 0 for the others */
+	uint8_t id_scope;     /* NT_ID_PROCESS or NT_ID_GLOBAL for async and flow events (a
+	                         process id is unique within ->thread->pid only), else NT_ID_NONE */
 } nt_reader_event;
 
 /* Events a thread lost (dropped, or overwritten in circular mode) between two of its chunks,
@@ -299,7 +307,9 @@ const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offse
  * byte, NT_KIND_*) to how many records of kind k the archive holds where its layout keeps
  * records: every top-level record that frames (durable records, chunks, kinds this reader
  * does not know) and, inside each chunk the reader can decode, the records that are not
- * events (timestamp escapes, padding). Events are what nt_reader_visit() delivers; they
+ * events (timestamp escapes, padding) and the events of kinds this reader does not know (a
+ * newer writer's kinds of 64..127: the visit skips them, keeping the ordinals after them;
+ * nt_kind_is_known() tells them apart, and trace-dump --stats lists them). Events are what nt_reader_visit() delivers; they
  * are not counted here. Damage is skipped the way the visit skips it, and not reported.
  * Cost: one pass over the records, O(file size) time, no allocation. r == NULL or
  * counts == NULL: does nothing. */
@@ -492,7 +502,8 @@ void nt_render_options_init(nt_render_options *opt);
  *   memory. Cost: O(events) time, one fwrite per 64 KiB of output. */
 
 /* One line per event, aligned columns: time since start, thread, phase, category, name,
- * duration, arguments. A many-process reader (more than one section) adds a PID column
+ * duration, arguments (an async or flow event's phase is b/n/e or s/t/f, its id first among
+ * them: "id=0x2a", a global one "gid=0x2a"). A many-process reader (more than one section) adds a PID column
  * before the thread (the thread's pid: two processes may share a tid), and its gap lines
  * name the pid; a single archive's output has neither. After the events, for each process
  * whose writer lost some: "-- lost: " and nt_render_losses()'s line ("-- pid P: lost: " for
@@ -517,12 +528,18 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *op
 			  unsigned interval_ms, int (*keep_going)(void *arg), void *arg);
 
 /* Chrome Trace Event JSON ("traceEvents", ph B/E/X/i/C, ts in microseconds, thread and
- * process name metadata) that chrome://tracing and Perfetto UI open. An End with no open
+ * process name metadata) that chrome://tracing and Perfetto UI open. Async spans are ph
+ * b/n/e with "id2" {"local": "0x.."} (the viewers scope it to the pid) or {"global": ...};
+ * flows are ph s/t/f with an "id" (a process-scoped id mixed with the pid, one-to-one per
+ * process, since viewers key flows across the whole trace; a global id as it is) and, on
+ * "f", "bp":"e": each binds to the slice that encloses it on its thread. An End with no open
  * Begin on its thread (overwritten, lost, or never made) is left out; a Begin never ended
  * stays open. "otherData", after "traceEvents", holds the losses and both counts
  * ("unmatched_ends", "unended_begins"), and, each only when it applies: the drops by reason
  * ("events_dropped_by_reason": rolling_full, durable_full, stopped, not_saved), the events
- * lost in gaps ("events_lost_in_gaps"), saving stopped ("saving_stopped",
+ * lost in gaps ("events_lost_in_gaps"), the async spans and flows it cannot pair
+ * ("async_unended", "async_unbegun", "flows_unfinished", "flow_points_unbegun": the sums of
+ * nt_render_stats's per-category counts), saving stopped ("saving_stopped",
  * "dropped_unsaved"), and the damage ("damaged_places", and "damage": the first 100 as
  * {"offset", "message"}; a truncated archive's says how many events are missing). A counter carries its thread's tid as "id": one
  * series per thread. Returns nt_reader_visit's result, or -1 when memory runs out or a
@@ -565,7 +582,13 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
  * left unmatched (by nt_render_chrome's rule), and the Trace2 processes present; includes
- * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. */
+ * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. With
+ * async or flow events, "async: S spans (...); flows: F (...)" and, per category with
+ * something unpaired, "  category C: A async spans never ended, B async ends never begun,
+ * F flows never finished, G flow steps or ends never begun" (by (scope, pid of a process
+ * id, category, name, id), whatever the order); records of kinds this reader does not know
+ * as "unknown kinds: N records skipped (kinds a newer writer made: K ...)". Memory: one
+ * entry per async span and flow. */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* SAVING STOPPED. A writer whose archive could not be written whole (a full disk, a file

@@ -70,7 +70,7 @@ _nanotrace._set_pointer_type(Pointer)
 
 _POLICIES = {'stop': True, 'skip': False}
 _ORDERS = ('time', 'stream')
-COLUMNS = ('time_ns', 'kind', 'category', 'name', 'thread', 'process', 'args')
+COLUMNS = ('time_ns', 'kind', 'category', 'name', 'thread', 'process', 'id', 'args')
 
 
 def _saving_stopped(info):
@@ -198,7 +198,7 @@ class Trace:
 
     def to_dataframe(self, order=None):
         """The events as a pandas DataFrame with columns time_ns, kind, category, name,
-        thread, process, args (a dict per row). Needs pandas (ImportError naming it
+        thread, process, id (an async or flow event's, else 0), args (a dict per row). Needs pandas (ImportError naming it
         otherwise); holds every event in memory."""
         try:
             import pandas

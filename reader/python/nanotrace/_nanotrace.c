@@ -183,6 +183,15 @@ static const char *kind_name(unsigned kind)
 	case NT_KIND_PROCESS: return "process";
 	case NT_KIND_PADDING: return "padding";
 	default:
+		switch (nt_kind_id_base(kind)) { /* process and global ids alike: see id_scope */
+		case NT_KIND_ASYNC_BEGIN: return "async_begin";
+		case NT_KIND_ASYNC_INSTANT: return "async_instant";
+		case NT_KIND_ASYNC_END: return "async_end";
+		case NT_KIND_FLOW_BEGIN: return "flow_begin";
+		case NT_KIND_FLOW_STEP: return "flow_step";
+		case NT_KIND_FLOW_END: return "flow_end";
+		default: break;
+		}
 		if (nt_kind_is_t2(kind))
 			return nt_t2_event_names[kind - NT_KIND_T2_FIRST];
 		return NULL;
@@ -292,7 +301,8 @@ static int reader_check(reader_obj *ro)
 typedef struct event_obj {
 	PyObject_HEAD
 	long long time_ns, wall_ns;
-	unsigned long long duration_ns, offset;
+	unsigned long long duration_ns, offset, id;
+	PyObject *id_scope;
 	PyObject *kind, *category, *name, *file, *thread, *process, *thread_name, *process_name;
 	PyObject *args; /* NULL: no arguments (an empty dict made when asked for) */
 	unsigned int line;
@@ -303,6 +313,7 @@ static PyTypeObject event_type;
 static void event_dealloc(event_obj *e)
 {
 	Py_XDECREF(e->kind);
+	Py_XDECREF(e->id_scope);
 	Py_XDECREF(e->category);
 	Py_XDECREF(e->name);
 	Py_XDECREF(e->file);
@@ -346,6 +357,10 @@ static PyMemberDef event_members[] = {
 	{ "offset", T_ULONGLONG, offsetof(event_obj, offset), READONLY,
 	  "byte offset of the record in its file" },
 	{ "line", T_UINT, offsetof(event_obj, line), READONLY, "the call site's line" },
+	{ "id", T_ULONGLONG, offsetof(event_obj, id), READONLY,
+	  "an async or flow event's id (0 for the others)" },
+	EV_OBJ(id_scope, "an async or flow event's id scope, 'process' or 'global'; None for "
+			 "the others"),
 	EV_OBJ(kind, "'begin', 'end', 'instant', 'complete', 'counter' or a Trace2 message"),
 	EV_OBJ(category, "the call site's category"),
 	EV_OBJ(name, "the call site's name"),
@@ -447,6 +462,12 @@ static PyObject *make_event(reader_obj *ro, const nt_reader_event *ev)
 	if (e == NULL)
 		return NULL;
 	e->kind = e->category = e->name = e->file = e->thread = e->process = NULL;
+	e->id = ev->id;
+	e->id_scope = ev->id_scope == NT_ID_NONE ? Py_None
+		      : PyUnicode_InternFromString(ev->id_scope == NT_ID_GLOBAL ? "global"
+										  : "process");
+	if (e->id_scope == Py_None)
+		Py_INCREF(Py_None);
 	e->thread_name = e->process_name = e->args = NULL;
 	e->time_ns = ev->time_ns;
 	e->wall_ns = ev->wall_ns;

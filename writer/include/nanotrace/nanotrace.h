@@ -668,6 +668,18 @@ static inline const nt_arg *nt_fixed_copy_(nt_arg *to, const nt_arg *a, uint32_t
 void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char *category,
 		      const char *name, const nt_arg *args, uint32_t nargs);
 
+/* Async and flow events (see "Async spans and flows" below): `kind` is NT_KIND_ASYNC_BEGIN
+ * ... NT_KIND_FLOW_END, or'ed with NT_KIND_ID_GLOBAL for a global id; any other kind records
+ * nothing. nt_emit_id_ (no arguments) is one clock read and two 8-byte stores on a TSC
+ * session in the thread's chunk, and the generic path otherwise; the others take the generic
+ * path (and the dynamic one its lookup, as nt_emit_dynamic_). No lock, no system call, no
+ * allocation but the generic path's and the dynamic lookup's, as for every event. */
+void nt_emit_id_(nt_callsite *site, unsigned kind, uint64_t id);
+void nt_emit_id_args_(nt_callsite *site, unsigned kind, uint64_t id, const nt_arg *args,
+		      uint32_t nargs);
+void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const char *category,
+			 const char *name, uint64_t id, const nt_arg *args, uint32_t nargs);
+
 /* ---- Events ---------------------------------------------------------------------------- */
 /*
  * Every macro takes a category and a name, both string literals (a compile error otherwise:
@@ -715,6 +727,40 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
  *              as a call site's first event). At most 65536 distinct combinations per
  *              process; events of more are dropped and counted (nt_stats.durable_dropped).
  *              A NULL category, name or argument name is recorded as "(null)".
+ *
+ * Async spans and flows: follow one request across threads and processes.
+ *
+ * NT_ASYNC_BEGIN (cat, name, id, NT_*() ...)   a span begins, on any thread
+ * NT_ASYNC_INSTANT (cat, name, id, NT_*() ...) a point inside the span
+ * NT_ASYNC_END (cat, name, id, NT_*() ...)     the span ends, on any thread
+ *              A span is identified by (category, name, id): spans of one name with different
+ *              ids overlap freely, and its begin, instants and end may each be on another
+ *              thread. Chrome JSON draws it on an async track of its own (ph b/n/e).
+ * NT_FLOW_BEGIN (cat, name, id, NT_*() ...)    a flow starts at this thread's open duration
+ * NT_FLOW_STEP (cat, name, id, NT_*() ...)     the flow passes through this thread's one
+ * NT_FLOW_END (cat, name, id, NT_*() ...)      the flow ends at this thread's one
+ *              A flow binds to the duration (NT_BEGIN/NT_END, NT_SCOPE, or an NT_COMPLETE
+ *              that encloses it) open on the calling thread at that moment, as Fuchsia and
+ *              Chrome bind them, and connects those durations by arrows across threads;
+ *              called outside any duration it binds to none (viewers drop that point).
+ *              A flow is identified by (category, name, id) like a span.
+ * `id` is any 64-bit integer (converted to uint64_t), evaluated once while recording. It is
+ * scoped to the process: the same id in two processes names two spans. The _GLOBAL forms
+ * (NT_ASYNC_BEGIN_GLOBAL ... NT_FLOW_END_GLOBAL, same arguments) record a global id, one
+ * that means the same span or flow in every process of a trace (trace-record's bundle): use
+ * them for an id that crosses processes (a request id sent over a socket or a pipe), and the
+ * process forms for everything else (a pointer, a counter of this process). A process id
+ * and a global id never match each other.
+ * Ids are not checked when recording: an id reused while its span is open makes one
+ * (category, name, id) with two begins, which viewers nest (Chrome JSON's async track) and
+ * --stats counts as one pair and one unended; a span never ended (its end not reached,
+ * dropped or overwritten) shows as unended, and an end whose begin is missing as an end
+ * never begun: trace-dump --stats counts both, and flows never finished, per category. An
+ * end never pairs with another id's begin, nor a flow point with another id's flow.
+ * Cost: without arguments one clock read and a 16-byte record (two stores), about a
+ * BEGIN's; with arguments the generic path (8 + 8 bytes, then the arguments). The *_DYN
+ * forms (cat, name, id, nt_arg_*() ...) of each, process and global, look the site up as
+ * NT_INSTANT_DYN does.
  */
 #ifndef NTRACE
 
@@ -783,24 +829,31 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 		}                                                                              \
 	} while (0)
 
-/* The macros' arguments are (category, name, NT_*() ...): see NT__COUNT for why they are
- * taken apart here rather than named. */
-#define NT__EVENT(kind, ...)                                                                   \
+/* The body of every event macro with a call site of its own. The macro's arguments are
+ * (category, name, `heads` - 2 more, NT_*() ...): see NT__COUNT for why they are taken apart
+ * here rather than named; `after` (NT__AFTER2 or NT__AFTER3) leaves the NT_*() ones, and
+ * `emit` records the event with nt__site_, nt__a_ and nt__n_ in scope. */
+#define NT__EVENT_BODY(heads, after, emit, ...)                                                \
 	do {                                                                                   \
 		const uint32_t nt__tag_ = NT__TAG();                                           \
 		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 2 };                          \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - (heads) };                    \
 			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
 			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
 			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, nt__n_, NT__AFTER2, __VA_ARGS__);             \
-				if (nt__n_ == 0)                                               \
-					nt_emit_(&nt__site_, (kind));                          \
-				else                                                           \
-					NT__EMIT_ARGS(kind, nt__a_, nt__n_);                   \
+				NT__ARGS(nt__a_, nt__n_, after, __VA_ARGS__);                  \
+				emit;                                                          \
 			}                                                                      \
 		}                                                                              \
 	} while (0)
+
+/* (category, name, NT_*() ...) */
+#define NT__EMIT_PLAIN(kind)                                                                   \
+	if (nt__n_ == 0)                                                                       \
+		nt_emit_(&nt__site_, (kind));                                                  \
+	else                                                                                   \
+		NT__EMIT_ARGS(kind, nt__a_, nt__n_)
+#define NT__EVENT(kind, ...) NT__EVENT_BODY(2, NT__AFTER2, NT__EMIT_PLAIN(kind), __VA_ARGS__)
 
 /* Each is (category, name, NT_*() ...), written (...) so that no argument may be empty. */
 #define NT_INSTANT(...) NT__EVENT(NT_KIND_INSTANT, __VA_ARGS__)
@@ -810,19 +863,9 @@ void nt_emit_dynamic_(const char *file, uint32_t line, unsigned kind, const char
 
 /* (category, name, start, NT_*() ...) */
 #define NT_COMPLETE(...)                                                                       \
-	do {                                                                                   \
-		const uint32_t nt__tag_ = NT__TAG();                                           \
-		if (__builtin_expect(nt__tag_ != 0, 1)) {                                      \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 3 };                          \
-			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
-			NT__SITE(NT__1ST(__VA_ARGS__), NT__2ND(__VA_ARGS__), nt__n_);          \
-			if (!nt_site_off_tag_(&nt__site_, nt__tag_)) {                         \
-				NT__ARGS(nt__a_, nt__n_, NT__AFTER3, __VA_ARGS__);             \
-				nt_emit_complete_(&nt__site_, (NT__3RD(__VA_ARGS__)), nt__a_,  \
-						  nt__n_);                                     \
-			}                                                                      \
-		}                                                                              \
-	} while (0)
+	NT__EVENT_BODY(3, NT__AFTER3,                                                          \
+		       nt_emit_complete_(&nt__site_, (NT__3RD(__VA_ARGS__)), nt__a_, nt__n_),  \
+		       __VA_ARGS__)
 
 /* The scope guard remembers the end call site so the cleanup needs no lookup. C runs
  * nt_scope_end_ by the cleanup attribute; C++ by the destructor, the idiom that also runs
@@ -863,16 +906,66 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 	};                                                                                     \
 	NT_BEGIN(__VA_ARGS__)
 
-#define NT__EVENT_DYN(kind, ...)                                                               \
+/* The body of the *_DYN macros: as NT__EVENT_BODY, without a call site of its own (`emit`
+ * sees nt__a_ and nt__n_). */
+#define NT__EVENT_DYN_BODY(heads, after, emit, ...)                                            \
 	do {                                                                                   \
 		if (__builtin_expect(NT__RECORDING(), 1)) {                                    \
-			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - 2 };                          \
+			enum { nt__n_ = NT__COUNT(__VA_ARGS__) - (heads) };                    \
 			NT_STATIC_ASSERT(nt__n_ <= 32, "at most 32 arguments");               \
-			NT__ARGS(nt__a_, nt__n_, NT__AFTER2, __VA_ARGS__);                     \
-			nt_emit_dynamic_(__FILE__, __LINE__, (kind), (NT__1ST(__VA_ARGS__)),   \
-					 (NT__2ND(__VA_ARGS__)), nt__a_, nt__n_);              \
+			NT__ARGS(nt__a_, nt__n_, after, __VA_ARGS__);                          \
+			emit;                                                                  \
 		}                                                                              \
 	} while (0)
+#define NT__EVENT_DYN(kind, ...)                                                               \
+	NT__EVENT_DYN_BODY(2, NT__AFTER2,                                                      \
+			   nt_emit_dynamic_(__FILE__, __LINE__, (kind), (NT__1ST(__VA_ARGS__)), \
+					    (NT__2ND(__VA_ARGS__)), nt__a_, nt__n_),           \
+			   __VA_ARGS__)
+/* (category, name, id, NT_*() ...): the id evaluated once, only while recording. */
+#define NT__EMIT_ID(kind, id)                                                                  \
+	if (nt__n_ == 0)                                                                       \
+		nt_emit_id_(&nt__site_, (kind), (uint64_t)(id));                               \
+	else                                                                                   \
+		nt_emit_id_args_(&nt__site_, (kind), (uint64_t)(id), nt__a_, nt__n_)
+#define NT__EVENT_ID(kind, ...)                                                                \
+	NT__EVENT_BODY(3, NT__AFTER3, NT__EMIT_ID(kind, NT__3RD(__VA_ARGS__)), __VA_ARGS__)
+#define NT__EVENT_ID_DYN(kind, ...)                                                            \
+	NT__EVENT_DYN_BODY(3, NT__AFTER3,                                                      \
+			   nt_emit_dynamic_id_(__FILE__, __LINE__, (kind),                     \
+					       (NT__1ST(__VA_ARGS__)), (NT__2ND(__VA_ARGS__)), \
+					       (uint64_t)(NT__3RD(__VA_ARGS__)), nt__a_,      \
+					       nt__n_),                                        \
+			   __VA_ARGS__)
+#define NT__G(kind) ((kind) | NT_KIND_ID_GLOBAL)
+/* Each is (category, name, id, NT_*() ...); see "Async spans and flows" above. */
+#define NT_ASYNC_BEGIN(...) NT__EVENT_ID(NT_KIND_ASYNC_BEGIN, __VA_ARGS__)
+#define NT_ASYNC_INSTANT(...) NT__EVENT_ID(NT_KIND_ASYNC_INSTANT, __VA_ARGS__)
+#define NT_ASYNC_END(...) NT__EVENT_ID(NT_KIND_ASYNC_END, __VA_ARGS__)
+#define NT_FLOW_BEGIN(...) NT__EVENT_ID(NT_KIND_FLOW_BEGIN, __VA_ARGS__)
+#define NT_FLOW_STEP(...) NT__EVENT_ID(NT_KIND_FLOW_STEP, __VA_ARGS__)
+#define NT_FLOW_END(...) NT__EVENT_ID(NT_KIND_FLOW_END, __VA_ARGS__)
+#define NT_ASYNC_BEGIN_GLOBAL(...) NT__EVENT_ID(NT__G(NT_KIND_ASYNC_BEGIN), __VA_ARGS__)
+#define NT_ASYNC_INSTANT_GLOBAL(...) NT__EVENT_ID(NT__G(NT_KIND_ASYNC_INSTANT), __VA_ARGS__)
+#define NT_ASYNC_END_GLOBAL(...) NT__EVENT_ID(NT__G(NT_KIND_ASYNC_END), __VA_ARGS__)
+#define NT_FLOW_BEGIN_GLOBAL(...) NT__EVENT_ID(NT__G(NT_KIND_FLOW_BEGIN), __VA_ARGS__)
+#define NT_FLOW_STEP_GLOBAL(...) NT__EVENT_ID(NT__G(NT_KIND_FLOW_STEP), __VA_ARGS__)
+#define NT_FLOW_END_GLOBAL(...) NT__EVENT_ID(NT__G(NT_KIND_FLOW_END), __VA_ARGS__)
+/* Each is (category, name, id, nt_arg_*() ...). */
+#define NT_ASYNC_BEGIN_DYN(...) NT__EVENT_ID_DYN(NT_KIND_ASYNC_BEGIN, __VA_ARGS__)
+#define NT_ASYNC_INSTANT_DYN(...) NT__EVENT_ID_DYN(NT_KIND_ASYNC_INSTANT, __VA_ARGS__)
+#define NT_ASYNC_END_DYN(...) NT__EVENT_ID_DYN(NT_KIND_ASYNC_END, __VA_ARGS__)
+#define NT_FLOW_BEGIN_DYN(...) NT__EVENT_ID_DYN(NT_KIND_FLOW_BEGIN, __VA_ARGS__)
+#define NT_FLOW_STEP_DYN(...) NT__EVENT_ID_DYN(NT_KIND_FLOW_STEP, __VA_ARGS__)
+#define NT_FLOW_END_DYN(...) NT__EVENT_ID_DYN(NT_KIND_FLOW_END, __VA_ARGS__)
+#define NT_ASYNC_BEGIN_GLOBAL_DYN(...) NT__EVENT_ID_DYN(NT__G(NT_KIND_ASYNC_BEGIN), __VA_ARGS__)
+#define NT_ASYNC_INSTANT_GLOBAL_DYN(...)                                                       \
+	NT__EVENT_ID_DYN(NT__G(NT_KIND_ASYNC_INSTANT), __VA_ARGS__)
+#define NT_ASYNC_END_GLOBAL_DYN(...) NT__EVENT_ID_DYN(NT__G(NT_KIND_ASYNC_END), __VA_ARGS__)
+#define NT_FLOW_BEGIN_GLOBAL_DYN(...) NT__EVENT_ID_DYN(NT__G(NT_KIND_FLOW_BEGIN), __VA_ARGS__)
+#define NT_FLOW_STEP_GLOBAL_DYN(...) NT__EVENT_ID_DYN(NT__G(NT_KIND_FLOW_STEP), __VA_ARGS__)
+#define NT_FLOW_END_GLOBAL_DYN(...) NT__EVENT_ID_DYN(NT__G(NT_KIND_FLOW_END), __VA_ARGS__)
+
 /* Each is (category, name, nt_arg_*() ...). */
 #define NT_INSTANT_DYN(...) NT__EVENT_DYN(NT_KIND_INSTANT, __VA_ARGS__)
 #define NT_BEGIN_DYN(...) NT__EVENT_DYN(NT_KIND_BEGIN, __VA_ARGS__)
@@ -891,6 +984,30 @@ static inline void nt_scope_end_(nt_scope_guard_ *g)
 #define NT_BEGIN_DYN(...) ((void)0)
 #define NT_END_DYN(...) ((void)0)
 #define NT_COUNTER_DYN(...) ((void)0)
+#define NT_ASYNC_BEGIN(...) ((void)0)
+#define NT_ASYNC_INSTANT(...) ((void)0)
+#define NT_ASYNC_END(...) ((void)0)
+#define NT_FLOW_BEGIN(...) ((void)0)
+#define NT_FLOW_STEP(...) ((void)0)
+#define NT_FLOW_END(...) ((void)0)
+#define NT_ASYNC_BEGIN_GLOBAL(...) ((void)0)
+#define NT_ASYNC_INSTANT_GLOBAL(...) ((void)0)
+#define NT_ASYNC_END_GLOBAL(...) ((void)0)
+#define NT_FLOW_BEGIN_GLOBAL(...) ((void)0)
+#define NT_FLOW_STEP_GLOBAL(...) ((void)0)
+#define NT_FLOW_END_GLOBAL(...) ((void)0)
+#define NT_ASYNC_BEGIN_DYN(...) ((void)0)
+#define NT_ASYNC_INSTANT_DYN(...) ((void)0)
+#define NT_ASYNC_END_DYN(...) ((void)0)
+#define NT_FLOW_BEGIN_DYN(...) ((void)0)
+#define NT_FLOW_STEP_DYN(...) ((void)0)
+#define NT_FLOW_END_DYN(...) ((void)0)
+#define NT_ASYNC_BEGIN_GLOBAL_DYN(...) ((void)0)
+#define NT_ASYNC_INSTANT_GLOBAL_DYN(...) ((void)0)
+#define NT_ASYNC_END_GLOBAL_DYN(...) ((void)0)
+#define NT_FLOW_BEGIN_GLOBAL_DYN(...) ((void)0)
+#define NT_FLOW_STEP_GLOBAL_DYN(...) ((void)0)
+#define NT_FLOW_END_GLOBAL_DYN(...) ((void)0)
 
 #endif /* NTRACE */
 
