@@ -395,7 +395,9 @@ static void async_track(pf_ctx *c, const nt_reader_event *e, uint64_t uuid)
  * it). A flow event: an INSTANT on its thread's track, which trace_processor nests under the
  * slice open there (slice.parent_id): the slice the flow binds, as Chrome binds "s", "t" and
  * "f" with "bp":"e". It carries the flow's nt_id_key in flow_ids (begin, step) or
- * terminating_flow_ids (end); trace_processor joins a flow's points in time order. The
+ * terminating_flow_ids (end); trace_processor joins a flow's points in time order, only
+ * points of one key (a step whose begin was lost starts the flow there, where Chrome's
+ * viewers draw no arrow; an end of no open flow joins nothing). The
  * bound slice's own packets cannot carry it: its begin is written before the flow is seen,
  * and its end would order the arrows by the slices' ends. */
 static void id_event(pf_ctx *c, const nt_reader_event *e, uint64_t ts)
