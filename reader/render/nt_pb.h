@@ -64,6 +64,8 @@
 	X(PF_TE_COUNTER_VALUE, "TrackEvent", "counter_value", 30, V)                      \
 	X(PF_TE_DOUBLE_COUNTER_VALUE, "TrackEvent", "double_counter_value", 44, F)        \
 	X(PF_TE_DEBUG_ANNOTATIONS, "TrackEvent", "debug_annotations", 4, L)               \
+	X(PF_TE_FLOW_IDS, "TrackEvent", "flow_ids", 47, F)                                \
+	X(PF_TE_TERMINATING_FLOW_IDS, "TrackEvent", "terminating_flow_ids", 48, F)        \
 	X(PF_DA_NAME_IID, "DebugAnnotation", "name_iid", 1, V)                            \
 	X(PF_DA_NAME, "DebugAnnotation", "name", 10, L)                                   \
 	X(PF_DA_BOOL, "DebugAnnotation", "bool_value", 2, V)                              \

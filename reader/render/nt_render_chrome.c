@@ -121,20 +121,6 @@ static void put_args(nt_out *out, const nt_reader_event *e)
 	nt_out_char(out, '}');
 }
 
-/* A process-scoped flow id as Chrome JSON's "id", which viewers key with category and name
- * across the whole trace (Perfetto's v1 flows have no "id2"): mixed with the pid, one-to-one
- * for each process, so that no two flows of one process merge and flows of two processes
- * with the same id stay apart. A global id is written as it is. */
-static uint64_t flow_json_id(const nt_reader_event *e)
-{
-	if (e->id_scope == NT_ID_GLOBAL)
-		return e->id;
-	uint64_t z = e->id ^ ((uint64_t)e->thread->pid * 0x9e3779b97f4a7c15u + 0x632be59bd9b4e019u);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	return z ^ (z >> 31);
-}
-
 /* An async event's "id2" ({"local": ...} is scoped to its pid by the viewers, {"global":
  * ...} is not), a flow's "id" and, for its end, "bp":"e": each binds to the slice that
  * encloses it on its thread (chrome://tracing and Perfetto bind "s" and "t" so already). */
@@ -142,6 +128,8 @@ static void put_id(nt_out *out, const nt_reader_event *e)
 {
 	char *p = nt_out_room(out, 64);
 	size_t n;
+	/* A process-scoped flow id becomes nt_id_trace_wide: viewers key a Chrome JSON flow by
+	 * category, name and "id" across the whole trace (Perfetto's v1 flows have no "id2"). */
 	if (nt_kind_id_base(e->kind) <= NT_KIND_ASYNC_END) {
 		n = e->id_scope == NT_ID_GLOBAL ? 20 : 19;
 		memcpy(p, e->id_scope == NT_ID_GLOBAL ? ",\"id2\":{\"global\":\"0x" : ",\"id2\":{\"local\":\"0x", n);
@@ -149,7 +137,7 @@ static void put_id(nt_out *out, const nt_reader_event *e)
 		memcpy(p + n, "\"}", 2), n += 2;
 	} else {
 		memcpy(p, ",\"id\":\"0x", 9), n = 9;
-		n += nt_fmt_hex(p + n, flow_json_id(e));
+		n += nt_fmt_hex(p + n, nt_id_trace_wide(e));
 		p[n++] = '"';
 		if (nt_kind_id_base(e->kind) == NT_KIND_FLOW_END)
 			memcpy(p + n, ",\"bp\":\"e\"", 9), n += 9;
@@ -244,22 +232,15 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
  * only when there are some. */
 static void write_unpaired_ids(chrome_ctx *c)
 {
-	uint32_t n;
-	nt_id_counts *k = nt_id_tally_counts(&c->ids, &n);
-	uint64_t sum[4] = { 0 };
-	for (uint32_t i = 0; i < n; i++) {
-		sum[0] += k[i].async_unended;
-		sum[1] += k[i].async_unbegun;
-		sum[2] += k[i].flow_unfinished;
-		sum[3] += k[i].flow_unbegun;
-	}
-	free(k);
+	nt_id_counts sum;
+	uint32_t n = nt_id_tally_totals(&c->ids, &sum);
 	if (c->ids.oom)
 		c->oom = 1;
 	if (n != 0)
 		nt_out_printf(&c->out, ",\"async_unended\":%" PRIu64 ",\"async_unbegun\":%" PRIu64
 				       ",\"flows_unfinished\":%" PRIu64 ",\"flow_points_unbegun\":%"
-				       PRIu64, sum[0], sum[1], sum[2], sum[3]);
+				       PRIu64, sum.async_unended, sum.async_unbegun,
+			      sum.flow_unfinished, sum.flow_unbegun);
 }
 
 /* What the archive lost and the damage found, each only when there is some: the metadata of

@@ -151,6 +151,39 @@ uint64_t nt_id_tally_keys(const nt_id_tally *t, uint64_t *async_keys, uint64_t *
 	return *async_keys + *flow_keys;
 }
 
+uint32_t nt_id_tally_totals(nt_id_tally *t, nt_id_counts *sum)
+{
+	uint32_t n;
+	nt_id_counts *k = nt_id_tally_counts(t, &n);
+	memset(sum, 0, sizeof(*sum));
+	for (uint32_t i = 0; i < n; i++) {
+		sum->async_unended += k[i].async_unended;
+		sum->async_unbegun += k[i].async_unbegun;
+		sum->flow_unfinished += k[i].flow_unfinished;
+		sum->flow_unbegun += k[i].flow_unbegun;
+	}
+	free(k);
+	return n;
+}
+
+uint64_t nt_id_trace_wide(const nt_reader_event *e)
+{
+	if (e->id_scope == NT_ID_GLOBAL)
+		return e->id;
+	uint64_t z = e->id ^ ((uint64_t)e->thread->pid * 0x9e3779b97f4a7c15u + 0x632be59bd9b4e019u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+uint64_t nt_id_key(const nt_reader_event *e)
+{
+	unsigned flow = nt_kind_id_base(e->kind) >= NT_KIND_FLOW_BEGIN;
+	uint64_t h = mix(hash_str(hash_str(nt_id_trace_wide(e), e->category), e->name),
+			 flow + 2u * e->id_scope);
+	return h ? h : 1;
+}
+
 void nt_id_tally_free(nt_id_tally *t)
 {
 	free(t->slots);

@@ -1,5 +1,5 @@
-/* nt_render_ids.h - async spans and flows by their id, for --stats and Chrome's otherData
- * (not installed). */
+/* nt_render_ids.h - async spans and flows by their id, for --stats, Chrome's otherData and
+ * the Perfetto renderer (not installed). */
 #ifndef NT_RENDER_IDS_H
 #define NT_RENDER_IDS_H
 
@@ -35,5 +35,18 @@ nt_id_counts *nt_id_tally_counts(const nt_id_tally *t, uint32_t *n);
 /* Spans and flows seen (keys with a begin or an end). */
 uint64_t nt_id_tally_keys(const nt_id_tally *t, uint64_t *async_keys, uint64_t *flow_keys);
 void nt_id_tally_free(nt_id_tally *t);
+/* The counts summed over every category into *sum; returns how many categories had some
+ * (0: nothing unpaired, or memory ran out: then t->oom is set too). */
+uint32_t nt_id_tally_totals(nt_id_tally *t, nt_id_counts *sum);
+
+/* An event's id as one value for the whole trace: a global id as it is; a process-scoped
+ * one mixed with its pid (a bijection for each process), so that no two ids of one process
+ * merge and the same id in two processes stays two. Chrome JSON's flow "id" and the base of
+ * nt_id_key. Constant time; an event without an id gives its (0) id mixed likewise. */
+uint64_t nt_id_trace_wide(const nt_reader_event *e);
+/* A 64-bit key of an async span or flow: nt_id_trace_wide, the scope, span or flow, the
+ * category and the name (hashed: two keys share one with chance 2^-64 per pair); never 0.
+ * The Perfetto renderer's flow ids and async track uuids. Cost: the strings' length. */
+uint64_t nt_id_key(const nt_reader_event *e);
 
 #endif /* NT_RENDER_IDS_H */

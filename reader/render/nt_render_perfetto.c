@@ -7,6 +7,11 @@
  *   the Chrome JSON rendering does (nt_balance);
  * - Complete: a SLICE_BEGIN at its start and a SLICE_END at its end;
  * - Instant and the other Trace2 messages: TYPE_INSTANT on the thread's track;
+ * - async spans (issue 26): each span (category, name, id, scope) its own track, under its
+ *   process's track or global for a global id, with SLICE_BEGIN / INSTANT / SLICE_END on
+ *   it; flows: an INSTANT inside the slice they bind, carrying the flow's id in flow_ids or
+ *   terminating_flow_ids (id_event says why); a process-scoped id is made one for the
+ *   trace as Chrome JSON makes it (nt_id_trace_wide), so two processes' ids stay apart;
  * - Counter: TYPE_COUNTER on a counter track per thread, counter name and argument
  *   ("<name> <argument>", the categories on its CounterDescriptor), a child of the thread's
  *   track; an argument with no number (a string) is not plotted and is counted;
@@ -21,7 +26,8 @@
  *   where its events were lost, as in the Chrome JSON rendering;
  * - what each process's writer lost (drops by reason, overwrites, wraps, saving stopped) and
  *   what the rendering found (events lost in gaps, damage with its first 100 places, Ends
- *   left out, Begins never ended): an instant "nanotrace losses" on the process's track at
+ *   left out, Begins never ended, async spans and flows that cannot be paired, by the names
+ *   of Chrome JSON's otherData): an instant "nanotrace losses" on the process's track at
  *   the end of the trace, each count an annotation, only when one is not zero. It shows on
  *   the timeline and in trace_processor's `slice` and `args` tables; TraceStats is not
  *   used, since its counters describe a tracing service's buffers (chunks, bytes), not
@@ -34,7 +40,9 @@
  * CLOCK_REALTIME at the archive's start and makes MONOTONIC the trace's clock, so times
  * equal trace-dump's and line up with other Perfetto data of the machine, whose snapshots
  * relate MONOTONIC to BOOTTIME. Packets stream in the visit's time order: memory is the
- * sequences' tables (nt_render_perfetto_seq.c), never the events.
+ * sequences' tables (nt_render_perfetto_seq.c), the open async spans' tracks (bounded), and
+ * an entry per async span or flow for the losses' counts (nt_id_tally, as --stats and
+ * Chrome JSON keep), never the events.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
@@ -125,9 +133,11 @@ static void put_args(pf_ctx *c, pf_seq *s, const nt_reader_event *e)
 }
 
 /* One TrackEvent of e's thread at ts: `track` 0 is the thread's own (the sequence's
- * default); name and category NULL when the event needs none (an end); args or not. */
-static void track_event(pf_ctx *c, const nt_reader_event *e, uint64_t ts, uint32_t type,
-			uint64_t track, const char *name, const char *cat, int args)
+ * default); name and category NULL when the event needs none (an end); args or not; a flow
+ * id in field `flow` (PF_TE_FLOW_IDS or PF_TE_TERMINATING_FLOW_IDS; 0: none). */
+static void track_event_flow(pf_ctx *c, const nt_reader_event *e, uint64_t ts, uint32_t type,
+			     uint64_t track, const char *name, const char *cat, int args,
+			     uint32_t flow, uint64_t flow_id)
 {
 	pf_seq *s;
 	size_t te = pf_packet_begin(c, e->thread, ts, &s);
@@ -147,7 +157,15 @@ static void track_event(pf_ctx *c, const nt_reader_event *e, uint64_t ts, uint32
 	nt_pb_raw_end(b, p);
 	if (args)
 		put_args(c, s, e);
+	if (flow)
+		nt_pb_fixed64(b, flow, flow_id);
 	pf_packet_end(c, te);
+}
+
+static void track_event(pf_ctx *c, const nt_reader_event *e, uint64_t ts, uint32_t type,
+			uint64_t track, const char *name, const char *cat, int args)
+{
+	track_event_flow(c, e, ts, type, track, name, cat, args, 0, 0);
 }
 
 /* The counter track of (category, name, argument) on e's thread, described on first use. */
@@ -292,6 +310,121 @@ static int t2_slice(pf_ctx *c, const nt_reader_event *e, uint64_t ts)
 	}
 }
 
+/* ---- async spans and flows (issue 26) ---------------------------------------------------- */
+
+static size_t uuid_home(const pf_uuid_set *u, uint64_t v)
+{
+	return (size_t)((v * 0x9E3779B97F4A7C15ull) >> 20) & (u->cap - 1);
+}
+
+/* Where v is, or the free slot where it would go (the set has room: load under 1/2). */
+static size_t uuid_find(const pf_uuid_set *u, uint64_t v)
+{
+	size_t i = uuid_home(u, v);
+	while (u->slot[i] != 0 && u->slot[i] != v)
+		i = (i + 1) & (u->cap - 1);
+	return i;
+}
+
+static int uuid_has(const pf_uuid_set *u, uint64_t v)
+{
+	return u->cap != 0 && u->slot[uuid_find(u, v)] == v;
+}
+
+/* Remembers v; when the set is full or memory runs out it does not (v's span then gets its
+ * descriptor again at its next event). */
+static void uuid_add(pf_uuid_set *u, uint64_t v)
+{
+	if ((u->n + 1) * 2 > u->cap) {
+		if (u->cap >= 2 * PF_ASYNC_OPEN_MAX)
+			return;
+		pf_uuid_set g = { calloc(u->cap ? u->cap * 2 : 256, sizeof(uint64_t)), 0, 0 };
+		if (g.slot == NULL)
+			return;
+		g.cap = u->cap ? u->cap * 2 : 256;
+		for (size_t i = 0; i < u->cap; i++)
+			if (u->slot[i] != 0)
+				g.slot[uuid_find(&g, u->slot[i])] = u->slot[i], g.n++;
+		free(u->slot);
+		*u = g;
+	}
+	size_t i = uuid_find(u, v);
+	if (u->slot[i] == 0)
+		u->slot[i] = v, u->n++;
+}
+
+/* Forgets v: linear probing's deletion, each later entry of the run moved back into the hole
+ * when its home is not between the hole and it. */
+static void uuid_del(pf_uuid_set *u, uint64_t v)
+{
+	size_t m = u->cap - 1, i = uuid_find(u, v);
+	if (u->slot[i] != v)
+		return;
+	u->slot[i] = 0;
+	u->n--;
+	for (size_t j = (i + 1) & m; u->slot[j] != 0; j = (j + 1) & m) {
+		size_t h = uuid_home(u, u->slot[j]);
+		if (((j - h) & m) >= ((j - i) & m)) {
+			u->slot[i] = u->slot[j];
+			u->slot[j] = 0;
+			i = j;
+		}
+	}
+}
+
+/* An async span's own track, "<name> 0x<id>": a child of its process's track for a
+ * process-scoped id, a global track (no parent) for a global one, whichever process's
+ * event describes it (every one describes it alike). */
+static void async_track(pf_ctx *c, const nt_reader_event *e, uint64_t uuid)
+{
+	char name[300];
+	int n = snprintf(name, sizeof(name), "%s 0x%" PRIx64, nt_event_display_name(e), e->id);
+	if (n < 0)
+		n = 0;
+	else if ((size_t)n >= sizeof(name))
+		n = sizeof(name) - 1;
+	uint64_t parent = e->id_scope == NT_ID_GLOBAL ? 0
+			  : PF_UUID(PF_UUID_PROCESS, e->thread->section);
+	pf_track_end(c, pf_track_begin(c, PF_SEQ_THREAD_BASE + e->thread->index, uuid, parent,
+				       name, (size_t)n));
+}
+
+/* An async event: SLICE_BEGIN, INSTANT or SLICE_END on its span's track, so spans of one
+ * name with different ids overlap freely and an end never closes another span's slice (an
+ * end with no begin in the trace ends nothing: trace_processor drops it, the losses count
+ * it). A flow event: an INSTANT on its thread's track, which trace_processor nests under the
+ * slice open there (slice.parent_id): the slice the flow binds, as Chrome binds "s", "t" and
+ * "f" with "bp":"e". It carries the flow's nt_id_key in flow_ids (begin, step) or
+ * terminating_flow_ids (end); trace_processor joins a flow's points in time order, only
+ * points of one key (a step whose begin was lost starts the flow there, where Chrome's
+ * viewers draw no arrow; an end of no open flow joins nothing). The
+ * bound slice's own packets cannot carry it: its begin is written before the flow is seen,
+ * and its end would order the arrows by the slices' ends. */
+static void id_event(pf_ctx *c, const nt_reader_event *e, uint64_t ts)
+{
+	unsigned base = nt_kind_id_base(e->kind);
+	uint64_t key = nt_id_key(e);
+	const char *name = nt_event_display_name(e), *cat = nt_event_display_category(e);
+	nt_id_tally_admit(&c->ids, e);
+	if (base >= NT_KIND_FLOW_BEGIN) {
+		track_event_flow(c, e, ts, PF_TYPE_INSTANT, 0, name, cat, 1,
+				 base == NT_KIND_FLOW_END ? PF_TE_TERMINATING_FLOW_IDS
+				 : PF_TE_FLOW_IDS, key);
+		return;
+	}
+	uint64_t uuid = PF_UUID(PF_UUID_ASYNC, key >> 3);
+	int described = uuid_has(&c->async_open, uuid);
+	if (!described)
+		async_track(c, e, uuid);
+	if (base == NT_KIND_ASYNC_BEGIN)
+		uuid_add(&c->async_open, uuid);
+	else if (base == NT_KIND_ASYNC_END && described)
+		uuid_del(&c->async_open, uuid);
+	track_event(c, e, ts, base == NT_KIND_ASYNC_BEGIN ? PF_TYPE_SLICE_BEGIN
+			      : base == NT_KIND_ASYNC_END ? PF_TYPE_SLICE_END : PF_TYPE_INSTANT,
+		    uuid, name, cat, 1);
+}
+
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	pf_ctx *c = ctx;
@@ -315,7 +448,11 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		track_event(c, e, pf_ts(c, end), PF_TYPE_SLICE_END, 0, NULL, NULL, 0);
 		break;
 	}
-	default: /* Trace2 messages, and kinds a later format adds: instants */
+	default: /* async and flow events; Trace2 messages, and kinds a later format adds */
+		if (nt_kind_has_id(e->kind)) {
+			id_event(c, e, ts);
+			break;
+		}
 		if (nt_kind_is_t2(e->kind) && t2_slice(c, e, ts))
 			break;
 		track_event(c, e, ts, nt_event_opens(e) ? PF_TYPE_SLICE_BEGIN
@@ -428,6 +565,14 @@ static void render_losses(pf_ctx *c, nt_pb *b, int *any)
 	loss_count(b, "unended_begins", nt_balance_unended(&c->balance), any);
 	loss_count(b, "counter_args_not_numeric", c->non_numeric, any);
 	loss_count(b, "timestamps_clamped", c->clamped, any);
+	nt_id_counts ids; /* the names of Chrome JSON's otherData */
+	nt_id_tally_totals(&c->ids, &ids);
+	if (c->ids.oom)
+		c->oom = 1;
+	loss_count(b, "async_unended", ids.async_unended, any);
+	loss_count(b, "async_unbegun", ids.async_unbegun, any);
+	loss_count(b, "flows_unfinished", ids.flow_unfinished, any);
+	loss_count(b, "flow_points_unbegun", ids.flow_unbegun, any);
 	loss_count(b, "damaged_places", c->damaged, any);
 	if (c->damaged == 0)
 		return;
@@ -498,6 +643,8 @@ static void pf_free(pf_ctx *c)
 	free(c->interned.p);
 	free(c->aux.p);
 	nt_balance_free(&c->balance);
+	nt_id_tally_free(&c->ids);
+	free(c->async_open.slot);
 }
 
 int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *user_opt)

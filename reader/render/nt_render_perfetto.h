@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "nt_pb.h"
+#include "nt_render_ids.h"
 #include "nt_render_util.h"
 
 /* Track uuids: the kind of track in the low 3 bits, its number above, so no two tracks
@@ -17,11 +18,16 @@
 #define PF_UUID_THREAD 2u  /* n: the thread's index */
 #define PF_UUID_COUNTER 3u /* n: the counter track's number, in order of first use */
 #define PF_UUID_CHILD 4u   /* n: the thread's index << 32 | the Trace2 child_id */
-/* ASYNC SPANS AND FLOWS (issue 26) go here: async tracks take uuids of kind PF_UUID_ASYNC,
- * and flow ids go into TrackEvent.flow_ids / terminating_flow_ids (fixed64, fields 47 and
- * 48 of the vendored schema: add them to NT_PF_FIELDS) of the slices they bind, written in
- * track_event() (nt_render_perfetto.c). */
-#define PF_UUID_ASYNC 5u
+#define PF_UUID_ASYNC 5u   /* n: the span's nt_id_key >> 3 (an async span's own track) */
+
+/* Async tracks whose descriptor is written and whose span is open: a later event of the
+ * span needs no descriptor. Bounded (PF_ASYNC_OPEN_MAX): a span not remembered gets its
+ * descriptor again (the same one, which trace_processor accepts), never a wrong one. */
+#define PF_ASYNC_OPEN_MAX (1u << 16)
+typedef struct pf_uuid_set {
+	uint64_t *slot; /* 0: free */
+	size_t cap, n;
+} pf_uuid_set;
 
 /* Sequences: 1 holds the clock snapshot, the process and thread descriptors and the loss
  * summary (no interning, absolute timestamps); thread i's events are sequence 2 + i. */
@@ -80,6 +86,8 @@ typedef struct pf_ctx {
 	pf_seq *seq;    /* by thread index */
 	uint32_t nthreads;
 	nt_balance balance;
+	nt_id_tally ids;         /* async spans and flows, for the losses' unpaired counts */
+	pf_uuid_set async_open;  /* open async spans' tracks, described */
 	int64_t last_ns;
 	uint64_t counters; /* counter tracks made */
 	uint64_t packets;
