@@ -52,6 +52,9 @@ KEYS = [
     'perfetto_size_ratio_mixed', 'perfetto_speedup_mixed', 'chrome_bytes_per_event_demo',
     'perfetto_bytes_per_event_demo', 'perfetto_size_ratio_demo', 'render_chrome_demo_mev_s',
     'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
+    # issue 26: an arg-less async begin+end pair and a flow step in a scope, each ÷ BEGIN/END
+    # in the same repetitions (goal: within 1.15), and their bytes per event on disk
+    'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -420,6 +423,18 @@ def perfetto_ratios(report):
         report['perfetto_speedup_mixed'] = p / c
 
 
+def async_flow(args, size):
+    """nt_bench_args's async and flow cases beside BEGIN/END (zone), same repetitions; its
+    other keys (its own floor, shapes the scaling part measures) stay out of the report."""
+    args_bench = os.path.join(args.build, 'bench', 'nt_bench_args')
+    got = run_program([args_bench, '--reps', str(size['reps']), '--events', str(size['events']),
+                       '--json'])
+    keys = {'async_vs_zone': 'async_vs_zone', 'flow_vs_zone': 'flow_vs_zone',
+            'disk_file_bytes_async': 'disk_bytes_per_event_async',
+            'disk_file_bytes_flow': 'disk_bytes_per_event_flow'}
+    return {ours: got[theirs] for theirs, ours in keys.items() if theirs in got}
+
+
 def measure(args, size):
     report = {'mode': args.mode}
     peers = os.path.join(args.build, 'bench', 'nt_bench_peers')
@@ -439,6 +454,7 @@ def measure(args, size):
     report.update(run_program([reader, '--events', str(size['read_events']), '--reps',
                                str(size['reps']), '--json']))
     perfetto_ratios(report)
+    report.update(async_flow(args, size))
     try:
         report.update(demo_formats(args, size))
     except (subprocess.CalledProcessError, AttributeError) as e:
@@ -474,6 +490,11 @@ def print_table(r):
         ('mixed event, 1 thread', fmt(r, 'ns_per_event_mixed_1t', ' ns')),
         ('  ÷ floor', fmt(r, 'ratio_mixed_1t', '', 3)),
         ('worst per-thread cost ÷ 1 thread (mixed)', fmt(r, 'ratio_threads_max', '', 3)),
+        ('async begin+end / flow step, ÷ begin/end', '%s / %s' % (
+            fmt(r, 'async_vs_zone', '', 3), fmt(r, 'flow_vs_zone', '', 3))),
+        ('  file bytes per event: async / flow', '%s / %s' % (
+            fmt(r, 'disk_bytes_per_event_async', ' B', 3),
+            fmt(r, 'disk_bytes_per_event_flow', ' B', 3))),
         ('LTTng-UST mixed event, 1 thread', fmt(r, 'lttng_ns_per_event_1t', ' ns')),
         ('  nanotrace faster by', fmt(r, 'speedup_vs_lttng', 'x', 1)),
         ('LTTng-UST events discarded (scaling run)', fmt(r, 'lttng_discarded_pct_scaling', '%', 1)),

@@ -32,6 +32,8 @@ ISSUE_KEYS = [
     'perfetto_size_ratio_mixed', 'perfetto_speedup_mixed', 'chrome_bytes_per_event_demo',
     'perfetto_bytes_per_event_demo', 'perfetto_size_ratio_demo', 'render_chrome_demo_mev_s',
     'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
+    # issue 26: async and flow events beside BEGIN/END, and their bytes on disk
+    'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'
