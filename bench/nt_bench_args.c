@@ -67,7 +67,7 @@ static double i64x2_wide_loop(uint64_t n)
 {
 	uint64_t t0 = now_ns();
 	for (uint64_t i = 0; i < n; i++)
-		NT_INSTANT("bench", "i64x2_wide", NT_I64("a", i << 33), NT_I64("b", -(int64_t)i << 33));
+		NT_INSTANT("bench", "i64x2_wide", NT_I64("a", i << 33), NT_I64("b", -(int64_t)(i << 33)));
 	return (double)(now_ns() - t0) / (double)n;
 }
 
