@@ -64,6 +64,24 @@ def pkg_config(inst, *args):
     return p.stdout.split()
 
 
+
+def run_linked_example(exe, libdirs, tmp_path, threads, items):
+    """Runs the example built against the libraries in `libdirs` (writer's, reader's) with no
+    LD_LIBRARY_PATH: ldd must find each there, and it must read back what it wrote. Returns
+    the environment and the archive."""
+    env = dict(os.environ)
+    env.pop('LD_LIBRARY_PATH', None)
+    ldd = subprocess.run(['ldd', exe], capture_output=True, text=True, env=env, timeout=30)
+    for libdir, lib in zip(libdirs, ('libnanotrace.so.0', 'libnanotrace-reader.so.0')):
+        line = next((l for l in ldd.stdout.splitlines() if lib in l), '')
+        assert os.path.join(libdir, lib) in line, (lib, ldd.stdout)
+    archive = str(tmp_path / 'example.ntrace')
+    p = subprocess.run([exe, archive, str(threads), str(items)], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert '%d threads x %d items read back' % (threads, items) in p.stdout, p.stdout
+    return env, archive
+
 def test_example_builds_runs_and_reads_back(installed, tmp_path):
     flags = pkg_config(installed, '--cflags', '--libs', 'nanotrace', 'nanotrace-reader')
     libdir = pkg_config(installed, '--variable=libdir', 'nanotrace')[0]
@@ -74,17 +92,7 @@ def test_example_builds_runs_and_reads_back(installed, tmp_path):
                         '-Wl,-rpath,' + libdir], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     # the installed libraries, not this build's: nothing of the build tree in the paths
-    env = dict(os.environ)
-    env.pop('LD_LIBRARY_PATH', None)
-    ldd = subprocess.run(['ldd', exe], capture_output=True, text=True, env=env, timeout=30)
-    for lib in ('libnanotrace.so.0', 'libnanotrace-reader.so.0'):
-        line = next((l for l in ldd.stdout.splitlines() if lib in l), '')
-        assert os.path.join(libdir, lib) in line, (lib, ldd.stdout)
-    archive = str(tmp_path / 'example.ntrace')
-    p = subprocess.run([exe, archive, '3', '500'], capture_output=True, text=True, env=env,
-                       timeout=60)
-    assert p.returncode == 0, p.stderr
-    assert '3 threads x 500 items read back' in p.stdout, p.stdout
+    env, archive = run_linked_example(exe, (libdir, libdir), tmp_path, 3, 500)
     assert oct(os.stat(archive).st_mode & 0o777) == oct(0o600)  # private, as the writer makes it
     dump = subprocess.run([os.path.join(under(installed['root'], os.path.join(PREFIX, BINDIR)), 'trace-dump'),
                            archive], capture_output=True, text=True, env=env, timeout=60)
@@ -181,17 +189,7 @@ def run_example_against_build_tree(tmp_path, flags):
     cmd = [*CC, '-Wall', '-Wextra', '-Werror', *EXTRA, '-o', exe, EXAMPLE, *flags, rpath]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, '$ %s\n%s' % (shlex.join(cmd), p.stderr)
-    env = dict(os.environ)
-    env.pop('LD_LIBRARY_PATH', None)
-    ldd = subprocess.run(['ldd', exe], capture_output=True, text=True, env=env, timeout=30)
-    for libdir, lib in zip(BUILD_LIBDIRS, ('libnanotrace.so.0', 'libnanotrace-reader.so.0')):
-        line = next((l for l in ldd.stdout.splitlines() if lib in l), '')
-        assert os.path.join(libdir, lib) in line, (lib, ldd.stdout)
-    archive = str(tmp_path / 'example.ntrace')
-    p = subprocess.run([exe, archive, '2', '300'], capture_output=True, text=True, env=env,
-                       timeout=60)
-    assert p.returncode == 0, p.stderr
-    assert '2 threads x 300 items read back' in p.stdout, p.stdout
+    run_linked_example(exe, BUILD_LIBDIRS, tmp_path, 2, 300)
 
 
 def test_example_against_build_include(tmp_path):

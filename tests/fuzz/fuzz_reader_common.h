@@ -42,6 +42,22 @@ static inline int fuzz_render_input(const uint8_t *data, size_t size,
 	return 0;
 }
 
+/* A renderer of trace-dump's (nt_render_text, nt_render_chrome, ...). */
+typedef int (*fuzz_renderer)(nt_reader *r, FILE *out, const nt_render_options *opt);
+
+/* Each of the `n` renderers in stream order, then each in time order. */
+static inline void fuzz_render_both_orders(nt_reader *r, FILE *out, const fuzz_renderer *fns,
+					   size_t n)
+{
+	nt_render_options opt;
+	nt_render_options_init(&opt);
+	for (int order = 0; order < 2; order++) {
+		opt.order = order ? NT_ORDER_TIME : NT_ORDER_STREAM;
+		for (size_t i = 0; i < n; i++)
+			fns[i](r, out, &opt);
+	}
+}
+
 static inline int fuzz_count_event(void *ctx, const nt_reader_event *e)
 {
 	(void)e;

@@ -7,13 +7,8 @@
 
 static void render(nt_reader *r, FILE *out)
 {
-	nt_render_options opt;
-	nt_render_options_init(&opt);
-	for (int order = 0; order < 2; order++) {
-		opt.order = order ? NT_ORDER_TIME : NT_ORDER_STREAM;
-		nt_render_chrome(r, out, &opt);
-		nt_render_perfetto(r, out, &opt);
-	}
+	static const fuzz_renderer viewers[] = { nt_render_chrome, nt_render_perfetto };
+	fuzz_render_both_orders(r, out, viewers, 2);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,13 +8,9 @@
 
 static void render(nt_reader *r, FILE *out)
 {
-	nt_render_options opt;
-	nt_render_options_init(&opt);
-	for (int order = 0; order < 2; order++) {
-		opt.order = order ? NT_ORDER_TIME : NT_ORDER_STREAM;
-		nt_render_text(r, out, &opt);
-	}
-	nt_render_stats(r, out, &opt); /* reads in stream order whatever opt.order says */
+	static const fuzz_renderer text[] = { nt_render_text };
+	fuzz_render_both_orders(r, out, text, 1);
+	nt_render_stats(r, out, NULL); /* stream order, whatever an order option says */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

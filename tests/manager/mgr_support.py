@@ -25,6 +25,7 @@ MANAGER = program('NT_MANAGER')
 TRACE_RECORD = program('NT_TRACE_RECORD')
 ARENA_HEADER = program('NT_ARENA_HEADER')
 TRACE_DUMP = program('NT_TRACE_DUMP')
+PROG = program('NT_PROVIDER_PROG')  # a recording provider (tests/provider/provider_prog.c)
 
 WIRE = struct.Struct('<IHHIHH4Q104s1024s')
 WIRE_MAGIC = 0x4D57544E

@@ -15,13 +15,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import program  # noqa: E402
-from mgr_support import parse_bundle  # noqa: E402
+from mgr_support import MANAGER, PROG, TRACE_RECORD, parse_bundle  # noqa: E402
 from test_review_fixes import NOBODY, FakeServer, need_root  # noqa: E402
-
-PROG = program('NT_PROVIDER_PROG')
-MANAGER = program('NT_MANAGER')
-TRACE_RECORD = program('NT_TRACE_RECORD')
 
 
 def provider_refuses(path, reason):

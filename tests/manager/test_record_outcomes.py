@@ -10,11 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import program  # noqa: E402
-
-TRACE_RECORD = program('NT_TRACE_RECORD')
-MANAGER = program('NT_MANAGER')
-PROG = program('NT_PROVIDER_PROG')
+from mgr_support import MANAGER, PROG, TRACE_RECORD  # noqa: E402
 
 
 def embedded_env(tmp_path):
