@@ -632,11 +632,12 @@ static void write_losses(pf_ctx *c)
 
 static void pf_free(pf_ctx *c)
 {
-	for (uint32_t i = 0; i < c->nthreads; i++) {
+	for (uint32_t i = 0; c->seq != NULL && i < c->nthreads; i++) {
 		pf_table_free(&c->seq[i].tab);
 		free(c->seq[i].children);
 	}
 	free(c->seq);
+	free(c->seq_of);
 	for (size_t i = 0; i < sizeof(c->damage) / sizeof(c->damage[0]); i++)
 		free(c->damage[i]);
 	free(c->pkt.p);
@@ -663,10 +664,17 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *user_op
 	c->r = r;
 	c->opt = &copy;
 	c->last_ns = (int64_t)nt_reader_info(r)->start_monotonic_ns;
-	c->nthreads = nt_reader_thread_index_limit(r);
+	c->nthreads = nt_reader_thread_count(r);
+	c->nindices = nt_reader_thread_index_limit(r);
 	c->seq = calloc(c->nthreads ? c->nthreads : 1, sizeof(*c->seq));
+	c->seq_of = calloc(c->nindices ? c->nindices : 1, sizeof(*c->seq_of));
+	for (uint32_t i = 0; c->seq_of != NULL && i < c->nthreads; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		if (t != NULL && t->index < c->nindices)
+			c->seq_of[t->index] = i + 1;
+	}
 	int rc = -1;
-	if (c->seq != NULL && nt_balance_init(&c->balance, r)) {
+	if (c->seq != NULL && c->seq_of != NULL && nt_balance_init(&c->balance, r)) {
 		write_clock(c);
 		write_tracks(c);
 		nt_reader_callbacks cb = { .on_event = on_event, .on_error = on_error,
@@ -674,7 +682,7 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *user_op
 		rc = nt_reader_visit(r, &cb, c, copy.order, copy.policy);
 		write_losses(c);
 	}
-	if (nt_out_flush(&c->out) != 0 || c->oom || c->seq == NULL)
+	if (nt_out_flush(&c->out) != 0 || c->oom || c->seq == NULL || c->seq_of == NULL)
 		rc = -1;
 	int saved = errno;
 	pf_free(c);

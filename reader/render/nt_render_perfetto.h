@@ -83,8 +83,12 @@ typedef struct pf_ctx {
 	nt_pb pkt;      /* the event packet being built */
 	nt_pb interned; /* its InternedData entries, appended at its end */
 	nt_pb aux;      /* descriptor and sequence-start packets */
-	pf_seq *seq;    /* by thread index */
+	pf_seq *seq;    /* one per thread the archive defines */
 	uint32_t nthreads;
+	uint32_t *seq_of; /* by thread index: 1 + its sequence's place, 0 = none (an archive
+			   * defining one thread of index 1<<20 costs 4 MiB here, not a pf_seq
+			   * per index below it) */
+	uint32_t nindices;
 	nt_balance balance;
 	nt_id_tally ids;         /* async spans and flows, for the losses' unpaired counts */
 	pf_uuid_set async_open;  /* open async spans' tracks, described */
@@ -146,7 +150,8 @@ static inline uint64_t pf_thread_uuid(const nt_reader_thread *t)
 /* The thread's sequence, started (its first packet written) at ts if it was not. */
 static inline pf_seq *pf_seq_of(pf_ctx *c, const nt_reader_thread *t, uint64_t ts)
 {
-	pf_seq *s = &c->seq[t->index < c->nthreads ? t->index : 0];
+	uint32_t k = t->index < c->nindices ? c->seq_of[t->index] : 0;
+	pf_seq *s = &c->seq[k ? k - 1 : 0];
 	if (__builtin_expect(!s->started, 0))
 		pf_seq_start(c, t, s, ts);
 	return s;
