@@ -6,8 +6,10 @@ own schema (third_party/perfetto/perfetto_trace.proto, vendored).
   --descriptor_set_out, read with python3-protobuf).
 - Every output decodes with `protoc --decode=perfetto.protos.Trace` without a message.
 - Rebuilt as trace_processor builds it (sequences, SEQ_INCREMENTAL_STATE_CLEARED and
-  SEQ_NEEDS_INCREMENTAL_STATE, interned names per sequence, TracePacketDefaults, the
-  incremental sequence clock and the ClockSnapshots; packets sorted by (time, arrival);
+  SEQ_NEEDS_INCREMENTAL_STATE, set on every packet that relies on incremental state (a
+  sequence clock, a default, an interned id), interned names per sequence,
+  TracePacketDefaults, the incremental sequence clock and the ClockSnapshots; packets
+  sorted by (time, arrival);
   a SLICE_END ends the innermost open slice of its track, by name and category when it
   has them), every slice, instant and counter value equals trace-dump's own reading of the
   same archive (its Chrome JSON: "ts" exact to the ns, typed "args"), as multisets:
@@ -155,6 +157,21 @@ def norm_annotation(a, interned):
     return name, v
 
 
+def relies_on_state(p, te, clock):
+    """Whether a TrackEvent packet needs its sequence's incremental state to be read: a
+    sequence clock (an incremental one counts from the previous packet), a field taken from
+    TracePacketDefaults, or an interned id. Perfetto's schema (TracePacket.SequenceFlags) and
+    its synthetic-track-event reference set SEQ_NEEDS_INCREMENTAL_STATE on exactly these
+    packets, so a reader that lost the sequence's start skips them instead of misreading."""
+    def annotation_iids(a):
+        return a.HasField('name_iid') or a.HasField('string_value_iid') or \
+            any(map(annotation_iids, a.array_values)) or \
+            any(map(annotation_iids, a.dict_entries))
+    return (clock >= 64 or not p.HasField('timestamp_clock_id') or
+            not te.HasField('track_uuid') or te.HasField('name_iid') or
+            len(te.category_iids) > 0 or any(map(annotation_iids, te.debug_annotations)))
+
+
 def norm_json(v):
     if isinstance(v, list):
         return tuple(v)
@@ -232,6 +249,8 @@ def rebuild(pb, path):
         te = p.track_event
         track = te.track_uuid if te.HasField('track_uuid') else \
             defaults.track_event_defaults.track_uuid
+        assert p.sequence_flags & 2 or not relies_on_state(p, te, clock), \
+            'packet %d relies on incremental state without SEQ_NEEDS_INCREMENTAL_STATE' % i
         interned = st.get('interned', {1: {}, 2: {}, 3: {}, 29: {}})
         name = te.name if te.HasField('name') else \
             interned[2][te.name_iid] if te.HasField('name_iid') else None
