@@ -475,7 +475,7 @@ static inline __attribute__((always_inline)) nt_thread_state *fast_thread(const 
 	return nt_site_current(*st, tag) && t->fast_tag == tag ? t : NULL;
 }
 
-void nt_emit_(nt_callsite *site, unsigned kind)
+static inline __attribute__((always_inline)) void emit_plain(nt_callsite *site, unsigned kind)
 {
 	/* The compact path takes the kinds with a compact code only; emit_wide and emit_slow
 	 * refuse a kind that is no event (recording it would break every walker's count). */
@@ -504,6 +504,26 @@ void nt_emit_(nt_callsite *site, unsigned kind)
 		return;
 	}
 	emit_slow(site, kind);
+}
+
+void nt_emit_(nt_callsite *site, unsigned kind)
+{
+	emit_plain(site, kind);
+}
+
+void nt_emit_begin_(nt_callsite *site)
+{
+	emit_plain(site, NT_KIND_BEGIN);
+}
+
+void nt_emit_end_(nt_callsite *site)
+{
+	emit_plain(site, NT_KIND_END);
+}
+
+void nt_emit_instant_(nt_callsite *site)
+{
+	emit_plain(site, NT_KIND_INSTANT);
 }
 
 /* The fast path for n = 1 to NT_FAST_ARGS_MAX fixed-size arguments (nanotrace.h:
@@ -671,6 +691,30 @@ int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, 
 		    uint64_t v3)
 {
 	return emit_fixed(site, desc, 4, v0, v1, v2, v3);
+}
+
+/* The same for NT_INSTANT, the kind most events with arguments have: its kind is known here,
+ * so the tests of it fold away (whatever kind the descriptor names). */
+int nt_emit_instant_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0)
+{
+	return emit_fixed(site, (desc & ~0xffu) | NT_KIND_INSTANT, 1, v0, 0, 0, 0);
+}
+
+int nt_emit_instant_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1)
+{
+	return emit_fixed(site, (desc & ~0xffu) | NT_KIND_INSTANT, 2, v0, v1, 0, 0);
+}
+
+int nt_emit_instant_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1,
+			    uint64_t v2)
+{
+	return emit_fixed(site, (desc & ~0xffu) | NT_KIND_INSTANT, 3, v0, v1, v2, 0);
+}
+
+int nt_emit_instant_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1,
+			    uint64_t v2, uint64_t v3)
+{
+	return emit_fixed(site, (desc & ~0xffu) | NT_KIND_INSTANT, 4, v0, v1, v2, v3);
 }
 
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs)

@@ -590,6 +590,13 @@ static inline int nt_site_off_(const nt_callsite *site)
 #define NT__TAG() __atomic_load_n(&nt_session_tag_, __ATOMIC_RELAXED)
 
 void nt_emit_(nt_callsite *site, unsigned kind);
+/* nt_emit_() for one kind each, which the macros call for NT_BEGIN, NT_END and NT_INSTANT
+ * without arguments: with the kind known inside, the tests of it fold away (48 instructions
+ * per arg-less begin/end event, loop included, against 61 through nt_emit_: callgrind over
+ * bench/nt_bench_args' zone loop). nt_emit_ stays for programs compiled before them. */
+void nt_emit_begin_(nt_callsite *site);
+void nt_emit_end_(nt_callsite *site);
+void nt_emit_instant_(nt_callsite *site);
 void nt_emit_args_(nt_callsite *site, unsigned kind, const nt_arg *args, uint32_t nargs);
 void nt_emit_complete_(nt_callsite *site, uint64_t start_ticks, const nt_arg *args,
 		       uint32_t nargs);
@@ -621,6 +628,14 @@ int nt_emit_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1);
 int nt_emit_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2);
 int nt_emit_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1, uint64_t v2,
 		    uint64_t v3);
+/* The same for NT_INSTANT, whatever kind `desc` names (the macros call them for instants,
+ * the kind most events with arguments have; nt_emit_fixedN_ for the others). */
+int nt_emit_instant_fixed1_(nt_callsite *site, uint32_t desc, uint64_t v0);
+int nt_emit_instant_fixed2_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1);
+int nt_emit_instant_fixed3_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1,
+			    uint64_t v2);
+int nt_emit_instant_fixed4_(nt_callsite *site, uint32_t desc, uint64_t v0, uint64_t v1,
+			    uint64_t v2, uint64_t v3);
 
 /* Nonzero when an argument of `type` has a fast path: the fixed-size ones, and NT_STR. */
 static inline int nt_arg_has_fast_path_(uint8_t type)
@@ -808,13 +823,16 @@ void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const c
  * constants and registers at compile time, and the event is a few plain stores; the generic
  * path takes every other event, and this one when the fast path declines it. */
 #define NT__FV(args, n, i) nt_fixed_value_((args), (n), (i))
-#define NT__EMIT_FIXED(d, args, n)                                                             \
-	((n) == 1   ? nt_emit_fixed1_(&nt__site_, (d), NT__FV(args, n, 0))                     \
-	 : (n) == 2 ? nt_emit_fixed2_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1)) \
-	 : (n) == 3 ? nt_emit_fixed3_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),  \
-				      NT__FV(args, n, 2))                                      \
-		    : nt_emit_fixed4_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),  \
-				      NT__FV(args, n, 2), NT__FV(args, n, 3)))
+#define NT__EMIT_FIXED_BY(fn, d, args, n)                                                      \
+	((n) == 1   ? fn##1_(&nt__site_, (d), NT__FV(args, n, 0))                              \
+	 : (n) == 2 ? fn##2_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1))          \
+	 : (n) == 3 ? fn##3_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),           \
+			     NT__FV(args, n, 2))                                                \
+		    : fn##4_(&nt__site_, (d), NT__FV(args, n, 0), NT__FV(args, n, 1),           \
+			     NT__FV(args, n, 2), NT__FV(args, n, 3)))
+#define NT__EMIT_FIXED(kind, d, args, n)                                                       \
+	((kind) == NT_KIND_INSTANT ? NT__EMIT_FIXED_BY(nt_emit_instant_fixed, d, args, n)     \
+				   : NT__EMIT_FIXED_BY(nt_emit_fixed, d, args, n))
 /* When the fast path declines, the generic path gets a copy made there: handing it the
  * arguments' own array would make the compiler build that array in memory on every call. */
 #define NT__EMIT_ARGS(kind, args, n)                                                           \
@@ -822,7 +840,7 @@ void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const c
 		const uint32_t nt__d_ = nt_fixed_desc_((kind), (args), (n));                   \
 		if (nt__d_ == 0) {                                                             \
 			nt_emit_args_(&nt__site_, (kind), (args), (n));                        \
-		} else if (__builtin_expect(NT__EMIT_FIXED(nt__d_, args, n) != 0, 0)) {        \
+		} else if (__builtin_expect(NT__EMIT_FIXED((kind), nt__d_, args, n) != 0, 0)) {        \
 			nt_arg nt__c_[NT_FAST_ARGS_MAX];                                       \
 			nt_emit_args_(&nt__site_, (kind), nt_fixed_copy_(nt__c_, (args), (n)), \
 				      (n));                                                    \
@@ -847,10 +865,15 @@ void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const c
 		}                                                                              \
 	} while (0)
 
+#define NT__EMIT0(kind, site)                                                                   \
+	((kind) == NT_KIND_BEGIN     ? nt_emit_begin_(site)                                    \
+	 : (kind) == NT_KIND_END     ? nt_emit_end_(site)                                      \
+	 : (kind) == NT_KIND_INSTANT ? nt_emit_instant_(site)                                  \
+				     : nt_emit_((site), (kind)))
 /* (category, name, NT_*() ...) */
 #define NT__EMIT_PLAIN(kind)                                                                   \
 	if (nt__n_ == 0)                                                                       \
-		nt_emit_(&nt__site_, (kind));                                                  \
+		NT__EMIT0(kind, &nt__site_);                                                  \
 	else                                                                                   \
 		NT__EMIT_ARGS(kind, nt__a_, nt__n_)
 #define NT__EVENT(kind, ...) NT__EVENT_BODY(2, NT__AFTER2, NT__EMIT_PLAIN(kind), __VA_ARGS__)
@@ -876,7 +899,7 @@ typedef struct nt_scope_guard_ {
 	~nt_scope_guard_()
 	{
 		if (end_site != NULL && NT__RECORDING())
-			nt_emit_(end_site, NT_KIND_END);
+			nt_emit_end_(end_site);
 	}
 #endif
 } nt_scope_guard_;
@@ -886,7 +909,7 @@ typedef struct nt_scope_guard_ {
 static inline void nt_scope_end_(nt_scope_guard_ *g)
 {
 	if (g->end_site != NULL && NT__RECORDING())
-		nt_emit_(g->end_site, NT_KIND_END);
+		nt_emit_end_(g->end_site);
 }
 #define NT__SCOPE_CLEANUP __attribute__((cleanup(nt_scope_end_), unused)) /* clang: "unused" */
 #endif
