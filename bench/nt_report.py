@@ -11,7 +11,8 @@ measure) and merges their JSON:
                    ratios with their spread; bytes per event on disk; streaming (--part)
   nt_bench_reader  decode in both orders, every trace-dump rendering, the reader's memory,
                    bytes per event of Chrome JSON and Perfetto (mixed shape)
-and the demo's Chrome JSON and Perfetto renderings by trace-dump itself (issue 28),
+and the demo's Chrome JSON and Perfetto renderings by trace-dump itself (issue 28), the
+instructions per event of bench/nt_bench_instr under valgrind's callgrind (nt_report_instr.py),
 and drives what C should not: LTTng's own session daemon in a private LTTNG_HOME (as root,
 inside a private mount namespace, so the traced process registers with this daemon and no
 system one), and babeltrace2 reading the LTTng trace of the same events. Python's standard
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 
+import nt_report_instr
 import nt_report_svg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,6 +57,9 @@ KEYS = [
     # issue 26: an arg-less async begin+end pair and a flow step in a scope, each ÷ BEGIN/END
     # in the same repetitions (goal: within 1.15), and their bytes per event on disk
     'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
+    # issue 29: instructions per event (callgrind), floor / zone / mixed, and each ÷ the floor
+    'instr_per_event_floor', 'instr_per_event_zone', 'instr_per_event_mixed',
+    'instr_ratio_zone', 'instr_ratio_mixed',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -455,6 +460,7 @@ def measure(args, size):
                                str(size['reps']), '--json']))
     perfetto_ratios(report)
     report.update(async_flow(args, size))
+    report.update(nt_report_instr.instructions(args.build))
     try:
         report.update(demo_formats(args, size))
     except (subprocess.CalledProcessError, AttributeError) as e:
@@ -489,6 +495,9 @@ def print_table(r):
         ('  ÷ floor (median [min-max] of rounds)', fmt(r, 'ratio_1t', '', 3)),
         ('mixed event, 1 thread', fmt(r, 'ns_per_event_mixed_1t', ' ns')),
         ('  ÷ floor', fmt(r, 'ratio_mixed_1t', '', 3)),
+        ('instructions per event: floor / zone / mixed', '%s / %s / %s' % (
+            fmt(r, 'instr_per_event_floor', '', 1), fmt(r, 'instr_per_event_zone', '', 1),
+            fmt(r, 'instr_per_event_mixed', '', 1))),
         ('worst per-thread cost ÷ 1 thread (mixed)', fmt(r, 'ratio_threads_max', '', 3)),
         ('async begin+end / flow step, ÷ begin/end', '%s / %s' % (
             fmt(r, 'async_vs_zone', '', 3), fmt(r, 'flow_vs_zone', '', 3))),

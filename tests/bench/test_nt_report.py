@@ -34,6 +34,10 @@ ISSUE_KEYS = [
     'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
     # issue 26: async and flow events beside BEGIN/END, and their bytes on disk
     'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
+    # issue 29: instructions per event under callgrind (null where valgrind cannot run the
+    # program: not installed, or a sanitizer build)
+    'instr_per_event_floor', 'instr_per_event_zone', 'instr_per_event_mixed',
+    'instr_ratio_zone', 'instr_ratio_mixed',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'
