@@ -454,11 +454,14 @@ static void cpu_pause(void)
 nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint64_t first_event,
 				     uint32_t tag, nt_block_tally *tally)
 {
+	uint32_t seen = nt_stream_progress();
+	if (tally->stale && seen == tally->stale_progress)
+		return NULL; /* the saver has not moved since this thread's last wait expired */
 	const uint64_t start = nt_clock_monotonic_ns(), deadline = start + nt_S.block_timeout_ns;
 	uint64_t now = start;
 	nt_chunk_header *h = NULL;
 	for (uint32_t round = 0; nt_stream_may_wait(tag); round++) {
-		uint32_t seen = nt_stream_progress();
+		seen = nt_stream_progress();
 		h = claim_streaming(thread, base_ticks, first_event);
 		now = nt_clock_monotonic_ns();
 		if (h != NULL || now >= deadline)
@@ -471,6 +474,8 @@ nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint6
 		nt_stream_wait_progress(seen, deadline - now);
 	}
 	uint64_t waited = now - start;
+	tally->stale = h == NULL && now >= deadline;
+	tally->stale_progress = seen;
 	tally->waits++;
 	tally->timeouts += h == NULL;
 	tally->ns += waited;

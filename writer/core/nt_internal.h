@@ -93,13 +93,18 @@ nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t f
 typedef struct nt_block_tally {
 	uint32_t waits, timeouts;
 	uint64_t ns;
+	/* The last wait ran out of time with the saver's progress word at `stale_progress`: no
+	 * new wait until the word moves (a saver that let one wait expire is not waited for on
+	 * every event, LTTng-style, which would slow the program to one event a timeout). */
+	uint32_t stale, stale_progress;
 } nt_block_tally;
 /* Streaming with blocking on (nt_S.block_timeout_ns), after nt_chunk_claim found no chunk:
  * waits up to the timeout for the saver to free one, while the session's tag is still `tag`
  * and the streaming threads run (nt_stream_may_wait). Adds the wait to *tally and to the
- * header's blocked_* totals. The chunk, or NULL when the wait ended without one. Cost: a
- * few claim attempts, then futex waits of at most a millisecond each; never called while
- * the thread's chunk has room. */
+ * header's blocked_* totals. The chunk, or NULL when the wait ended without one. After a
+ * wait that ran out of time, the thread's next ones return NULL at once, uncounted, until
+ * the saver's progress word moves (tally->stale). Cost: a few claim attempts, then futex
+ * waits of at most a millisecond each; never called while the thread's chunk has room. */
 nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint64_t first_event,
 				     uint32_t tag, nt_block_tally *tally);
 void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count);

@@ -202,7 +202,11 @@ typedef struct nt_config {
 	                           as ever; NT_BLOCKING_OFF = never wait, whatever the variable;
 	                           1 to NT_BLOCKING_TIMEOUT_MAX_US = wait up to that many
 	                           microseconds for the saver to free a chunk, then drop and
-	                           count (rolling full). Only the claim of a new chunk waits:
+	                           count (rolling full); a thread whose wait ran out does not
+	                           wait again until the saver shows progress, so a stuck saver
+	                           costs each thread one timeout, not one an event (under a
+	                           trace manager, progress is its answer to a full half). Only
+	                           the claim of a new chunk waits:
 	                           while the thread's chunk has room an event costs what it
 	                           always did. A wait spins briefly, then sleeps (futex) until
 	                           the saver reports progress; it ends at once when recording
