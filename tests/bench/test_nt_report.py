@@ -34,6 +34,11 @@ ISSUE_KEYS = [
     'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
     # issue 26: async and flow events beside BEGIN/END, and their bytes on disk
     'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
+    # issue 29: streaming's blocking disposition (nt_bench_blocking)
+    'blocking_off_lost', 'blocking_off_lost_pct', 'blocking_off_ns_per_event',
+    'blocking_on_lost', 'blocking_on_lost_pct', 'blocking_on_ns_per_event', 'blocking_on_waits',
+    'blocking_on_waits_ended_in_drop', 'blocking_on_blocked_ms',
+    'blocking_on_blocked_ms_max_thread',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'
