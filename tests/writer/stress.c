@@ -6,7 +6,7 @@
  * written count == emitted - dropped.
  *
  *   stress --mode oneshot|circular|streaming --threads N --events M [--buffer BYTES]
- *          [--chunk BYTES] [--slow] [--min-mb N] [--trace2] [--blocking US]
+ *          [--chunk BYTES] [--slow] [--min-mb N] [--trace2] [--blocking US] [--keep PATH]
  *
  * --trace2 mixes Git Trace2 messages (region enter/leave on the 8-byte path, data with an
  * argument) into every 4th iteration, as a program using both vocabularies does.
@@ -23,6 +23,9 @@
  * at most 50 M) until the live archive's header counts a wait, so that the run has waited,
  * whatever the machine's speed; the run fails unless nothing was dropped, the per-thread
  * BlockedRecords sum to the header's totals, and trace-dump --stats's renderer shows them.
+ *
+ * --keep PATH writes the archive (streaming) to PATH and leaves it there, for the tests of
+ * its readers (tests/reader/test_python.py: the blocked figures in every rendering).
  *
  * main() parses the options; the run and its checks are one cmocka test.
  */
@@ -61,6 +64,7 @@ static uint64_t events = 1000000;
 static int slow, trace2;
 static uint64_t min_mb;
 static long long blocking_us;
+static const char *keep; /* --keep PATH: the streaming archive is written there and kept */
 
 /* The live archive's header at `path` (the file-backed arena: readable at any moment),
  * copied first; 0 when it cannot be read yet. */
@@ -134,6 +138,8 @@ static void every_event_is_accounted_for(void **state)
 	char path[256];
 	snprintf(path, sizeof(path), "%s/nt-stress-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());
+	if (keep != NULL)
+		snprintf(path, sizeof(path), "%s", keep);
 	if (cfg.mode == NT_MODE_STREAMING)
 		cfg.path = path;
 	assert_msg(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
@@ -203,7 +209,8 @@ static void every_event_is_accounted_for(void **state)
 	       info->events_written, c.gap_events, info->wraps, info->chunks_claimed,
 	       info->buffers_saved, (double)sum.chunk_bytes / 1e6);
 	nt_reader_close(r);
-	unlink(path);
+	if (keep == NULL)
+		unlink(path);
 	assert_msg(c.failures == 0, "%" PRIu64 " failures, the first: %s", c.failures,
 		   c.first_failure);
 	assert_msg((double)sum.chunk_bytes >= (double)min_mb * 1e6,
@@ -251,12 +258,14 @@ int main(int argc, char **argv)
 			min_mb = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--trace2") == 0)
 			trace2 = 1;
+		else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc)
+			keep = argv[++i];
 		else if (strcmp(argv[i], "--blocking") == 0 && i + 1 < argc)
 			cfg.blocking_timeout_us = blocking_us = strtoll(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: stress --mode oneshot|circular --threads N --events M "
 					"[--buffer B] [--chunk C] [--slow] [--min-mb N] [--trace2] "
-					"[--blocking US]\n");
+					"[--blocking US] [--keep PATH]\n");
 			return 1;
 		}
 	}

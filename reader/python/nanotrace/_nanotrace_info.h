@@ -302,7 +302,7 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	}
 	if (threads == NULL)
 		goto out;
-	d = Py_BuildValue("{sKsOsNsNsKsKsKsNsN}", "events", (unsigned long long)c->events,
+	d = Py_BuildValue("{sKsOsNsNsNsKsKsKsN}", "events", (unsigned long long)c->events,
 			  "events_by_thread", threads,
 			  "blocked_by_thread", blocked_by_thread(blocked, ro->nthreads),
 			  "events_by_kind", counts_by_kind(c->by_kind),
