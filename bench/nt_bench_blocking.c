@@ -20,7 +20,7 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
-#include "nt_bench_util.h"
+#include "nt_bench_shapes.h"
 
 #define MAX_REPS 15
 #define MAX_THREADS 16
@@ -28,7 +28,7 @@
 typedef struct writer {
 	pthread_t th;
 	uint64_t iterations;
-	uint64_t ns;
+	double ns_per_event;
 } writer;
 
 static volatile int go;
@@ -38,13 +38,7 @@ static void *write_events(void *arg)
 	writer *w = arg;
 	while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
 		;
-	uint64_t t0 = now_ns();
-	for (uint64_t i = 0; i < w->iterations; i++) {
-		NT_BEGIN("bench", "iteration");
-		NT_INSTANT("bench", "point", NT_I64("x", (int64_t)i), NT_I64("y", (int64_t)(i * 7)));
-		NT_END("bench", "iteration");
-	}
-	w->ns = now_ns() - t0;
+	w->ns_per_event = nt_mixed_loop(w->iterations);
 	return NULL;
 }
 
@@ -98,7 +92,7 @@ static int run(const char *path, int threads, uint64_t events, long long timeout
 	double ns = 0;
 	for (int t = 0; t < threads; t++) {
 		pthread_join(w[t].th, NULL);
-		ns += (double)w[t].ns / (double)(w[t].iterations * 3);
+		ns += w[t].ns_per_event;
 	}
 	if (nt_finish(NULL) != NT_OK)
 		return fprintf(stderr, "nt_bench_blocking: %s\n", nt_last_error()), 0;
