@@ -299,7 +299,7 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		char stopped[256];
 		if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
 			fprintf(out, "    %s\n", stopped);
-		if (in->blocked_waits != 0) {
+		if (in->blocking_timeout_us != 0 || in->blocked_waits != 0) {
 			fputs("    ", out);
 			print_blocked(out, in);
 		}
