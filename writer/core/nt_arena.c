@@ -455,8 +455,9 @@ nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint6
 				     uint32_t tag, nt_block_tally *tally)
 {
 	uint32_t seen = nt_stream_progress();
-	if (tally->stale && seen == tally->stale_progress)
-		return NULL; /* the saver has not moved since this thread's last wait expired */
+	if ((tally->stale && seen == tally->stale_progress) || !nt_stream_may_wait(tag))
+		return NULL; /* the saver has not moved since this thread's last wait expired, or
+				waiting is over (not counted as a wait: none began) */
 	const uint64_t start = nt_clock_monotonic_ns(), deadline = start + nt_S.block_timeout_ns;
 	uint64_t now = start;
 	nt_chunk_header *h = NULL;

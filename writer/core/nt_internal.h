@@ -101,9 +101,9 @@ typedef struct nt_block_tally {
 /* Streaming with blocking on (nt_S.block_timeout_ns), after nt_chunk_claim found no chunk:
  * waits up to the timeout for the saver to free one, while the session's tag is still `tag`
  * and the streaming threads run (nt_stream_may_wait). Adds the wait to *tally and to the
- * header's blocked_* totals. The chunk, or NULL when the wait ended without one. After a
- * wait that ran out of time, the thread's next ones return NULL at once, uncounted, until
- * the saver's progress word moves (tally->stale). Cost: a few claim attempts, then futex
+ * header's blocked_* totals. The chunk, or NULL when the wait ended without one. Returns
+ * NULL at once, counting nothing, when waiting may not begin (nt_stream_may_wait), or after
+ * a wait that ran out of time until the saver's progress word moves (tally->stale). Cost: a few claim attempts, then futex
  * waits of at most a millisecond each; never called while the thread's chunk has room. */
 nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint64_t first_event,
 				     uint32_t tag, nt_block_tally *tally);
