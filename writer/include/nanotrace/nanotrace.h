@@ -214,7 +214,10 @@ typedef struct nt_config {
 	                           happens in a fork() child before its own session. Each
 	                           thread's waits, their time and those that timed out are in
 	                           the archive (trace-dump --stats). Ignored in the other
-	                           modes; anything else fails with NT_ERR_INVALID_ARGUMENT. */
+	                           modes; anything else fails with NT_ERR_INVALID_ARGUMENT.
+	                           Unlike LTTng-UST's, there is no endless wait (a saver that
+	                           never comes back would hang the program), and the program's
+	                           own setting (or the variable) is the one opt-in. */
 } nt_config;
 
 /* nt_config.blocking_timeout_us: never wait, and the longest wait (10 s) accepted. */
