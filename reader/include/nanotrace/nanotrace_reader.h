@@ -328,7 +328,9 @@ typedef struct nt_reader_blocked {
  * takes every thread; an index at or past n is left out). Returns the records found. The
  * header's totals (nt_archive_info.blocked_waits, blocked_timeouts, blocked_ns) count
  * every wait; these miss the waits that ended in a drop and were the thread's last (the
- * record goes into the thread's next chunk). An archive or section whose header counts no
+ * record goes into the thread's next chunk); a live streaming arena's image (a killed
+ * process) may show a record twice, in its saved stream and in the slot not yet reused, as
+ * nt_reader_count_records counts it. An archive or section whose header counts no
  * wait is not read. Cost: as nt_reader_count_records; none without waits. r == NULL, or
  * per_thread == NULL with n != 0: 0, nothing written. */
 uint64_t nt_reader_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uint32_t n);
