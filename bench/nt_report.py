@@ -60,6 +60,13 @@ KEYS = [
     # issue 29: instructions per event (callgrind), floor / zone / mixed, and each ÷ the floor
     'instr_per_event_floor', 'instr_per_event_zone', 'instr_per_event_mixed',
     'instr_ratio_zone', 'instr_ratio_mixed',
+    # issue 29: streaming's blocking disposition, 2 unpaced writers, mixed shape, default
+    # arena: events lost without and with waiting for the saver, ns per event of each, and
+    # the time blocked (a round's total and its longest-waiting thread)
+    'blocking_off_lost', 'blocking_off_lost_pct', 'blocking_off_ns_per_event',
+    'blocking_on_lost', 'blocking_on_lost_pct', 'blocking_on_ns_per_event', 'blocking_on_waits',
+    'blocking_on_waits_ended_in_drop', 'blocking_on_blocked_ms',
+    'blocking_on_blocked_ms_max_thread',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -440,6 +447,13 @@ def async_flow(args, size):
     return {ours: got[theirs] for theirs, ours in keys.items() if theirs in got}
 
 
+def blocking(args, size):
+    """nt_bench_blocking: 2 unpaced streaming writers without and with blocking (issue 29)."""
+    prog = os.path.join(args.build, 'bench', 'nt_bench_blocking')
+    return run_program([prog, '--threads', '2', '--events', str(size['events']), '--reps',
+                        str(size['reps']), '--json'])
+
+
 def measure(args, size):
     report = {'mode': args.mode}
     peers = os.path.join(args.build, 'bench', 'nt_bench_peers')
@@ -461,6 +475,7 @@ def measure(args, size):
     perfetto_ratios(report)
     report.update(async_flow(args, size))
     report.update(nt_report_instr.instructions(args.build))
+    report.update(blocking(args, size))
     try:
         report.update(demo_formats(args, size))
     except (subprocess.CalledProcessError, AttributeError) as e:
@@ -512,6 +527,13 @@ def print_table(r):
         ('file bytes per event: zone / mixed', '%s / %s' % (
             fmt(r, 'disk_bytes_per_event_zone', ' B', 3), fmt(r, 'disk_bytes_per_event_mixed', ' B', 3))),
         ('streaming 1 thread, mixed, default arena: lost', fmt(r, 'streaming_lost_pct_1t_mixed', '%', 2)),
+        ('streaming 2 threads, mixed: lost, never wait / wait', '%s / %s' % (
+            fmt(r, 'blocking_off_lost_pct', '%', 2), fmt(r, 'blocking_on_lost_pct', '%', 2))),
+        ('  ns per event, never wait / wait', '%s / %s' % (
+            fmt(r, 'blocking_off_ns_per_event', ' ns'), fmt(r, 'blocking_on_ns_per_event', ' ns'))),
+        ('  blocked: a round / its longest thread', '%s / %s' % (
+            fmt(r, 'blocking_on_blocked_ms', ' ms', 1),
+            fmt(r, 'blocking_on_blocked_ms_max_thread', ' ms', 1))),
         ('  saver / plain write(2), same folder', '%s / %s' % (
             fmt(r, 'saver_mb_s', ' MB/s', 1), fmt(r, 'plain_write_mb_s', ' MB/s', 1))),
         ('decode, stream / time order', '%s / %s' % (

@@ -68,7 +68,11 @@
 	X(SAVE_ERRNO, save_errno, 4)                                                       \
 	X(DROPPED_UNSAVED, dropped_unsaved, 8)                                             \
 	X(CHILDREN_FORKED, children_forked, 8)                                             \
-	X(FORKED_FROM, forked_from, 4)
+	X(FORKED_FROM, forked_from, 4)                                                     \
+	X(BLOCKING_TIMEOUT_US, blocking_timeout_us, 8)                                     \
+	X(BLOCKED_WAITS, blocked_waits, 8)                                                 \
+	X(BLOCKED_TIMEOUTS, blocked_timeouts, 8)                                           \
+	X(BLOCKED_NS, blocked_ns, 8)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -126,6 +130,10 @@ typedef struct nt_archive_info {
 	uint64_t dropped_unsaved;         /* events made but not saved because saving stopped */
 	uint64_t children_forked;         /* fork()s while recording: each child's own archive */
 	uint32_t forked_from;             /* a fork() child's archive: the parent's pid, else 0 */
+	uint64_t blocking_timeout_us;     /* streaming: a writer's longest wait for the saver */
+	uint64_t blocked_waits;           /* waits for the saver (every thread's) */
+	uint64_t blocked_timeouts;        /* waits that ended in a drop */
+	uint64_t blocked_ns;              /* CLOCK_MONOTONIC ns spent waiting */
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

@@ -39,10 +39,12 @@
  * does not support); 2.2 the event kinds 64..127 (nt_record.h: events by their kind's range,
  * so that a reader meets a newer one as an event it skips, and counts), of which the async and
  * flow records (IdEventRecord) are the first. A reader of 2.1 takes those records for
- * unknown non-events and skips them (its ordinals then run short: it may report gaps there). */
+ * unknown non-events and skips them (its ordinals then run short: it may report gaps there).
+ * 2.3 added the BlockedRecord (kind 9, no event: a streaming writer waited for its saver) and
+ * the header's blocking fields; a 2.2 reader skips the record as an unknown kind. */
 #define NT_FORMAT_MAJOR 2
 #define NT_FORMAT_MAJOR_OLDEST 1
-#define NT_FORMAT_MINOR 2
+#define NT_FORMAT_MINOR 3
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */
@@ -56,6 +58,7 @@ enum {
 	NT_KIND_PROCESS = 6,
 	NT_KIND_ZCHUNK = 7,
 	NT_KIND_CALLSITE_ARGS = 8,
+	NT_KIND_BLOCKED = 9,
 	NT_KIND_BEGIN = 16,
 	NT_KIND_END = 17,
 	NT_KIND_INSTANT = 18,
@@ -440,6 +443,18 @@ typedef struct nt_timestamp_record {
 	NT_ALIGN8 uint64_t ticks;
 } nt_timestamp_record;
 
+/* 24 bytes, inside a chunk (no event): the thread's waits for a streaming saver since its
+ * previous BlockedRecord (schema: BlockedRecord). */
+typedef struct nt_blocked_record {
+	uint8_t kind;
+	uint8_t size_words;
+	uint16_t reserved0;
+	uint32_t waits;
+	uint32_t timeouts;
+	uint32_t reserved1;
+	NT_ALIGN8 uint64_t blocked_ns;
+} nt_blocked_record;
+
 typedef struct nt_arg_header {
 	uint8_t type;
 	uint8_t size_words;
@@ -463,6 +478,7 @@ NT_STATIC_ASSERT(sizeof(nt_event_record) == 8, "EventRecord is 8 bytes");
 NT_STATIC_ASSERT(sizeof(nt_complete_record) == 16, "CompleteRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_id_event_record) == 16, "IdEventRecord is 16 bytes");
 NT_STATIC_ASSERT(sizeof(nt_timestamp_record) == 16, "TimestampRecord is 16 bytes");
+NT_STATIC_ASSERT(sizeof(nt_blocked_record) == 24, "BlockedRecord is 24 bytes");
 NT_STATIC_ASSERT(sizeof(nt_arg_header) == 8, "ArgHeader is 8 bytes");
 
 /* Words a string payload of `len` bytes takes, rounded up to 8 bytes. */

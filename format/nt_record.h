@@ -74,7 +74,7 @@ static inline int nt_kind_is_known_event(unsigned kind)
  * newer writer's, framed by its size and skipped. */
 static inline int nt_kind_is_known(unsigned kind)
 {
-	return (kind >= NT_KIND_PADDING && kind <= NT_KIND_CALLSITE_ARGS) ||
+	return (kind >= NT_KIND_PADDING && kind <= NT_KIND_BLOCKED) ||
 	       kind == NT_KIND_TIMESTAMP || nt_kind_is_known_event(kind);
 }
 

@@ -64,6 +64,15 @@ void nt_reader_count_records(const nt_reader *r, uint64_t counts[256])
 	nt_count_records(r, counts);
 }
 
+uint64_t nt_reader_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uint32_t n)
+{
+	if (r == NULL || (per_thread == NULL && n != 0))
+		return 0;
+	if (n != 0)
+		memset(per_thread, 0, (size_t)n * sizeof(*per_thread));
+	return nt_count_blocked(r, per_thread, n);
+}
+
 /* Summed over the sections: a reader of one archive is its own one section. */
 void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
 			       uint64_t *chunk_bytes_uncompressed)

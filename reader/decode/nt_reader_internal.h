@@ -188,6 +188,9 @@ void nt_single_close(nt_reader *r);
 /* nt_reader_count.c: adds the records of one archive, or of every section of a
  * many-process reader that opened, by kind, to counts. */
 void nt_count_records(const nt_reader *r, uint64_t counts[256]);
+/* nt_reader_count_blocked's walk (nt_reader_count.c): adds into per_thread[0..n) and
+ * returns the BlockedRecords found. */
+uint64_t nt_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uint32_t n);
 
 /* nt_reader_many.c: is this the start of a bundle? */
 int nt_is_bundle(const uint8_t *data, size_t size);

@@ -256,6 +256,11 @@ static void write_losses(chrome_ctx *c, const nt_archive_info *info)
 			      info->dropped_stopped, info->dropped_unsaved);
 	if (c->gap_events)
 		nt_out_printf(out, ",\"events_lost_in_gaps\":%" PRIu64, c->gap_events);
+	if (info->blocked_waits) /* streaming writers waited for the saver (nt_render_stats) */
+		nt_out_printf(out, ",\"blocked\":{\"waits\":%" PRIu64 ",\"ended_in_drop\":%" PRIu64
+				   ",\"ns\":%" PRIu64 ",\"timeout_us\":%" PRIu64 "}",
+			      info->blocked_waits, info->blocked_timeouts, info->blocked_ns,
+			      info->blocking_timeout_us);
 	write_unpaired_ids(c);
 	if (c->damaged) {
 		nt_out_printf(out, ",\"damaged_places\":%" PRIu64 ",\"damage\":[", c->damaged);

@@ -415,6 +415,10 @@ static void write_env(FILE *out, const ctf_trace_facts *f)
 		     PRIu64 ";\n\tevents_lost_at_stream_ends = %" PRIu64 ";\n",
 		h->dropped_rolling_full, h->dropped_durable_full, h->dropped_stopped,
 		h->dropped_unsaved, f->header_losses);
+	if (h->blocked_waits != 0) /* streaming writers waited for the saver */
+		fprintf(out, "\tblocked_waits = %" PRIu64 ";\n\tblocked_timeouts = %" PRIu64
+			     ";\n\tblocked_ns = %" PRIu64 ";\n",
+			h->blocked_waits, h->blocked_timeouts, h->blocked_ns);
 	char stopped[256];
 	if (nt_render_save_stopped(h, stopped, sizeof(stopped)) != NULL) {
 		fputs("\tsaving_stopped = ", out);

@@ -614,6 +614,10 @@ static void write_losses(pf_ctx *c)
 		loss_count(b, "dropped_unsaved", info->dropped_unsaved, &any);
 		loss_count(b, "events_overwritten", info->events_overwritten, &any);
 		loss_count(b, "wraps", info->wraps, &any);
+		/* Not losses, but what avoided them: streaming writers' waits for the saver. */
+		loss_count(b, "blocked_waits", info->blocked_waits, &any);
+		loss_count(b, "blocked_timeouts", info->blocked_timeouts, &any);
+		loss_count(b, "blocked_ns", info->blocked_ns, &any);
 		char stopped[256];
 		if (nt_render_save_stopped(info, stopped, sizeof(stopped)) != NULL) {
 			size_t at = nt_pb_open(b, PF_TE_DEBUG_ANNOTATIONS);

@@ -209,6 +209,30 @@ static void print_trace2(const nt_reader *r, FILE *out, const uint64_t *by_kind)
 	fprintf(out, "), processes %" PRIu32 "\n", processes_present(r));
 }
 
+/* Streaming writers' waits for the saver (nt_config.blocking_timeout_us), from the header:
+ * a line only when blocking was on or a wait happened. */
+static void print_blocked(FILE *out, const nt_archive_info *in)
+{
+	if (in->blocking_timeout_us == 0 && in->blocked_waits == 0)
+		return;
+	char d[32];
+	nt_format_duration(d, sizeof(d), in->blocked_ns);
+	fprintf(out, "blocked: %" PRIu64 " waits for the saver, %s in all, %" PRIu64
+		     " ended in a drop (timeout %" PRIu64 " us)\n",
+		in->blocked_waits, d, in->blocked_timeouts, in->blocking_timeout_us);
+}
+
+/* One thread's waits, after its event count (BlockedRecords: nt_reader_count_blocked). */
+static void print_thread_blocked(FILE *out, const nt_reader_blocked *b)
+{
+	if (b == NULL || b->waits == 0)
+		return;
+	char d[32];
+	nt_format_duration(d, sizeof(d), b->ns);
+	fprintf(out, ", blocked %" PRIu64 " waits %s, %" PRIu64 " ended in a drop", b->waits, d,
+		b->timeouts);
+}
+
 static int is_many(const nt_reader *r)
 {
 	return nt_reader_section_count(r) != 1 || nt_reader_section_at(r, 0)->reader != r;
@@ -275,6 +299,10 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		char stopped[256];
 		if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
 			fprintf(out, "    %s\n", stopped);
+		if (in->blocking_timeout_us != 0 || in->blocked_waits != 0) {
+			fputs("    ", out);
+			print_blocked(out, in);
+		}
 		tdec += dec;
 		tdrop += in->events_dropped;
 		tover += in->events_overwritten;
@@ -326,13 +354,22 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		fprintf(out, "trace2 unknown: %" PRIu64 " events, %" PRIu64 " keys (kept as a newer "
 			     "Git wrote them)\n", unknown, s.kept_keys);
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
+	/* Each thread's waits for the saver: read only when a header counts some. */
+	nt_reader_blocked *blocked = calloc(nthreads ? nthreads : 1, sizeof(*blocked));
+	if (blocked != NULL && nt_reader_count_blocked(r, blocked, nthreads) == 0) {
+		free(blocked);
+		blocked = NULL;
+	}
 	for (uint32_t i = 0; i < sum.threads; i++) {
 		const nt_reader_thread *t = nt_reader_thread_at(r, i);
 		char name[NT_HDR_MAX_STRING + 1];
-		fprintf(out, "  thread %" PRIu32 " %s (pid %" PRIu32 ", tid %" PRIu32 "): %" PRIu64 " events\n",
+		fprintf(out, "  thread %" PRIu32 " %s (pid %" PRIu32 ", tid %" PRIu32 "): %" PRIu64 " events",
 			t->index, nt_unctrl_copy(name, sizeof(name), t->name), t->pid, t->tid,
 			s.by_thread[t->index]);
+		print_thread_blocked(out, blocked && t->index < nthreads ? &blocked[t->index] : NULL);
+		fputc('\n', out);
 	}
+	free(blocked);
 	/* A live arena's count is of another thing than a saved archive's (schema: events_written). */
 	const char *counted = in->layout != NT_LAYOUT_ARENA ? "header count"
 			      : in->buffering_mode == NT_MODE_STREAMING
@@ -346,6 +383,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	char stopped[256];
 	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
 		fprintf(out, "%s\n", stopped);
+	if (!is_many(r))
+		print_blocked(out, in);
 	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
 	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
 	if (in->buffering_mode == NT_MODE_STREAMING)

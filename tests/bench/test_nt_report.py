@@ -38,6 +38,11 @@ ISSUE_KEYS = [
     # program: not installed, or a sanitizer build)
     'instr_per_event_floor', 'instr_per_event_zone', 'instr_per_event_mixed',
     'instr_ratio_zone', 'instr_ratio_mixed',
+    # issue 29: streaming's blocking disposition (nt_bench_blocking)
+    'blocking_off_lost', 'blocking_off_lost_pct', 'blocking_off_ns_per_event',
+    'blocking_on_lost', 'blocking_on_lost_pct', 'blocking_on_ns_per_event', 'blocking_on_waits',
+    'blocking_on_waits_ended_in_drop', 'blocking_on_blocked_ms',
+    'blocking_on_blocked_ms_max_thread',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

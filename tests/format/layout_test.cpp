@@ -63,6 +63,8 @@ namespace fb = ntfmt;
 	  callsite, delta, id)                                                             \
 	S(nt_timestamp_record, TimestampRecord, NT_KIND_TIMESTAMP, kind, size_words,        \
 	  reserved0, reserved1, ticks)                                                     \
+	S(nt_blocked_record, BlockedRecord, NT_KIND_BLOCKED, kind, size_words, reserved0,   \
+	  waits, timeouts, reserved1, blocked_ns)                                          \
 	S(nt_arg_header, ArgHeader, -1, type, size_words, name, value32)                    \
 	S(nt_fifo_packet, FifoPacket, -1, request, data16, data32, data64)                 \
 	S(nt_bundle_preamble, BundlePreamble, -1, magic, version, flags, created_wall_ns,   \
@@ -115,6 +117,7 @@ SAME_ENUM(NT_KIND_CALLSITE, RecordKind_CallSite)
 SAME_ENUM(NT_KIND_CHUNK, RecordKind_Chunk)
 SAME_ENUM(NT_KIND_ZCHUNK, RecordKind_CompressedChunk)
 SAME_ENUM(NT_KIND_CALLSITE_ARGS, RecordKind_CallSiteArgs)
+SAME_ENUM(NT_KIND_BLOCKED, RecordKind_Blocked)
 SAME_ENUM(NT_CODEC_NONE, Codec_None)
 SAME_ENUM(NT_CODEC_ZSTD, Codec_Zstd)
 SAME_ENUM(NT_CODEC_ZSTD_LANES4, Codec_ZstdLanes4)
@@ -275,7 +278,11 @@ SAME_VT(NT_HDR_SAVE_ERRNO, VT_SAVE_ERRNO)
 SAME_VT(NT_HDR_DROPPED_UNSAVED, VT_DROPPED_UNSAVED)
 SAME_VT(NT_HDR_CHILDREN_FORKED, VT_CHILDREN_FORKED)
 SAME_VT(NT_HDR_FORKED_FROM, VT_FORKED_FROM)
-static_assert(NT_HDR_FIELD_COUNT == 44, "a header field was added: add its SAME_VT check");
+SAME_VT(NT_HDR_BLOCKING_TIMEOUT_US, VT_BLOCKING_TIMEOUT_US)
+SAME_VT(NT_HDR_BLOCKED_WAITS, VT_BLOCKED_WAITS)
+SAME_VT(NT_HDR_BLOCKED_TIMEOUTS, VT_BLOCKED_TIMEOUTS)
+SAME_VT(NT_HDR_BLOCKED_NS, VT_BLOCKED_NS)
+static_assert(NT_HDR_FIELD_COUNT == 48, "a header field was added: add its SAME_VT check");
 
 
 struct c_field {

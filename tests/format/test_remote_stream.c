@@ -15,6 +15,14 @@
  *       no request until they are done: writers reuse each slot once it is saved, not a
  *       rolling half once a request is answered, so twenty times the arena is recorded
  *       with (almost) no drop (runtime/nt_saver_pace.h: why savers save unasked).
+ *   blocking_on_an_answering_manager_loses_nothing  blocking on (nt_config.
+ *       blocking_timeout_us, 10 s): writers wait for the manager's answers instead of
+ *       dropping; every event is saved, in order, and no wait ended in a drop.
+ *   blocking_on_a_silent_manager_waits_once_per_thread  a manager that never answers: each
+ *       writer's first wait runs its whole timeout and drops; with no progress since, it
+ *       never waits again (waits == timeouts <= writers, time >= waits x timeout).
+ *   stop_ends_a_wait_at_once  a writer waiting (10 s timeout) on a silent manager is
+ *       released by nt_provider_stop() within the stop's own budget, not the timeout.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -125,9 +133,19 @@ typedef struct run {
 	nt_stats stats;
 } run;
 
-/* A streaming session whose saves go to a fake manager behaving as `behaviour`; writers
- * write, then the run stops. The arena stays mapped (the session is only stopped). */
-static void record(run *r, int behaviour, const char *tag)
+static long long blocking_us; /* nt_config.blocking_timeout_us of the next record() */
+
+/* The session's blocked_* header totals. */
+static void blocked_totals(uint64_t *waits, uint64_t *timeouts, uint64_t *ns)
+{
+	*waits = nt_load_64(nt_S.blocked_waits);
+	*timeouts = nt_load_64(nt_S.blocked_timeouts);
+	*ns = nt_load_64(nt_S.blocked_ns);
+}
+
+/* Starts a streaming session whose saves go to a fake manager behaving as `behaviour` at
+ * the other end of sv[0]. */
+static void record_start(run *r, int behaviour, const char *tag, int sv[2])
 {
 	memset(r, 0, sizeof(*r));
 	test_tmp_path(r->path, sizeof(r->path), tag);
@@ -137,8 +155,8 @@ static void record(run *r, int behaviour, const char *tag)
 	cfg.mode = NT_MODE_STREAMING;
 	cfg.buffer_size = 64u << 10;
 	cfg.chunk_size = 4096;
+	cfg.blocking_timeout_us = blocking_us ? blocking_us : NT_BLOCKING_OFF;
 	assert_int_equal(nt_provider_initialize(&cfg), NT_OK);
-	int sv[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	r->m.fd = sv[1];
 	r->m.behaviour = behaviour;
@@ -149,7 +167,14 @@ static void record(run *r, int behaviour, const char *tag)
 	assert_int_equal(nt_stream_start_remote(1, sv[0]), NT_OK);
 	assert_int_equal(pthread_create(&r->manager, NULL, manager_main, &r->m), 0);
 	assert_int_equal(nt_provider_start(NT_BUFFER_RETAIN, NULL), NT_OK);
+}
 
+/* A streaming session whose saves go to a fake manager behaving as `behaviour`; writers
+ * write, then the run stops. The arena stays mapped (the session is only stopped). */
+static void record(run *r, int behaviour, const char *tag)
+{
+	int sv[2];
+	record_start(r, behaviour, tag, sv);
 	saving_manager = behaviour == SAVE_UNASKED ? &r->m : NULL;
 	pthread_t w[WRITERS];
 	for (uintptr_t t = 0; t < WRITERS; t++)
@@ -271,6 +296,90 @@ static void manager_saving_unasked_frees_slots(void **state)
 	end(&r);
 }
 
+static void blocking_on_an_answering_manager_loses_nothing(void **state)
+{
+	(void)state;
+	per_writer = 40000;
+	blocking_us = NT_BLOCKING_TIMEOUT_MAX_US;
+	run r;
+	record(&r, ANSWER, "remote-blocking");
+	blocking_us = 0;
+	uint64_t waits, timeouts, ns;
+	blocked_totals(&waits, &timeouts, &ns);
+	assert_int_equal(r.stats.events_dropped, 0);
+	assert_int_equal(timeouts, 0);
+	test_trace tr;
+	read_back_in_order(&r, &tr); /* decoded + dropped == made: all of them */
+	assert_int_equal(tr.n, WRITERS * per_writer);
+	print_message("%zu events saved; %llu waits, %.3f ms blocked\n", tr.n,
+		      (unsigned long long)waits, (double)ns / 1e6);
+	test_trace_free(&tr);
+	end(&r);
+}
+
+static void blocking_on_a_silent_manager_waits_once_per_thread(void **state)
+{
+	(void)state;
+	per_writer = 20000;
+	blocking_us = 2000;
+	run r;
+	record(&r, SILENT, "remote-blocking-silent");
+	blocking_us = 0;
+	uint64_t waits, timeouts, ns;
+	blocked_totals(&waits, &timeouts, &ns);
+	print_message("%llu waits, %llu ended in a drop, %.3f ms; %llu dropped\n",
+		      (unsigned long long)waits, (unsigned long long)timeouts, (double)ns / 1e6,
+		      (unsigned long long)r.stats.events_dropped);
+	assert_true(r.stats.events_dropped > 0);
+	assert_int_equal(r.stats.events_dropped, r.stats.dropped_rolling_full);
+	/* Nothing is ever saved, so no wait can end with a chunk, and none starts again. */
+	assert_true(waits >= 1 && waits <= WRITERS);
+	assert_int_equal(timeouts, waits);
+	assert_msg(ns >= waits * 2000000u, "%llu ns for %llu waits of 2 ms each",
+		   (unsigned long long)ns, (unsigned long long)waits);
+	end(&r);
+}
+
+/* Writes until it has waited (and been released). */
+static void *waiting_writer(void *arg)
+{
+	(void)arg;
+	for (uint64_t i = 0; i < 1000000 && nt_load_64(nt_S.blocked_waits) == 0; i++)
+		NT_INSTANT("remote", "ev", NT_U32("t", 0), NT_U64("seq", i));
+	return NULL;
+}
+
+static void stop_ends_a_wait_at_once(void **state)
+{
+	(void)state;
+	blocking_us = NT_BLOCKING_TIMEOUT_MAX_US;
+	run r;
+	int sv[2];
+	record_start(&r, SILENT, "remote-blocking-stop", sv);
+	blocking_us = 0;
+	pthread_t w;
+	assert_int_equal(pthread_create(&w, NULL, waiting_writer, NULL), 0);
+	/* Until the writer sleeps in its wait (it fills the 64 KiB arena first). */
+	for (int ms = 0; ms < 60000 && __atomic_load_n(&nt_S.block_waiters, __ATOMIC_SEQ_CST) == 0;
+	     ms++)
+		usleep(1000);
+	assert_true(__atomic_load_n(&nt_S.block_waiters, __ATOMIC_SEQ_CST) > 0);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(nt_provider_stop(), NT_OK);
+	pthread_join(w, NULL);
+	double seconds = seconds_since(&t0);
+	pthread_join(r.manager, NULL);
+	close(sv[0]);
+	uint64_t waits, timeouts, ns;
+	blocked_totals(&waits, &timeouts, &ns);
+	/* The stop waits up to 2 s for the silent manager; the wait's own timeout is 10 s. */
+	assert_msg(seconds < 5.0, "the writer was released %.3f s after the stop", seconds);
+	assert_int_equal(waits, 1);
+	assert_int_equal(timeouts, 1); /* ended without a chunk: the event dropped */
+	end(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +387,9 @@ int main(void)
 		cmocka_unit_test(silent_manager_costs_at_most_the_stop_budget),
 		cmocka_unit_test(closed_manager_stops_at_once),
 		cmocka_unit_test(manager_saving_unasked_frees_slots),
+		cmocka_unit_test(blocking_on_an_answering_manager_loses_nothing),
+		cmocka_unit_test(blocking_on_a_silent_manager_waits_once_per_thread),
+		cmocka_unit_test(stop_ends_a_wait_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,12 +5,14 @@
  * of nt_env.c, so the linker never takes libnanotrace.a's nt_env.o (an archive member is
  * pulled only for a symbol still undefined): no duplicate, whatever nt_env.c comes to hold.
  *
- * The input is up to six values separated by NUL bytes, for NANOTRACE_MODE, _BUFFER_SIZE,
- * _CATEGORIES, _CLOCK, _MAX_FILES and _COMPRESSION in that order (a missing one is unset).
- * config_from_env (nt_start_from_env's settings, category patterns included) and
- * nt_compression_level (writer/core/nt_env_warn.c, linked from the library) read them. Their contract: a value is accepted into the config or
+ * The input is up to seven values separated by NUL bytes, for NANOTRACE_MODE, _BUFFER_SIZE,
+ * _CATEGORIES, _CLOCK, _MAX_FILES, _COMPRESSION and _BLOCKING_TIMEOUT in that order (a
+ * missing one is unset). config_from_env (nt_start_from_env's settings, category patterns
+ * included), nt_compression_level and nt_blocking_timeout_ns (writer/core/nt_env_warn.c,
+ * linked from the library) read them. Their contract: a value is accepted into the config or
  * refused with an error naming the variable; the compression level is off, the default or
- * a level zstd takes. Anything else aborts, as a finding.
+ * a level zstd takes; the blocking timeout is 0 (never wait) or at most
+ * NT_BLOCKING_TIMEOUT_MAX_US microseconds. Anything else aborts, as a finding.
  */
 #include "writer/core/nt_env.c"
 
@@ -21,7 +23,8 @@
 #define MAX_VALUE 4096
 static const char *const names[] = { "NANOTRACE_MODE", "NANOTRACE_BUFFER_SIZE",
 				      "NANOTRACE_CATEGORIES", "NANOTRACE_CLOCK",
-				      "NANOTRACE_MAX_FILES", "NANOTRACE_COMPRESSION" };
+				      "NANOTRACE_MAX_FILES", "NANOTRACE_COMPRESSION",
+				      "NANOTRACE_BLOCKING_TIMEOUT" };
 #define NVARS (sizeof(names) / sizeof(names[0]))
 static char vars[NVARS][32 + MAX_VALUE + 1];
 static int devnull = -1;
@@ -54,13 +57,15 @@ static void set_values(const uint8_t *data, size_t size)
 	}
 }
 
-/* nt_compression_level prints one line per bad value: to /dev/null while fuzzing. */
-static int quiet_compression_level(void)
+/* nt_compression_level and nt_blocking_timeout_ns print one line per bad value: to
+ * /dev/null while fuzzing. */
+static int quiet_levels(uint64_t *block_ns)
 {
 	int saved = devnull >= 0 ? dup(2) : -1;
 	if (saved >= 0)
 		dup2(devnull, 2);
 	int level = nt_compression_level(0);
+	*block_ns = nt_blocking_timeout_ns(0);
 	if (saved >= 0) {
 		dup2(saved, 2);
 		close(saved);
@@ -81,8 +86,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* accepted, yet out of range */
 	if (rc != NT_OK && strstr(nt_last_error(), "NANOTRACE") == NULL)
 		abort(); /* a refusal names the variable */
-	int level = quiet_compression_level();
+	uint64_t block_ns;
+	int level = quiet_levels(&block_ns);
 	if (level != 0 && !nt_zchunk_level_ok(level))
+		abort();
+	if (block_ns > (uint64_t)NT_BLOCKING_TIMEOUT_MAX_US * 1000u)
 		abort();
 	return 0;
 }

@@ -39,6 +39,11 @@ ENV_SEEDS = {
     'huge': [b'oneshot', b'18446744073709551616', b'a' * 300, b'monotonic', b'99999999999999999999', b'99'],
     'suffixes': [b'circular', b'4G', b'x,y,-z', b'auto', b'0', b'19'],
     'non-utf8': [b'\xff\xfe', b'64k\xc3', b'\xe2\x28\xa1', b'\x80tsc', b'1\xff', b'\xc0\xaf'],
+    # the 7th value: NANOTRACE_BLOCKING_TIMEOUT
+    'blocking-good': [b'streaming', b'', b'', b'', b'', b'', b'10000000'],
+    'blocking-off': [b'streaming', b'', b'', b'', b'', b'', b'off'],
+    'blocking-bad': [b'streaming', b'', b'', b'', b'', b'', b'10000001'],
+    'blocking-words': [b'oneshot', b'', b'', b'', b'', b'', b'-5ms \xff'],
 }
 
 

@@ -7,7 +7,8 @@ bit-flipped archives never crashing the interpreter, closing, bad arguments, and
 to_dataframe's columns.
 
 Run by meson (suite reader) with Debian's python3, PYTHONPATH at the build tree's package,
-and NT_TRACE_DUMP, NT_TRACE_IMPORT, NT_DEMO, NT_CORPUS, NT_WORKDIR.
+and NT_TRACE_DUMP, NT_TRACE_IMPORT, NT_DEMO, NT_CORPUS, NT_WORKDIR (and NT_STRESS: a streaming
+archive whose writers waited for the saver, its blocked figures in stats() and trace-dump).
 """
 import decimal
 import json
@@ -152,6 +153,45 @@ def test_circular_and_streaming(work, mode):
     assert sum(g[1] for g in trace.gaps) == stats['gap_events']
 
 
+def test_blocked_waits_in_every_rendering(work):
+    """A streaming archive whose 2 writers waited for the saver (stress --blocking: it
+    writes until the header counts a wait, and drops nothing): stats() has the header's
+    totals and each thread's, which add up to them; trace-dump --stats, Chrome's otherData,
+    and the Python stats agree."""
+    stress = os.environ.get('NT_STRESS')
+    if not stress:
+        pytest.skip('the stress program is not built (cmocka missing)')
+    path = os.path.join(work, 'blocking.ntrace')
+    if os.path.exists(path):
+        os.unlink(path)
+    subprocess.run([stress, '--mode', 'streaming', '--threads', '2', '--events', '100000',
+                    '--buffer', '65536', '--blocking', '10000000', '--keep', path],
+                   check=True, capture_output=True)
+    trace = nanotrace.open(path)
+    st = trace.stats()
+    b = st['blocked']
+    assert b['waits'] > 0 and b['ns'] > 0 and b['timeout_us'] == 10000000
+    assert st['dropped']['total'] == 0 and b['ended_in_drop'] == 0
+    for key in ('waits', 'ended_in_drop', 'ns'):
+        assert sum(t['blocked'][key] for t in st['threads']) == b[key], key
+    assert_stats_match(trace, path)
+    text = stats_text(path)
+    assert [b['waits'], b['ended_in_drop'], b['timeout_us']] == field(
+        text, r'^blocked: (\d+) waits for the saver, .* in all, (\d+) ended in a drop '
+              r'\(timeout (\d+) us\)$')
+    shown = {int(i): (int(w), int(d)) for i, w, d in re.findall(
+        r'^  thread (\d+) .*: \d+ events, blocked (\d+) waits .*, (\d+) ended in a drop$',
+        text, re.M)}
+    assert shown == {t['index']: (t['blocked']['waits'], t['blocked']['ended_in_drop'])
+                     for t in st['threads'] if t['blocked']['waits']}
+    rc, out, err = dump('--format', 'chrome', path)
+    assert rc == 0, err
+    other = json.loads(out)['otherData']
+    assert other['blocked'] == {'waits': b['waits'], 'ended_in_drop': b['ended_in_drop'],
+                                'ns': b['ns'], 'timeout_us': b['timeout_us']}
+    os.unlink(path)
+
+
 def trace2_cases():
     corpus = os.environ.get('NT_CORPUS', '')
     if not os.path.isdir(corpus):
@@ -212,7 +252,8 @@ def assert_stats_match(trace, path):
              'thread', 'callsite')
     assert [rec.get(n, 0) for n in names] == field(
         text, r'^records: ' + ', '.join(n + r' (\d+)' for n in names) + '$')
-    threads = re.findall(r'^  thread (\d+) (.*) \(pid (\d+), tid (\d+)\): (\d+) events$', text, re.M)
+    threads = re.findall(r'^  thread (\d+) (.*) \(pid (\d+), tid (\d+)\): (\d+) events'
+                         r'(?:, blocked .*)?$', text, re.M)
     assert [(str(t['index']), t['name'], str(t['pid']), str(t['tid']), str(t['events']))
             for t in st['threads']] == threads
     assert [st['written']] == field(text, r'^written: (\d+) events')

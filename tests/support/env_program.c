@@ -6,7 +6,8 @@
  *                        Trace2 program reads (it prints its own warnings)
  *   env_program plain    nt_start_from_env(), whose caller prints nt_last_error() on one
  *                        line, as the header asks a caller to do; nt_start() itself reads
- *                        NANOTRACE_COMPRESSION and NANOTRACE_CLOCK (and prints for them)
+ *                        NANOTRACE_COMPRESSION, NANOTRACE_BLOCKING_TIMEOUT and
+ *                        NANOTRACE_CLOCK (and prints for them)
  *   env_program start    nt_start() of an anonymous arena (NT_CLOCK_AUTO, compression 0),
  *                        finished to argv[2]: the variables nt_start() reads on its own
  *

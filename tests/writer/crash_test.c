@@ -2,7 +2,7 @@
  * crash_test - a process recording through a file-backed arena can die at any moment and
  * still leave a readable archive.
  *
- *   kills     N children per mode record low-level events and Git Trace2 messages mixed
+ *   kills     N children per mode (and streaming with blocking on) record low-level events and Git Trace2 messages mixed
  *             (tests/support/seq_check.h) from 3 threads and are SIGKILLed at a random moment, some
  *             before nt_start() even returns. Each archive must open without damage; every
  *             recovered event must be whole, on its own thread, in order and there once;
@@ -71,6 +71,9 @@ static void *emit_forever(void *arg)
 	return NULL;
 }
 
+/* nt_config.blocking_timeout_us of the killed children (kills_streaming_blocking). */
+static long long blocking_us;
+
 static void child_record(const char *path, int mode, int ready_fd)
 {
 	default_signal_actions();
@@ -78,6 +81,7 @@ static void child_record(const char *path, int mode, int ready_fd)
 	nt_config_init(&cfg);
 	cfg.path = path;
 	cfg.mode = mode;
+	cfg.blocking_timeout_us = blocking_us;
 	cfg.buffer_size = 256 * 1024;
 	cfg.chunk_size = CHUNK_SIZE;
 	if (nt_start(&cfg) != NT_OK) {
@@ -139,7 +143,7 @@ static uint64_t verify_killed(const char *path, int ready, int iteration, const 
 		FAIL("%s #%d: gaps report %" PRIu64 " lost events, only %" PRIu64 " were dropped or "
 		     "overwritten", mode, iteration, c.gap_events, lost);
 	if (in->layout != NT_LAYOUT_ARENA || in->ended_by != NT_END_UNKNOWN ||
-	    (strcmp(mode, "streaming") == 0) != (in->stream_offset != 0))
+	    (strncmp(mode, "streaming", 9) == 0) != (in->stream_offset != 0))
 		FAIL("%s #%d: layout %u ended_by %u, want a live arena", mode, iteration, in->layout,
 		     in->ended_by);
 	nt_reader_close(r);
@@ -306,6 +310,16 @@ static void kills_streaming(void **state)
 	kill_runs(dir, NT_MODE_STREAMING, "streaming", kills, &seed);
 }
 
+/* Writers that may wait for the saver (blocking on) are killed as well, waiting or not:
+ * the same exact accounting. */
+static void kills_streaming_blocking(void **state)
+{
+	(void)state;
+	blocking_us = NT_BLOCKING_TIMEOUT_MAX_US;
+	kill_runs(dir, NT_MODE_STREAMING, "streaming-blocking", kills, &seed);
+	blocking_us = 0;
+}
+
 struct ending {
 	int how; /* 0: exit(), a signal, or minus SIGTERM with the program's own handler */
 	const char *name;
@@ -346,6 +360,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(kills_oneshot),
 		cmocka_unit_test(kills_circular),
 		cmocka_unit_test(kills_streaming),
+		cmocka_unit_test(kills_streaming_blocking),
 		ENDING_TEST(0, "exit"),
 		ENDING_TEST(SIGTERM, "SIGTERM"),
 		ENDING_TEST(SIGINT, "SIGINT"),

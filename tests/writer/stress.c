@@ -6,7 +6,7 @@
  * written count == emitted - dropped.
  *
  *   stress --mode oneshot|circular|streaming --threads N --events M [--buffer BYTES]
- *          [--chunk BYTES] [--slow] [--min-mb N] [--trace2]
+ *          [--chunk BYTES] [--slow] [--min-mb N] [--trace2] [--blocking US] [--keep PATH]
  *
  * --trace2 mixes Git Trace2 messages (region enter/leave on the 8-byte path, data with an
  * argument) into every 4th iteration, as a program using both vocabularies does.
@@ -17,6 +17,15 @@
  *
  * --slow makes thread 0 stall (sleep) in the middle of its chunks, so in circular mode the
  * other threads wrap the arena many times while it still owns a chunk of a half being reused.
+ *
+ * --blocking US (streaming) turns blocking on (nt_config.blocking_timeout_us): a writer that
+ * finds no free chunk waits for the saver. The threads then go on (at least M events each,
+ * at most 50 M) until the live archive's header counts a wait, so that the run has waited,
+ * whatever the machine's speed; the run fails unless nothing was dropped, the per-thread
+ * BlockedRecords sum to the header's totals, and trace-dump --stats's renderer shows them.
+ *
+ * --keep PATH writes the archive (streaming) to PATH and leaves it there, for the tests of
+ * its readers (tests/reader/test_python.py: the blocked figures in every rendering).
  *
  * main() parses the options; the run and its checks are one cmocka test.
  */
@@ -34,6 +43,8 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "tests/support/nt_cmocka.h"
 #include "tests/support/seq_check.h"
+#include "format/nt_archive_header_decode.h"
+#include <fcntl.h>
 
 typedef struct worker {
 	pthread_t th;
@@ -52,6 +63,58 @@ static uint32_t nthreads = 2;
 static uint64_t events = 1000000;
 static int slow, trace2;
 static uint64_t min_mb;
+static long long blocking_us;
+static const char *keep; /* --keep PATH: the streaming archive is written there and kept */
+
+/* The live archive's header at `path` (the file-backed arena: readable at any moment),
+ * copied first; 0 when it cannot be read yet. */
+static int live_header(const char *path, nt_archive_info *info)
+{
+	uint8_t buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	char why[128];
+	uint64_t where;
+	return n > 0 && nt_header_decode(buf, (size_t)n, info, why, sizeof(why), &where) != 0;
+}
+
+/* Blocking: the per-thread BlockedRecords add up to the header's totals (no wait ended in a
+ * drop here, so each went into its thread's next chunk), and the --stats renderer says so. */
+static void blocked_is_reported(nt_reader *r, const nt_archive_info *info)
+{
+	uint32_t n = nt_reader_thread_index_limit(r);
+	nt_reader_blocked *b = calloc(n ? n : 1, sizeof(*b));
+	assert_msg(b != NULL, "out of memory");
+	uint64_t records = nt_reader_count_blocked(r, b, n), waits = 0, timeouts = 0, ns = 0;
+	for (uint32_t i = 0; i < n; i++)
+		waits += b[i].waits, timeouts += b[i].timeouts, ns += b[i].ns;
+	free(b);
+	printf("blocking %lld us: %" PRIu64 " waits (%" PRIu64 " BlockedRecords), %.3f ms "
+	       "blocked, %" PRIu64 " ended in a drop\n", blocking_us, info->blocked_waits, records,
+	       (double)info->blocked_ns / 1e6, info->blocked_timeouts);
+	assert_msg(info->blocked_waits > 0 && info->blocked_ns > 0,
+		   "the header counts no wait (%" PRIu64 ") or no time blocked", info->blocked_waits);
+	assert_msg(waits == info->blocked_waits && timeouts == info->blocked_timeouts &&
+			   ns == info->blocked_ns,
+		   "BlockedRecords sum to %" PRIu64 " waits, %" PRIu64 " timeouts, %" PRIu64
+		   " ns; the header says %" PRIu64 ", %" PRIu64 ", %" PRIu64, waits, timeouts, ns,
+		   info->blocked_waits, info->blocked_timeouts, info->blocked_ns);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_msg(f != NULL && nt_render_stats(r, f, NULL) == 0, "nt_render_stats failed");
+	fclose(f);
+	char want[96];
+	snprintf(want, sizeof(want), "blocked: %" PRIu64 " waits for the saver", info->blocked_waits);
+	int shown = strstr(text, want) != NULL && strstr(text, ", blocked ") != NULL;
+	if (!shown)
+		fputs(text, stderr);
+	free(text);
+	assert_msg(shown, "--stats does not show '%s' and the threads' waits", want);
+}
 
 static void *work(void *arg)
 {
@@ -75,6 +138,8 @@ static void every_event_is_accounted_for(void **state)
 	char path[256];
 	snprintf(path, sizeof(path), "%s/nt-stress-%d.ntrace", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());
+	if (keep != NULL)
+		snprintf(path, sizeof(path), "%s", keep);
 	if (cfg.mode == NT_MODE_STREAMING)
 		cfg.path = path;
 	assert_msg(nt_start(&cfg) == NT_OK, "nt_start: %s", nt_last_error());
@@ -84,7 +149,7 @@ static void every_event_is_accounted_for(void **state)
 		ws[i].id = i;
 		ws[i].events = events;
 		ws[i].slow = slow && i == 0;
-		ws[i].until_stop = min_mb > 0;
+		ws[i].until_stop = min_mb > 0 || blocking_us > 0;
 		ws[i].trace2 = trace2;
 		pthread_create(&ws[i].th, NULL, work, &ws[i]);
 	}
@@ -95,6 +160,15 @@ static void every_event_is_accounted_for(void **state)
 			if (stat(path, &st) == 0 && (double)st.st_size > (double)min_mb * 1.05e6 + 1e6)
 				break;
 			usleep(10000);
+		}
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	}
+	if (blocking_us > 0) { /* go on until a writer has waited for the saver */
+		nt_archive_info live;
+		for (int ms = 0; ms < 120000; ms += 5) {
+			if (live_header(path, &live) && live.blocked_waits > 0)
+				break;
+			usleep(5000);
 		}
 		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	}
@@ -123,6 +197,9 @@ static void every_event_is_accounted_for(void **state)
 		 info_overwritten = info->events_overwritten, info_wraps = info->wraps;
 	const char *mode = cfg.mode == NT_MODE_ONESHOT ? "oneshot"
 			   : cfg.mode == NT_MODE_CIRCULAR ? "circular" : "streaming";
+	nt_archive_info copy = *info;
+	if (blocking_us > 0)
+		blocked_is_reported(r, &copy);
 	printf("%s %u threads x %" PRIu64 " iterations%s%s: decoded %" PRIu64 " + dropped %" PRIu64
 	       " + overwritten %" PRIu64 " = %" PRIu64 " of %" PRIu64 " made; written %" PRIu64
 	       ", gaps %" PRIu64 " events; wraps %" PRIu64 ", chunks %" PRIu64 ", halves saved %" PRIu64
@@ -132,7 +209,8 @@ static void every_event_is_accounted_for(void **state)
 	       info->events_written, c.gap_events, info->wraps, info->chunks_claimed,
 	       info->buffers_saved, (double)sum.chunk_bytes / 1e6);
 	nt_reader_close(r);
-	unlink(path);
+	if (keep == NULL)
+		unlink(path);
 	assert_msg(c.failures == 0, "%" PRIu64 " failures, the first: %s", c.failures,
 		   c.first_failure);
 	assert_msg((double)sum.chunk_bytes >= (double)min_mb * 1e6,
@@ -153,6 +231,9 @@ static void every_event_is_accounted_for(void **state)
 		   "oneshot kept something other than a gap-free prefix of each thread");
 	assert_msg(cfg.mode == NT_MODE_ONESHOT || info_wraps != 0 || info_overwritten == 0,
 		   "events were overwritten without a counted wrap");
+	assert_msg(blocking_us == 0 || info_dropped == 0,
+		   "blocking for up to %lld us, yet %" PRIu64 " events were dropped", blocking_us,
+		   info_dropped);
 }
 
 int main(int argc, char **argv)
@@ -177,9 +258,14 @@ int main(int argc, char **argv)
 			min_mb = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--trace2") == 0)
 			trace2 = 1;
+		else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc)
+			keep = argv[++i];
+		else if (strcmp(argv[i], "--blocking") == 0 && i + 1 < argc)
+			cfg.blocking_timeout_us = blocking_us = strtoll(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: stress --mode oneshot|circular --threads N --events M "
-					"[--buffer B] [--chunk C] [--slow] [--min-mb N] [--trace2]\n");
+					"[--buffer B] [--chunk C] [--slow] [--min-mb N] [--trace2] "
+					"[--blocking US] [--keep PATH]\n");
 			return 1;
 		}
 	}

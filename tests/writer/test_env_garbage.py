@@ -56,6 +56,9 @@ TRACE2 = {
     'NANOTRACE_MAX_FILES': row(default=WARN_OFF, empty=ON),
     # -1 is a level (fast); garbage is the default level, with a line.
     'NANOTRACE_COMPRESSION': row(default=WARN_ON, empty=ON, negative=ON),
+    # Microseconds or "off"; read by every session (used by streaming ones): garbage is
+    # "never wait", the default, with a line.
+    'NANOTRACE_BLOCKING_TIMEOUT': row(default=WARN_ON, empty=ON),
     # Garbage keeps the safe default, redaction (checked below).
     'NANOTRACE_REDACT': row(default=WARN_ON, empty=ON),
     # Free text, copied into the SID and the hierarchy; too long to keep this process's own
@@ -77,9 +80,11 @@ TIMEOUT = row(default=WARN_ON, empty=ON)
 # nt_start_from_env() (its caller prints nt_last_error() on one line) and nt_start() itself.
 PLAIN = {v: TRACE2[v] for v in ('NANOTRACE', 'NANOTRACE_MODE', 'NANOTRACE_BUFFER_SIZE',
                                 'NANOTRACE_CATEGORIES', 'NANOTRACE_CLOCK',
-                                'NANOTRACE_MAX_FILES', 'NANOTRACE_COMPRESSION')}
+                                'NANOTRACE_MAX_FILES', 'NANOTRACE_COMPRESSION',
+                                'NANOTRACE_BLOCKING_TIMEOUT')}
 START = {'NANOTRACE_CLOCK': row(default=WARN_ON, empty=ON),
-         'NANOTRACE_COMPRESSION': TRACE2['NANOTRACE_COMPRESSION']}
+         'NANOTRACE_COMPRESSION': TRACE2['NANOTRACE_COMPRESSION'],
+         'NANOTRACE_BLOCKING_TIMEOUT': TRACE2['NANOTRACE_BLOCKING_TIMEOUT']}
 
 # Values the issue named, beyond the six kinds.
 EXTRA = [
@@ -88,6 +93,9 @@ EXTRA = [
     ('NANOTRACE_BUFFER_SIZE', b'1M', ON), ('NANOTRACE_MAX_FILES', b'99999999999', WARN_OFF),
     ('NANOTRACE', b'/' + b'x' * 5000, WARN_OFF), ('NANOTRACE_REDACT', b'0', ON),
     ('NANOTRACE_CLOCK', b'monotonic', ON), ('NANOTRACE_REGISTER_TIMEOUT', b'600000', WARN_ON),
+    ('NANOTRACE_BLOCKING_TIMEOUT', b'off', ON), ('NANOTRACE_BLOCKING_TIMEOUT', b'10000000', ON),
+    ('NANOTRACE_BLOCKING_TIMEOUT', b'10000001', WARN_ON),
+    ('NANOTRACE_BLOCKING_TIMEOUT', b' 5', WARN_ON), ('NANOTRACE_BLOCKING_TIMEOUT', b'5ms', WARN_ON),
 ]
 
 

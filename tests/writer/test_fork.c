@@ -44,12 +44,16 @@ static void emit_child(uint64_t seq)
 	NT_INSTANT("fork", "child", NT_U64("seq", seq));
 }
 
+/* nt_config.blocking_timeout_us of the sessions start_session makes (0: the default). */
+static long long blocking_us;
+
 /* A session on `path` in `mode`, the same in parents and children. */
 static nt_result start_session(int mode, const char *path)
 {
 	nt_config cfg;
 	nt_config_init(&cfg);
 	cfg.mode = mode;
+	cfg.blocking_timeout_us = blocking_us;
 	cfg.path = path;
 	cfg.buffer_size = 1u << 20;
 	cfg.chunk_size = 4096;
@@ -225,6 +229,16 @@ static void streaming_parent_exact(void **state)
 	every_ending(NT_MODE_STREAMING);
 }
 
+/* With blocking on (the child's lazy session takes the parent's config, blocking
+ * included): no child waits on the parent's saver, every ending is as without. */
+static void streaming_blocking_parent_exact(void **state)
+{
+	(void)state;
+	blocking_us = NT_BLOCKING_TIMEOUT_MAX_US;
+	every_ending(NT_MODE_STREAMING);
+	blocking_us = 0;
+}
+
 static void anonymous_parent_exact(void **state)
 {
 	(void)state;
@@ -336,6 +350,7 @@ int main(void)
 		cmocka_unit_test(oneshot_parent_exact),
 		cmocka_unit_test(circular_parent_exact),
 		cmocka_unit_test(streaming_parent_exact),
+		cmocka_unit_test(streaming_blocking_parent_exact),
 		cmocka_unit_test(anonymous_parent_exact),
 		cmocka_unit_test(child_records_its_own_session),
 		cmocka_unit_test(fork_while_another_thread_interns),

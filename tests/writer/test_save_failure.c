@@ -157,9 +157,10 @@ static void test_file_arena_finish(void **state)
 	unlink(path);
 }
 
-static void test_streaming_saver(void **state)
+/* `blocking_us`: writers may wait for the saver (nt_config.blocking_timeout_us); once its
+ * write fails they no longer do (nothing would free a chunk): the run ends as without. */
+static void streaming_saver(long long blocking_us)
 {
-	(void)state;
 	char path[256];
 	test_tmp_path(path, sizeof(path), "save-stream");
 	nt_config cfg;
@@ -168,6 +169,7 @@ static void test_streaming_saver(void **state)
 	cfg.chunk_size = 16384;
 	cfg.mode = NT_MODE_STREAMING;
 	cfg.compression_level = NT_COMPRESSION_OFF;
+	cfg.blocking_timeout_us = blocking_us;
 	cfg.path = path;
 	assert_int_equal(nt_start(&cfg), NT_OK);
 	/* The saved stream may grow 256 KiB past the arena: the file fills mid-run. */
@@ -188,6 +190,18 @@ static void test_streaming_saver(void **state)
 	uint64_t kept = assert_exact_account(path, EFBIG, made);
 	assert_true(kept > 0 && kept < made);
 	unlink(path);
+}
+
+static void test_streaming_saver(void **state)
+{
+	(void)state;
+	streaming_saver(NT_BLOCKING_OFF);
+}
+
+static void test_streaming_saver_blocking(void **state)
+{
+	(void)state;
+	streaming_saver(NT_BLOCKING_TIMEOUT_MAX_US);
 }
 
 /* A Stream archive of the header alone with these counts. */
@@ -284,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_memory_arena_finish),
 		cmocka_unit_test(test_file_arena_finish),
 		cmocka_unit_test(test_streaming_saver),
+		cmocka_unit_test(test_streaming_saver_blocking),
 		cmocka_unit_test(test_forged_headers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -477,6 +477,64 @@ static void config_struct_size_is_checked(void **state)
 	assert_false(nt_is_recording());
 }
 
+/* The streaming session's blocking timeout as its archive's header records it, for `cfg`
+ * (its struct_size as given). */
+static uint64_t recorded_blocking_us(nt_config *cfg, const char *tag)
+{
+	char path[256];
+	test_tmp_path(path, sizeof(path), tag);
+	cfg->mode = NT_MODE_STREAMING;
+	cfg->path = path;
+	assert_msg(nt_start(cfg) == NT_OK, "%s", nt_last_error());
+	NT_INSTANT("blocking", "ev");
+	assert_msg(nt_finish(NULL) == NT_OK, "%s", nt_last_error());
+	test_trace t;
+	assert_int_equal(test_read(path, NT_ORDER_STREAM, &t), 0);
+	uint64_t us = t.info.blocking_timeout_us;
+	assert_int_equal(t.info.blocked_waits, 0); /* one event never fills a 16 MiB arena */
+	test_trace_free(&t);
+	unlink(path);
+	return us;
+}
+
+/* nt_config.blocking_timeout_us (after compression_level): out of range is refused naming
+ * it; a value is recorded in streaming archives; a caller built before the field (a
+ * struct_size that ends before it, garbage beyond) gets the default, never waiting. */
+static void config_blocking_timeout_is_checked(void **state)
+{
+	(void)state;
+	unsetenv("NANOTRACE_BLOCKING_TIMEOUT");
+	nt_config cfg = small_config(NT_MODE_STREAMING);
+	cfg.path = "/nonexistent/never-created.ntrace";
+	const long long bad[] = { -2, -1000000, NT_BLOCKING_TIMEOUT_MAX_US + 1 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cfg.blocking_timeout_us = bad[i];
+		assert_int_equal(nt_start(&cfg), NT_ERR_INVALID_ARGUMENT);
+		assert_non_null(strstr(nt_last_error(), "blocking_timeout_us"));
+	}
+	cfg = small_config(NT_MODE_STREAMING);
+	cfg.blocking_timeout_us = 1234;
+	assert_int_equal(recorded_blocking_us(&cfg, "blocking-set"), 1234);
+	cfg = small_config(NT_MODE_STREAMING);
+	cfg.blocking_timeout_us = NT_BLOCKING_OFF;
+	assert_int_equal(recorded_blocking_us(&cfg, "blocking-off"), 0);
+	cfg = small_config(NT_MODE_STREAMING);
+	assert_int_equal(recorded_blocking_us(&cfg, "blocking-default"), 0);
+	/* An older caller: the field is past its struct_size, whatever the bytes there hold. */
+	cfg = small_config(NT_MODE_STREAMING);
+	cfg.struct_size = offsetof(nt_config, blocking_timeout_us);
+	cfg.blocking_timeout_us = 999;
+	assert_int_equal(recorded_blocking_us(&cfg, "blocking-older"), 0);
+	/* The variable, for a config that leaves the field 0. */
+	setenv("NANOTRACE_BLOCKING_TIMEOUT", "5000", 1);
+	cfg = small_config(NT_MODE_STREAMING);
+	assert_int_equal(recorded_blocking_us(&cfg, "blocking-env"), 5000);
+	cfg = small_config(NT_MODE_STREAMING);
+	cfg.blocking_timeout_us = NT_BLOCKING_OFF; /* the config's "never" wins */
+	assert_int_equal(recorded_blocking_us(&cfg, "blocking-env-off"), 0);
+	unsetenv("NANOTRACE_BLOCKING_TIMEOUT");
+}
+
 /* The version is meson's project() version, once: the macros agree with each other and
  * with what the library reports. */
 static void version_is_one_fact(void **state)
@@ -629,6 +687,7 @@ int main(void)
 		cmocka_unit_test(second_finish_is_a_state_error),
 		cmocka_unit_test(malformed_category_patterns_are_refused),
 		cmocka_unit_test(config_struct_size_is_checked),
+		cmocka_unit_test(config_blocking_timeout_is_checked),
 		cmocka_unit_test(version_is_one_fact),
 		cmocka_unit_test(unfinished_session_is_reported_at_exit),
 		cmocka_unit_test(streaming_saves_before_a_half_fills),

@@ -313,6 +313,9 @@ nt_result nt_arena_publish(nt_archive_info *info)
 	nt_S.values_truncated = nt_header_u64(NT_HDR_VALUES_TRUNCATED);
 	nt_S.chunks_claimed = nt_header_u64(NT_HDR_CHUNKS_CLAIMED);
 	nt_S.buffers_saved = nt_header_u64(NT_HDR_BUFFERS_SAVED);
+	nt_S.blocked_waits = nt_header_u64(NT_HDR_BLOCKED_WAITS);
+	nt_S.blocked_timeouts = nt_header_u64(NT_HDR_BLOCKED_TIMEOUTS);
+	nt_S.blocked_ns = nt_header_u64(NT_HDR_BLOCKED_NS);
 	nt_S.events_closed = nt_S.mode != NT_MODE_STREAMING && !nt_S.manager_buffer
 				     ? nt_header_u64(NT_HDR_EVENTS_WRITTEN)
 				     : NULL;
@@ -404,7 +407,8 @@ static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, ui
 			if (nt_load_64(&nt_S.next_seq) != seq)
 				continue;
 			/* The chunk one lap back is unsaved: the saver is a whole arena behind,
-			 * drop, never wait. An older one is a straggler that a slow writer held
+			 * drop (or, with blocking on, the caller waits: nt_chunk_claim_wait,
+			 * called by the writer with no chunk of its own). An older one is a straggler that a slow writer held
 			 * for laps and closed just now: its sequence is skipped below, as an
 			 * active one is, and the saver takes it at its next save. */
 			if (nt_claim_sequence(old) + nslots >= seq)
@@ -424,6 +428,63 @@ static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, ui
 		return chunk_init(h, seq, old, thread, base_ticks, first_event);
 	}
 	return NULL;
+}
+
+/* Claim attempts a blocked writer makes between pauses before it sleeps on the saver's
+ * progress word: a saver between two saves frees slots within microseconds. */
+#define BLOCK_SPIN_ROUNDS 16
+#define BLOCK_SPIN_PAUSES 64
+
+static void cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Blocking (nt_config.blocking_timeout_us): the writer holds no chunk here (its last one is
+ * closed), so the saver can save and free everything while it waits, and nothing the
+ * writer holds delays a stop. The progress word is read before each attempt, so a save
+ * that frees a slot after a failed attempt changes it and the sleep returns at once. The
+ * wait ends at the deadline, or as soon as nt_stream_may_wait says no: recording stopped
+ * (nt_finish, a stop, a fatal signal's handler, exit: the tag changes), the streaming
+ * threads stopped (nt_stream_stop, or a fork() child's nt_stream_forget) or saving failed. */
+nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint64_t first_event,
+				     uint32_t tag, nt_block_tally *tally)
+{
+	uint32_t seen = nt_stream_progress();
+	if ((tally->stale && seen == tally->stale_progress) || !nt_stream_may_wait(tag))
+		return NULL; /* the saver has not moved since this thread's last wait expired, or
+				waiting is over (not counted as a wait: none began) */
+	const uint64_t start = nt_clock_monotonic_ns(), deadline = start + nt_S.block_timeout_ns;
+	uint64_t now = start;
+	nt_chunk_header *h = NULL;
+	for (uint32_t round = 0; nt_stream_may_wait(tag); round++) {
+		seen = nt_stream_progress();
+		h = claim_streaming(thread, base_ticks, first_event);
+		now = nt_clock_monotonic_ns();
+		if (h != NULL || now >= deadline)
+			break;
+		if (round < BLOCK_SPIN_ROUNDS) {
+			for (int i = 0; i < BLOCK_SPIN_PAUSES; i++)
+				cpu_pause();
+			continue;
+		}
+		nt_stream_wait_progress(seen, deadline - now);
+	}
+	uint64_t waited = now - start;
+	tally->stale = h == NULL && now >= deadline;
+	tally->stale_progress = seen;
+	tally->waits++;
+	tally->timeouts += h == NULL;
+	tally->ns += waited;
+	nt_add_64(nt_S.blocked_waits, 1);
+	nt_add_64(nt_S.blocked_ns, waited);
+	if (h == NULL)
+		nt_add_64(nt_S.blocked_timeouts, 1);
+	return h;
 }
 
 /* Step 2 of the overwrite accounting above: the slot's old chunk of `events` is counted. */

@@ -6,7 +6,8 @@
  *
  * nt_env_start prints nothing: a bad value is an error with nt_last_error(), and the caller
  * decides whether it is worth a line on stderr (a Trace2 program) or its own handling. The
- * variables nt_start() itself reads (NANOTRACE_COMPRESSION, NANOTRACE_CLOCK: nt_env_warn.c)
+ * variables nt_start() itself reads (NANOTRACE_COMPRESSION, NANOTRACE_BLOCKING_TIMEOUT,
+ * NANOTRACE_CLOCK: nt_env_warn.c)
  * have no caller to tell: their garbage is one nt_env_warn() line and the default. Every
  * value shown in a message goes through nt_env_shown(), so one bad value is one line,
  * whatever it holds. The top of writer/core with nt_lifecycle.c: it starts sessions

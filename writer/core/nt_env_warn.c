@@ -2,8 +2,10 @@
  * nt_env_warn.c - how the writer speaks about its environment variables: a value shown on
  * one line whatever it holds (nt_env_shown), one warning line written at once
  * (nt_env_warn), NANOTRACE_CLOCK's names, which nt_env.c's parser and nt_start()'s clock
- * setup share (nt_env_clock_choice), and NANOTRACE_COMPRESSION, which nt_start() reads
- * (nt_compression_level).
+ * setup share (nt_env_clock_choice), and NANOTRACE_COMPRESSION and
+ * NANOTRACE_BLOCKING_TIMEOUT, which nt_start() reads (nt_compression_level,
+ * nt_blocking_timeout_ns) whoever starts the session: the program, nt_start_from_env, or a
+ * trace manager's provider thread (which is how a process under trace-record gets it).
  *
  * Kept apart from nt_env.c so that tests/fuzz/fuzz_env.c, which compiles nt_env.c into
  * itself to reach its static parsers, links these from the library without a second copy;
@@ -101,4 +103,30 @@ int nt_compression_level(int cfg_level)
 		    nt_env_shown(v, shown), NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX,
 		    NT_COMPRESSION_DEFAULT);
 	return NT_COMPRESSION_DEFAULT;
+}
+
+uint64_t nt_blocking_timeout_ns(long long cfg_us)
+{
+	if (cfg_us == NT_BLOCKING_OFF)
+		return 0;
+	if (cfg_us != 0)
+		return (uint64_t)cfg_us * 1000u;
+	const char *v = secure_getenv("NANOTRACE_BLOCKING_TIMEOUT"); /* empty: the default */
+	if (v == NULL || v[0] == '\0' || strcmp(v, "off") == 0)
+		return 0;
+	/* Digits only: strtoll would skip blanks and take a sign. */
+	char *end = (char *)v;
+	long long us = -1;
+	if (v[0] >= '0' && v[0] <= '9') {
+		errno = 0;
+		us = strtoll(v, &end, 10);
+		if (errno != 0 || *end != '\0')
+			us = -1;
+	}
+	if (us >= 0 && us <= NT_BLOCKING_TIMEOUT_MAX_US)
+		return (uint64_t)us * 1000u;
+	char shown[NT_ENV_SHOWN_MAX];
+	nt_env_warn("NANOTRACE_BLOCKING_TIMEOUT='%s' is not off or microseconds from 0 to %lld; "
+		    "writers will not wait", nt_env_shown(v, shown), NT_BLOCKING_TIMEOUT_MAX_US);
+	return 0;
 }

@@ -40,6 +40,7 @@ typedef struct nt_thread_state {
 	uint64_t dropped;     /* events dropped since then, not yet covered by a chunk */
 	uint32_t clears;      /* nt_S.rolling_clears when the ordinals last restarted */
 	char name[32];        /* set by nt_thread_set_name: kept for later sessions */
+	nt_block_tally blocked; /* waits for the saver not yet in a BlockedRecord */
 } nt_thread_state;
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
@@ -142,6 +143,7 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 	t->chunk_first = 0;
 	t->dropped = 0;
 	t->clears = nt_S.rolling_clears;
+	t->blocked = (nt_block_tally){ 0 };
 	return 1;
 }
 
@@ -157,6 +159,7 @@ static int thread_join(nt_thread_state *t, uint32_t tag)
 		t->chunk_first = 0;
 		t->dropped = 0;
 		t->clears = nt_S.rolling_clears;
+		t->blocked = (nt_block_tally){ 0 };
 	} else {
 		t->chunk_first += t->events;
 	}
@@ -222,6 +225,23 @@ static inline uint8_t *put_pad(uint8_t *p, uintptr_t pad)
 	return p + pad;
 }
 
+/* At the start of a chunk just claimed (8-aligned, `room` bytes free): the thread's waits
+ * for the saver since its last BlockedRecord, when there were any and the record leaves
+ * `need` bytes for the event. Returns where the event goes. */
+static uint8_t *put_blocked(nt_thread_state *t, uint8_t *p, uintptr_t room, uint32_t need)
+{
+	if (t->blocked.waits == 0 || room < sizeof(nt_blocked_record) + need)
+		return p;
+	nt_blocked_record *b = (nt_blocked_record *)(void *)p;
+	b->timeouts = t->blocked.timeouts;
+	b->reserved1 = 0;
+	b->blocked_ns = t->blocked.ns;
+	/* Word 0 holds kind, size and `waits`: its store publishes the record. */
+	nt_publish_word(b, nt_record_word(NT_KIND_BLOCKED, sizeof(*b) / 8, 0, t->blocked.waits));
+	t->blocked = (nt_block_tally){ 0 };
+	return p + sizeof(*b);
+}
+
 /* Makes room for `bytes` (plus a Timestamp escape if the delta does not fit) in the thread's
  * chunk, claiming a new chunk when needed. Returns where the record goes and sets *delta,
  * or NULL when the event must be dropped, with *reason set to the drop counter to charge. */
@@ -245,6 +265,8 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 		t->events = 0;
 		t->dropped = 0;
 		t->chunk = nt_chunk_claim(t->index, now, first);
+		if (t->chunk == NULL && nt_S.block_timeout_ns != 0)
+			t->chunk = nt_chunk_claim_wait(t->index, now, first, tag, &t->blocked);
 		if (t->chunk == NULL) {
 			t->cur = t->end = NULL;
 			t->dropped = 1; /* this event */
@@ -254,6 +276,8 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 		}
 		t->cur = (uint8_t *)(t->chunk + 1);
 		t->end = (uint8_t *)t->chunk + nt_S.chunk_size;
+		if (__builtin_expect(t->blocked.waits != 0, 0))
+			t->cur = put_blocked(t, t->cur, (uintptr_t)(t->end - t->cur), need);
 		t->last_ticks = now;
 		d = 0;
 		pad = 0;

@@ -39,6 +39,10 @@
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
  * prints one warning line and gives NT_COMPRESSION_DEFAULT. */
 int nt_compression_level(int cfg_level);
+/* nt_env_warn.c: nt_config.blocking_timeout_us as nanoseconds (0 = never wait): the
+ * config's value, or for 0 NANOTRACE_BLOCKING_TIMEOUT (microseconds or "off"; garbage: one
+ * warning line and never wait). `cfg_us` was checked by nt_start. */
+uint64_t nt_blocking_timeout_ns(long long cfg_us);
 /* NANOTRACE_CLOCK's value: "auto", "monotonic" or "tsc" as an nt_clock_choice, else -1. */
 int nt_env_clock_choice(const char *v);
 
@@ -85,6 +89,24 @@ void *nt_durable_reserve(uint32_t bytes);
 /* Publish a record whose body is written: a store of its first word after a store fence. */
 void nt_publish_word(void *record, uint64_t first_word);
 nt_chunk_header *nt_chunk_claim(uint32_t thread, uint64_t base_ticks, uint64_t first_event);
+/* A thread's waits for a streaming saver not yet written into a BlockedRecord. */
+typedef struct nt_block_tally {
+	uint32_t waits, timeouts;
+	uint64_t ns;
+	/* The last wait ran out of time with the saver's progress word at `stale_progress`: no
+	 * new wait until the word moves (a saver that let one wait expire is not waited for on
+	 * every event, LTTng-style, which would slow the program to one event a timeout). */
+	uint32_t stale, stale_progress;
+} nt_block_tally;
+/* Streaming with blocking on (nt_S.block_timeout_ns), after nt_chunk_claim found no chunk:
+ * waits up to the timeout for the saver to free one, while the session's tag is still `tag`
+ * and the streaming threads run (nt_stream_may_wait). Adds the wait to *tally and to the
+ * header's blocked_* totals. The chunk, or NULL when the wait ended without one. Returns
+ * NULL at once, counting nothing, when waiting may not begin (nt_stream_may_wait), or after
+ * a wait that ran out of time until the saver's progress word moves (tally->stale). Cost: a few claim attempts, then futex
+ * waits of at most a millisecond each; never called while the thread's chunk has room. */
+nt_chunk_header *nt_chunk_claim_wait(uint32_t thread, uint64_t base_ticks, uint64_t first_event,
+				     uint32_t tag, nt_block_tally *tally);
 void nt_chunk_close(nt_chunk_header *chunk, uint32_t event_count);
 /* Bytes of published records in a chunk's payload; *events counts the events among them. */
 uint32_t nt_chunk_walk(const nt_chunk_header *h, uint32_t *events);
@@ -131,6 +153,17 @@ void nt_stream_stop(void);        /* saves everything, stops and joins the threa
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
 void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in the parent */
+/* Blocking writers (nt_chunk_claim_wait). May a writer of session tag `tag` wait for the
+ * saver now: blocking on, the streaming threads running in this process, the tag unchanged,
+ * saving not stopped by a failure. Loads only. */
+int nt_stream_may_wait(uint32_t tag);
+/* The saver's progress word: changes after each save this process learns of (its own
+ * saver's, or the trace manager's answer). */
+uint32_t nt_stream_progress(void);
+/* Sleeps until the progress word differs from `seen`, at most min(ns, 1 ms): the trace
+ * manager saves unasked without telling this process, so a waiter looks again each
+ * millisecond. */
+void nt_stream_wait_progress(uint32_t seen, uint64_t ns);
 
 /* nt_crash.c: for the session just initialized, the exit and (with `handle_signals`)
  * fatal-signal handlers of a file-backed arena, or the exit warning of an anonymous one;

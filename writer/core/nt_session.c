@@ -43,6 +43,7 @@ static void session_info(nt_archive_info *info)
 	info->compression = nt_S.compression_level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
 	info->compression_level = nt_S.compression_level;
 	info->forked_from = (uint32_t)nt_S.forked_from;
+	info->blocking_timeout_us = nt_S.block_timeout_ns / 1000u;
 }
 
 const char *nt_version(void)
@@ -104,6 +105,13 @@ static nt_result config_check(const nt_config *cfg, int memfd)
 			     NT_ZCHUNK_LEVEL_MIN, NT_ZCHUNK_LEVEL_MAX);
 		return NT_ERR_INVALID_ARGUMENT;
 	}
+	if (cfg->blocking_timeout_us != 0 && cfg->blocking_timeout_us != NT_BLOCKING_OFF &&
+	    (cfg->blocking_timeout_us < 0 || cfg->blocking_timeout_us > NT_BLOCKING_TIMEOUT_MAX_US)) {
+		nt_set_error("nt_start: blocking_timeout_us %lld is not 0 (default), "
+			     "NT_BLOCKING_OFF or microseconds from 1 to %lld",
+			     cfg->blocking_timeout_us, NT_BLOCKING_TIMEOUT_MAX_US);
+		return NT_ERR_INVALID_ARGUMENT;
+	}
 	if (cfg->path != NULL && cfg->path[0] == '\0') {
 		nt_set_error("nt_start: path is empty");
 		return NT_ERR_INVALID_ARGUMENT;
@@ -162,6 +170,9 @@ static nt_result session_initialize(const nt_config *user_cfg, int memfd)
 	}
 	nt_S.file_mode = cfg->file_mode & 07777;
 	nt_S.compression_level = nt_compression_level(cfg->compression_level);
+	/* Read in every mode, so that garbage in the variable is said whatever the mode. */
+	uint64_t block_ns = nt_blocking_timeout_ns(cfg->blocking_timeout_us);
+	nt_S.block_timeout_ns = cfg->mode == NT_MODE_STREAMING ? block_ns : 0;
 	rc = session_map(cfg, memfd);
 	if (rc != NT_OK)
 		return rc;
@@ -237,6 +248,9 @@ void nt_session_reset_counters(void)
 		nt_store_64(nt_S.events_closed, 0);
 	nt_store_64(nt_S.wraps, 0);
 	nt_store_64(nt_S.values_truncated, 0);
+	nt_store_64(nt_S.blocked_waits, 0);
+	nt_store_64(nt_S.blocked_timeouts, 0);
+	nt_store_64(nt_S.blocked_ns, 0);
 }
 
 int nt_category_enabled(const char *category)

@@ -132,6 +132,18 @@ typedef struct nt_session {
 	nt_clock_pair start_pair;
 	char *categories; /* comma-separated patterns, or NULL for all */
 	char process_name[NT_HDR_MAX_STRING + 1];
+
+	/* Last, so that nothing the event path reads moves. Blocking (nt_config.
+	 * blocking_timeout_us): a writer that finds no free chunk may wait for the saver
+	 * (nt_chunk_claim_wait). Set at initialize, 0 = never wait. */
+	uint64_t block_timeout_ns;
+	uint64_t *blocked_waits, *blocked_timeouts, *blocked_ns; /* header totals, in place */
+	/* The saver's progress, for waiting writers (nt_stream.c): a futex word bumped after
+	 * each save this process learns of, the writers asleep on it, and whether waiting may
+	 * begin at all (the streaming threads run and blocking is on). */
+	uint32_t saved_progress __attribute__((aligned(NT_CACHELINE)));
+	uint32_t block_waiters;
+	uint32_t block_ok;
 } nt_session;
 
 extern nt_session nt_S;

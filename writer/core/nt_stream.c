@@ -15,7 +15,15 @@
  *             (nt_stream_start) it is a second thread on a socketpair that appends to the
  *             archive file after the arena; remote (nt_stream_start_remote) it is the trace
  *             manager, on the FIFO it gave, saving from its own mapping of the memfd.
- * The only system call a writer makes is the futex wake of the claim that completes a half.
+ * The only system call a writer makes is the futex wake of the claim that completes a half;
+ * with blocking on (nt_config.blocking_timeout_us), a writer that finds no free chunk may
+ * also sleep on the progress word (nt_S.saved_progress), which this file bumps and wakes
+ * after each save it learns of: every save of the in-process saver, every BUFFER_SAVED of a
+ * remote one. The trace manager's unasked saves free slots too without telling this process
+ * (its saver, manager/core/nt_mgr_saver.c, stores only the shared saved-claim words), so a
+ * waiter sleeps at most NT_SAVER_POLL_MIN_MS at a time and looks again. Waiting is allowed
+ * only while the threads run (block_ok): a stop or a fork() child's forget clears it and
+ * wakes every waiter.
  * A remote manager is never trusted to answer: the provider waits for it only while
  * recording, and at most NT_STREAM_REMOTE_STOP_MS once a stop is asked for.
  */
@@ -73,6 +81,51 @@ static void futex_wait(uint32_t *word, uint32_t expected, long timeout_ms)
 	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
 }
 
+/* ---- blocking writers ---------------------------------------------------------------- */
+
+/* After a save: waiting writers look again. The wake is skipped when none sleeps: the
+ * waiter counts itself before its futex wait checks the word, and this bumps the word
+ * before it reads the count (both sequentially consistent), so one of the two sees the
+ * other. */
+static void progress_publish(void)
+{
+	__atomic_fetch_add(&nt_S.saved_progress, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&nt_S.block_waiters, __ATOMIC_SEQ_CST) != 0)
+		syscall(SYS_futex, &nt_S.saved_progress, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Waiting may begin (1) or must end (0): a stop and a fork() child's forget clear it first,
+ * then wake every waiter. */
+static void set_block_ok(uint32_t ok)
+{
+	__atomic_store_n(&nt_S.block_ok, ok, __ATOMIC_SEQ_CST);
+	if (!ok)
+		progress_publish();
+}
+
+int nt_stream_may_wait(uint32_t tag)
+{
+	return __atomic_load_n(&nt_S.block_ok, __ATOMIC_ACQUIRE) &&
+	       nt_load_acquire_32(&nt_session_tag_) == tag &&
+	       nt_load_32(nt_header_u32(NT_HDR_SAVE_ERRNO)) == 0;
+}
+
+uint32_t nt_stream_progress(void)
+{
+	return __atomic_load_n(&nt_S.saved_progress, __ATOMIC_ACQUIRE);
+}
+
+void nt_stream_wait_progress(uint32_t seen, uint64_t ns)
+{
+	const uint64_t slice = (uint64_t)NT_SAVER_POLL_MIN_MS * 1000000u;
+	if (ns > slice)
+		ns = slice;
+	struct timespec ts = { 0, (long)ns };
+	__atomic_fetch_add(&nt_S.block_waiters, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &nt_S.saved_progress, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	__atomic_fetch_sub(&nt_S.block_waiters, 1, __ATOMIC_SEQ_CST);
+}
+
 void nt_stream_notify_full(uint64_t generations)
 {
 	uint64_t cur = nt_load_64(&nt_S.full_gens);
@@ -111,6 +164,7 @@ static void save_in_process(void)
 	 * find no free chunk count their events as not saved (nt_no_chunk_reason). */
 	if (err != 0)
 		nt_record_save_failure(err, 0);
+	progress_publish(); /* slots freed, or saving stopped: waiting writers look again */
 }
 
 /* `nonblock` for the remote manager: a full socket is a manager that is late, never a
@@ -240,6 +294,8 @@ static void *provider_main(void *arg)
 			}
 			nt_add_64(nt_S.buffers_saved, 1);
 			nt_store_release_64(&nt_S.saved_gens, saved + 1);
+			if (st.remote)
+				progress_publish(); /* the manager saved: slots are free */
 			continue;
 		}
 		if (__atomic_load_n(&st.stop, __ATOMIC_ACQUIRE))
@@ -304,6 +360,7 @@ nt_result nt_stream_start(int fresh)
 		return NT_ERR_NO_MEMORY;
 	}
 	st.running = 1;
+	set_block_ok(nt_S.block_timeout_ns != 0);
 	return NT_OK;
 }
 
@@ -336,6 +393,7 @@ nt_result nt_stream_start_remote(int fresh, int fifo_fd)
 		return NT_ERR_NO_MEMORY;
 	}
 	st.running = 1;
+	set_block_ok(nt_S.block_timeout_ns != 0);
 	return NT_OK;
 }
 
@@ -343,6 +401,7 @@ void nt_stream_stop(void)
 {
 	if (!st.running)
 		return;
+	set_block_ok(0); /* before the last save: no writer waits on a saver that is going */
 	__atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&nt_S.full_signal, 1, __ATOMIC_RELEASE);
 	futex_wake(&nt_S.full_signal);
@@ -364,6 +423,9 @@ void nt_stream_forget(void)
 		close(st.manager_fd);
 	}
 	st.running = 0;
+	/* The child's only thread: no waiter, and no saver to wait for. */
+	__atomic_store_n(&nt_S.block_ok, 0, __ATOMIC_SEQ_CST);
+	nt_S.block_waiters = 0;
 }
 
 /* The saver stopped on a failed write: the archive is what it saved. The file is cut at

@@ -315,6 +315,26 @@ const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offse
  * counts == NULL: does nothing. */
 void nt_reader_count_records(const nt_reader *r, uint64_t counts[256]);
 
+/* A thread's waits for its streaming saver (nt_config.blocking_timeout_us; BlockedRecord). */
+typedef struct nt_reader_blocked {
+	uint64_t waits;    /* times it found no free chunk and waited */
+	uint64_t timeouts; /* waits that ended without a chunk (time ran out, or recording
+	                      stopped): the event was dropped (rolling full) */
+	uint64_t ns;       /* nanoseconds spent waiting (CLOCK_MONOTONIC) */
+} nt_reader_blocked;
+
+/* Sums the archive's BlockedRecords by thread: zeroes per_thread[0..n) and adds each
+ * record into the entry of its chunk's thread index (n = nt_reader_thread_index_limit(r)
+ * takes every thread; an index at or past n is left out). Returns the records found. The
+ * header's totals (nt_archive_info.blocked_waits, blocked_timeouts, blocked_ns) count
+ * every wait; these miss the waits that ended in a drop and were the thread's last (the
+ * record goes into the thread's next chunk); a live streaming arena's image (a killed
+ * process) may show a record twice, in its saved stream and in the slot not yet reused, as
+ * nt_reader_count_records counts it. An archive or section whose header counts no
+ * wait is not read. Cost: as nt_reader_count_records; none without waits. r == NULL, or
+ * per_thread == NULL with n != 0: 0, nothing written. */
+uint64_t nt_reader_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uint32_t n);
+
 /* Deliver every event to cb->on_event in `order`. Returns 0 when the whole archive was
  * read, 1 when on_event asked to stop, -1 when damage stopped it (NT_ON_CORRUPT_STOP) or
  * memory ran out; every damaged place is reported to cb->on_error (if set) first. r or cb

@@ -155,7 +155,9 @@ class Trace:
 
     def stats(self):
         """What trace-dump --stats reports, as a dict: events, records by kind (events by
-        kind included), threads with their events, written, dropped by reason,
+        kind included), threads with their events and their waits for a streaming saver
+        ('blocked': waits, ended_in_drop, ns), written, dropped by reason, the header's
+        blocked totals ('blocked': waits, ended_in_drop, ns, timeout_us),
         overwritten, wraps, gaps, durable_dropped, values_truncated, bytes, compression,
         damaged places and what the first 64 were ('damage': [(offset, message)], a
         truncated archive's missing events among them), and trace-dump's "saving stopped" line
@@ -166,7 +168,9 @@ class Trace:
         summary = self._reader.summary_counts()
         records = dict(counts['records_by_kind'])
         records.update(counts['events_by_kind'])
-        threads = [dict(t, events=counts['events_by_thread'].get(t['index'], 0))
+        none = {'waits': 0, 'ended_in_drop': 0, 'ns': 0}
+        threads = [dict(t, events=counts['events_by_thread'].get(t['index'], 0),
+                        blocked=counts['blocked_by_thread'].get(t['index'], none))
                    for t in self._reader.threads()]
         return {
             'events': counts['events'],
@@ -179,6 +183,10 @@ class Trace:
                         'stopped': info['dropped_stopped'],
                         'not_saved': info['dropped_unsaved']},
             'save_errno': info['save_errno'],
+            'blocked': {'waits': info['blocked_waits'],
+                        'ended_in_drop': info['blocked_timeouts'],
+                        'ns': info['blocked_ns'],
+                        'timeout_us': info['blocking_timeout_us']},
             'overwritten': info['events_overwritten'],
             'wraps': info['wraps'],
             'gaps': counts['gaps'],

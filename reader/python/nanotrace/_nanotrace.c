@@ -180,6 +180,7 @@ static const char *kind_name(unsigned kind)
 	case NT_KIND_THREAD: return "thread";
 	case NT_KIND_CALLSITE: return "callsite";
 	case NT_KIND_CALLSITE_ARGS: return "callsite_args";
+	case NT_KIND_BLOCKED: return "blocked";
 	case NT_KIND_PROCESS: return "process";
 	case NT_KIND_PADDING: return "padding";
 	default:

@@ -234,8 +234,29 @@ static PyObject *counts_by_kind(const uint64_t *counts)
 	return d;
 }
 
+/* {thread index: {waits, ended_in_drop, ns}} of the threads that waited for a streaming saver
+ * (nt_reader_count_blocked), from `b` (n entries). */
+static PyObject *blocked_by_thread(const nt_reader_blocked *b, uint32_t n)
+{
+	PyObject *d = PyDict_New();
+	for (uint32_t i = 0; d != NULL && b != NULL && i < n; i++) {
+		if (b[i].waits == 0)
+			continue;
+		PyObject *k = PyLong_FromUnsignedLong(i);
+		PyObject *v = Py_BuildValue("{sKsKsK}", "waits", (unsigned long long)b[i].waits,
+					    "ended_in_drop", (unsigned long long)b[i].timeouts,
+					    "ns", (unsigned long long)b[i].ns);
+		if (k == NULL || v == NULL || PyDict_SetItem(d, k, v) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return d;
+}
+
 /* Reader.counts(): events by kind and by thread index, records that are not events by kind
- * (nt_reader_count_records), gaps; one stream-order visit under the reader's policy, the
+ * (nt_reader_count_records), each thread's waits for a streaming saver
+ * (nt_reader_count_blocked), gaps; one stream-order visit under the reader's policy, the
  * GIL released. Damage: strict readers raise Error at the first; others count it. */
 static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 {
@@ -245,7 +266,8 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	count_ctx *c = PyMem_Calloc(1, sizeof(*c));
 	uint64_t *records = PyMem_Calloc(256, sizeof(uint64_t));
 	PyObject *d = NULL, *threads = NULL;
-	if (c == NULL || records == NULL ||
+	nt_reader_blocked *blocked = PyMem_Calloc(ro->nthreads ? ro->nthreads : 1, sizeof(*blocked));
+	if (c == NULL || records == NULL || blocked == NULL ||
 	    (c->by_thread = PyMem_Calloc(ro->nthreads ? ro->nthreads : 1, sizeof(uint64_t))) == NULL) {
 		PyErr_NoMemory();
 		goto out;
@@ -258,6 +280,7 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	rc = nt_reader_visit(ro->r, &cb, c, NT_ORDER_STREAM, ro->policy);
 	nt_reader_count_records(ro->r, records);
+	nt_reader_count_blocked(ro->r, blocked, ro->nthreads);
 	Py_END_ALLOW_THREADS
 	ro->counting--;
 	if (rc < 0) {
@@ -279,8 +302,9 @@ static PyObject *reader_counts(reader_obj *ro, PyObject *unused)
 	}
 	if (threads == NULL)
 		goto out;
-	d = Py_BuildValue("{sKsOsNsNsKsKsKsN}", "events", (unsigned long long)c->events,
+	d = Py_BuildValue("{sKsOsNsNsNsKsKsKsN}", "events", (unsigned long long)c->events,
 			  "events_by_thread", threads,
+			  "blocked_by_thread", blocked_by_thread(blocked, ro->nthreads),
 			  "events_by_kind", counts_by_kind(c->by_kind),
 			  "records_by_kind", counts_by_kind(records),
 			  "gaps", (unsigned long long)c->gaps,
@@ -293,5 +317,6 @@ out:
 		PyMem_Free(c->by_thread);
 	PyMem_Free(c);
 	PyMem_Free(records);
+	PyMem_Free(blocked);
 	return d;
 }

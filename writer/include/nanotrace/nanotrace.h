@@ -195,7 +195,34 @@ typedef struct nt_config {
 	                           nt_finish(), never on the event path; a chunk that would not
 	                           shrink is stored as it is. Anything else: nt_start() fails
 	                           with NT_ERR_INVALID_ARGUMENT. */
+	long long blocking_timeout_us; /* streaming mode: what a writer does when the saver is
+	                           behind and no chunk is free (LTTng-UST's --blocking-timeout).
+	                           0 (default) = the variable NANOTRACE_BLOCKING_TIMEOUT if set
+	                           (microseconds, or "off"), else never wait: drop and count,
+	                           as ever; NT_BLOCKING_OFF = never wait, whatever the variable;
+	                           1 to NT_BLOCKING_TIMEOUT_MAX_US = wait up to that many
+	                           microseconds for the saver to free a chunk, then drop and
+	                           count (rolling full); a thread whose wait ran out does not
+	                           wait again until the saver shows progress, so a stuck saver
+	                           costs each thread one timeout, not one an event (under a
+	                           trace manager, progress is its answer to a full half). Only
+	                           the claim of a new chunk waits:
+	                           while the thread's chunk has room an event costs what it
+	                           always did. A wait spins briefly, then sleeps (futex) until
+	                           the saver reports progress; it ends at once when recording
+	                           stops (nt_finish, a stop, a fatal signal, exit) and never
+	                           happens in a fork() child before its own session. Each
+	                           thread's waits, their time and those that timed out are in
+	                           the archive (trace-dump --stats). Ignored in the other
+	                           modes; anything else fails with NT_ERR_INVALID_ARGUMENT.
+	                           Unlike LTTng-UST's, there is no endless wait (a saver that
+	                           never comes back would hang the program), and the program's
+	                           own setting (or the variable) is the one opt-in. */
 } nt_config;
+
+/* nt_config.blocking_timeout_us: never wait, and the longest wait (10 s) accepted. */
+#define NT_BLOCKING_OFF (-1)
+#define NT_BLOCKING_TIMEOUT_MAX_US 10000000LL
 
 /* The largest NANOTRACE_BUFFER_SIZE nt_start_from_env() and NT_T2_INITIALIZE accept: the
  * variable reaches every child process, and each would reserve (and touch) that much.
@@ -266,6 +293,15 @@ nt_result nt_start(const nt_config *cfg);
  *                               saved archives, -50 to 22; off or 0 stores them
  *                               uncompressed. A value that is none of these prints one line
  *                               on stderr naming it, and NT_COMPRESSION_DEFAULT is used.
+ *   NANOTRACE_BLOCKING_TIMEOUT=off|<microseconds>
+ *                               read by nt_start() itself (every session whose config leaves
+ *                               blocking_timeout_us 0, a trace manager's provider included:
+ *                               `NANOTRACE_BLOCKING_TIMEOUT=1000000 trace-record -m streaming
+ *                               ...` makes the traced processes wait): how long a streaming
+ *                               writer waits for the saver to free a chunk, 0 to
+ *                               NT_BLOCKING_TIMEOUT_MAX_US; off or 0 never waits (the
+ *                               default). Digits only; anything else prints one line on
+ *                               stderr naming it, and writers never wait.
  *   NANOTRACE_MAX_FILES=<n>     (0 to 2147483647; 0: no limit)
  *                               directory targets: at n entries or more (. and .. counted)
  *                               the trace goes to "nanotrace-discard", and once that exists

@@ -69,7 +69,8 @@
  *                               beside a file target "<file>.<pid>" (nanotrace.h's rule).
  *   A bad value prints one line "nanotrace: ..." on stderr naming the variable (the value
  *   shown with control and non-ASCII bytes as \xNN, at most 64 bytes of it) and leaves
- *   tracing off (NANOTRACE_COMPRESSION, NANOTRACE_REDACT and NANOTRACE_REGISTER_TIMEOUT:
+ *   tracing off (NANOTRACE_COMPRESSION, NANOTRACE_BLOCKING_TIMEOUT, NANOTRACE_REDACT and
+ *   NANOTRACE_REGISTER_TIMEOUT:
  *   the default is used instead); the program itself never fails because of tracing.
  *   tests/writer/test_env_garbage.py holds the table. In a set-user-ID or set-group-ID
  *   program NANOTRACE is ignored (secure_getenv), and with it every variable above. When the program already records
