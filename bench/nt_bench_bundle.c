@@ -71,16 +71,18 @@ static void scratch(char *buf, size_t cap, const char *tag)
 static int record(const char *trace_record, const char *self, const char *path,
 		  uint64_t procs, uint64_t events)
 {
-	char n[32], script[512];
+	char n[32], script[512], size[32];
 	snprintf(n, sizeof(n), "%" PRIu64, events);
+	/* oneshot: room for every event of the one process (the tree's each fit in 64 KiB) */
+	snprintf(size, sizeof(size), "%" PRIu64 "M", events * 32 / (1u << 20) + 4);
 	snprintf(script, sizeof(script),
 		 "i=0; while [ $i -lt %" PRIu64 " ]; do \"$0\" --leaf %" PRIu64 " & "
 		 "i=$((i+1)); [ $((i %% %d)) -eq 0 ] && wait; done; wait",
 		 procs, events, TREE_WIDTH);
 	char *tree[] = { (char *)trace_record, "-o", (char *)path, "--buffer-size", "64K", "--",
 			 "/bin/sh", "-c", script, (char *)self, NULL };
-	char *one[] = { (char *)trace_record, "-o", (char *)path, "--", (char *)self, "--leaf",
-			n, NULL };
+	char *one[] = { (char *)trace_record, "-o", (char *)path, "--buffer-size", size, "--",
+			(char *)self, "--leaf", n, NULL };
 	uint64_t t0 = now_ns();
 	int rc = run_quiet(procs == 1 ? one : tree);
 	fprintf(stderr, "nt_bench_bundle: recorded %" PRIu64 " process%s in %.1f s\n", procs,

@@ -37,7 +37,8 @@ static uint64_t field_at(const fb_view *v, unsigned f, unsigned width, int *bad)
 	uint16_t off = nt_load_le16(v->buf + v->vtable + slot);
 	if (off == 0)
 		return 0;
-	if ((uint64_t)off + width > v->table_size || (v->table + off) % width != 0) {
+	/* (widths are 1, 2, 4 and 8: a mask, not a division per field of every header) */
+	if ((uint64_t)off + width > v->table_size || ((v->table + off) & (width - 1)) != 0) {
 		*bad = 1;
 		return 0;
 	}

@@ -34,6 +34,9 @@ ISSUE_KEYS = [
     'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
     # issue 26: async and flow events beside BEGIN/END, and their bytes on disk
     'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
+    # issue 29: a bundle of short processes beside one archive of the same events
+    'bundle20k_text_mev_s', 'bundle20k_text_vs_single', 'bundle20k_stats_s',
+    'bundle20k_stats_vs_single', 'bundle20k_reader_kb', 'bundle20k_reader_kb_limit',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'
