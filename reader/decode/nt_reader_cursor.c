@@ -215,7 +215,7 @@ typedef struct thread_stream {
 } thread_stream;
 
 /* A stream waits, holding no buffer, until the merge reaches its first event: then it
- * starts (stream_start), and at its end it lets its buffers go (stream_advance). */
+ * starts (stream_start), and at its end it gives its buffers back (stream_end). */
 
 /* Adds lost events to the gap delivered before the stream's next event. */
 static void add_gap(thread_stream *s, const nt_reader_gap *g)
@@ -271,8 +271,7 @@ opened:;
 
 /* Advance a stream to its next event, its compressed chunks decompressed into *buf; returns
  * -1 when damage stops the visit. With `pre`, *pre is left the cursor as it was just before
- * that event (the merge's setup: stream_start decodes it again from there); without, the
- * stream's own buffers are freed at its end. */
+ * that event (the merge's setup: stream_start decodes it again from there). */
 static int stream_advance(thread_stream *s, uint8_t **buf, chunk_cursor *pre)
 {
 	visit *v = s->v;
@@ -300,12 +299,6 @@ static int stream_advance(thread_stream *s, uint8_t **buf, chunk_cursor *pre)
 			return -1;
 		if (opened == 0) {
 			s->has_event = 0;
-			if (pre == NULL) { /* (the setup's buffers are the merge's) */
-				free(s->buf);
-				free(s->args);
-				s->buf = NULL;
-				s->args = NULL;
-			}
 			if (s->has_gap) { /* events lost after the thread's last one */
 				nt_visit_emit_gap(v, &s->gap);
 				s->has_gap = 0;
@@ -411,6 +404,12 @@ typedef struct time_merge {
 	thread_stream *pending; /* the stream whose event was handed out: advanced next */
 	uint8_t *scratch;       /* the setup's decompressed chunks */
 	nt_reader_arg *scratch_args;
+	/* What ended streams gave back, for the next to start: a malloc of this size per start
+	 * made glibc consolidate its small free chunks each time. */
+#define TIME_SPARES 16
+	uint8_t *spare_buf[TIME_SPARES];
+	nt_reader_arg *spare_args[TIME_SPARES];
+	uint32_t nspare_buf, nspare_args;
 } time_merge;
 
 static void time_free(nt_reader_cursor *cu)
@@ -425,6 +424,10 @@ static void time_free(nt_reader_cursor *cu)
 		free(tm->streams[i].buf);
 		free(tm->streams[i].args);
 	}
+	for (uint32_t i = 0; i < tm->nspare_buf; i++)
+		free(tm->spare_buf[i]);
+	for (uint32_t i = 0; i < tm->nspare_args; i++)
+		free(tm->spare_args[i]);
 	free(tm->streams);
 	free(tm->heap);
 	free(tm->waiting);
@@ -437,15 +440,34 @@ static void time_free(nt_reader_cursor *cu)
 /* A waiting stream's start: its arguments' room, its chunk decompressed again when it is a
  * compressed one, and its first event decoded again from where the setup found it (the
  * same bytes: the same event, no damage before it). -1 when memory runs out. */
-static int stream_start(thread_stream *s)
+static int stream_start(time_merge *tm, thread_stream *s)
 {
 	const char *why;
 	uint64_t at;
-	if ((s->args = malloc(sizeof(*s->args) * MAX_ARGS)) == NULL)
+	if (s->buf == NULL && tm->nspare_buf > 0)
+		s->buf = tm->spare_buf[--tm->nspare_buf];
+	s->args = tm->nspare_args > 0 ? tm->spare_args[--tm->nspare_args]
+				       : malloc(sizeof(*s->args) * MAX_ARGS);
+	if (s->args == NULL)
 		return -1;
 	if (s->c.report != UINT64_MAX && nt_visit_reload(s->v, &s->c, &s->buf) != NULL)
 		return -1;
 	return nt_visit_next_event(s->v->r, &s->c, &s->ev, s->args, &why, &at) > 0 ? 0 : -1;
+}
+
+/* A stream at its end gives its buffers back (kept for the next to start, or freed). */
+static void stream_end(time_merge *tm, thread_stream *s)
+{
+	if (s->buf != NULL && tm->nspare_buf < TIME_SPARES)
+		tm->spare_buf[tm->nspare_buf++] = s->buf;
+	else
+		free(s->buf);
+	if (s->args != NULL && tm->nspare_args < TIME_SPARES)
+		tm->spare_args[tm->nspare_args++] = s->args;
+	else
+		free(s->args);
+	s->buf = NULL;
+	s->args = NULL;
 }
 
 /* Reports the framing damage, sets the streams up and finds each one's first event, which
@@ -516,12 +538,17 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 				rc = -1;
 				break;
 			}
-			heap[0] = s->has_event ? entry_of(s) : heap[--hn];
+			if (s->has_event) {
+				heap[0] = entry_of(s);
+			} else {
+				stream_end(tm, s);
+				heap[0] = heap[--hn];
+			}
 			sift_down(heap, hn, 0);
 		}
 		while (tm->wi < tm->wn && (hn == 0 || earlier(&tm->waiting[tm->wi], &heap[0]))) {
 			heap_entry e = tm->waiting[tm->wi++];
-			if (stream_start(e.s) < 0) {
+			if (stream_start(tm, e.s) < 0) {
 				s = NULL;
 				rc = -1;
 				goto out;
