@@ -515,6 +515,14 @@ static void merge_info(nt_reader *m)
 
 static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
 {
+	reader_many *mm = m->many;
+	if (mm->nsections > 0 && mm->nsections < mm->sections_cap) { /* grown by doubling */
+		void *fit = realloc(mm->sections, mm->nsections * sizeof(*mm->sections));
+		if (fit != NULL) {
+			mm->sections = fit;
+			mm->sections_cap = mm->nsections;
+		}
+	}
 	if (!merge_processes(m) || !merge_threads(m)) {
 		nt_reader_fail(err, m->name, 0, "%s", "out of memory while merging the sections' tables");
 		nt_many_close(m);
