@@ -109,25 +109,11 @@ static double time_render(const char *path, int what, FILE *out)
 	return rc < 0 ? -1 : (double)(now_ns() - t0) / 1e9;
 }
 
-/* RssAnon of this process, KiB. */
-static long anon_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kb = -1;
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
-			break;
-	if (f != NULL)
-		fclose(f);
-	return kb;
-}
-
 /* A sink for the text rendering that samples the memory at each block written. */
 static ssize_t sample_write(void *cookie, const char *buf, size_t n)
 {
 	(void)buf;
-	long *peak = cookie, kb = anon_kb();
+	long *peak = cookie, kb = nt_bench_anon_kb();
 	if (kb > *peak)
 		*peak = kb;
 	return (ssize_t)n;
@@ -138,7 +124,7 @@ static ssize_t sample_write(void *cookie, const char *buf, size_t n)
  * before; printed in KiB. */
 static int child_memory(const char *path)
 {
-	long before = anon_kb(), peak = before;
+	long before = nt_bench_anon_kb(), peak = before;
 	cookie_io_functions_t io = { .write = sample_write };
 	FILE *out = fopencookie(&peak, "w", io);
 	nt_reader *r = out ? nt_reader_open(path, NULL) : NULL;
@@ -158,16 +144,7 @@ static int child_memory(const char *path)
 static long reader_anon_kb(const char *self, const char *path)
 {
 	char *argv[] = { (char *)self, "--child-memory", (char *)path, NULL };
-	int fd;
-	pid_t pid = nt_bench_spawn_reading(argv, &fd);
-	if (pid < 0)
-		return -1;
-	char buf[64] = { 0 };
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	int st = 1;
-	waitpid(pid, &st, 0);
-	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? strtol(buf, NULL, 10) : -1;
+	return nt_bench_run_number(argv);
 }
 
 static uint64_t events_of(const char *path, uint32_t *sections)
