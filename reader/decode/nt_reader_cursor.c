@@ -205,14 +205,20 @@ typedef struct thread_stream {
 	uint64_t scan;       /* where to look for this thread's next chunk in the stream */
 	uint32_t ai;         /* then: next index into r->chunks (Arena layout) */
 	chunk_cursor c;
-	nt_reader_event ev;  /* pending event, valid when has_event */
-	nt_reader_arg *args; /* MAX_ARGS, from its start to its end (NULL before and after) */
+	struct stream_room *room; /* its pending event, from its start to its end */
 	int has_event;
 	uint64_t expected;   /* ordinal the thread's last chunk ended at */
 	nt_reader_gap gap;   /* delivered before ev when has_gap */
 	int has_gap;
 	uint8_t *buf;        /* its decompressed chunk (NULL until it meets a compressed one) */
 } thread_stream;
+
+/* A stream's pending event (valid when has_event) and its arguments: a waiting stream has
+ * none (a bundle has a stream for every thread of every section). */
+typedef struct stream_room {
+	nt_reader_event ev;
+	nt_reader_arg args[MAX_ARGS];
+} stream_room;
 
 /* A stream waits, holding no buffer, until the merge reaches its first event: then it
  * starts (stream_start), and at its end it gives its buffers back (stream_end). */
@@ -282,7 +288,7 @@ static int stream_advance(thread_stream *s, uint8_t **buf, chunk_cursor *pre)
 			uint64_t at;
 			if (pre != NULL)
 				*pre = s->c;
-			int rc = nt_visit_next_event(r, &s->c, &s->ev, s->args, &why, &at);
+			int rc = nt_visit_next_event(r, &s->c, &s->room->ev, s->room->args, &why, &at);
 			if (rc > 0) {
 				s->has_event = 1;
 				return 0;
@@ -319,7 +325,7 @@ typedef struct heap_entry {
 
 static heap_entry entry_of(thread_stream *s)
 {
-	return (heap_entry){ s->ev.time_ns, s->rank, s };
+	return (heap_entry){ s->room->ev.time_ns, s->rank, s };
 }
 
 static int earlier(const heap_entry *a, const heap_entry *b)
@@ -403,13 +409,13 @@ typedef struct time_merge {
 	uint32_t n, hn, wn, wi;
 	thread_stream *pending; /* the stream whose event was handed out: advanced next */
 	uint8_t *scratch;       /* the setup's decompressed chunks */
-	nt_reader_arg *scratch_args;
+	stream_room *scratch_room;
 	/* What ended streams gave back, for the next to start: a malloc of this size per start
 	 * made glibc consolidate its small free chunks each time. */
 #define TIME_SPARES 16
 	uint8_t *spare_buf[TIME_SPARES];
-	nt_reader_arg *spare_args[TIME_SPARES];
-	uint32_t nspare_buf, nspare_args;
+	stream_room *spare_room[TIME_SPARES];
+	uint32_t nspare_buf, nspare_room;
 } time_merge;
 
 static void time_free(nt_reader_cursor *cu)
@@ -422,17 +428,17 @@ static void time_free(nt_reader_cursor *cu)
 		cu->vs[i].ahead = NULL;
 	for (uint32_t i = 0; tm->streams != NULL && i < tm->n; i++) {
 		free(tm->streams[i].buf);
-		free(tm->streams[i].args);
+		free(tm->streams[i].room);
 	}
 	for (uint32_t i = 0; i < tm->nspare_buf; i++)
 		free(tm->spare_buf[i]);
-	for (uint32_t i = 0; i < tm->nspare_args; i++)
-		free(tm->spare_args[i]);
+	for (uint32_t i = 0; i < tm->nspare_room; i++)
+		free(tm->spare_room[i]);
 	free(tm->streams);
 	free(tm->heap);
 	free(tm->waiting);
 	free(tm->scratch);
-	free(tm->scratch_args);
+	free(tm->scratch_room);
 	free(tm);
 	cu->tm = NULL;
 }
@@ -446,13 +452,14 @@ static int stream_start(time_merge *tm, thread_stream *s)
 	uint64_t at;
 	if (s->buf == NULL && tm->nspare_buf > 0)
 		s->buf = tm->spare_buf[--tm->nspare_buf];
-	s->args = tm->nspare_args > 0 ? tm->spare_args[--tm->nspare_args]
-				       : malloc(sizeof(*s->args) * MAX_ARGS);
-	if (s->args == NULL)
+	s->room = tm->nspare_room > 0 ? tm->spare_room[--tm->nspare_room]
+				       : malloc(sizeof(*s->room));
+	if (s->room == NULL)
 		return -1;
 	if (s->c.report != UINT64_MAX && nt_visit_reload(s->v, &s->c, &s->buf) != NULL)
 		return -1;
-	return nt_visit_next_event(s->v->r, &s->c, &s->ev, s->args, &why, &at) > 0 ? 0 : -1;
+	return nt_visit_next_event(s->v->r, &s->c, &s->room->ev, s->room->args, &why, &at) > 0
+		       ? 0 : -1;
 }
 
 /* A stream at its end gives its buffers back (kept for the next to start, or freed). */
@@ -462,12 +469,12 @@ static void stream_end(time_merge *tm, thread_stream *s)
 		tm->spare_buf[tm->nspare_buf++] = s->buf;
 	else
 		free(s->buf);
-	if (s->args != NULL && tm->nspare_args < TIME_SPARES)
-		tm->spare_args[tm->nspare_args++] = s->args;
+	if (s->room != NULL && tm->nspare_room < TIME_SPARES)
+		tm->spare_room[tm->nspare_room++] = s->room;
 	else
-		free(s->args);
+		free(s->room);
 	s->buf = NULL;
-	s->args = NULL;
+	s->room = NULL;
 }
 
 /* Reports the framing damage, sets the streams up and finds each one's first event, which
@@ -488,9 +495,9 @@ static int time_setup(nt_reader_cursor *cu)
 	tm->streams = calloc(n ? n : 1, sizeof(*tm->streams));
 	tm->heap = calloc(n ? n : 1, sizeof(*tm->heap));
 	tm->waiting = calloc(n ? n : 1, sizeof(*tm->waiting));
-	tm->scratch_args = malloc(sizeof(*tm->scratch_args) * MAX_ARGS);
+	tm->scratch_room = malloc(sizeof(*tm->scratch_room));
 	if (tm->streams == NULL || tm->heap == NULL || tm->waiting == NULL ||
-	    tm->scratch_args == NULL)
+	    tm->scratch_room == NULL)
 		return -1;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < cu->nv; i++) {
@@ -507,15 +514,15 @@ static int time_setup(nt_reader_cursor *cu)
 	for (uint32_t i = 0; i < tm->n; i++) {
 		thread_stream *s = &tm->streams[i];
 		chunk_cursor before;
-		s->args = tm->scratch_args;
+		s->room = tm->scratch_room;
 		int rc = stream_advance(s, &tm->scratch, &before);
-		s->args = NULL;
-		if (rc < 0)
-			return -1;
-		if (s->has_event) {
+		if (rc == 0 && s->has_event) {
 			s->c = before;
 			tm->waiting[tm->wn++] = entry_of(s);
 		}
+		s->room = NULL;
+		if (rc < 0)
+			return -1;
 	}
 	qsort(tm->waiting, tm->wn, sizeof(*tm->waiting), by_entry);
 	return 0;
@@ -566,13 +573,13 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 			nt_visit_emit_gap(s->v, &s->gap);
 			s->has_gap = 0;
 		}
-		to_global(s->v, &s->ev);
+		to_global(s->v, &s->room->ev);
 		if (push == NULL) {
-			*ev = &s->ev;
+			*ev = &s->room->ev;
 			rc = 1;
 			break;
 		}
-		if (push->on_event != NULL && push->on_event(push->ctx, &s->ev) != 0) {
+		if (push->on_event != NULL && push->on_event(push->ctx, &s->room->ev) != 0) {
 			rc = PUSH_STOPPED;
 			break;
 		}
