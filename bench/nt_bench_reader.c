@@ -202,20 +202,6 @@ static double median_of_runs(double (*one)(const char *, int, FILE *), const cha
 	return median(v, reps);
 }
 
-/* RssAnon of this process, KiB. */
-static long anon_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kb = -1;
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
-			break;
-	if (f != NULL)
-		fclose(f);
-	return kb;
-}
-
 typedef struct peak_ctx {
 	uint64_t n;
 	long peak;
@@ -226,7 +212,7 @@ static int sample_peak(void *ctx, const nt_reader_event *ev)
 	(void)ev;
 	peak_ctx *p = ctx;
 	if (++p->n % (1u << 18) == 0) {
-		long kb = anon_kb();
+		long kb = nt_bench_anon_kb();
 		if (kb > p->peak)
 			p->peak = kb;
 	}
@@ -238,14 +224,14 @@ static int sample_peak(void *ctx, const nt_reader_event *ev)
  * process's before; printed in KiB. */
 static int child_memory(const char *path)
 {
-	long before = anon_kb();
+	long before = nt_bench_anon_kb();
 	nt_reader *r = nt_reader_open(path, NULL);
 	if (r == NULL)
 		return 1;
-	peak_ctx p = { 0, anon_kb() };
+	peak_ctx p = { 0, nt_bench_anon_kb() };
 	nt_reader_callbacks cb = { .on_event = sample_peak };
 	nt_reader_visit(r, &cb, &p, NT_ORDER_TIME, NT_ON_CORRUPT_SKIP);
-	long kb = anon_kb();
+	long kb = nt_bench_anon_kb();
 	nt_reader_close(r);
 	printf("%ld\n", (kb > p.peak ? kb : p.peak) - before);
 	return 0;
@@ -254,16 +240,7 @@ static int child_memory(const char *path)
 static long reader_anon_kb(const char *path)
 {
 	char *argv[] = { "/proc/self/exe", "--child-memory", (char *)path, NULL };
-	int fd;
-	pid_t pid = nt_bench_spawn_reading(argv, &fd);
-	if (pid < 0)
-		return -1;
-	char buf[64] = { 0 };
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	int st = 1;
-	waitpid(pid, &st, 0);
-	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? strtol(buf, NULL, 10) : -1;
+	return nt_bench_run_number(argv);
 }
 
 /* trace-import of the archive's EVENT rendering: MB/s of JSON. */

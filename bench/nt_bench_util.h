@@ -5,7 +5,9 @@
 #define NT_BENCH_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +65,36 @@ static inline pid_t nt_bench_spawn_reading(char *const argv[], int *out_fd)
 	else
 		*out_fd = fd[0];
 	return pid;
+}
+
+/* RssAnon of this process (its private memory), KiB; -1 when /proc does not say. */
+static inline long nt_bench_anon_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return kb;
+}
+
+/* Runs argv[0] (a path) with argv to its end: the number it printed, or -1 when it failed
+ * (a fresh process: the memory figures exec'd this way start from no earlier heap). */
+static inline long nt_bench_run_number(char *const argv[])
+{
+	int fd;
+	pid_t pid = nt_bench_spawn_reading(argv, &fd);
+	if (pid < 0)
+		return -1;
+	char buf[64] = { 0 };
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	int st = 1;
+	waitpid(pid, &st, 0);
+	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? strtol(buf, NULL, 10) : -1;
 }
 
 #endif /* NT_BENCH_UTIL_H */

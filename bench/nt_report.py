@@ -11,6 +11,9 @@ measure) and merges their JSON:
                    ratios with their spread; bytes per event on disk; streaming (--part)
   nt_bench_reader  decode in both orders, every trace-dump rendering, the reader's memory,
                    bytes per event of Chrome JSON and Perfetto (mixed shape)
+  nt_bench_bundle  a bundle trace-record made of many short processes beside one archive
+                   of the same events: text and --stats, the reader's memory (issue 29;
+                   20,000 sections in the full report, 2,000 in --quick)
 and the demo's Chrome JSON and Perfetto renderings by trace-dump itself (issue 28), the
 instructions per event of bench/nt_bench_instr under valgrind's callgrind (nt_report_instr.py),
 and drives what C should not: LTTng's own session daemon in a private LTTNG_HOME (as root,
@@ -67,17 +70,23 @@ KEYS = [
     'blocking_on_lost', 'blocking_on_lost_pct', 'blocking_on_ns_per_event', 'blocking_on_waits',
     'blocking_on_waits_ended_in_drop', 'blocking_on_blocked_ms',
     'blocking_on_blocked_ms_max_thread',
+    # issue 29: a bundle of short processes (bundle20k_sections of them: 20,000 in the full
+    # report) against one archive of the same events, same run (goals: text >= 0.5 of the
+    # single archive's events/s, --stats <= 2x its time, memory <= the limit)
+    'bundle20k_text_mev_s', 'bundle20k_text_vs_single', 'bundle20k_stats_s',
+    'bundle20k_stats_vs_single', 'bundle20k_reader_kb', 'bundle20k_reader_kb_limit',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
-# the reader benchmark and of the LTTng trace babeltrace2 reads, repetitions.
+# the reader benchmark and of the LTTng trace babeltrace2 reads, repetitions, the bundle's
+# processes (50 events each; trace-record starts about 400 a second on 2 cores).
 MODES = {
     'full': dict(rounds=9, events=2000000, stream_ms=2000, read_events=3000000, reps=5,
-                 demo_requests=40000),
+                 demo_requests=40000, bundle_sections=20000),
     'quick': dict(rounds=5, events=500000, stream_ms=500, read_events=1000000, reps=3,
-                  demo_requests=10000),
+                  demo_requests=10000, bundle_sections=2000),
     'smoke': dict(rounds=3, events=20000, stream_ms=100, read_events=30000, reps=1,
-                  demo_requests=200),
+                  demo_requests=200, bundle_sections=20),
 }
 
 
@@ -473,6 +482,11 @@ def measure(args, size):
     report.update(run_program([reader, '--events', str(size['read_events']), '--reps',
                                str(size['reps']), '--json']))
     perfetto_ratios(report)
+    report.update(run_program([
+        os.path.join(args.build, 'bench', 'nt_bench_bundle'), '--trace-record',
+        os.path.join(args.build, 'manager', 'trace-record'), '--sections',
+        str(size['bundle_sections']), '--events', '50', '--reps', str(max(size['reps'], 3)),
+        '--json']))
     report.update(async_flow(args, size))
     report.update(nt_report_instr.instructions(args.build))
     report.update(blocking(args, size))
@@ -560,6 +574,14 @@ def print_table(r):
         ('trace-import (Git EVENT JSON)', fmt(r, 'import_mb_s', ' MB/s', 1)),
         ('reader private memory, 1 M / 10 M events', '%s / %s' % (
             fmt(r, 'reader_anon_kb_1m', ' KiB', 0), fmt(r, 'reader_anon_kb_10m', ' KiB', 0))),
+        ('bundle of %s processes: text, ÷ one archive' % r.get('bundle20k_sections', '?'),
+         '%s, %s' % (fmt(r, 'bundle20k_text_mev_s', ' M ev/s'),
+                     fmt(r, 'bundle20k_text_vs_single', '', 3))),
+        ('  --stats, ÷ one archive', '%s, %s' % (
+            fmt(r, 'bundle20k_stats_s', ' s', 3), fmt(r, 'bundle20k_stats_vs_single', 'x'))),
+        ('  reader private memory / limit', '%s / %s' % (
+            fmt(r, 'bundle20k_reader_kb', ' KiB', 0),
+            fmt(r, 'bundle20k_reader_kb_limit', ' KiB', 0))),
     ]
     print('nanotrace report (%s mode)' % r['mode'])
     width = max(len(k) for k, _ in rows)

@@ -37,7 +37,8 @@ static uint64_t field_at(const fb_view *v, unsigned f, unsigned width, int *bad)
 	uint16_t off = nt_load_le16(v->buf + v->vtable + slot);
 	if (off == 0)
 		return 0;
-	if ((uint64_t)off + width > v->table_size || (v->table + off) % width != 0) {
+	/* (widths are 1, 2, 4 and 8: a mask, not a division per field of every header) */
+	if ((uint64_t)off + width > v->table_size || ((v->table + off) & (width - 1)) != 0) {
 		*bad = 1;
 		return 0;
 	}
@@ -101,8 +102,14 @@ uint64_t nt_header_decode(const uint8_t *data, size_t size, nt_archive_info *out
 				return fail(why, whylen, where, at, "header string out of bounds or unterminated");
 			continue;
 		}
-		/* Same width, both little-endian (nt_archive_header.h checks the widths). */
-		memcpy(member, data + at, w);
+		/* Same width, both little-endian (nt_archive_header.h checks the widths). A copy
+		 * of a constant size each: one of width w was a `rep movs` per field. */
+		switch (w) {
+		case 1: memcpy(member, data + at, 1); break;
+		case 2: memcpy(member, data + at, 2); break;
+		case 4: memcpy(member, data + at, 4); break;
+		default: memcpy(member, data + at, 8); break;
+		}
 	}
 	if (out->format_major < NT_FORMAT_MAJOR_OLDEST || out->format_major > NT_FORMAT_MAJOR) {
 		snprintf(why, whylen,

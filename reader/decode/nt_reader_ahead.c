@@ -40,7 +40,10 @@
 #include "nt_reader_ahead.h"
 
 /* Fewer compressed chunks than this are decompressed serially by default: starting a thread
- * costs about as much as decompressing a few chunks. */
+ * costs about as much as decompressing a few chunks. So are those of a time-ordered merge
+ * with fewer than two per thread (a bundle of short processes): the helper's pick looks at
+ * every thread for each chunk, and the merge takes a thread's first chunk before it asks
+ * for any other. */
 #define AHEAD_MIN_CHUNKS 8
 
 /* How long the visit waits for the chunk the helper is decompressing: a few times what a
@@ -348,7 +351,8 @@ static void ahead_free(nt_ahead *a)
 nt_ahead *nt_ahead_start(const nt_ahead_source *src, uint32_t n, int by_time, uint32_t buffers,
 			 int forced, uint64_t zchunks)
 {
-	if (buffers == 0 || n == 0 || zchunks == 0 || (!forced && zchunks < AHEAD_MIN_CHUNKS))
+	if (buffers == 0 || n == 0 || zchunks == 0 ||
+	    (!forced && (zchunks < AHEAD_MIN_CHUNKS || (by_time && zchunks < 2 * (uint64_t)n))))
 		return NULL;
 	nt_ahead *a = calloc(1, sizeof(*a));
 	if (a == NULL)

@@ -39,6 +39,7 @@ struct nt_reader_cursor {
 	uint32_t arena_i;       /* then its next arena chunk */
 	chunk_cursor c;
 	struct time_merge *tm;  /* time order */
+	char msg[NT_VISIT_MSG_BYTES]; /* the visits' damage messages (visit.msg) */
 };
 
 enum { CURSOR_NEW, CURSOR_RUNNING, CURSOR_DONE };
@@ -204,14 +205,23 @@ typedef struct thread_stream {
 	uint64_t scan;       /* where to look for this thread's next chunk in the stream */
 	uint32_t ai;         /* then: next index into r->chunks (Arena layout) */
 	chunk_cursor c;
-	nt_reader_event ev;  /* pending event, valid when has_event */
-	nt_reader_arg *args;
+	struct stream_room *room; /* its pending event, from its start to its end */
 	int has_event;
 	uint64_t expected;   /* ordinal the thread's last chunk ended at */
 	nt_reader_gap gap;   /* delivered before ev when has_gap */
 	int has_gap;
 	uint8_t *buf;        /* its decompressed chunk (NULL until it meets a compressed one) */
 } thread_stream;
+
+/* A stream's pending event (valid when has_event) and its arguments: a waiting stream has
+ * none (a bundle has a stream for every thread of every section). */
+typedef struct stream_room {
+	nt_reader_event ev;
+	nt_reader_arg args[MAX_ARGS];
+} stream_room;
+
+/* A stream waits, holding no buffer, until the merge reaches its first event: then it
+ * starts (stream_start), and at its end it gives its buffers back (stream_end). */
 
 /* Adds lost events to the gap delivered before the stream's next event. */
 static void add_gap(thread_stream *s, const nt_reader_gap *g)
@@ -224,8 +234,9 @@ static void add_gap(thread_stream *s, const nt_reader_gap *g)
 	s->has_gap = 1;
 }
 
-/* Opens the thread's next chunk; 0 when there is none, -1 when damage stops the visit. */
-static int stream_next_chunk(visit *v, thread_stream *s)
+/* Opens the thread's next chunk (a compressed one into *buf); 0 when there is none, -1 when
+ * damage stops the visit. */
+static int stream_next_chunk(visit *v, thread_stream *s, uint8_t **buf)
 {
 	nt_reader *r = v->r;
 	if (s->c.offset != 0 && s->c.ordinal > s->expected)
@@ -239,7 +250,7 @@ static int stream_next_chunk(visit *v, thread_stream *s)
 		s->scan += size;
 		if (!nt_kind_is_chunk(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
 			continue;
-		const char *bad = nt_visit_open_top(v, &s->c, &s->buf, s->rank, off, size);
+		const char *bad = nt_visit_open_top(v, &s->c, buf, s->rank, off, size);
 		if (bad == NULL)
 			goto opened;
 		nt_visit_report(v, off, bad);
@@ -264,8 +275,10 @@ opened:;
 	return 1;
 }
 
-/* Advance a stream to its next event; returns -1 when damage stops the visit. */
-static int stream_advance(thread_stream *s)
+/* Advance a stream to its next event, its compressed chunks decompressed into *buf; returns
+ * -1 when damage stops the visit. With `pre`, *pre is left the cursor as it was just before
+ * that event (the merge's setup: stream_start decodes it again from there). */
+static int stream_advance(thread_stream *s, uint8_t **buf, chunk_cursor *pre)
 {
 	visit *v = s->v;
 	nt_reader *r = v->r;
@@ -273,7 +286,9 @@ static int stream_advance(thread_stream *s)
 		if (s->c.active) {
 			const char *why;
 			uint64_t at;
-			int rc = nt_visit_next_event(r, &s->c, &s->ev, s->args, &why, &at);
+			if (pre != NULL)
+				*pre = s->c;
+			int rc = nt_visit_next_event(r, &s->c, &s->room->ev, s->room->args, &why, &at);
 			if (rc > 0) {
 				s->has_event = 1;
 				return 0;
@@ -285,7 +300,7 @@ static int stream_advance(thread_stream *s)
 			}
 			continue;
 		}
-		int opened = stream_next_chunk(v, s);
+		int opened = stream_next_chunk(v, s, buf);
 		if (opened < 0)
 			return -1;
 		if (opened == 0) {
@@ -310,7 +325,7 @@ typedef struct heap_entry {
 
 static heap_entry entry_of(thread_stream *s)
 {
-	return (heap_entry){ s->ev.time_ns, s->rank, s };
+	return (heap_entry){ s->room->ev.time_ns, s->rank, s };
 }
 
 static int earlier(const heap_entry *a, const heap_entry *b)
@@ -335,6 +350,21 @@ static void sift_down(heap_entry *heap, uint32_t n, uint32_t i)
 		heap[m] = t;
 		i = m;
 	}
+}
+
+static void sift_up(heap_entry *heap, uint32_t i)
+{
+	while (i > 0 && earlier(&heap[i], &heap[(i - 1) / 2])) {
+		heap_entry t = heap[i];
+		heap[i] = heap[(i - 1) / 2];
+		heap[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+static int by_entry(const void *a, const void *b)
+{
+	return earlier(a, b) ? -1 : earlier(b, a);
 }
 
 /* Framing damage is reported once, before the merge; the per-thread scans then skip it
@@ -368,13 +398,24 @@ static void start_ahead_by_time(visit *vs, uint32_t nv, const thread_stream *str
 		vs[i].ahead = a;
 }
 
-/* One k-way merge over the thread streams of every archive the cursor visits. */
+/* One k-way merge over the thread streams of every archive the cursor visits: the heap
+ * holds the streams started, `waiting` the others by their first event (the merge starts
+ * each when it reaches that event), so buffers are held only by the streams between their
+ * first and last event, not by every thread of every section. */
 typedef struct time_merge {
 	thread_stream *streams;
 	heap_entry *heap;
-	nt_reader_arg *argmem;
-	uint32_t n, hn;
+	heap_entry *waiting;    /* sorted; [wi, wn) still waiting */
+	uint32_t n, hn, wn, wi;
 	thread_stream *pending; /* the stream whose event was handed out: advanced next */
+	uint8_t *scratch;       /* the setup's decompressed chunks */
+	stream_room *scratch_room;
+	/* What ended streams gave back, for the next to start: a malloc of this size per start
+	 * made glibc consolidate its small free chunks each time. */
+#define TIME_SPARES 16
+	uint8_t *spare_buf[TIME_SPARES];
+	stream_room *spare_room[TIME_SPARES];
+	uint32_t nspare_buf, nspare_room;
 } time_merge;
 
 static void time_free(nt_reader_cursor *cu)
@@ -385,16 +426,59 @@ static void time_free(nt_reader_cursor *cu)
 	nt_ahead_stop(cu->vs[0].ahead); /* before the buffers it swapped into the streams go */
 	for (uint32_t i = 0; i < cu->nv; i++)
 		cu->vs[i].ahead = NULL;
-	for (uint32_t i = 0; tm->streams != NULL && i < tm->n; i++)
+	for (uint32_t i = 0; tm->streams != NULL && i < tm->n; i++) {
 		free(tm->streams[i].buf);
+		free(tm->streams[i].room);
+	}
+	for (uint32_t i = 0; i < tm->nspare_buf; i++)
+		free(tm->spare_buf[i]);
+	for (uint32_t i = 0; i < tm->nspare_room; i++)
+		free(tm->spare_room[i]);
 	free(tm->streams);
 	free(tm->heap);
-	free(tm->argmem);
+	free(tm->waiting);
+	free(tm->scratch);
+	free(tm->scratch_room);
 	free(tm);
 	cu->tm = NULL;
 }
 
-/* Reports the framing damage, sets the streams up and reads each one's first event. */
+/* A waiting stream's start: its arguments' room, its chunk decompressed again when it is a
+ * compressed one, and its first event decoded again from where the setup found it (the
+ * same bytes: the same event, no damage before it). -1 when memory runs out. */
+static int stream_start(time_merge *tm, thread_stream *s)
+{
+	const char *why;
+	uint64_t at;
+	if (s->buf == NULL && tm->nspare_buf > 0)
+		s->buf = tm->spare_buf[--tm->nspare_buf];
+	s->room = tm->nspare_room > 0 ? tm->spare_room[--tm->nspare_room]
+				       : malloc(sizeof(*s->room));
+	if (s->room == NULL)
+		return -1;
+	if (s->c.report != UINT64_MAX && nt_visit_reload(s->v, &s->c, &s->buf) != NULL)
+		return -1;
+	return nt_visit_next_event(s->v->r, &s->c, &s->room->ev, s->room->args, &why, &at) > 0
+		       ? 0 : -1;
+}
+
+/* A stream at its end gives its buffers back (kept for the next to start, or freed). */
+static void stream_end(time_merge *tm, thread_stream *s)
+{
+	if (s->buf != NULL && tm->nspare_buf < TIME_SPARES)
+		tm->spare_buf[tm->nspare_buf++] = s->buf;
+	else
+		free(s->buf);
+	if (s->room != NULL && tm->nspare_room < TIME_SPARES)
+		tm->spare_room[tm->nspare_room++] = s->room;
+	else
+		free(s->room);
+	s->buf = NULL;
+	s->room = NULL;
+}
+
+/* Reports the framing damage, sets the streams up and finds each one's first event, which
+ * places it among the waiting. */
 static int time_setup(nt_reader_cursor *cu)
 {
 	visit *vs = cu->vs;
@@ -410,8 +494,10 @@ static int time_setup(nt_reader_cursor *cu)
 	tm->n = (uint32_t)n;
 	tm->streams = calloc(n ? n : 1, sizeof(*tm->streams));
 	tm->heap = calloc(n ? n : 1, sizeof(*tm->heap));
-	tm->argmem = malloc(sizeof(*tm->argmem) * MAX_ARGS * (n ? n : 1));
-	if (tm->streams == NULL || tm->heap == NULL || tm->argmem == NULL)
+	tm->waiting = calloc(n ? n : 1, sizeof(*tm->waiting));
+	tm->scratch_room = malloc(sizeof(*tm->scratch_room));
+	if (tm->streams == NULL || tm->heap == NULL || tm->waiting == NULL ||
+	    tm->scratch_room == NULL)
 		return -1;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < cu->nv; i++) {
@@ -422,19 +508,23 @@ static int time_setup(nt_reader_cursor *cu)
 			s->rank = k;
 			s->thread = r->thread_order[j];
 			s->scan = nt_stream_start(r);
-			s->args = tm->argmem + (size_t)k * MAX_ARGS;
 		}
 	}
 	start_ahead_by_time(vs, cu->nv, tm->streams, tm->n);
 	for (uint32_t i = 0; i < tm->n; i++) {
 		thread_stream *s = &tm->streams[i];
-		if (stream_advance(s) < 0)
+		chunk_cursor before;
+		s->room = tm->scratch_room;
+		int rc = stream_advance(s, &tm->scratch, &before);
+		if (rc == 0 && s->has_event) {
+			s->c = before;
+			tm->waiting[tm->wn++] = entry_of(s);
+		}
+		s->room = NULL;
+		if (rc < 0)
 			return -1;
-		if (s->has_event)
-			tm->heap[tm->hn++] = entry_of(s);
 	}
-	for (uint32_t i = tm->hn; i-- > 0;)
-		sift_down(tm->heap, tm->hn, i);
+	qsort(tm->waiting, tm->wn, sizeof(*tm->waiting), by_entry);
 	return 0;
 }
 
@@ -450,13 +540,28 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 	int rc;
 	for (;;) {
 		if (s != NULL) {
-			if (stream_advance(s) < 0) {
+			if (stream_advance(s, &s->buf, NULL) < 0) {
 				s = NULL;
 				rc = -1;
 				break;
 			}
-			heap[0] = s->has_event ? entry_of(s) : heap[--hn];
+			if (s->has_event) {
+				heap[0] = entry_of(s);
+			} else {
+				stream_end(tm, s);
+				heap[0] = heap[--hn];
+			}
 			sift_down(heap, hn, 0);
+		}
+		while (tm->wi < tm->wn && (hn == 0 || earlier(&tm->waiting[tm->wi], &heap[0]))) {
+			heap_entry e = tm->waiting[tm->wi++];
+			if (stream_start(tm, e.s) < 0) {
+				s = NULL;
+				rc = -1;
+				goto out;
+			}
+			heap[hn] = e;
+			sift_up(heap, hn++);
 		}
 		if (hn == 0) {
 			s = NULL;
@@ -468,17 +573,18 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 			nt_visit_emit_gap(s->v, &s->gap);
 			s->has_gap = 0;
 		}
-		to_global(s->v, &s->ev);
+		to_global(s->v, &s->room->ev);
 		if (push == NULL) {
-			*ev = &s->ev;
+			*ev = &s->room->ev;
 			rc = 1;
 			break;
 		}
-		if (push->on_event != NULL && push->on_event(push->ctx, &s->ev) != 0) {
+		if (push->on_event != NULL && push->on_event(push->ctx, &s->room->ev) != 0) {
 			rc = PUSH_STOPPED;
 			break;
 		}
 	}
+out:
 	tm->hn = hn;
 	tm->pending = s; /* advanced at the next call */
 	return rc;
@@ -488,7 +594,7 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 static int report_open_damage(visit *v)
 {
 	for (uint32_t i = 0; i < v->r->ndamage; i++) {
-		nt_visit_report(v, v->r->damage[i].offset, v->r->damage[i].message);
+		nt_visit_report(v, v->r->notes->damage[i].offset, v->r->notes->damage[i].message);
 		if (v->policy == NT_ON_CORRUPT_STOP)
 			return -1;
 	}
@@ -547,7 +653,7 @@ static int cursor_setup(nt_reader_cursor *cu)
 	nt_reader *r = cu->r;
 	visit proto = { .r = r, .cb = &cu->cb, .ctx = cu->ctx, .policy = cu->policy,
 			.many = r->in_many, .threads = r->threads, .base = r->file_base,
-			.zdec = &cu->zdec, .top = r };
+			.zdec = &cu->zdec, .top = r, .msg = cu->msg };
 	proto.ahead_buffers = nt_ahead_plan(r, &proto.ahead_forced);
 	if (r->many) {
 		if (cursor_sections(cu, &proto) < 0)

@@ -65,6 +65,8 @@ typedef struct reader_many {
 		size_t size;
 	} *maps;                 /* bundles mapped here: their sections read slices of them */
 	size_t nmaps, maps_cap;
+	char **sources;          /* the input files' names: the sections' source */
+	size_t nsources, sources_cap;
 } reader_many;
 
 /* The archive's clock conversion, prepared once at open (nt_reader_prepare_clock) for the
@@ -79,11 +81,26 @@ typedef struct nt_clock_conv {
 	int64_t wall_offset;   /* start_realtime_ns - start_monotonic_ns */
 } nt_clock_conv;
 
+/* What an open found wrong, kept for the visits to report first: allocated at the first
+ * finding (most archives have none, and a bundle holds a reader per section). */
+#define NT_READER_MAX_OPEN_DAMAGE 16
+typedef struct reader_notes {
+	struct {
+		uint64_t offset;
+		const char *message;
+	} damage[NT_READER_MAX_OPEN_DAMAGE];
+	/* The events the header's count says are missing from the chunks (a file cut short),
+	 * and the header's account of a stopped save that does not add up, in words: two of the
+	 * damage messages. */
+	char truncation[200];
+	char save_lie[160];
+} reader_notes;
+
 struct nt_reader {
 	const uint8_t *data;
 	size_t size;
 	int mapped;
-	char name[256];
+	char *name;             /* as given to open (NUL-terminated, owned) */
 	nt_archive_info info;
 	nt_clock_conv clock;
 	uint64_t records_start; /* first record, after the header */
@@ -124,21 +141,16 @@ struct nt_reader {
 	size_t ncovered;   /* entries of covered: the saved stream may define threads later */
 	size_t mapped_size;
 
-	/* Damaged durable records found while opening; the visit reports them first. */
-#define NT_READER_MAX_OPEN_DAMAGE 16
-	struct {
-		uint64_t offset;
-		const char *message;
-	} damage[NT_READER_MAX_OPEN_DAMAGE];
+	/* Damage found while opening (notes->damage[0 .. ndamage - 1]); the visit reports it
+	 * first. notes_lost: memory ran out for notes (the open fails). */
+	reader_notes *notes;
 	uint32_t ndamage;
-	/* The events the top-level chunks' headers count, and what the header's count says is
-	 * missing from them (a file cut short), in words: one of the damage messages. */
+	int notes_lost;
+	/* The events the top-level chunks' headers count. */
 	uint64_t chunk_events;
 	/* A live oneshot or circular arena: the events its closed chunks' headers count (its
 	 * header's events_written counts those that closed, overwritten ones included). */
 	uint64_t closed_events;
-	char truncation[200];
-	char save_lie[160]; /* the header's account of a stopped save does not add up */
 	nt_reader_summary summary;
 	/* Compressed chunks found while opening, and the chunk bytes decompressed (a plain
 	 * chunk counts its own size): nt_reader_get_compression(). */

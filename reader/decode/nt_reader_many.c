@@ -39,7 +39,12 @@ static nt_reader *many_new(const char *name, nt_reader_error *err)
 		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		return NULL;
 	}
-	snprintf(m->name, sizeof(m->name), "%s", name);
+	if ((m->name = strdup(name)) == NULL) {
+		nt_reader_fail(err, name, 0, "%s", "out of memory");
+		free(m->many);
+		free(m);
+		return NULL;
+	}
 	return m;
 }
 
@@ -65,32 +70,47 @@ static char *copy_bytes(const uint8_t *p, size_t n)
 	return s;
 }
 
-/* A new section, zeroed but for its strings ("" until set); NULL when memory runs out. */
-static nt_reader_section *add_section(reader_many *mm, const char *source)
+/* What a section's name, message and error are until set: shared, never freed. */
+static const char nothing[] = "";
+
+static void free_text(const char *p)
 {
-	if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + 1, sizeof(*mm->sections)))
-		return NULL;
-	nt_reader_section *s = &mm->sections[mm->nsections];
-	s->source = strdup(source);
-	s->name = strdup("");
-	s->message = strdup("");
-	s->error = strdup("");
-	if (!s->source || !s->name || !s->message || !s->error) {
-		free((char *)s->source);
-		free((char *)s->name);
-		free((char *)s->message);
-		free((char *)s->error);
-		memset(s, 0, sizeof(*s));
+	if (p != nothing)
+		free((char *)p);
+}
+
+/* The input file's name, kept once for all its sections (a bundle holds thousands); NULL
+ * when memory runs out. */
+static const char *add_source(reader_many *mm, const char *file)
+{
+	if (mm->nsources > 0 && strcmp(mm->sources[mm->nsources - 1], file) == 0)
+		return mm->sources[mm->nsources - 1];
+	char *copy = strdup(file);
+	if (copy == NULL ||
+	    !nt_grow(&mm->sources, &mm->sources_cap, mm->nsources + 1, sizeof(*mm->sources))) {
+		free(copy);
 		return NULL;
 	}
+	return mm->sources[mm->nsources++] = copy;
+}
+
+/* A new section, zeroed but for its strings ("" until set); NULL when memory runs out. */
+static nt_reader_section *add_section(reader_many *mm, const char *file)
+{
+	const char *source = add_source(mm, file);
+	if (source == NULL ||
+	    !nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + 1, sizeof(*mm->sections)))
+		return NULL;
+	nt_reader_section *s = &mm->sections[mm->nsections];
+	s->source = source;
+	s->name = s->message = s->error = s->end_text = nothing;
 	s->index = (uint32_t)mm->nsections++;
-	s->end_text = "";
 	return s;
 }
 
 static void replace(const char **field, char *value)
 {
-	free((char *)*field);
+	free_text(*field);
 	*field = value;
 }
 
@@ -144,14 +164,15 @@ static nt_reader_section *frame_section(reader_many *mm, const char *file,
 	if (s == NULL)
 		return NULL;
 	char *name = copy_bytes(text, f->name_len);
-	char *msg = copy_bytes(text + f->name_len, f->message_len);
-	if (name == NULL || msg == NULL) {
+	char *msg = f->message_len ? copy_bytes(text + f->name_len, f->message_len) : NULL;
+	if (name == NULL || (f->message_len && msg == NULL)) {
 		free(name);
 		free(msg);
 		return NULL;
 	}
 	replace(&s->name, name);
-	replace(&s->message, msg);
+	if (msg != NULL)
+		replace(&s->message, msg);
 	s->pid = f->pid;
 	s->provider_id = f->provider_id;
 	s->end_state = f->end_state;
@@ -494,6 +515,14 @@ static void merge_info(nt_reader *m)
 
 static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
 {
+	reader_many *mm = m->many;
+	if (mm->nsections > 0 && mm->nsections < mm->sections_cap) { /* grown by doubling */
+		void *fit = realloc(mm->sections, mm->nsections * sizeof(*mm->sections));
+		if (fit != NULL) {
+			mm->sections = fit;
+			mm->sections_cap = mm->nsections;
+		}
+	}
 	if (!merge_processes(m) || !merge_threads(m)) {
 		nt_reader_fail(err, m->name, 0, "%s", "out of memory while merging the sections' tables");
 		nt_many_close(m);
@@ -548,11 +577,13 @@ void nt_many_close(nt_reader *m)
 	for (size_t i = 0; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
 		nt_single_close(s->reader);
-		free((char *)s->source);
-		free((char *)s->name);
-		free((char *)s->message);
-		free((char *)s->error);
+		free_text(s->name);
+		free_text(s->message);
+		free_text(s->error);
 	}
+	for (size_t i = 0; i < mm->nsources; i++)
+		free(mm->sources[i]);
+	free(mm->sources);
 	for (size_t i = 0; i < mm->nproblems; i++)
 		free(mm->problems[i].message);
 	for (size_t i = 0; i < mm->nmaps; i++)
@@ -565,5 +596,6 @@ void nt_many_close(nt_reader *m)
 	free(m->thread_order);
 	free(m->processes); /* their SIDs are the sections' */
 	nt_reader_decoder_free(m);
+	free(m->name);
 	free(m);
 }

@@ -21,12 +21,20 @@
 #include "nt_reader_internal.h"
 
 
+/* r->notes, allocated at the first need; NULL (and notes_lost) when memory runs out. */
+static reader_notes *notes_of(nt_reader *r)
+{
+	if (r->notes == NULL && (r->notes = calloc(1, sizeof(*r->notes))) == NULL)
+		r->notes_lost = 1;
+	return r->notes;
+}
+
 static void add_damage(nt_reader *r, uint64_t off, const char *msg)
 {
 	r->summary.open_errors++;
-	if (r->ndamage < NT_READER_MAX_OPEN_DAMAGE) {
-		r->damage[r->ndamage].offset = off;
-		r->damage[r->ndamage++].message = msg;
+	if (r->ndamage < NT_READER_MAX_OPEN_DAMAGE && notes_of(r) != NULL) {
+		r->notes->damage[r->ndamage].offset = off;
+		r->notes->damage[r->ndamage++].message = msg;
 	}
 }
 
@@ -300,19 +308,20 @@ static void check_truncation(nt_reader *r)
 	if (written <= overwritten)
 		return;
 	uint64_t expected = written - overwritten;
-	if (found >= expected)
+	if (found >= expected || notes_of(r) == NULL)
 		return;
+	char *truncation = r->notes->truncation;
 	if (live_slots)
-		snprintf(r->truncation, sizeof(r->truncation),
+		snprintf(truncation, sizeof(r->notes->truncation),
 			 "arena is truncated: its header counts %" PRIu64 " events in closed chunks, "
 			 "its slots hold %" PRIu64 " (at least %" PRIu64 " missing)",
 			 expected, found, expected - found);
 	else
-		snprintf(r->truncation, sizeof(r->truncation),
+		snprintf(truncation, sizeof(r->notes->truncation),
 			 "archive is truncated: its header counts %" PRIu64 " events written, its "
 			 "chunks hold %" PRIu64 " (%" PRIu64 " missing)",
 			 expected, found, expected - found);
-	add_damage(r, r->size, r->truncation);
+	add_damage(r, r->size, truncation);
 }
 
 /* Why saving stopped and the events it cost are the writer's word, checked like any other:
@@ -322,26 +331,62 @@ static void check_truncation(nt_reader *r)
 static void check_save_account(nt_reader *r)
 {
 	const nt_archive_info *in = &r->info;
+	char lie[sizeof(r->notes->save_lie)];
 	if (in->dropped_unsaved > in->events_dropped)
-		snprintf(r->save_lie, sizeof(r->save_lie),
+		snprintf(lie, sizeof(lie),
 			 "header counts %" PRIu64 " events not saved, more than the %" PRIu64
 			 " it counts dropped", in->dropped_unsaved, in->events_dropped);
 	else if (in->dropped_unsaved != 0 && in->save_errno == 0)
-		snprintf(r->save_lie, sizeof(r->save_lie),
+		snprintf(lie, sizeof(lie),
 			 "header counts %" PRIu64 " events not saved but no reason saving stopped",
 			 in->dropped_unsaved);
 	else if (in->save_errno > 4095)
-		snprintf(r->save_lie, sizeof(r->save_lie),
+		snprintf(lie, sizeof(lie),
 			 "header's reason saving stopped (%" PRIu32 ") is no errno", in->save_errno);
 	else
 		return;
-	add_damage(r, 0, r->save_lie);
+	if (notes_of(r) == NULL)
+		return;
+	memcpy(r->notes->save_lie, lie, sizeof(lie));
+	add_damage(r, 0, r->notes->save_lie);
+}
+
+/* *arr (of *n elements of `elem` bytes) cut to `keep` (>= 1) when that is fewer: the
+ * tables grow by doubling, and a bundle keeps a reader per section. A failed shrink keeps
+ * the array as it was. */
+static void trim(void *arr, size_t *n, size_t keep, size_t elem)
+{
+	void **p = (void **)arr;
+	if (keep >= *n)
+		return;
+	void *q = realloc(*p, keep * elem);
+	if (q != NULL) {
+		*p = q;
+		*n = keep;
+	}
+}
+
+/* The tables to what the archive defines, before names point into the pool. */
+static void trim_tables(nt_reader *r, const pending_names *pn)
+{
+	size_t strings = 1, callsites = 1;
+	for (size_t i = 0; i < r->nstrings && i < pn->nstring; i++)
+		if (pn->string_at[i])
+			strings = i + 1;
+	for (size_t i = 1; i < r->ncallsites; i++)
+		if (r->callsites[i].defined)
+			callsites = i + 1;
+	trim(&r->strings, &r->nstrings, strings, sizeof(*r->strings));
+	trim(&r->callsites, &r->ncallsites, callsites, sizeof(*r->callsites));
+	trim(&r->threads, &r->nthreads, r->thread_limit ? r->thread_limit : 1, sizeof(*r->threads));
+	trim(&r->pool, &r->pool_cap, r->pool_len ? r->pool_len : 1, 1);
 }
 
 /* Once the pool stops moving: names become pointers, and the lookups that need the whole
  * walk are built. Returns 0 when memory runs out. */
 static int finish_tables(nt_reader *r, const pending_names *pn)
 {
+	trim_tables(r, pn);
 	for (size_t i = 0; i < r->nstrings && i < pn->nstring; i++)
 		if (pn->string_at[i])
 			r->strings[i].str = r->pool + pn->string_at[i] - 1;
@@ -403,7 +448,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		check_truncation(r);
 		check_save_account(r);
 	}
-	if (step == STEP_OK && !finish_tables(r, &pn))
+	if (step == STEP_OK && (!finish_tables(r, &pn) || r->notes_lost))
 		step = STEP_NO_MEMORY;
 	free(pn.string_at);
 	free(pn.thread_at);
@@ -428,10 +473,14 @@ nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const ch
 		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		return NULL;
 	}
-	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->data = data;
 	r->size = r->mapped_size = size;
 	r->mapped = mapped;
+	if ((r->name = strdup(name)) == NULL) {
+		nt_reader_fail(err, name, 0, "%s", "out of memory");
+		nt_single_close(r);
+		return NULL;
+	}
 	if (data == NULL || size == 0) {
 		nt_reader_fail(err, r->name, 0, "%s", "empty input: not a nanotrace archive");
 		nt_single_close(r);
@@ -488,6 +537,8 @@ void nt_single_close(nt_reader *r)
 	free(r->processes);
 	free(r->callsites);
 	free(r->chunks);
+	free(r->notes);
+	free(r->name);
 	nt_reader_decoder_free(r);
 	free(r);
 }

@@ -25,7 +25,7 @@ void nt_visit_report(visit *v, uint64_t off, const char *msg)
 	if (v->cb->on_error == NULL)
 		return;
 	if (v->many) {
-		snprintf(v->msg, sizeof(v->msg), "%s: %s", v->r->name, msg);
+		snprintf(v->msg, NT_VISIT_MSG_BYTES, "%s: %s", v->r->name, msg);
 		v->cb->on_error(v->ctx, v->base + off, v->msg);
 	} else {
 		v->cb->on_error(v->ctx, off, msg);
@@ -80,6 +80,17 @@ static void cursor_open_buffer(const nt_reader *r, chunk_cursor *c, const uint8_
 	cursor_start(r, c, h, off);
 }
 
+/* The CompressedChunk at `off` (`size` bytes) decompressed by the visit itself into *buf
+ * (NT_MAX_ZCHUNK_BYTES, allocated on first use): NULL, or why it cannot be read. */
+static const char *decompress(visit *v, uint8_t **buf, uint64_t off, uint64_t size)
+{
+	if (*buf == NULL && (*buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
+		return "out of memory decompressing a compressed chunk";
+	if (*v->zdec == NULL && (*v->zdec = nt_reader_decoder_take(v->top)) == NULL)
+		return "out of memory decompressing a compressed chunk";
+	return nt_zchunk_decode(*v->zdec, v->r->data + off, size, *buf, NT_MAX_ZCHUNK_BYTES);
+}
+
 /* Opens the chunk record at `off` (`size` bytes, nt_chunk_header_ok): a Chunk in place, a
  * CompressedChunk decompressed into *buf (NT_MAX_ZCHUNK_BYTES, allocated on first use), or
  * taken from the helper's source `queue` with the buffer it was decompressed into.
@@ -98,13 +109,20 @@ const char *nt_visit_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint32_t
 			cursor_open_buffer(r, c, *buf, off);
 		return why;
 	}
-	if (*buf == NULL && (*buf = malloc(NT_MAX_ZCHUNK_BYTES)) == NULL)
-		return "out of memory decompressing a compressed chunk";
-	if (*v->zdec == NULL && (*v->zdec = nt_reader_decoder_take(v->top)) == NULL)
-		return "out of memory decompressing a compressed chunk";
-	why = nt_zchunk_decode(*v->zdec, r->data + off, size, *buf, NT_MAX_ZCHUNK_BYTES);
+	why = decompress(v, buf, off, size);
 	if (why == NULL)
 		cursor_open_buffer(r, c, *buf, off);
+	return why;
+}
+
+const char *nt_visit_reload(visit *v, chunk_cursor *c, uint8_t **buf)
+{
+	const char *why;
+	uint64_t size = nt_top_record_size(v->r, c->report, &why);
+	if (size == 0)
+		return why;
+	if ((why = decompress(v, buf, c->report, size)) == NULL)
+		c->data = *buf;
 	return why;
 }
 

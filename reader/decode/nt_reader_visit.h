@@ -46,8 +46,11 @@ typedef struct visit {
 	uint32_t ahead_buffers;   /* nt_ahead_plan's, for the helper each visit starts */
 	int ahead_forced;
 	nt_ahead *ahead;          /* decompressing ahead (NULL: serially) */
-	char msg[768];
+	char *msg;                /* NT_VISIT_MSG_BYTES, the cursor's: one for all its visits */
 } visit;
+
+/* A damage message naming the section: "<section's reader name>: <problem>". */
+#define NT_VISIT_MSG_BYTES 768
 
 /* Damage at `off`, to the visit's on_error (naming the section in a many-process reader). */
 void nt_visit_report(visit *v, uint64_t off, const char *msg);
@@ -57,6 +60,10 @@ void nt_visit_emit_gap(visit *v, const nt_reader_gap *gap);
  * *buf or taken from the helper's queue `queue`): NULL, or why it cannot be read. */
 const char *nt_visit_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint32_t queue,
 			      uint64_t off, uint64_t size);
+/* A cursor of a compressed chunk (c->report: its CompressedChunk) whose buffer is gone:
+ * the chunk decompressed again by the visit into *buf (allocated when NULL) and the cursor
+ * pointed at it, where it was. NULL, or why it cannot be read. */
+const char *nt_visit_reload(visit *v, chunk_cursor *c, uint8_t **buf);
 /* Opens an arena chunk, skipping what the saved stream already delivered. */
 void nt_visit_open_arena(const nt_reader *r, chunk_cursor *c, uint64_t off);
 /* The events of the unreadable chunk at `off` as a gap from *expected (advanced): 1 when

@@ -17,7 +17,7 @@ typedef struct text_ctx {
 	const nt_render_options *opt;
 	int wpid; /* width of the PID column; 0: none (one process, whose pid is its header's) */
 	int wthread, wcat, wname;
-	nt_duration_stack **stacks; /* by thread index, allocated on first use */
+	nt_duration_stack *stacks; /* by thread index */
 	uint32_t nstacks;
 	int oom;
 	nt_follower *follow; /* nt_render_text_follow: the header is printed at the first line */
@@ -73,14 +73,14 @@ static void print_arg(nt_out *out, const nt_reader_arg *a)
 
 static nt_duration_stack *stack_of(text_ctx *t, uint32_t thread)
 {
-	if (thread >= t->nstacks)
-		return NULL;
-	if (t->stacks[thread] == NULL) {
-		t->stacks[thread] = calloc(1, sizeof(nt_duration_stack));
-		if (t->stacks[thread] == NULL)
-			t->oom = 1;
-	}
-	return t->stacks[thread];
+	return thread < t->nstacks ? &t->stacks[thread] : NULL;
+}
+
+static void free_stacks(text_ctx *t)
+{
+	for (uint32_t i = 0; t->stacks != NULL && i < t->nstacks; i++)
+		nt_duration_stack_free(&t->stacks[i]);
+	free(t->stacks);
 }
 
 /* The duration column's text: a Complete's own, or an End's from its Begin. */
@@ -90,8 +90,8 @@ static size_t duration_of(text_ctx *t, const nt_reader_event *e, char *dur, size
 	uint64_t d;
 	if (e->kind == NT_KIND_COMPLETE)
 		return nt_format_duration(dur, cap, e->duration_ns);
-	if (nt_event_opens(e) && s)
-		nt_duration_stack_push(s, e->time_ns);
+	if (nt_event_opens(e) && s && !nt_duration_stack_push(s, e->time_ns))
+		t->oom = 1;
 	else if (nt_event_closes(e) && s && nt_duration_stack_pop(s, e->time_ns, &d))
 		return nt_format_duration(dur, cap, d);
 	return 0;
@@ -250,9 +250,7 @@ int nt_render_text(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		rc = nt_reader_visit(r, &cb, t, copy.order, copy.policy);
 		if (rc >= 0)
 			print_losses(t, r);
-		for (uint32_t i = 0; i < t->nstacks; i++)
-			free(t->stacks[i]);
-		free(t->stacks);
+		free_stacks(t);
 	}
 	if (nt_out_flush(&t->out) != 0 || t->oom)
 		rc = -1;
@@ -328,9 +326,7 @@ int nt_render_text_follow(nt_follower *f, FILE *out, const nt_render_options *us
 	t->wthread = t->wcat = t->wname = MAX_COL;
 	nt_reader_callbacks cb = { .on_event = follow_event, .on_gap = follow_gap };
 	int st = nt_follow_loop(f, &cb, t, text_after_poll, interval_ms, keep_going, arg);
-	for (uint32_t i = 0; i < t->nstacks; i++)
-		free(t->stacks[i]);
-	free(t->stacks);
+	free_stacks(t);
 	int saved = errno;
 	free(t);
 	errno = saved;

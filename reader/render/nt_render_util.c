@@ -124,11 +124,29 @@ const char *nt_kind_phase(uint8_t kind)
 	}
 }
 
-void nt_duration_stack_push(nt_duration_stack *s, int64_t ns)
+int nt_duration_stack_push(nt_duration_stack *s, int64_t ns)
 {
-	if (s->depth < NT_DURATION_STACK_MAX)
+	int ok = 1;
+	if (s->depth < NT_DURATION_STACK_MAX && s->depth >= s->cap) {
+		uint32_t cap = s->cap ? 2 * s->cap : 8;
+		int64_t *p = realloc(s->begin_ns, sizeof(*p) * (cap < NT_DURATION_STACK_MAX
+								 ? cap : NT_DURATION_STACK_MAX));
+		if (p != NULL) {
+			s->begin_ns = p;
+			s->cap = cap < NT_DURATION_STACK_MAX ? cap : NT_DURATION_STACK_MAX;
+		}
+		ok = p != NULL;
+	}
+	if (s->depth < s->cap)
 		s->begin_ns[s->depth] = ns;
 	s->depth++;
+	return ok;
+}
+
+void nt_duration_stack_free(nt_duration_stack *s)
+{
+	free(s->begin_ns);
+	*s = (nt_duration_stack){ 0 };
 }
 
 int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur)
@@ -136,7 +154,7 @@ int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur)
 	if (s->depth == 0)
 		return 0;
 	s->depth--;
-	if (s->depth >= NT_DURATION_STACK_MAX)
+	if (s->depth >= s->cap) /* deeper than the room it had when that Begin came */
 		return 0;
 	*dur = end_ns > s->begin_ns[s->depth] ? (uint64_t)end_ns - (uint64_t)s->begin_ns[s->depth] : 0;
 	return 1;

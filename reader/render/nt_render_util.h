@@ -71,13 +71,18 @@ void nt_balance_free(nt_balance *b);
 void nt_json_write_list(nt_out *out, const nt_reader_arg *a);
 
 /* Per-thread stack of open Begin times, so an End can show its duration. Nesting deeper
- * than the stack still balances; only those durations are unknown. */
+ * than the stack still balances; only those durations are unknown. A zeroed one is empty
+ * and holds no memory: its room grows with the nesting (a bundle has thousands of threads,
+ * most of them shallow). */
 #define NT_DURATION_STACK_MAX 256
 typedef struct nt_duration_stack {
 	uint32_t depth;
-	int64_t begin_ns[NT_DURATION_STACK_MAX];
+	uint32_t cap;      /* entries of begin_ns, at most NT_DURATION_STACK_MAX */
+	int64_t *begin_ns;
 } nt_duration_stack;
-void nt_duration_stack_push(nt_duration_stack *s, int64_t ns);
+/* 0 when memory ran out for the room (that Begin's duration is then unknown). */
+int nt_duration_stack_push(nt_duration_stack *s, int64_t ns);
+void nt_duration_stack_free(nt_duration_stack *s);
 /* 1 and *dur when the matching Begin is known. */
 int nt_duration_stack_pop(nt_duration_stack *s, int64_t end_ns, uint64_t *dur);
 

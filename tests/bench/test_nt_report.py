@@ -43,6 +43,9 @@ ISSUE_KEYS = [
     'blocking_on_lost', 'blocking_on_lost_pct', 'blocking_on_ns_per_event', 'blocking_on_waits',
     'blocking_on_waits_ended_in_drop', 'blocking_on_blocked_ms',
     'blocking_on_blocked_ms_max_thread',
+    # issue 29: a bundle of short processes beside one archive of the same events
+    'bundle20k_text_mev_s', 'bundle20k_text_vs_single', 'bundle20k_stats_s',
+    'bundle20k_stats_vs_single', 'bundle20k_reader_kb', 'bundle20k_reader_kb_limit',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

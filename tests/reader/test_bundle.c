@@ -577,6 +577,99 @@ static void test_stream_defines_a_later_thread(void **state)
 	free(a);
 }
 
+/* One event as a merge check sees it. */
+typedef struct seen {
+	int64_t time_ns;
+	uint32_t thread;   /* global index: the merge's tie order */
+	uint32_t nth;      /* its place among its thread's events */
+	uint64_t seq, offset;
+} seen;
+
+typedef struct seen_list {
+	seen *v;
+	size_t n, cap;
+	uint32_t *per_thread;
+} seen_list;
+
+static int collect(void *ctx, const nt_reader_event *e)
+{
+	seen_list *l = ctx;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		assert_non_null(l->v);
+	}
+	assert_int_equal(e->arg_count, 1);
+	l->v[l->n++] = (seen){ e->time_ns, e->thread->index, l->per_thread[e->thread->index]++,
+			       e->args[0].value.u64, e->offset };
+	return 0;
+}
+
+static int by_time_then_thread(const void *a, const void *b)
+{
+	const seen *x = a, *y = b;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->nth < y->nth ? -1 : x->nth > y->nth;
+}
+
+static seen_list collect_all(nt_reader *r, nt_order order, int ahead)
+{
+	seen_list l = { NULL, 0, 0, calloc(nt_reader_thread_index_limit(r) + 1, sizeof(uint32_t)) };
+	assert_int_equal(nt_reader_set_decompress_ahead(r, ahead), 0);
+	nt_reader_callbacks cb = { .on_event = collect };
+	assert_int_equal(nt_reader_visit(r, &cb, &l, order, NT_ON_CORRUPT_SKIP), 0);
+	free(l.per_thread);
+	return l;
+}
+
+/* Many sections, each thread's stream waiting until the merge reaches its first event, its
+ * first chunk decompressed again then (the setup's buffer is shared): the time order is
+ * exactly every thread's events merged by (time, thread), each event with its arguments,
+ * with and without decompressing ahead. The sections repeat the four processes' archives,
+ * so threads tie in time and several are started at once. */
+static void test_many_sections_start_when_reached(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 48 };
+	char *buf = NULL;
+	size_t size;
+	FILE *f = open_memstream(&buf, &size);
+	bw_preamble(f, 1);
+	for (int i = 0; i < SECTIONS; i++) {
+		int a = i % NPROC;
+		bw_section sec = { arch[a], arch_size[a], states[a], modes[a], (uint32_t)pids[a] + i,
+				   (uint32_t)i + 1, names[a], "", 0 };
+		bw_section_write(f, &sec);
+	}
+	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	fclose(f);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(buf, size, "many", &err);
+	assert_msg(r != NULL, "%s", err.message);
+	assert_int_equal(nt_reader_section_count(r), SECTIONS);
+	uint64_t zchunks = 0;
+	nt_reader_get_compression(r, &zchunks, NULL);
+	assert_true(zchunks > 0); /* the oneshot sections' chunks are compressed */
+	seen_list want = collect_all(r, NT_ORDER_STREAM, NT_READER_AHEAD_OFF);
+	qsort(want.v, want.n, sizeof(*want.v), by_time_then_thread);
+	for (int ahead = 0; ahead <= 4; ahead += 4) {
+		seen_list got = collect_all(r, NT_ORDER_TIME, ahead);
+		assert_int_equal(got.n, want.n);
+		for (size_t i = 0; i < want.n; i++)
+			assert_msg(memcmp(&got.v[i], &want.v[i], sizeof(seen)) == 0,
+				   "event %zu (ahead %d): thread %u seq %llu, want thread %u seq %llu",
+				   i, ahead, got.v[i].thread, (unsigned long long)got.v[i].seq,
+				   want.v[i].thread, (unsigned long long)want.v[i].seq);
+		free(got.v);
+	}
+	free(want.v);
+	nt_reader_close(r);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_open_many),
 		cmocka_unit_test(test_plain_is_one_section),
 		cmocka_unit_test(test_stream_defines_a_later_thread),
+		cmocka_unit_test(test_many_sections_start_when_reached),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

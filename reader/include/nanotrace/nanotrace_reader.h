@@ -395,7 +395,9 @@ void nt_reader_cursor_close(nt_reader_cursor *c);
  *     whatever its size; a table of `buffers` small entries per thread in NT_ORDER_TIME.
  *   - When: NT_READER_AHEAD_AUTO (the default) decompresses ahead when the archive (all its
  *     sections in NT_ORDER_TIME; the section in NT_ORDER_STREAM) holds at least 8
- *     compressed chunks and the process may run on more than one CPU (sched_getaffinity),
+ *     compressed chunks, in NT_ORDER_TIME at least two per thread (a bundle of short
+ *     processes is merged serially), and the process may run on more than one CPU
+ *     (sched_getaffinity),
  *     with NT_READER_AHEAD_BUFFERS buffers; then the environment variable
  *     NANOTRACE_READER_AHEAD decides first when it is set: "0" or "off" never, "auto" the
  *     rule above, a number 1..NT_READER_AHEAD_MAX_BUFFERS always (any compressed chunk, any
