@@ -440,8 +440,10 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
  * cores (the saver cannot keep up), 15 interleaved runs of 3 M mixed iterations each, events
  * lost median / mean: compression off 2.3% / 3.5%; an eighth 2.8% / 3.4%; a half 8.9% /
  * 10.1%; a half while the save gains on the writers, else an eighth, 8.5% / 8.3%. A larger
- * bound compresses more under load and loses more: an eighth loses no more than storing
- * everything. */
+ * bound compresses more under load and loses more. With closed_chunk_end and the pace of
+ * nt_saver_pace.h added, the same runs (the machine loaded 9 deep): off 2.8% / 3.7%,
+ * compressing at an eighth 0.0% / 0.16%: a compressed piece is fewer bytes to write, and
+ * compression never costs the writers an event. */
 #define NT_SAVER_Z_BACKLOG_DIV 8
 
 static int writers_outrun(nt_arena_saver *s, uint64_t seq)
