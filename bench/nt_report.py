@@ -9,6 +9,7 @@ It runs the C programs of bench/ (the measurements stay in C, next to the code t
 measure) and merges their JSON:
   nt_bench_peers   the floor, nanotrace and LTTng-UST at 1-16 threads, interleaved rounds,
                    ratios with their spread; bytes per event on disk; streaming (--part)
+  nt_bench_manager the trace manager's streaming sections beside oneshot (--part sections)
   nt_bench_reader  decode in both orders, every trace-dump rendering, the reader's memory,
                    bytes per event of Chrome JSON and Perfetto (mixed shape)
 and the demo's Chrome JSON and Perfetto renderings by trace-dump itself (issue 28),
@@ -55,17 +56,27 @@ KEYS = [
     # issue 26: an arg-less async begin+end pair and a flow step in a scope, each ÷ BEGIN/END
     # in the same repetitions (goal: within 1.15), and their bytes per event on disk
     'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
+    # issue 29: one writer at full rate, streaming beside oneshot with the same events, same
+    # rounds: bytes per event on disk (goal: within 1.2x), events lost (goal: 0 with a free
+    # core) and the writer's ns/event (goal: within 1.05x; the worse shape)
+    'streaming_disk_bytes_per_event_zone', 'streaming_disk_bytes_per_event_mixed',
+    'streaming_vs_oneshot_bytes_zone', 'streaming_vs_oneshot_bytes_mixed',
+    'streaming_lost_pct_zone', 'streaming_lost_pct_mixed', 'streaming_ns_vs_oneshot',
+    # and the trace manager's streaming sections (trace-record -m streaming) beside oneshot
+    'manager_streaming_disk_bytes_per_event_zone', 'manager_streaming_disk_bytes_per_event_mixed',
+    'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
+    'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
 # the reader benchmark and of the LTTng trace babeltrace2 reads, repetitions.
 MODES = {
     'full': dict(rounds=9, events=2000000, stream_ms=2000, read_events=3000000, reps=5,
-                 demo_requests=40000),
+                 demo_requests=40000, stream_events=8000000),
     'quick': dict(rounds=5, events=500000, stream_ms=500, read_events=1000000, reps=3,
-                  demo_requests=10000),
+                  demo_requests=10000, stream_events=2000000),
     'smoke': dict(rounds=3, events=20000, stream_ms=100, read_events=30000, reps=1,
-                  demo_requests=200),
+                  demo_requests=200, stream_events=20000),
 }
 
 
@@ -450,7 +461,13 @@ def measure(args, size):
         report['speedup_vs_lttng_reason'] = reason
     merge_lttng(report, lt, reason)
     report.update(run_program([peers, '--part', 'disk', '--events', str(size['events']),
-                               '--stream-ms', str(size['stream_ms']), '--json']))
+                               '--stream-ms', str(size['stream_ms']), '--stream-events',
+                               str(size['stream_events']), '--stream-rounds',
+                               str(size['reps']), '--json']))
+    report.update(run_program([
+        os.path.join(args.build, 'bench', 'nt_bench_manager'), '--trace-record',
+        os.path.join(args.build, 'manager', 'trace-record'), '--part', 'sections', '--reps',
+        str(size['reps']), '--shape-events', str(size['stream_events']), '--json']))
     report.update(run_program([reader, '--events', str(size['read_events']), '--reps',
                                str(size['reps']), '--json']))
     perfetto_ratios(report)
@@ -503,6 +520,21 @@ def print_table(r):
         ('file bytes per event: zone / mixed', '%s / %s' % (
             fmt(r, 'disk_bytes_per_event_zone', ' B', 3), fmt(r, 'disk_bytes_per_event_mixed', ' B', 3))),
         ('streaming 1 thread, mixed, default arena: lost', fmt(r, 'streaming_lost_pct_1t_mixed', '%', 2)),
+        ('streaming file bytes per event: zone / mixed', '%s / %s' % (
+            fmt(r, 'streaming_disk_bytes_per_event_zone', ' B', 3),
+            fmt(r, 'streaming_disk_bytes_per_event_mixed', ' B', 3))),
+        ('  ÷ oneshot, same events: zone / mixed', '%s / %s' % (
+            fmt(r, 'streaming_vs_oneshot_bytes_zone', 'x', 2),
+            fmt(r, 'streaming_vs_oneshot_bytes_mixed', 'x', 2))),
+        ('  lost: zone / mixed (worst round)', '%s / %s' % (
+            fmt(r, 'streaming_lost_pct_zone', '%', 2), fmt(r, 'streaming_lost_pct_mixed', '%', 2))),
+        ('  writer ns/event ÷ oneshot (worse shape)', fmt(r, 'streaming_ns_vs_oneshot', 'x', 3)),
+        ('trace-record streaming sections ÷ oneshot: zone / mixed', '%s / %s' % (
+            fmt(r, 'manager_streaming_vs_oneshot_bytes_zone', 'x', 2),
+            fmt(r, 'manager_streaming_vs_oneshot_bytes_mixed', 'x', 2))),
+        ('  lost: zone / mixed (worst round)', '%s / %s' % (
+            fmt(r, 'manager_streaming_lost_pct_zone', '%', 2),
+            fmt(r, 'manager_streaming_lost_pct_mixed', '%', 2))),
         ('  saver / plain write(2), same folder', '%s / %s' % (
             fmt(r, 'saver_mb_s', ' MB/s', 1), fmt(r, 'plain_write_mb_s', ' MB/s', 1))),
         ('decode, stream / time order', '%s / %s' % (

@@ -34,6 +34,12 @@ ISSUE_KEYS = [
     'render_perfetto_demo_mev_s', 'perfetto_speedup_demo',
     # issue 26: async and flow events beside BEGIN/END, and their bytes on disk
     'async_vs_zone', 'flow_vs_zone', 'disk_bytes_per_event_async', 'disk_bytes_per_event_flow',
+    # issue 29: streaming beside oneshot, the same events
+    'streaming_disk_bytes_per_event_zone', 'streaming_disk_bytes_per_event_mixed',
+    'streaming_vs_oneshot_bytes_zone', 'streaming_vs_oneshot_bytes_mixed',
+    'streaming_lost_pct_zone', 'streaming_lost_pct_mixed', 'streaming_ns_vs_oneshot',
+    'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
+    'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'
