@@ -109,16 +109,20 @@ static int streaming(const char *dir, int ms, nt_bench_disk *o)
 		return fail("nt_finish (streaming)", nt_last_error());
 	uint64_t t1 = now_ns();
 	struct stat sb;
-	int ok = stat(path, &sb) == 0;
+	nt_reader_error err;
+	nt_reader *r = stat(path, &sb) == 0 ? nt_reader_open(path, &err) : NULL;
 	unlink(path);
-	if (!ok)
-		return fail(path, "the streamed archive is missing");
+	if (r == NULL)
+		return fail(path, "the streamed archive is missing or did not open");
+	uint64_t records = 0; /* the chunks' bytes uncompressed: what the saver took in */
+	nt_reader_get_compression(r, NULL, &records);
+	nt_reader_close(r);
 	o->stream_events = iterations * 3;
 	o->stream_dropped = st.events_dropped;
 	o->stream_lost_pct = 100.0 * (double)st.events_dropped / (double)o->stream_events;
 	o->stream_bytes = (uint64_t)sb.st_size;
-	o->saver_mb_s = (double)sb.st_size / 1e6 / ((double)(t1 - t0) / 1e9);
-	o->plain_write_mb_s = plain_write(dir, (uint64_t)sb.st_size);
+	o->saver_mb_s = (double)records / 1e6 / ((double)(t1 - t0) / 1e9);
+	o->plain_write_mb_s = plain_write(dir, records);
 	return o->plain_write_mb_s > 0 || fail(dir, "the plain write failed");
 }
 

@@ -30,9 +30,10 @@ typedef struct nt_bench_disk {
 	double stream_lost_pct;    /* events dropped / events made, percent */
 	uint64_t stream_events;    /* events made */
 	uint64_t stream_dropped;
-	double saver_mb_s;         /* archive bytes / (start of writing .. nt_finish returned) */
-	uint64_t stream_bytes;     /* the archive's size */
-	double plain_write_mb_s;   /* the same bytes with write(2) of 1 MiB + fsync, same folder */
+	double saver_mb_s;         /* chunk bytes saved, uncompressed (what the saver took in) /
+				    * (start of writing .. nt_finish returned) */
+	uint64_t stream_bytes;     /* the archive's size (st_size: the arena's hole included) */
+	double plain_write_mb_s;   /* as many bytes with write(2) of 1 MiB + fsync, same folder */
 	/* Streaming beside oneshot, 1 writer at full rate, the same events (vs[0] zone, vs[1]
 	 * mixed): what issue 29 asks of streaming. */
 	nt_bench_stream_shape vs[2];
