@@ -21,39 +21,14 @@ static int fail(const char *what, const char *why)
 	return 0;
 }
 
-/* Records `events` events of `shape` in a oneshot session large enough for all of them,
- * saves them with nt_finish() (its default format) and reads the archive back. */
-static int archive_bytes(const char *dir, nt_bench_shape shape, uint64_t events, nt_bench_disk *o)
+/* The archive just saved at `path`, opened (its stat in *sb) and unlinked; NULL when it is
+ * missing or does not open. */
+static nt_reader *open_saved(const char *path, struct stat *sb)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s.ntrace", dir, nt_bench_shape_names[shape]);
-	nt_config cfg;
-	nt_config_init(&cfg);
-	cfg.buffer_size = (size_t)(events * 48 + (16u << 20));
-	if (nt_start(&cfg) != NT_OK)
-		return fail("nt_start", nt_last_error());
-	nt_shape_loops[shape](events / nt_bench_shape_events[shape]);
-	if (nt_finish(path) != NT_OK)
-		return fail("nt_finish", nt_last_error());
-	struct stat st;
 	nt_reader_error err;
-	nt_reader *r = stat(path, &st) == 0 ? nt_reader_open(path, &err) : NULL;
+	nt_reader *r = stat(path, sb) == 0 ? nt_reader_open(path, &err) : NULL;
 	unlink(path);
-	if (r == NULL)
-		return fail(path, "the archive just saved did not open");
-	nt_reader_summary s;
-	nt_reader_get_summary(r, &s);
-	uint64_t plain_chunk_bytes = 0; /* record bytes: what the chunks hold uncompressed */
-	nt_reader_get_compression(r, NULL, &plain_chunk_bytes);
-	uint64_t n = nt_reader_info(r)->events_written;
-	nt_reader_close(r);
-	if (n == 0)
-		return fail(path, "no event in the archive");
-	o->archive_events[shape] = n;
-	o->record_bpe[shape] =
-		(double)(plain_chunk_bytes - s.chunks * sizeof(nt_chunk_header)) / (double)n;
-	o->file_bpe[shape] = (double)st.st_size / (double)n;
-	return 1;
+	return r;
 }
 
 /* write(2) `bytes` in 1 MiB blocks to a new file in `dir`, then fsync (nt_finish syncs the
@@ -109,9 +84,7 @@ static int streaming(const char *dir, int ms, nt_bench_disk *o)
 		return fail("nt_finish (streaming)", nt_last_error());
 	uint64_t t1 = now_ns();
 	struct stat sb;
-	nt_reader_error err;
-	nt_reader *r = stat(path, &sb) == 0 ? nt_reader_open(path, &err) : NULL;
-	unlink(path);
+	nt_reader *r = open_saved(path, &sb);
 	if (r == NULL)
 		return fail(path, "the streamed archive is missing or did not open");
 	uint64_t records = 0; /* the chunks' bytes uncompressed: what the saver took in */
@@ -136,6 +109,7 @@ typedef struct shape_run {
 	uint64_t saved;            /* events the archive holds */
 	uint64_t disk, apparent;   /* bytes allocated on disk (st_blocks), and st_size */
 	uint64_t chunks, zchunks;  /* chunk pieces in it, and how many are compressed */
+	uint64_t plain;            /* its chunks' bytes uncompressed (headers included) */
 	double other_cpu;          /* CPU time of the other threads (the saver) ÷ the loop's */
 } shape_run;
 
@@ -157,7 +131,7 @@ static int run_shape(const char *dir, nt_bench_shape shape, int mode, uint64_t e
 	if (mode == NT_MODE_STREAMING)
 		cfg.path = path; /* the default arena: what a user gets */
 	else
-		cfg.buffer_size = (size_t)(events * 16 + (16u << 20)); /* zone, mixed: < 7 B */
+		cfg.buffer_size = (size_t)(events * 48 + (16u << 20)); /* str: 40 B */
 	if (nt_start(&cfg) != NT_OK)
 		return fail("nt_start", nt_last_error());
 	uint64_t iterations = events / nt_bench_shape_events[shape];
@@ -173,20 +147,31 @@ static int run_shape(const char *dir, nt_bench_shape shape, int mode, uint64_t e
 	r->made = iterations * nt_bench_shape_events[shape];
 	r->dropped = st.events_dropped;
 	struct stat sb;
-	nt_reader_error err;
-	nt_reader *rd = stat(path, &sb) == 0 ? nt_reader_open(path, &err) : NULL;
-	unlink(path);
+	nt_reader *rd = open_saved(path, &sb);
 	if (rd == NULL)
 		return fail(path, "the archive just saved did not open");
 	nt_reader_summary sum;
 	nt_reader_get_summary(rd, &sum);
-	nt_reader_get_compression(rd, &r->zchunks, NULL);
+	nt_reader_get_compression(rd, &r->zchunks, &r->plain);
 	r->chunks = sum.chunks;
 	r->saved = nt_reader_info(rd)->events_written;
 	nt_reader_close(rd);
 	r->disk = (uint64_t)sb.st_blocks * 512u;
 	r->apparent = (uint64_t)sb.st_size;
 	return r->saved > 0 || fail(path, "no event in the archive");
+}
+
+/* `events` events of `shape` saved by nt_finish() (its default format), read back. */
+static int archive_bytes(const char *dir, nt_bench_shape shape, uint64_t events, nt_bench_disk *o)
+{
+	shape_run r;
+	if (!run_shape(dir, shape, NT_MODE_ONESHOT, events, &r))
+		return 0;
+	o->archive_events[shape] = r.saved;
+	o->record_bpe[shape] =
+		(double)(r.plain - r.chunks * sizeof(nt_chunk_header)) / (double)r.saved;
+	o->file_bpe[shape] = (double)r.apparent / (double)r.saved;
+	return 1;
 }
 
 /* `reps` rounds, each a oneshot then a streaming run of the same shape and events, so the

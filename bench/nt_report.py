@@ -499,6 +499,12 @@ def fmt(report, key, unit='', digits=2):
     return s
 
 
+def shapes(report, key, unit, digits=2):
+    """`key`_zone / `key`_mixed, as one table cell."""
+    return '%s / %s' % (fmt(report, key + '_zone', unit, digits),
+                        fmt(report, key + '_mixed', unit, digits))
+
+
 def print_table(r):
     rows = [
         ('floor (clock + 16 B store), 1 thread', fmt(r, 'floor_ns', ' ns')),
@@ -520,21 +526,14 @@ def print_table(r):
         ('file bytes per event: zone / mixed', '%s / %s' % (
             fmt(r, 'disk_bytes_per_event_zone', ' B', 3), fmt(r, 'disk_bytes_per_event_mixed', ' B', 3))),
         ('streaming 1 thread, mixed, default arena: lost', fmt(r, 'streaming_lost_pct_1t_mixed', '%', 2)),
-        ('streaming file bytes per event: zone / mixed', '%s / %s' % (
-            fmt(r, 'streaming_disk_bytes_per_event_zone', ' B', 3),
-            fmt(r, 'streaming_disk_bytes_per_event_mixed', ' B', 3))),
-        ('  ÷ oneshot, same events: zone / mixed', '%s / %s' % (
-            fmt(r, 'streaming_vs_oneshot_bytes_zone', 'x', 2),
-            fmt(r, 'streaming_vs_oneshot_bytes_mixed', 'x', 2))),
-        ('  lost: zone / mixed (worst round)', '%s / %s' % (
-            fmt(r, 'streaming_lost_pct_zone', '%', 2), fmt(r, 'streaming_lost_pct_mixed', '%', 2))),
+        ('streaming file bytes per event: zone / mixed',
+         shapes(r, 'streaming_disk_bytes_per_event', ' B', 3)),
+        ('  ÷ oneshot, same events: zone / mixed', shapes(r, 'streaming_vs_oneshot_bytes', 'x')),
+        ('  lost: zone / mixed (worst round)', shapes(r, 'streaming_lost_pct', '%')),
         ('  writer ns/event ÷ oneshot (worse shape)', fmt(r, 'streaming_ns_vs_oneshot', 'x', 3)),
-        ('trace-record streaming sections ÷ oneshot: zone / mixed', '%s / %s' % (
-            fmt(r, 'manager_streaming_vs_oneshot_bytes_zone', 'x', 2),
-            fmt(r, 'manager_streaming_vs_oneshot_bytes_mixed', 'x', 2))),
-        ('  lost: zone / mixed (worst round)', '%s / %s' % (
-            fmt(r, 'manager_streaming_lost_pct_zone', '%', 2),
-            fmt(r, 'manager_streaming_lost_pct_mixed', '%', 2))),
+        ('trace-record streaming sections ÷ oneshot: zone / mixed',
+         shapes(r, 'manager_streaming_vs_oneshot_bytes', 'x')),
+        ('  lost: zone / mixed (worst round)', shapes(r, 'manager_streaming_lost_pct', '%')),
         ('  saver / plain write(2), same folder', '%s / %s' % (
             fmt(r, 'saver_mb_s', ' MB/s', 1), fmt(r, 'plain_write_mb_s', ' MB/s', 1))),
         ('decode, stream / time order', '%s / %s' % (
