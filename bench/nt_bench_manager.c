@@ -13,8 +13,15 @@
  *              events as fast as they can for a fixed count: events per second the manager
  *              saved (decoded from the archive over the recording's wall time) and the share
  *              dropped because the manager was late.
+ *   sections   (--part sections: this alone) one process writing --shape-events events of the zone and of the mixed shape
+ *              at full rate (nt_bench_shapes.h), recorded by trace-record in oneshot mode
+ *              (a buffer that holds them all) and in streaming mode (the default buffer,
+ *              saved by the manager's saver thread as it goes): bundle bytes on disk per
+ *              event, streaming ÷ oneshot within each of --reps rounds, and the events
+ *              streaming lost (issue 29: the manager's streaming sections compress too).
  *
- *   nt_bench_manager --trace-record PATH [--reps N] [--pairs N] [--json]
+ *   nt_bench_manager --trace-record PATH [--part sections] [--reps N] [--pairs N]
+ *                    [--shape-events N] [--json]
  * With --json the last line is one JSON object.
  */
 #define _GNU_SOURCE
@@ -24,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_shapes.h"
 #include "nt_bench_util.h"
 
 extern char **environ;
@@ -77,13 +86,22 @@ static int child_stream(uint64_t n)
 	return nt_is_recording() ? 0 : 1;
 }
 
+/* --child-shape zone|mixed N: N events of the shape as fast as possible. */
+static int child_shape(const char *shape, uint64_t n)
+{
+	nt_bench_shape sh = strcmp(shape, "zone") == 0 ? SHAPE_ZONE : SHAPE_MIXED;
+	nt_shape_loops[sh](n / nt_bench_shape_events[sh]);
+	return nt_is_recording() ? 0 : 1;
+}
+
 /* ---- the parent ------------------------------------------------------------------------------ */
 
 typedef struct bench_args {
 	const char *self, *trace_record;
+	const char *dir; /* the sections part's private scratch folder */
 	int reps;
-	uint64_t pairs;
-	int json;
+	uint64_t pairs, shape_events;
+	int json, sections_only;
 } bench_args;
 
 /* Runs argv, its stdout into `out` (cap bytes); returns the exit status or -1. */
@@ -196,9 +214,98 @@ static int fanout_run(const bench_args *b, uint64_t per_process, double *events_
 	return sections == FANOUT;
 }
 
+/* One process writing b->shape_events events of `shape` under trace-record in `mode`
+ * (oneshot with a buffer for all of them, or streaming with the default one): the bundle's
+ * bytes on disk per event saved, and the events made but not saved. */
+static int section_run(const bench_args *b, const char *shape, const char *mode, double *bpe,
+		       uint64_t *lost)
+{
+	char path[4096], out[64], events[32], size[32];
+	snprintf(path, sizeof(path), "%s/%s-%s.ntrace", b->dir, shape, mode);
+	snprintf(events, sizeof(events), "%" PRIu64, b->shape_events);
+	snprintf(size, sizeof(size), "%" PRIu64 "M", (b->shape_events * 16 >> 20) + 16);
+	int oneshot = strcmp(mode, "oneshot") == 0;
+	char *argv[] = { (char *)b->trace_record, "-o", path, "--buffering-mode", (char *)mode,
+			 "--buffer-size", oneshot ? size : "16M", "--", (char *)b->self,
+			 "--child-shape", (char *)shape, events, NULL };
+	int rc = run_capture(argv, out, sizeof(out));
+	struct stat sb;
+	nt_reader_error err;
+	nt_reader *r = rc == 0 && stat(path, &sb) == 0 ? nt_reader_open(path, &err) : NULL;
+	unlink(path);
+	if (r == NULL) {
+		fprintf(stderr, "nt_bench_manager: the %s %s run failed (status %d)\n", mode, shape,
+			rc);
+		return 0;
+	}
+	uint64_t decoded = 0;
+	nt_reader_callbacks cb = { .on_event = count_event };
+	nt_reader_visit(r, &cb, &decoded, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP);
+	nt_reader_close(r);
+	unsigned per = strcmp(shape, "zone") == 0 ? 2 : 3;
+	uint64_t made = b->shape_events / per * per;
+	*lost = made > decoded ? made - decoded : 0;
+	*bpe = (double)sb.st_blocks * 512.0 / (double)(decoded ? decoded : 1);
+	return decoded > 0;
+}
+
+typedef struct section_figures {
+	double oneshot_bpe, stream_bpe, ratio, lost_pct;
+} section_figures;
+
+/* b->reps rounds of oneshot then streaming: medians, and the worst round's loss. */
+static int sections_compare(const bench_args *b, const char *shape, section_figures *f)
+{
+	double one[101], str[101], ratio[101];
+	f->lost_pct = 0;
+	for (int i = 0; i < b->reps; i++) {
+		uint64_t lost_one, lost;
+		if (!section_run(b, shape, "oneshot", &one[i], &lost_one) ||
+		    !section_run(b, shape, "streaming", &str[i], &lost))
+			return 0;
+		ratio[i] = str[i] / one[i];
+		double pct = 100.0 * (double)lost / (double)b->shape_events;
+		f->lost_pct = pct > f->lost_pct ? pct : f->lost_pct;
+	}
+	f->oneshot_bpe = median(one, b->reps);
+	f->stream_bpe = median(str, b->reps);
+	f->ratio = median(ratio, b->reps);
+	printf("trace-record sections, %s, %" PRIu64 " events: bytes/event oneshot %.3f streaming "
+	       "%.3f (x%.2f, median of %d), streaming lost %.2f%% (worst round)\n", shape,
+	       b->shape_events, f->oneshot_bpe, f->stream_bpe, f->ratio, b->reps, f->lost_pct);
+	return 1;
+}
+
+static int sections_part(bench_args *b)
+{
+	char dir[1024];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/nt-bench-sections-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL) {
+		fprintf(stderr, "nt_bench_manager: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	b->dir = dir;
+	section_figures z, m;
+	int ok = sections_compare(b, "zone", &z) && sections_compare(b, "mixed", &m);
+	rmdir(dir);
+	if (!ok)
+		return 1;
+	if (b->json)
+		printf("{\"manager_streaming_disk_bytes_per_event_zone\": %.4f, "
+		       "\"manager_streaming_disk_bytes_per_event_mixed\": %.4f, "
+		       "\"manager_streaming_vs_oneshot_bytes_zone\": %.4f, "
+		       "\"manager_streaming_vs_oneshot_bytes_mixed\": %.4f, "
+		       "\"manager_streaming_lost_pct_zone\": %.4f, "
+		       "\"manager_streaming_lost_pct_mixed\": %.4f}\n",
+		       z.stream_bpe, m.stream_bpe, z.ratio, m.ratio, z.lost_pct, m.lost_pct);
+	return 0;
+}
+
 static int usage(void)
 {
-	fputs("usage: nt_bench_manager --trace-record PATH [--reps N] [--pairs N] [--json]\n",
+	fputs("usage: nt_bench_manager --trace-record PATH [--part sections] [--reps N] "
+	      "[--pairs N]\n                        [--shape-events N>=1000] [--json]\n",
 	      stderr);
 	return 1;
 }
@@ -214,10 +321,16 @@ static int parse(int argc, char **argv, bench_args *b)
 			b->reps = atoi(argv[++i]);
 		else if (i + 1 < argc && strcmp(argv[i], "--pairs") == 0)
 			b->pairs = strtoull(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--shape-events") == 0)
+			b->shape_events = strtoull(argv[++i], NULL, 10);
+		else if (i + 1 < argc && strcmp(argv[i], "--part") == 0 &&
+			 strcmp(argv[i + 1], "sections") == 0)
+			b->sections_only = 1, i++;
 		else
 			return 0;
 	}
-	return b->trace_record != NULL && b->reps > 0 && b->reps <= 101 && b->pairs > 0;
+	return b->trace_record != NULL && b->reps > 0 && b->reps <= 101 && b->pairs > 0 &&
+	       b->shape_events >= 1000;
 }
 
 int main(int argc, char **argv)
@@ -226,7 +339,9 @@ int main(int argc, char **argv)
 		return child_pairs(strtoull(argv[2], NULL, 10));
 	if (argc == 3 && strcmp(argv[1], "--child-stream") == 0)
 		return child_stream(strtoull(argv[2], NULL, 10));
-	bench_args b = { .reps = 7, .pairs = 2000000 };
+	if (argc == 4 && strcmp(argv[1], "--child-shape") == 0)
+		return child_shape(argv[2], strtoull(argv[3], NULL, 10));
+	bench_args b = { .reps = 7, .pairs = 2000000, .shape_events = 8000000 };
 	if (!parse(argc, argv, &b))
 		return usage();
 	char self[4096];
@@ -236,6 +351,8 @@ int main(int argc, char **argv)
 	self[n] = '\0';
 	b.self = self;
 	unsetenv("NANOTRACE_MANAGER"); /* the in-process runs must not register */
+	if (b.sections_only)
+		return sections_part(&b);
 
 	double own[101], reg[101], startup[101];
 	for (int i = 0; i < b.reps; i++) { /* interleaved: drift hits both cases alike */

@@ -11,13 +11,18 @@
  *            round; one preempted round is not a drift) makes its ratios null with why.
  *   disk     bytes per event of each shape as nt_finish saves it, and one writer thread
  *            streaming the mixed shape at full rate into the default arena: events lost,
- *            the saver's MB/s, and a plain write(2) of the same bytes to the same folder.
+ *            the saver's MB/s, and a plain write(2) of the same bytes to the same folder;
+ *            then rounds of one writer making the same events (--stream-events, default
+ *            --events) of the zone and the mixed shape in oneshot and in streaming mode:
+ *            bytes per event on disk, the writer's ns per event and events lost, streaming
+ *            ÷ oneshot within each round (issue 29).
  *
  * LTTng-UST is driven from outside (bench/nt_report.py starts the session daemon and the
  * session): --lttng fails unless the session enabled this process's nt_bench:* events.
  *
  *   nt_bench_peers [--part scaling|disk|all] [--lttng] [--rounds N] [--events N]
- *                  [--max-threads N] [--band X] [--stream-ms MS] [--json]
+ *                  [--max-threads N] [--band X] [--stream-ms MS] [--stream-events N]
+ *                  [--stream-rounds N] [--json]
  *   nt_bench_peers --has-lttng          prints 1 if built with lttng-ust, else 0
  *   nt_bench_peers --lttng-record N     N events of the mixed shape through LTTng-UST only
  * With --json the last line is one JSON object.
@@ -44,6 +49,8 @@ typedef struct peers_opts {
 	int scaling, disk, lttng, json, rounds, max_threads, stream_ms;
 	uint64_t events;
 	double band;
+	uint64_t stream_events; /* per run of streaming beside oneshot (0: --events) */
+	int stream_rounds;
 } peers_opts;
 
 /* Every measurement of the scaling part: ns per event per thread, by round. */
@@ -395,6 +402,17 @@ static void print_disk(const nt_bench_disk *d)
 	       " of %" PRIu64 "), saver %.1f MB/s, plain write(2) %.1f MB/s\n",
 	       (unsigned)(nt_default_buffer_bytes(NT_MODE_STREAMING) >> 20), d->stream_lost_pct,
 	       d->stream_dropped, d->stream_events, d->saver_mb_s, d->plain_write_mb_s);
+	printf("streaming beside oneshot, 1 thread at full rate, the same %" PRIu64
+	       " events, medians of the rounds:\n", d->vs[0].events);
+	static const char *const shape[2] = { "zone", "mixed" };
+	for (int i = 0; i < 2; i++) {
+		const nt_bench_stream_shape *v = &d->vs[i];
+		printf("  %-6s disk B/event oneshot %.3f streaming %.3f (x%.2f; st_size %.3f)   "
+		       "ns/event oneshot %.2f streaming %.2f (x%.3f)   lost %.2f%% (worst round)   "
+		       "compressed chunks %" PRIu64 " of %" PRIu64 "   saver CPU %.0f%% of the loop's time\n",
+		       shape[i], v->oneshot_bpe, v->stream_bpe, v->bytes_ratio, v->apparent_bpe,
+		       v->oneshot_ns, v->stream_ns, v->ns_ratio, v->lost_pct, v->zchunks, v->chunks, 100 * v->saver_cpu);
+	}
 }
 
 static void json_disk(nt_json *j, const nt_bench_disk *d)
@@ -408,6 +426,24 @@ static void json_disk(nt_json *j, const nt_bench_disk *d)
 	nt_json_num(j, "streaming_lost_pct_1t_mixed", d->stream_lost_pct, 1, NULL);
 	nt_json_num(j, "streaming_events_1t_mixed", (double)d->stream_events, 1, NULL);
 	nt_json_num(j, "saver_mb_s", d->saver_mb_s, 1, NULL);
+	static const char *const shape[2] = { "zone", "mixed" };
+	char key[64];
+	double worst_ns = 0;
+	for (int i = 0; i < 2; i++) {
+		const nt_bench_stream_shape *v = &d->vs[i];
+		snprintf(key, sizeof(key), "streaming_disk_bytes_per_event_%s", shape[i]);
+		nt_json_num(j, key, v->stream_bpe, 1, NULL);
+		snprintf(key, sizeof(key), "streaming_vs_oneshot_bytes_%s", shape[i]);
+		nt_json_num(j, key, v->bytes_ratio, 1, NULL);
+		snprintf(key, sizeof(key), "streaming_lost_pct_%s", shape[i]);
+		nt_json_num(j, key, v->lost_pct, 1, NULL);
+		snprintf(key, sizeof(key), "streaming_ns_vs_oneshot_%s", shape[i]);
+		nt_json_num(j, key, v->ns_ratio, 1, NULL);
+		snprintf(key, sizeof(key), "streaming_compressed_chunk_share_%s", shape[i]);
+		nt_json_num(j, key, v->chunks ? (double)v->zchunks / (double)v->chunks : 0, 1, NULL);
+		worst_ns = v->ns_ratio > worst_ns ? v->ns_ratio : worst_ns;
+	}
+	nt_json_num(j, "streaming_ns_vs_oneshot", worst_ns, 1, NULL);
 	nt_json_num(j, "plain_write_mb_s", d->plain_write_mb_s, 1, NULL);
 }
 
@@ -462,11 +498,15 @@ static int parse(int argc, char **argv, peers_opts *o)
 			o->band = strtod(v, NULL), i++;
 		else if (strcmp(a, "--stream-ms") == 0 && v)
 			o->stream_ms = atoi(v), i++;
+		else if (strcmp(a, "--stream-events") == 0 && v)
+			o->stream_events = strtoull(v, NULL, 10), i++;
+		else if (strcmp(a, "--stream-rounds") == 0 && v)
+			o->stream_rounds = atoi(v), i++;
 		else
 			return 0;
 	}
 	return o->rounds >= 1 && o->rounds <= 255 && o->events >= 1000 && o->max_threads >= 1 &&
-	       o->band > 1.0 && o->stream_ms >= 10;
+	       o->band > 1.0 && o->stream_ms >= 10 && o->stream_rounds >= 1 && o->stream_rounds <= NT_BENCH_MAX_REPS;
 }
 
 int main(int argc, char **argv)
@@ -481,10 +521,14 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && strcmp(argv[1], "--lttng-record") == 0)
 		return lttng_record(strtoull(argv[2], NULL, 10));
-	peers_opts o = { 1, 1, 0, 0, 9, 16, 1000, 2000000, 1.25 };
-	if (!parse(argc, argv, &o)) {
+	peers_opts o = { 1, 1, 0, 0, 9, 16, 1000, 2000000, 1.25, 0, 3 };
+	int parsed = parse(argc, argv, &o);
+	if (o.stream_events == 0)
+		o.stream_events = o.events;
+	if (!parsed || o.stream_events < 1000) {
 		fputs("usage: nt_bench_peers [--part scaling|disk|all] [--lttng] [--rounds 1-255] "
-		      "[--events N>=1000] [--max-threads N] [--band X>1] [--stream-ms MS>=10] [--json]\n"
+		      "[--events N>=1000] [--max-threads N] [--band X>1] [--stream-ms MS>=10]\n"
+		      "                      [--stream-events N>=1000] [--stream-rounds 1-15] [--json]\n"
 		      "       nt_bench_peers --has-lttng | --lttng-record N\n", stderr);
 		return 1;
 	}
@@ -503,7 +547,8 @@ int main(int argc, char **argv)
 	nt_bench_disk d;
 	if (o.scaling && !measure_scaling(&o, &s))
 		return 1;
-	if (o.disk && !nt_bench_measure_disk(&d, o.events, o.stream_ms))
+	if (o.disk && !nt_bench_measure_disk(&d, o.events, o.stream_ms, o.stream_events,
+					     o.stream_rounds))
 		return 1;
 	if (o.scaling)
 		print_scaling_text(&s, &o);

@@ -9,6 +9,7 @@ It runs the C programs of bench/ (the measurements stay in C, next to the code t
 measure) and merges their JSON:
   nt_bench_peers   the floor, nanotrace and LTTng-UST at 1-16 threads, interleaved rounds,
                    ratios with their spread; bytes per event on disk; streaming (--part)
+  nt_bench_manager the trace manager's streaming sections beside oneshot (--part sections)
   nt_bench_reader  decode in both orders, every trace-dump rendering, the reader's memory,
                    bytes per event of Chrome JSON and Perfetto (mixed shape)
   nt_bench_bundle  a bundle trace-record made of many short processes beside one archive
@@ -75,6 +76,16 @@ KEYS = [
     # single archive's events/s, --stats <= 2x its time, memory <= the limit)
     'bundle20k_text_mev_s', 'bundle20k_text_vs_single', 'bundle20k_stats_s',
     'bundle20k_stats_vs_single', 'bundle20k_reader_kb', 'bundle20k_reader_kb_limit',
+    # issue 29: one writer at full rate, streaming beside oneshot with the same events, same
+    # rounds: bytes per event on disk (goal: within 1.2x), events lost (goal: 0 with a free
+    # core) and the writer's ns/event (goal: within 1.05x; the worse shape)
+    'streaming_disk_bytes_per_event_zone', 'streaming_disk_bytes_per_event_mixed',
+    'streaming_vs_oneshot_bytes_zone', 'streaming_vs_oneshot_bytes_mixed',
+    'streaming_lost_pct_zone', 'streaming_lost_pct_mixed', 'streaming_ns_vs_oneshot',
+    # and the trace manager's streaming sections (trace-record -m streaming) beside oneshot
+    'manager_streaming_disk_bytes_per_event_zone', 'manager_streaming_disk_bytes_per_event_mixed',
+    'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
+    'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -82,11 +93,14 @@ KEYS = [
 # processes (50 events each; trace-record starts about 400 a second on 2 cores).
 MODES = {
     'full': dict(rounds=9, events=2000000, stream_ms=2000, read_events=3000000, reps=5,
-                 demo_requests=40000, bundle_sections=20000),
+                 demo_requests=40000, bundle_sections=20000,
+                 stream_events=8000000),
     'quick': dict(rounds=5, events=500000, stream_ms=500, read_events=1000000, reps=3,
-                  demo_requests=10000, bundle_sections=2000),
+                  demo_requests=10000, bundle_sections=2000,
+                  stream_events=2000000),
     'smoke': dict(rounds=3, events=20000, stream_ms=100, read_events=30000, reps=1,
-                  demo_requests=200, bundle_sections=20),
+                  demo_requests=200, bundle_sections=20,
+                  stream_events=20000),
 }
 
 
@@ -478,7 +492,13 @@ def measure(args, size):
         report['speedup_vs_lttng_reason'] = reason
     merge_lttng(report, lt, reason)
     report.update(run_program([peers, '--part', 'disk', '--events', str(size['events']),
-                               '--stream-ms', str(size['stream_ms']), '--json']))
+                               '--stream-ms', str(size['stream_ms']), '--stream-events',
+                               str(size['stream_events']), '--stream-rounds',
+                               str(size['reps']), '--json']))
+    report.update(run_program([
+        os.path.join(args.build, 'bench', 'nt_bench_manager'), '--trace-record',
+        os.path.join(args.build, 'manager', 'trace-record'), '--part', 'sections', '--reps',
+        str(size['reps']), '--shape-events', str(size['stream_events']), '--json']))
     report.update(run_program([reader, '--events', str(size['read_events']), '--reps',
                                str(size['reps']), '--json']))
     perfetto_ratios(report)
@@ -517,6 +537,12 @@ def fmt(report, key, unit='', digits=2):
     return s
 
 
+def shapes(report, key, unit, digits=2):
+    """`key`_zone / `key`_mixed, as one table cell."""
+    return '%s / %s' % (fmt(report, key + '_zone', unit, digits),
+                        fmt(report, key + '_mixed', unit, digits))
+
+
 def print_table(r):
     rows = [
         ('floor (clock + 16 B store), 1 thread', fmt(r, 'floor_ns', ' ns')),
@@ -548,6 +574,14 @@ def print_table(r):
         ('  blocked: a round / its longest thread', '%s / %s' % (
             fmt(r, 'blocking_on_blocked_ms', ' ms', 1),
             fmt(r, 'blocking_on_blocked_ms_max_thread', ' ms', 1))),
+        ('streaming file bytes per event: zone / mixed',
+         shapes(r, 'streaming_disk_bytes_per_event', ' B', 3)),
+        ('  ÷ oneshot, same events: zone / mixed', shapes(r, 'streaming_vs_oneshot_bytes', 'x')),
+        ('  lost: zone / mixed (worst round)', shapes(r, 'streaming_lost_pct', '%')),
+        ('  writer ns/event ÷ oneshot (worse shape)', fmt(r, 'streaming_ns_vs_oneshot', 'x', 3)),
+        ('trace-record streaming sections ÷ oneshot: zone / mixed',
+         shapes(r, 'manager_streaming_vs_oneshot_bytes', 'x')),
+        ('  lost: zone / mixed (worst round)', shapes(r, 'manager_streaming_lost_pct', '%')),
         ('  saver / plain write(2), same folder', '%s / %s' % (
             fmt(r, 'saver_mb_s', ' MB/s', 1), fmt(r, 'plain_write_mb_s', ' MB/s', 1))),
         ('decode, stream / time order', '%s / %s' % (

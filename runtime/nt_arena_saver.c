@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nt_arena_saver.h"
 #include "format/nt_record.h"
@@ -44,6 +45,7 @@ typedef struct slot_progress {
 	nt_chunk_clock after; /* per save: the clock at the end of what the measuring walked */
 	uint64_t first_event; /* the chunk's, as first seen */
 	uint32_t thread;      /* the chunk's, as first seen */
+	uint64_t held_since;  /* open chunk: when new records were first held (0: none) */
 } slot_progress;
 
 /* A chunk header as read once: claim 0 when the slot holds no usable chunk. */
@@ -77,9 +79,13 @@ struct nt_arena_saver {
 	uint8_t *zbuf;               /* one CompressedChunk record (at most a piece's size) */
 	uint64_t bytes_in, bytes_out; /* chunk pieces: their size, and what was appended */
 	/* The writers' progress while a save compresses (writers_outrun): the highest claim
-	 * sequence found, and what it was when the save began. */
-	uint64_t frontier, frontier0;
+	 * sequence found. */
+	uint64_t frontier;
 	int live; /* writers may wait for this saver: compress only while they do not */
+	/* Live compression holds the new records of an open chunk (hold_open) up to hold_ns,
+	 * unless this save cuts every open chunk (nt_arena_saver_save_all). */
+	uint64_t hold_ns, now;
+	int cut_all;
 };
 
 static uint8_t *slot_at(const nt_arena_saver *s, uint32_t slot)
@@ -132,7 +138,8 @@ static int marked_saved(const nt_arena_saver *s, uint32_t slot, uint64_t claim)
 
 /* The end of the published records in a slot's payload (at most the payload), walking from
  * p->saved, the end already saved, and the chunk's clock at that end (p->after): a chunk
- * saved piece by piece is walked once in all, and only here. */
+ * saved piece by piece is walked once in all, and only here (again from the same end while
+ * its new records are held: hold_open). */
 static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, slot_progress *p)
 {
 	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
@@ -150,6 +157,24 @@ static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, slot_progress
 		off += (uint32_t)size;
 	}
 	return off;
+}
+
+/* The end of a closed chunk's records for a compressing saver, without walking them: the
+ * whole payload, and the event count its writer stored before closing it (acquire-ordered
+ * by chunk_claim's load of the claim word). Past its records a payload is zero (writers
+ * clear a slot they reuse, nt_arena.c), which ends the records for a reader and costs a
+ * compressed piece a few bytes; the walk, a chain of loads of lines another core has just
+ * written, cost as much as compressing them (perf: 18% of the samples of one thread
+ * streaming zones, zstd 18%). Returns 0 (walk instead) when the count shows no new event:
+ * a piece of zeros is not worth a frame. A lying count gives a piece the reader reports. */
+static uint32_t closed_chunk_end(const nt_arena_saver *s, uint32_t slot, slot_progress *p)
+{
+	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)slot_at(s, slot);
+	uint32_t count = __atomic_load_n(&h->event_count, __ATOMIC_RELAXED);
+	if (count <= p->events)
+		return 0;
+	p->after = (nt_chunk_clock){ p->ticks, count };
+	return s->layout.chunk_size - (uint32_t)sizeof(nt_chunk_header);
 }
 
 nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, uint64_t start)
@@ -198,6 +223,7 @@ int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live)
 	if (s == NULL || !nt_zchunk_level_ok(level))
 		return EINVAL;
 	s->live = live;
+	s->hold_ns = live && level != 0 ? NT_SAVER_HOLD_MS * 1000000ull : 0;
 	nt_zchunk_encoder_free(s->zenc);
 	s->zenc = NULL;
 	if (level == 0)
@@ -300,7 +326,6 @@ static int find_slots(nt_arena_saver *s)
 		if (s->seen[i] != 0 && nt_claim_sequence(s->seen[i]) > s->frontier)
 			s->frontier = nt_claim_sequence(s->seen[i]);
 	}
-	s->frontier0 = s->frontier;
 	for (uint32_t t = 0; t < s->nblock; t++)
 		s->block[t] = UINT64_MAX;
 	for (uint32_t i = 0; i < nslots; i++) {
@@ -315,6 +340,25 @@ static int find_slots(nt_arena_saver *s)
 			s->block[v.thread] = nt_claim_sequence(v.claim);
 	}
 	return 1;
+}
+
+/* Does this save leave the new records of the open chunk `p` (a writer still appends to it)
+ * for a later one? Each piece is compressed on its own (a zstd frame, a chunk header), and
+ * a live saver saves every millisecond while there is something new (nt_saver_pace.h): a
+ * thread writing a few MB/s would be cut into pieces of a few KiB, which compress to twice
+ * the bytes of whole chunks (measured: mixed shape paced to ~2 MB/s, 2.86 B/event streamed
+ * against 1.50 for the same events saved whole). So an open chunk's records are held until
+ * the chunk closes or NT_SAVER_HOLD_MS after they were first seen, whichever is first, and
+ * cut at once by nt_arena_saver_save_all. Holding costs nobody: writers never reuse an open
+ * chunk's slot, a follower and a reader of a killed process's file-backed arena read its
+ * slots, and a manager's last save of a provider that died is a save_all. */
+static int hold_open(nt_arena_saver *s, slot_progress *p)
+{
+	if (s->hold_ns == 0 || s->cut_all || !(p->claim & 1u))
+		return 0;
+	if (p->held_since == 0)
+		p->held_since = s->now;
+	return s->now - p->held_since < s->hold_ns;
 }
 
 /* Step 1 (c): measures the chunks this save takes. Sets used[slot] (published payload
@@ -346,9 +390,14 @@ static void measure_slots(nt_arena_saver *s, uint32_t *n, uint32_t *nfull)
 			p->ticks = v.base_ticks;
 			p->first_event = v.first_event;
 			p->thread = v.thread;
+			p->held_since = 0;
 		}
 		p->claim = v.claim; /* the active bit may have cleared since */
-		uint32_t bytes = walk_chunk(s, i, p);
+		uint32_t bytes = s->zenc != NULL && !(v.claim & 1u) ? closed_chunk_end(s, i, p) : 0;
+		if (bytes == 0)
+			bytes = walk_chunk(s, i, p);
+		if (bytes > p->saved && hold_open(s, p))
+			bytes = p->saved;
 		s->used[i] = bytes;
 		if (bytes > p->saved)
 			s->order[(*n)++] = (piece){ i, nt_claim_sequence(v.claim) };
@@ -370,16 +419,34 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
 		s->durable_saved = end;
 }
 
-/* Would compressing the next piece (the `done`-th of this save, of claim sequence `seq`)
- * make writers wait? Writers claim chunks in sequence, so the frontier (the highest claim
- * found) advances by probing the slots after it: a few loads, amortized O(1) per piece. They
- * outrun a compressing save when, since it began, they claimed more than one chunk for every
- * two pieces it saved, or when they are more than an eighth of the arena ahead of the piece:
- * writers reuse a slot once it is saved (nt_arena.c), so an arena's worth ahead of the oldest
- * unsaved piece they drop, and a saver that compresses only with most of the arena free keeps
- * most of it for a stall of its own. A lying arena only changes which pieces are
- * compressed. */
-static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
+/* Would compressing the next piece (of claim sequence `seq`) make writers wait? Writers
+ * claim chunks in sequence and reuse a slot once its chunk is saved (nt_arena.c), so they
+ * drop when they come a whole arena ahead of the oldest unsaved piece. The frontier (the
+ * highest claim found) advances by probing the slots after it: a few loads, amortized O(1)
+ * per piece. The piece is compressed while the writers are at most an
+ * NT_SAVER_Z_BACKLOG_DIV-th of the arena ahead of it (the backlog); past that it is stored
+ * as it is (a copy and a write: about twice as fast) until the saver is back within it. A
+ * lying arena only changes which pieces are compressed.
+ *
+ * Why a backlog and not a rate. A stored piece costs 10 to 25 times the bytes of a
+ * compressed one (mixed, zones), so a streaming archive within 1.2x of a oneshot one needs
+ * nearly every piece compressed. The rule before this one also stored pieces whenever the
+ * writers claimed more than one chunk per two pieces saved during a save (compression at
+ * under twice the writers' rate): one writer at full rate then had 96% of its zone pieces
+ * and 91% of its mixed ones stored (15.7x and 8.8x the oneshot bytes, bench/nt_bench_peers
+ * --part disk). A saver that compresses slower than the writers write lets the backlog grow
+ * to the bound and then stores pieces until it is back under, so the writers keep 7/8 of
+ * the arena for the saver's own stalls. Why an eighth: 2 writers at full rate on 2 shared
+ * cores (the saver cannot keep up), 15 interleaved runs of 3 M mixed iterations each, events
+ * lost median / mean: compression off 2.3% / 3.5%; an eighth 2.8% / 3.4%; a half 8.9% /
+ * 10.1%; a half while the save gains on the writers, else an eighth, 8.5% / 8.3%. A larger
+ * bound compresses more under load and loses more. With closed_chunk_end and the pace of
+ * nt_saver_pace.h added, the same runs (the machine loaded 9 deep): off 2.8% / 3.7%,
+ * compressing at an eighth 0.0% / 0.16%: a compressed piece is fewer bytes to write, and
+ * compression never costs the writers an event. */
+#define NT_SAVER_Z_BACKLOG_DIV 8
+
+static int writers_outrun(nt_arena_saver *s, uint64_t seq)
 {
 	const uint32_t nslots = s->layout.nslots;
 	for (int probe = 0; probe < 64; probe++) {
@@ -388,8 +455,7 @@ static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
 			break;
 		s->frontier++;
 	}
-	return s->frontier - s->frontier0 > (uint64_t)done / 2 + 1 ||
-	       s->frontier > seq + nslots / 8;
+	return s->frontier > seq + nslots / NT_SAVER_Z_BACKLOG_DIV;
 }
 
 /* Step 3, for one slot: its records from what was saved to what step 1 measured, as a chunk
@@ -398,11 +464,11 @@ static int writers_outrun(nt_arena_saver *s, uint32_t done, uint64_t seq)
  * disagree with its records, which the reader reports). The slot keeps this chunk until
  * the commit marks it saved. */
 static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t slot,
-		      uint32_t *nfull, uint32_t done)
+		      uint32_t *nfull)
 {
 	/* Before the copy: the probe reads slots, never this one's records. */
 	int compress = s->zenc != NULL &&
-		       !(s->live && writers_outrun(s, done, nt_claim_sequence(s->progress[slot].claim)));
+		       !(s->live && writers_outrun(s, nt_claim_sequence(s->progress[slot].claim)));
 	const uint8_t *payload = slot_at(s, slot) + sizeof(nt_chunk_header);
 	slot_progress *p = &s->progress[slot];
 	uint32_t from = p->saved, to = s->used[slot], len = to - from;
@@ -436,10 +502,19 @@ static int save_piece(nt_arena_saver *s, const nt_saver_output *out, uint32_t sl
 	p->ticks = after.ticks;
 	p->events = (uint32_t)after.events;
 	p->saved = to;
+	p->held_since = 0;
 	s->events += hdr.event_count;
 	if (!(p->claim & 1u))
 		s->full[(*nfull)++] = slot;
 	return 1;
+}
+
+int nt_arena_saver_save_all(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events)
+{
+	s->cut_all = 1;
+	int err = nt_arena_saver_save(s, out, events);
+	s->cut_all = 0;
+	return err;
 }
 
 int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events)
@@ -450,6 +525,11 @@ int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t 
 		*events = 0;
 	if (s->failure != 0)
 		return s->failure;
+	if (s->hold_ns != 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s->now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1; /* never 0 */
+	}
 	/* 1. Find the chunks, then measure them. */
 	if (!find_slots(s))
 		return s->failure;
@@ -459,7 +539,7 @@ int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t 
 	/* 3. The chunk pieces, in claim order. */
 	qsort(s->order, n, sizeof(*s->order), by_sequence);
 	for (uint32_t i = 0; i < n && s->failure == 0; i++)
-		save_piece(s, out, s->order[i].slot, &nfull, i);
+		save_piece(s, out, s->order[i].slot, &nfull);
 	if (events != NULL)
 		*events = s->events - before;
 	if (s->failure != 0)

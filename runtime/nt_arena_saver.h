@@ -50,12 +50,16 @@ nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, 
  * are (the default), any other level of nt_zchunk_level_ok() (format/nt_zchunk.h) writes
  * each piece as a CompressedChunk record when that is smaller, else as it is. Reuses one
  * codec context per saver; the work is done by the thread that calls save. `live` (a
- * streaming arena, whose writers wait for the saver): a save that finds the writers
- * outrunning it (claiming chunks faster than it saves them, or reaching the slots it holds)
- * stores the rest of its pieces as they are, which is several times faster: it keeps up by
- * compressing less. 0 (a stopped arena: nt_finish(), a finished provider) compresses all. Returns 0, EINVAL
- * (s NULL, or a level out of range: nothing changes) or ENOMEM (the saver then stores
- * pieces uncompressed). */
+ * streaming arena, whose writers wait for the saver): a piece whose writers are more than
+ * an eighth of the arena ahead of it is stored as it is, which is faster, until the saver
+ * is back within that backlog (the measured rule: nt_arena_saver.c, writers_outrun); and the
+ * new records of a chunk still open are held for up to NT_SAVER_HOLD_MS, or until it closes,
+ * so that a slow writer's chunk is not compressed in many small pieces (nt_arena_saver.c,
+ * hold_open); nt_arena_saver_save_all cuts them. 0 (a stopped arena: nt_finish(), a
+ * finished provider) compresses all and holds nothing. Returns 0, EINVAL (s NULL, or a
+ * level out of range: nothing changes) or ENOMEM (the saver then stores pieces
+ * uncompressed). */
+#define NT_SAVER_HOLD_MS 50
 int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live);
 
 /* One save (above). Returns 0, or the errno of the failed append or ENOMEM; after a failure
@@ -66,6 +70,11 @@ int nt_arena_saver_set_compression(nt_arena_saver *s, int level, int live);
  * bytes appended. One thread at a time, and one saver per arena: a saver skips the chunks
  * the saved-claim words mark, whoever marked them. */
 int nt_arena_saver_save(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events);
+
+/* One save as above that also cuts the records held in open chunks (live compression,
+ * nt_arena_saver_set_compression): the save that answers a request for everything (a stop)
+ * and a saver's last one. Same results and cost as nt_arena_saver_save. */
+int nt_arena_saver_save_all(nt_arena_saver *s, const nt_saver_output *out, uint64_t *events);
 
 /* Totals since nt_arena_saver_new: events saved, and the output's end. After a failed save
  * both include the pieces it appended before the failure (each append is whole records):

@@ -55,15 +55,18 @@ static void out_commit(void *ctx, uint64_t end)
 }
 
 /* One save; records its result under the lock. Runs on the saver thread, or on the loop's
- * thread once the saver thread has returned. */
-static void save_once(nt_mgr_saver *s)
+ * thread once the saver thread has returned. `all`: a stop's SAVE_ALL or the last save,
+ * which also cut the records held in open chunks (nt_arena_saver_save_all). */
+static void save_once(nt_mgr_saver *s, int all)
 {
 	nt_saver_output out = { .append = out_append, .commit = out_commit, .ctx = s };
 	uint64_t events = 0;
 	pthread_mutex_lock(&s->lock);
 	int failed = s->error;
 	pthread_mutex_unlock(&s->lock);
-	int err = failed ? failed : nt_arena_saver_save(s->saver, &out, &events);
+	int err = failed ? failed
+			 : all ? nt_arena_saver_save_all(s->saver, &out, &events)
+			       : nt_arena_saver_save(s->saver, &out, &events);
 	pthread_mutex_lock(&s->lock);
 	if (err != 0)
 		s->error = err;
@@ -97,10 +100,12 @@ static void *saver_main(void *arg)
 		nt_fifo_packet req = s->request;
 		uint64_t before = s->committed;
 		pthread_mutex_unlock(&s->lock);
-		save_once(s);
+		uint64_t t0 = nt_saver_now_ns();
+		save_once(s, answer && req.data32 == NT_FIFO_SAVE_ALL);
+		uint64_t took = nt_saver_now_ns() - t0;
 		pthread_mutex_lock(&s->lock);
-		wait_ms = answer ? NT_SAVER_POLL_MIN_MS
-				 : nt_saver_next_poll_ms(wait_ms, s->committed != before);
+		wait_ms = answer ? nt_saver_next_poll_ms(0, 1, took)
+				 : nt_saver_next_poll_ms(wait_ms, s->committed != before, took);
 		if (answer) {
 			s->saves++;
 			s->pending = 0; /* before the answer: the provider may send the next at once */
@@ -189,7 +194,7 @@ void nt_mgr_saver_finish(nt_mgr_saver *s)
 	s->started = 0;
 	/* Whatever was published since the last save: the provider may be dead (KILLED), or
 	 * late (TIMED_OUT); its buffer is still here. */
-	save_once(s);
+	save_once(s, 1);
 }
 
 void nt_mgr_saver_totals(nt_mgr_saver *s, uint64_t *bytes, uint64_t *events)

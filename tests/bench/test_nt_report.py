@@ -46,6 +46,12 @@ ISSUE_KEYS = [
     # issue 29: a bundle of short processes beside one archive of the same events
     'bundle20k_text_mev_s', 'bundle20k_text_vs_single', 'bundle20k_stats_s',
     'bundle20k_stats_vs_single', 'bundle20k_reader_kb', 'bundle20k_reader_kb_limit',
+    # issue 29: streaming beside oneshot, the same events
+    'streaming_disk_bytes_per_event_zone', 'streaming_disk_bytes_per_event_mixed',
+    'streaming_vs_oneshot_bytes_zone', 'streaming_vs_oneshot_bytes_mixed',
+    'streaming_lost_pct_zone', 'streaming_lost_pct_mixed', 'streaming_ns_vs_oneshot',
+    'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
+    'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

@@ -2,7 +2,8 @@
  * test_zchunk.c - compressed archives (CompressedChunk records, format/nt_zchunk.h) end to
  * end: nt_finish() at levels off, 1, 3 and 19 saves the same events, every renderer prints
  * the same bytes for an archive and its compressed copies, streaming mode compresses its
- * saved stream while a killed file-backed arena stays uncompressed and readable, the level's
+ * saved stream (at full rate within 1.2x the bytes of nt_finish()'s archive of the same
+ * events) while a killed file-backed arena stays uncompressed and readable, the level's
  * configuration (nt_config, NANOTRACE_COMPRESSION) is checked, and hostile compressed chunks
  * (a lying size, a cut, garbage or wrong-sized frame, trailing bytes, a lying event count)
  * are each reported at the chunk's offset with its events counted as lost, never a crash
@@ -10,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -29,7 +31,8 @@
 #define EVENTS_PER_THREAD 3000
 
 /* arg non-NULL: paced, 1 ms asleep every 50 iterations, a rate a compressing streaming
- * saver keeps up with (at full rate it stores pieces uncompressed: nt_saver_output.hurry). */
+ * saver keeps up with in a small arena (writers that outrun it get pieces stored as they
+ * are: nt_arena_saver.c, writers_outrun). */
 static void *worker(void *arg)
 {
 	for (int i = 0; i < EVENTS_PER_THREAD / 3; i++) {
@@ -217,6 +220,81 @@ static void streaming_saves_compressed_chunks(void **state)
 	assert_true(compressed_chunks(data, size) > 0);
 	test_trace_free(&t);
 	free(data);
+}
+
+/* Full rate, FULL_RATE_EVENTS per thread: the same events as worker(), without pauses. */
+#define FULL_RATE_EVENTS 30000
+
+static void *full_rate_worker(void *arg)
+{
+	for (int i = 0; i < FULL_RATE_EVENTS / 3; i++) {
+		NT_BEGIN("z", "work", NT_I64("i", i), NT_I64("j", 2 * i));
+		NT_INSTANT("z", "tick", NT_STR("s", "some text"));
+		NT_END("z", "work");
+	}
+	return arg;
+}
+
+/* The bytes of an archive's records (chunks and durable region): the file less its header,
+ * and less the arena a streaming file keeps as a hole. */
+static uint64_t record_bytes(const void *data, size_t size, uint64_t *chunks, uint64_t *zchunks)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(data, size, "mem", &err);
+	assert_non_null(r);
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	nt_reader_get_compression(r, zchunks, NULL);
+	nt_reader_close(r);
+	*chunks = sum.chunks;
+	return sum.chunk_bytes + sum.durable_bytes;
+}
+
+/* Issue 29: a streaming archive is compressed like nt_finish()'s. The same events, 2
+ * threads at full rate, saved by the streaming saver and by nt_finish() at the default
+ * level. The streaming arena holds every event and its slots are many times the chunks made,
+ * so no writer can drop and no piece is ever far enough behind them to be stored as it is
+ * (nt_arena_saver.c, writers_outrun), however slowly the saver runs: the pieces are
+ * compressed, the records take at most 1.2x the oneshot archive's bytes, and the events
+ * read back equal. */
+static void streaming_archive_is_as_small_as_oneshot(void **state)
+{
+	(void)state;
+	void *args[2] = { NULL, NULL };
+	size_t one_size, str_size;
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.buffer_size = 4u << 20;
+	uint8_t *one = test_record_threads(&cfg, "zsmall1", 0, 2, full_rate_worker, args, &one_size);
+	nt_config_init(&cfg);
+	cfg.mode = NT_MODE_STREAMING;
+	cfg.buffer_size = 16u << 20;
+	uint8_t *str = test_record_threads(&cfg, "zsmall2", 1, 2, full_rate_worker, args, &str_size);
+	test_trace a, b;
+	assert_int_equal(test_read_memory(one, one_size, NT_ORDER_STREAM, &a), 0);
+	assert_int_equal(test_read_memory(str, str_size, NT_ORDER_STREAM, &b), 0);
+	assert_int_equal(a.errors + b.errors, 0);
+	assert_int_equal(a.n, 2 * FULL_RATE_EVENTS);
+	assert_int_equal(b.info.events_dropped, 0);
+	assert_int_equal(b.info.compression, NT_ZCHUNK_CODEC);
+	assert_same_events(&a, &b);
+	uint64_t one_chunks, one_z, str_chunks, str_z;
+	uint64_t one_bytes = record_bytes(one, one_size, &one_chunks, &one_z);
+	uint64_t str_bytes = record_bytes(str, str_size, &str_chunks, &str_z);
+	printf("oneshot %" PRIu64 " record bytes in %" PRIu64 " chunks, streaming %" PRIu64
+	       " in %" PRIu64 " pieces (%" PRIu64 " compressed)\n",
+	       one_bytes, one_chunks, str_bytes, str_chunks, str_z);
+	/* Each of oneshot's compressed chunks is in streaming's pieces, compressed: a chunk cut
+	 * in pieces (the saver holds an open chunk's records only NT_SAVER_HOLD_MS) keeps at
+	 * least one that compresses, though a few records alone may not. */
+	assert_true(one_z > 0);
+	assert_true(str_z >= one_z);
+	assert_msg(str_bytes * 5 <= one_bytes * 6, "streaming %" PRIu64 " bytes, oneshot %" PRIu64,
+		   str_bytes, one_bytes);
+	test_trace_free(&a);
+	test_trace_free(&b);
+	free(one);
+	free(str);
 }
 
 /* A file-backed arena killed while recording is the archive as it is: nothing compressed,
@@ -592,6 +670,7 @@ int main(void)
 		cmocka_unit_test(finish_at_every_level_saves_the_same_events),
 		cmocka_unit_test(renderers_print_the_same_for_compressed_copies),
 		cmocka_unit_test(streaming_saves_compressed_chunks),
+		cmocka_unit_test(streaming_archive_is_as_small_as_oneshot),
 		cmocka_unit_test(killed_arena_stays_uncompressed),
 		cmocka_unit_test(level_configuration),
 		cmocka_unit_test(hostile_compressed_chunks_are_reported_and_counted),

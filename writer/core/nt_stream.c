@@ -152,10 +152,13 @@ static void commit_stream_end(void *ctx, uint64_t end)
 	nt_store_release_64(nt_header_u64(NT_HDR_EVENTS_WRITTEN), nt_arena_saver_events(st.saver));
 }
 
-static void save_in_process(void)
+/* `all`: the stop's SAVE_ALL, which also cuts the records held in open chunks
+ * (nt_arena_saver_save_all). */
+static void save_in_process(int all)
 {
 	static const nt_saver_output out = { append_to_file, commit_stream_end, NULL };
-	int err = nt_arena_saver_save(st.saver, &out, NULL);
+	int err = all ? nt_arena_saver_save_all(st.saver, &out, NULL)
+		      : nt_arena_saver_save(st.saver, &out, NULL);
 	if (err != 0 && st.failure == NT_OK) {
 		st.failure = err == ENOMEM ? NT_ERR_NO_MEMORY : NT_ERR_IO;
 		st.failure_errno = err;
@@ -192,10 +195,10 @@ static void *manager_main(void *arg)
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n <= 0) {
-			uint64_t before = nt_arena_saver_end(st.saver);
-			save_in_process();
-			wait_ms = nt_saver_next_poll_ms(wait_ms,
-							nt_arena_saver_end(st.saver) != before);
+			uint64_t before = nt_arena_saver_end(st.saver), t0 = nt_saver_now_ns();
+			save_in_process(0);
+			wait_ms = nt_saver_next_poll_ms(wait_ms, nt_arena_saver_end(st.saver) != before,
+							nt_saver_now_ns() - t0);
 			continue;
 		}
 		nt_fifo_packet pk;
@@ -207,8 +210,9 @@ static void *manager_main(void *arg)
 			break;
 		if (pk.request != NT_FIFO_SAVE_BUFFER)
 			continue;
-		save_in_process();
-		wait_ms = NT_SAVER_POLL_MIN_MS;
+		uint64_t t0 = nt_saver_now_ns();
+		save_in_process(pk.data32 == NT_FIFO_SAVE_ALL);
+		wait_ms = nt_saver_next_poll_ms(0, 1, nt_saver_now_ns() - t0);
 		if (!send_packet(st.manager_fd, 0, NT_FIFO_BUFFER_SAVED, pk.data32, pk.data64))
 			break;
 	}
