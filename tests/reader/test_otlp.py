@@ -513,6 +513,32 @@ def test_losses(pb, workdir):
     assert la.get('nanotrace.unmatched_ends', 0) == other.get('unmatched_ends', 0)
 
 
+def test_damage(pb, workdir):
+    """Damaged chunks: the losses span counts them and carries their messages, as Chrome's
+    otherData does; exit 2, 0 with --salvage."""
+    archive = os.path.join(workdir, 'ot-damaged.ntrace')
+    subprocess.run([DEMO, archive, '--threads', '2', '--requests', '200'], check=True,
+                   capture_output=True)
+    data = bytearray(open(archive, 'rb').read())
+    for i in range(len(data) // 3, len(data) // 3 + 2000, 97):
+        data[i] ^= 0x5a
+    open(archive, 'wb').write(data)
+    out = os.path.join(workdir, 'ot-damaged.otlp')
+    rc, _, err = dump('--format', 'otlp', '-o', out, archive)
+    assert rc == 2 and 'damaged' in err
+    rc, chrome, _ = dump('--format', 'chrome', '--salvage', archive)
+    other = json.loads(chrome)['otherData']
+    assert other.get('damaged_places', 0) > 0
+    rc, _, err = dump('--format', 'otlp', '--salvage', '-o', out, archive)
+    assert rc == 0
+    got = read(pb, open(out, 'rb').read())
+    losses = [s for _, _, _, _, s in got.spans.values() if s.name == 'nanotrace losses']
+    a = attrs(losses[0].attributes)
+    assert dict(a)['nanotrace.damaged_places'] == other['damaged_places']
+    assert [v for k, v in a if k == 'nanotrace.damage'] == [
+        'offset %d: %s' % (d['offset'], d['message']) for d in other['damage']][:16]
+
+
 def test_environment(pb, workdir):
     archive = os.path.join(workdir, 'ot-env.ntrace')
     subprocess.run([DEMO, archive, '--threads', '1', '--requests', '5'], check=True,
