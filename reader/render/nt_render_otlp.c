@@ -144,34 +144,16 @@ static void span_link(ot_span *s, const ot_flow *to, const nt_reader_event *e)
 	s->links++;
 	nt_pb *b = &s->body;
 	size_t at = nt_pb_open(b, OT_SPAN_LINKS);
-	uint8_t id[16];
-	for (int i = 0; i < 8; i++) {
-		id[i] = (uint8_t)(to->trace_hi >> (56 - 8 * i));
-		id[8 + i] = (uint8_t)(to->trace_lo >> (56 - 8 * i));
-	}
-	nt_pb_bytes(b, OT_LINK_TRACE_ID, id, 16);
-	for (int i = 0; i < 8; i++)
-		id[i] = (uint8_t)(to->span >> (56 - 8 * i));
-	nt_pb_bytes(b, OT_LINK_SPAN_ID, id, 8);
+	ot_put_id(b, OT_LINK_TRACE_ID, to->trace_hi, to->trace_lo, 16);
+	ot_put_id(b, OT_LINK_SPAN_ID, 0, to->span, 8);
 	ot_attr_str(b, OT_LINK_ATTRS, "nanotrace.flow", e->name, strlen(e->name));
 	ot_attr_int(b, OT_LINK_ATTRS, "nanotrace.flow_id", (int64_t)e->id);
 	put_args(b, OT_LINK_ATTRS, e);
 	nt_pb_close(b, at);
 }
 
-/* The span open on e's thread, or a zero-length span of e's own when none is: `scratch`
- * holds it, and *own says to emit it once e is applied. */
-static ot_span *enclosing(ot_ctx *c, const nt_reader_event *e, ot_span *scratch, int *own)
-{
-	ot_span *s = top(c, e);
-	*own = s == NULL;
-	if (s == NULL) {
-		span_start(c, scratch, e, NULL, 1);
-		ot_attr_bool(&scratch->body, OT_SPAN_ATTRS, "nanotrace.instant", 1);
-		s = scratch;
-	}
-	return s;
-}
+/* An instant, a flow point, a Trace2 message on the span open on its thread (attach). */
+static void attach(ot_ctx *c, const nt_reader_event *e);
 
 /* ---- flows ---------------------------------------------------------------------------- */
 
@@ -275,16 +257,7 @@ static void async_event(ot_ctx *c, const nt_reader_event *e)
 	}
 	default: break;
 	}
-	ot_span scratch = { 0 }, *s;
-	int own;
-	s = enclosing(c, e, &scratch, &own);
-	if (nt_kind_id_base(e->kind) >= NT_KIND_FLOW_BEGIN)
-		flow_point(c, e, s);
-	else
-		span_event(s, e);
-	if (own)
-		ot_span_emit(c, s, e->wall_ns);
-	free(scratch.body.p);
+	attach(c, e);
 }
 
 /* ---- the thread's stack ----------------------------------------------------------------- */
@@ -434,13 +407,7 @@ static void t2_process(ot_ctx *c, const nt_reader_event *e, unsigned t2)
 	while (at > 0 && !t->stack[at - 1].t2_process)
 		at--;
 	if (at == 0) { /* no process span open: a message like any other */
-		ot_span scratch = { 0 };
-		int own;
-		ot_span *s = enclosing(c, e, &scratch, &own);
-		span_event(s, e);
-		if (own)
-			ot_span_emit(c, s, e->wall_ns);
-		free(scratch.body.p);
+		attach(c, e);
 		return;
 	}
 	while (t->depth > at) /* what atexit leaves open ends with the process */
@@ -495,14 +462,27 @@ static void t2_message(ot_ctx *c, const nt_reader_event *e)
 		break;
 	default: break;
 	}
-	ot_span scratch = { 0 };
-	int own;
-	ot_span *s = enclosing(c, e, &scratch, &own);
-	if (t2 == NT_T2E_DATA || t2 == NT_T2E_DATA_JSON)
+	attach(c, e);
+}
+
+/* e on the span open on its thread, or on a zero-length span of its own (nanotrace.instant)
+ * when none is: a flow point's link, Trace2 data's attribute, else a span event. */
+static void attach(ot_ctx *c, const nt_reader_event *e)
+{
+	ot_span scratch = { 0 }, *s = top(c, e);
+	if (s == NULL) {
+		span_start(c, &scratch, e, NULL, 1);
+		ot_attr_bool(&scratch.body, OT_SPAN_ATTRS, "nanotrace.instant", 1);
+		s = &scratch;
+	}
+	unsigned t2 = nt_kind_is_t2(e->kind) ? e->kind - NT_KIND_T2_FIRST : NT_T2_EVENT_COUNT;
+	if (nt_kind_has_id(e->kind) && nt_kind_id_base(e->kind) >= NT_KIND_FLOW_BEGIN)
+		flow_point(c, e, s);
+	else if (t2 == NT_T2E_DATA || t2 == NT_T2E_DATA_JSON)
 		t2_data(c, e, s);
 	else
 		span_event(s, e);
-	if (own)
+	if (s == &scratch)
 		ot_span_emit(c, s, e->wall_ns);
 	free(scratch.body.p);
 }
@@ -528,15 +508,8 @@ static int on_event(void *ctx, const nt_reader_event *e)
 		complete(c, e);
 	else if (e->kind == NT_KIND_COUNTER)
 		counter(c, e);
-	else {
-		ot_span scratch = { 0 };
-		int own;
-		ot_span *s = enclosing(c, e, &scratch, &own);
-		span_event(s, e);
-		if (own)
-			ot_span_emit(c, s, e->wall_ns);
-		free(scratch.body.p);
-	}
+	else
+		attach(c, e);
 	return c->oom || c->stopped;
 }
 

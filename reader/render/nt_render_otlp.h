@@ -224,6 +224,8 @@ typedef struct ot_ctx {
 
 /* nt_render_otlp_batch.c: ids, the maps, and requests. */
 uint64_t ot_mix(uint64_t x);
+/* An id as bytes field: n = 16, a trace id hi:lo, big-endian; n = 8, a span id lo. */
+void ot_put_id(nt_pb *b, uint32_t field, uint64_t hi, uint64_t lo, int n);
 int ot_map_put(ot_map *m, uint64_t key, void *val);
 void *ot_map_get(const ot_map *m, uint64_t key);
 void *ot_map_del(ot_map *m, uint64_t key);

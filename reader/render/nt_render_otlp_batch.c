@@ -97,7 +97,7 @@ void ot_map_free(ot_map *m)
 	*m = (ot_map){ 0 };
 }
 
-static void put_id(nt_pb *b, uint32_t field, uint64_t hi, uint64_t lo, int n)
+void ot_put_id(nt_pb *b, uint32_t field, uint64_t hi, uint64_t lo, int n)
 {
 	uint8_t id[16];
 	for (int i = 0; i < 8; i++) {
@@ -150,10 +150,10 @@ void ot_span_emit(ot_ctx *c, ot_span *s, int64_t end)
 		return;
 	nt_pb *b = &sc->spans;
 	size_t before = b->len, at = nt_pb_open(b, OT_SS_SPANS);
-	put_id(b, OT_SPAN_TRACE_ID, s->trace_hi, s->trace_lo, 16);
-	put_id(b, OT_SPAN_SPAN_ID, 0, s->id, 8);
+	ot_put_id(b, OT_SPAN_TRACE_ID, s->trace_hi, s->trace_lo, 16);
+	ot_put_id(b, OT_SPAN_SPAN_ID, 0, s->id, 8);
 	if (s->parent)
-		put_id(b, OT_SPAN_PARENT, 0, s->parent, 8);
+		ot_put_id(b, OT_SPAN_PARENT, 0, s->parent, 8);
 	const char *name = s->name;
 	pf_string(b, OT_SPAN_NAME, name, strlen(name));
 	nt_pb_varint(b, OT_SPAN_KIND, OT_SPAN_KIND_INTERNAL);

@@ -32,20 +32,30 @@ static const ot_row rows[] = { NT_OT_FIELDS(OT_ROW) };
 #undef OT_ROW
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
+/* A varint at *q (before end) into *x; 0 when cut short or too long. */
+static int varint(const uint8_t **q, const uint8_t *end, uint64_t *x)
+{
+	*x = 0;
+	for (int shift = 0; shift <= 63; shift += 7) {
+		if (*q >= end)
+			return 0;
+		uint8_t byte = *(*q)++;
+		*x |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return 1;
+	}
+	return 0;
+}
+
 /* One field of [*p, end): its number, wire type, and value (a varint or fixed64 in *v,
  * bytes at *s of *n). 0 at the end or on bytes that are no field. */
 static int field(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t *wire,
 		 uint64_t *v, const uint8_t **s, size_t *n)
 {
-	uint64_t tag = 0, x = 0;
+	uint64_t tag, x = 0;
 	const uint8_t *q = *p;
-	for (int shift = 0;; shift += 7) {
-		if (q >= end || shift > 63)
-			return 0;
-		tag |= (uint64_t)(*q & 0x7f) << shift;
-		if (!(*q++ & 0x80))
-			break;
-	}
+	if (!varint(&q, end, &tag))
+		return 0;
 	*num = (uint32_t)(tag >> 3);
 	*wire = (uint32_t)(tag & 7);
 	if (*wire == NT_PF_WIRE_F) {
@@ -55,13 +65,8 @@ static int field(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t 
 			x = x << 8 | q[i];
 		q += 8;
 	} else if (*wire == NT_PF_WIRE_V || *wire == NT_PF_WIRE_L) {
-		for (int shift = 0;; shift += 7) {
-			if (q >= end || shift > 63)
-				return 0;
-			x |= (uint64_t)(*q & 0x7f) << shift;
-			if (!(*q++ & 0x80))
-				break;
-		}
+		if (!varint(&q, end, &x))
+			return 0;
 		if (*wire == NT_PF_WIRE_L) {
 			if (x > (uint64_t)(end - q))
 				return 0;

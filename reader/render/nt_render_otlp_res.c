@@ -25,41 +25,48 @@
 #include "format/nt_bundle.h"
 #include "nt_render_otlp.h"
 
+/* A KeyValue's key and the opening of its AnyValue; kv_end closes both. */
+static void kv_begin(nt_pb *b, uint32_t field, const char *key, size_t at[2])
+{
+	at[0] = nt_pb_open(b, field);
+	pf_string(b, OT_KV_KEY, key, strlen(key));
+	at[1] = nt_pb_open(b, OT_KV_VALUE);
+}
+
+static void kv_end(nt_pb *b, const size_t at[2])
+{
+	nt_pb_close(b, at[1]);
+	nt_pb_close(b, at[0]);
+}
+
 void ot_attr_str(nt_pb *b, uint32_t field, const char *key, const char *v, size_t n)
 {
-	size_t kv = nt_pb_open(b, field);
-	pf_string(b, OT_KV_KEY, key, strlen(key));
-	size_t av = nt_pb_open(b, OT_KV_VALUE);
+	size_t at[2];
+	kv_begin(b, field, key, at);
 	pf_string(b, OT_AV_STRING, v, n);
-	nt_pb_close(b, av);
-	nt_pb_close(b, kv);
+	kv_end(b, at);
 }
 
 void ot_attr_int(nt_pb *b, uint32_t field, const char *key, int64_t v)
 {
-	size_t kv = nt_pb_open(b, field);
-	pf_string(b, OT_KV_KEY, key, strlen(key));
-	size_t av = nt_pb_open(b, OT_KV_VALUE);
+	size_t at[2];
+	kv_begin(b, field, key, at);
 	nt_pb_varint(b, OT_AV_INT, (uint64_t)v);
-	nt_pb_close(b, av);
-	nt_pb_close(b, kv);
+	kv_end(b, at);
 }
 
 void ot_attr_bool(nt_pb *b, uint32_t field, const char *key, int v)
 {
-	size_t kv = nt_pb_open(b, field);
-	pf_string(b, OT_KV_KEY, key, strlen(key));
-	size_t av = nt_pb_open(b, OT_KV_VALUE);
+	size_t at[2];
+	kv_begin(b, field, key, at);
 	nt_pb_varint(b, OT_AV_BOOL, v != 0);
-	nt_pb_close(b, av);
-	nt_pb_close(b, kv);
+	kv_end(b, at);
 }
 
 void ot_attr_arg(nt_pb *b, uint32_t field, const nt_reader_arg *a)
 {
-	size_t kv = nt_pb_open(b, field);
-	pf_string(b, OT_KV_KEY, a->name, strlen(a->name));
-	size_t av = nt_pb_open(b, OT_KV_VALUE);
+	size_t at[2];
+	kv_begin(b, field, a->name, at);
 	switch (a->type) {
 	case NT_ARG_INT32:
 	case NT_ARG_INT64: nt_pb_varint(b, OT_AV_INT, (uint64_t)a->value.i64); break;
@@ -89,8 +96,7 @@ void ot_attr_arg(nt_pb *b, uint32_t field, const nt_reader_arg *a)
 	}
 	default: pf_string(b, OT_AV_STRING, a->value.str.ptr, a->value.str.len); break;
 	}
-	nt_pb_close(b, av);
-	nt_pb_close(b, kv);
+	kv_end(b, at);
 }
 
 static int hexval(char c)
