@@ -11,7 +11,6 @@
  * as strings).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,7 +80,14 @@ static int field(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t 
 	return 1;
 }
 
-static int message(nt_out *o, uint32_t m, const uint8_t *p, size_t len, int depth);
+/* The rows of each message: rows[first[m]] up to the first row of another message (the
+ * table lists each message's rows together; nt_otlp_json_line checks it). */
+typedef struct ot_walk {
+	nt_out *o;
+	uint8_t first[OT_M_COUNT];
+} ot_walk;
+
+static int message(ot_walk *w, uint32_t m, const uint8_t *p, size_t len, int depth);
 
 static void hex(nt_out *o, const uint8_t *s, size_t n)
 {
@@ -106,18 +112,28 @@ static void dbl(nt_out *o, uint64_t bits)
 		nt_out_printf(o, "%.17g", d);
 }
 
-static int value(nt_out *o, const ot_row *r, uint64_t v, const uint8_t *s, size_t n, int depth)
+static int value(ot_walk *w, const ot_row *r, uint64_t v, const uint8_t *s, size_t n,
+		 int depth)
 {
+	nt_out *o = w->o;
 	switch (r->kind) {
-	case J_MSG: return message(o, r->sub, s, n, depth + 1);
+	case J_MSG: return message(w, r->sub, s, n, depth + 1);
 	case J_STR: nt_out_json_str(o, (const char *)s, n); break;
 	case J_HEX: hex(o, s, n); break;
 	case J_U32:
 	case J_ENUM: nt_out_u64(o, v); break;
 	case J_BOOL: nt_out_str(o, v ? "true" : "false"); break;
-	case J_F64S: nt_out_printf(o, "\"%" PRIu64 "\"", v); break;
+	case J_F64S:
+		nt_out_char(o, '"');
+		nt_out_u64(o, v);
+		nt_out_char(o, '"');
+		break;
 	case J_I64S:
-	case J_S64S: nt_out_printf(o, "\"%" PRId64 "\"", (int64_t)v); break;
+	case J_S64S:
+		nt_out_char(o, '"');
+		nt_out_i64(o, (int64_t)v);
+		nt_out_char(o, '"');
+		break;
 	default: dbl(o, v); break;
 	}
 	return 0;
@@ -125,8 +141,9 @@ static int value(nt_out *o, const ot_row *r, uint64_t v, const uint8_t *s, size_
 
 /* Row r's occurrences in [p, p + len): one value (the last, as protobuf reads a repeated
  * scalar field), or an array. Returns how many, or -1 on bytes that are no message. */
-static int row(nt_out *o, const ot_row *r, const uint8_t *p, size_t len, int first, int depth)
+static int row(ot_walk *w, const ot_row *r, const uint8_t *p, size_t len, int first, int depth)
 {
+	nt_out *o = w->o;
 	const uint8_t *q = p, *end = p + len, *s = NULL;
 	uint32_t num, wire;
 	uint64_t v;
@@ -146,7 +163,7 @@ static int row(nt_out *o, const ot_row *r, const uint8_t *p, size_t len, int fir
 		} else {
 			return -1; /* a singular field twice: never written by the exporter */
 		}
-		if (value(o, r, v, s, n, depth) < 0)
+		if (value(w, r, v, s, n, depth) < 0)
 			return -1;
 		count++;
 	}
@@ -155,28 +172,33 @@ static int row(nt_out *o, const ot_row *r, const uint8_t *p, size_t len, int fir
 	return count;
 }
 
-static int message(nt_out *o, uint32_t m, const uint8_t *p, size_t len, int depth)
+static int message(ot_walk *w, uint32_t m, const uint8_t *p, size_t len, int depth)
 {
-	if (depth > 16)
+	if (depth > 16 || m >= OT_M_COUNT)
 		return -1;
-	nt_out_char(o, '{');
+	nt_out_char(w->o, '{');
 	int first = 1;
-	for (size_t i = 0; i < NROWS; i++) {
-		if (rows[i].msg != m)
-			continue;
-		int n = row(o, &rows[i], p, len, first, depth);
+	for (size_t i = w->first[m]; i < NROWS && rows[i].msg == m; i++) {
+		int n = row(w, &rows[i], p, len, first, depth);
 		if (n < 0)
 			return -1;
 		if (n)
 			first = 0;
 	}
-	nt_out_char(o, '}');
+	nt_out_char(w->o, '}');
 	return 0;
 }
 
 int nt_otlp_json_line(nt_out *out, int metrics, const uint8_t *msg, size_t len)
 {
-	if (message(out, metrics ? OT_M_METRICS_REQ : OT_M_TRACE_REQ, msg, len, 0) < 0)
+	ot_walk w = { .o = out };
+	uint8_t seen[OT_M_COUNT] = { 0 };
+	for (size_t i = NROWS; i-- > 0;) {
+		w.first[rows[i].msg] = (uint8_t)i;
+		if (i + 1 < NROWS && rows[i + 1].msg != rows[i].msg && seen[rows[i].msg]++)
+			return -1; /* a message's rows apart in the table: never in this build */
+	}
+	if (message(&w, metrics ? OT_M_METRICS_REQ : OT_M_TRACE_REQ, msg, len, 0) < 0)
 		return -1;
 	nt_out_char(out, '\n');
 	return 0;
