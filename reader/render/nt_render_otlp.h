@@ -168,7 +168,8 @@ typedef struct ot_map {
 	size_t cap, n;
 } ot_map;
 
-/* The spans or metrics of one (Resource, category) waiting for the next request. */
+/* The spans or metrics of one (Resource, category) waiting for the next request; its
+ * buffers are freed when the request is sent, so the batch's memory follows its bytes. */
 typedef struct ot_scope {
 	uint32_t res;
 	const char *cat;

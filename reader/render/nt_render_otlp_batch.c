@@ -241,7 +241,14 @@ void ot_flush(ot_ctx *c)
 	if (c->batch_metrics)
 		send(c, 1);
 	c->batch_spans = c->batch_metrics = 0;
-	c->nscopes = 0; /* the buffers stay, for the next batch */
+	/* the buffers go too: a bundle of many processes and categories would otherwise keep
+	 * one grown buffer per (process, category) it ever saw */
+	for (size_t i = 0; i < c->nscopes; i++) {
+		free(c->scopes[i].spans.p);
+		free(c->scopes[i].metrics.p);
+		c->scopes[i].spans = c->scopes[i].metrics = (nt_pb){ 0 };
+	}
+	c->nscopes = 0;
 }
 
 void ot_batch_maybe_flush(ot_ctx *c)

@@ -555,6 +555,14 @@ def test_environment(pb, workdir):
         assert parent, 'every span has a parent: the TRACEPARENT one for roots'
     roots = [s for _, p, _, _, s in got.spans.values() if p.hex() == tp[36:52]]
     assert roots
+    for bad in ('01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+                '00-00000000000000000000000000000000-b7ad6b7169203331-01',
+                '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01',
+                '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01', tp + '0'):
+        got = read(pb, export(archive, os.path.join(workdir, 'ot-env.otlp'),
+                              env=dict(env, TRACEPARENT=bad)))
+        assert all(t.hex() != tp[3:35] for t, _, _, _, _ in got.spans.values()), bad
+        assert any(not p for _, p, _, _, _ in got.spans.values()), 'roots are roots: ' + bad
     env['OTEL_RESOURCE_ATTRIBUTES'] = 'novalue,x=1'
     got = read(pb, export(archive, os.path.join(workdir, 'ot-env.otlp'), env=env))
     res = list(got.resources.values())[0]
