@@ -21,6 +21,7 @@ official schema (third_party/opentelemetry-proto, vendored).
   others) and equals the protobuf output's request, field for field.
 - The same archive gives the same bytes (ids are derived from it); TRACEPARENT puts every
   root under its parent; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES reach the Resource.
+- The exporter's peak heap does not grow with the events (tests/reader/otlp_memory.c).
 Inputs: the demo, a bundle of two processes, request_program's async spans and flows in one
 process and across two under trace-record, a Trace2 import of every case of the golden
 corpus, a circular demo (its losses as resource attributes and a "nanotrace losses" span).
@@ -567,6 +568,27 @@ def test_environment(pb, workdir):
     got = read(pb, export(archive, os.path.join(workdir, 'ot-env.otlp'), env=env))
     res = list(got.resources.values())[0]
     assert 'x' not in res and res['nanotrace.otel_resource_attributes_invalid'] is True
+
+
+def test_memory_does_not_grow_with_events(workdir):
+    """The exporter's peak heap (tests/reader/otlp_memory.c: glibc's mallinfo2 at every
+    request and at the end) for an archive of 20 times the events of another, from the same
+    program: within 1 MiB of it, where one byte kept per event would add 5 MiB."""
+    peaks, events = [], []
+    for n in (1000, 20000):
+        archive = os.path.join(workdir, 'ot-mem-%d.ntrace' % n)
+        subprocess.run([DEMO, archive, '--threads', '2', '--requests', str(n),
+                        '--buffer-size', '67108864'], check=True, capture_output=True)
+        rc, stats, err = dump('--stats', archive)
+        assert rc == 0, err
+        events.append(int(re.search(r'^events: (\d+)', stats, re.M).group(1)))
+        p = subprocess.run([program('NT_OTLP_MEMORY'), archive], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        requests, _, heap = map(int, p.stdout.split())
+        peaks.append(heap)
+        assert requests >= 1
+    assert events[1] >= 15 * events[0], events
+    assert peaks[1] <= peaks[0] + (1 << 20), (peaks, events)
 
 
 def test_refusals(workdir):
