@@ -63,7 +63,8 @@ static uint32_t res_of(ot_ctx *c, const nt_reader_thread *t)
 {
 	if (t->index < c->nthreads && c->res_of[t->index])
 		return c->res_of[t->index] - 1;
-	uint32_t r = ot_res_find(c, t->section, t->pid);
+	const nt_reader_process *t2 = nt_reader_process_at(c->r, t->process);
+	uint32_t r = ot_res_find(c, t->section, t->pid, t2 && t2->defined ? t2 : NULL);
 	if (t->index < c->nthreads && !c->oom)
 		c->res_of[t->index] = r + 1;
 	return r;
@@ -277,6 +278,10 @@ static void push(ot_ctx *c, const nt_reader_event *e)
 	ot_span *s = &t->stack[t->depth];
 	span_start(c, s, e, t->depth ? &t->stack[t->depth - 1] : NULL, 0);
 	t->depth++;
+	if (nt_kind_is_t2(e->kind)) /* trace2receiver's span types */
+		ot_attr_str(&s->body, OT_SPAN_ATTRS, "trace2.span.type",
+			    e->kind == NT_KIND_T2_FIRST + NT_T2E_START ? "process" : "region",
+			    e->kind == NT_KIND_T2_FIRST + NT_T2E_START ? 7 : 6);
 	put_args(&s->body, OT_SPAN_ATTRS, e);
 }
 
@@ -451,6 +456,9 @@ static void t2_message(ot_ctx *c, const nt_reader_event *e)
 	case NT_T2E_CHILD_START:
 		if (t2_int(e, "child_id", &id)) {
 			id_open(c, e, child_key(e, id), "child");
+			ot_span *s = ot_map_get(&c->open_ids, child_key(e, id));
+			if (s)
+				ot_attr_str(&s->body, OT_SPAN_ATTRS, "trace2.span.type", "child", 5);
 			return;
 		}
 		break;
@@ -572,7 +580,7 @@ static void losses(ot_ctx *c)
 	for (uint32_t i = 0; i < c->nsections; i++) {
 		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
 		ot_span s = { .cat = "nanotrace", .name = "nanotrace losses" };
-		s.res = ot_res_find(c, i, sec->pid);
+		s.res = ot_res_find(c, i, sec->pid, NULL);
 		s.id = ot_mix(c->salt ^ ot_mix((c->ordinal + 1 + i) << 2 | 3)) | 1;
 		s.start = c->last_wall[i];
 		trace_of_root(c, &s);

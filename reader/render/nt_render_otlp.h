@@ -126,8 +126,10 @@ enum {
 enum { NT_OT_FIELDS(NT_OT_ENUM) };
 #undef NT_OT_ENUM
 
-/* Span.SpanKind (checked by the same test). */
+/* Span.SpanKind (checked by the same test): a Trace2 process is SERVER, as trace2receiver
+ * makes a git process's span; every other span INTERNAL. */
 #define OT_SPAN_KIND_INTERNAL 1
+#define OT_SPAN_KIND_SERVER 2
 
 /* A request holds at most about this many bytes of spans or metrics (the OTLP/HTTP
  * receivers' default limit is far above it; a shipper sends each as it comes). */
@@ -157,7 +159,7 @@ typedef struct ot_span {
 	uint32_t events, links, dropped_events, dropped_links;
 	uint32_t res;                /* its Resource (ot_ctx.res) */
 	int pending;                 /* a root whose trace its first event decides */
-	int t2_process;              /* Trace2's process span (start .. atexit) */
+	int t2_process;              /* Trace2's process span (start .. atexit): kind SERVER */
 } ot_span;
 
 /* A map of 64-bit keys (never 0) to pointers: open addressing, linear probing, deletion by
@@ -179,6 +181,7 @@ typedef struct ot_scope {
 /* A Resource: a process of a section (a Trace2 import holds several in one). */
 typedef struct ot_res {
 	uint32_t section, pid;
+	const nt_reader_process *t2; /* its Trace2 process, or NULL */
 	nt_pb pb; /* its fields, made on first use */
 } ot_res;
 
@@ -238,15 +241,19 @@ void ot_span_emit(ot_ctx *c, ot_span *s, int64_t end);
 ot_scope *ot_scope_of(ot_ctx *c, uint32_t res, const char *cat);
 /* The Resource of (section, pid), added when new; 0 (the first) when memory runs out
  * (c->oom set). */
-uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid);
+uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid,
+		     const nt_reader_process *t2);
 /* Sends what the batch holds (a trace request, then a metrics request). */
 void ot_flush(ot_ctx *c);
 void ot_batch_maybe_flush(ot_ctx *c);
 
-/* nt_render_otlp_res.c: the attributes of the Resource of process `pid` of a section (KeyValue rows of field
+/* nt_render_otlp_res.c: the attributes of the Resource of process `pid` of a section (with
+ * its Trace2 SID as trace2.cmd.sid and service.instance.id when t2 is not NULL, as
+ * trace2receiver names a git process) (KeyValue rows of field
  * OT_RES_ATTRS) into b: service.name, process.*, telemetry.sdk.*, OTEL_RESOURCE_ATTRIBUTES
  * and what the section's header says its writer lost (nanotrace.*). */
-void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid);
+void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid,
+		 const nt_reader_process *t2);
 /* One attribute (a KeyValue in field `field` of the message being written) of each type;
  * strings that are not UTF-8 get U+FFFD for each bad byte (pf_string). */
 void ot_attr_str(nt_pb *b, uint32_t field, const char *key, const char *v, size_t n);

@@ -107,7 +107,8 @@ void ot_put_id(nt_pb *b, uint32_t field, uint64_t hi, uint64_t lo, int n)
 	nt_pb_bytes(b, field, n == 16 ? id : id + 8, (size_t)n);
 }
 
-uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid)
+uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid,
+		     const nt_reader_process *t2)
 {
 	for (size_t i = 0; i < c->nres; i++)
 		if (c->res[i].section == section && c->res[i].pid == pid)
@@ -118,6 +119,7 @@ uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid)
 	}
 	c->res[c->nres].section = section;
 	c->res[c->nres].pid = pid;
+	c->res[c->nres].t2 = t2;
 	return (uint32_t)c->nres++;
 }
 
@@ -156,7 +158,7 @@ void ot_span_emit(ot_ctx *c, ot_span *s, int64_t end)
 		ot_put_id(b, OT_SPAN_PARENT, 0, s->parent, 8);
 	const char *name = s->name;
 	pf_string(b, OT_SPAN_NAME, name, strlen(name));
-	nt_pb_varint(b, OT_SPAN_KIND, OT_SPAN_KIND_INTERNAL);
+	nt_pb_varint(b, OT_SPAN_KIND, s->t2_process ? OT_SPAN_KIND_SERVER : OT_SPAN_KIND_INTERNAL);
 	nt_pb_fixed64(b, OT_SPAN_START, (uint64_t)s->start);
 	nt_pb_fixed64(b, OT_SPAN_END, (uint64_t)(end < s->start ? s->start : end));
 	uint8_t *p = nt_pb_room(b, s->body.len);
@@ -179,7 +181,8 @@ static const nt_pb *resource_of(ot_ctx *c, uint32_t res)
 {
 	nt_pb *b = &c->res[res].pb;
 	if (b->len == 0) {
-		ot_resource(b, nt_reader_section_at(c->r, c->res[res].section), c->res[res].pid);
+		ot_resource(b, nt_reader_section_at(c->r, c->res[res].section), c->res[res].pid,
+			    c->res[res].t2);
 		if (b->oom)
 			c->oom = 1;
 	}

@@ -184,7 +184,8 @@ static void losses(nt_pb *b, const nt_reader_section *s)
 			    strlen(s->message));
 }
 
-void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid)
+void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid,
+		 const nt_reader_process *t2)
 {
 	const char *svc = secure_getenv("OTEL_SERVICE_NAME");
 	if (svc == NULL || svc[0] == '\0')
@@ -194,6 +195,10 @@ void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid)
 		ot_attr_int(b, OT_RES_ATTRS, "process.pid", pid ? pid : s->pid);
 	if (s->name[0])
 		ot_attr_str(b, OT_RES_ATTRS, "process.executable.name", s->name, strlen(s->name));
+	if (t2 && t2->sid_len) {
+		ot_attr_str(b, OT_RES_ATTRS, "service.instance.id", t2->sid, t2->sid_len);
+		ot_attr_str(b, OT_RES_ATTRS, "trace2.cmd.sid", t2->sid, t2->sid_len);
+	}
 	ot_attr_str(b, OT_RES_ATTRS, "telemetry.sdk.name", "nanotrace", 9);
 	ot_attr_str(b, OT_RES_ATTRS, "telemetry.sdk.language", "c", 1);
 	const char *ver = nt_reader_version();

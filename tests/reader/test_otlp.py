@@ -68,7 +68,7 @@ pytestmark = [
 # What the exporter adds to every span beside the event's own arguments.
 SPAN_EXTRA = ('code.filepath', 'code.lineno', 'thread.id', 'thread.name',
               'nanotrace.async_id', 'nanotrace.async_scope', 'nanotrace.unended',
-              'nanotrace.instant')
+              'nanotrace.instant', 'trace2.span.type')
 
 
 @pytest.fixture(scope='module')
@@ -155,8 +155,9 @@ def test_field_numbers_are_the_schema(workdir):
         if jk == 'MSG' and not f.type_name.endswith('.' + by_const.get(sub, '?')):
             bad.append('%s: of type %s, the row says %s' % (const, f.type_name, sub))
     assert not bad, bad
-    kind = re.search(r'#define OT_SPAN_KIND_INTERNAL (\d+)', src)
-    assert enums['Span.SpanKind']['SPAN_KIND_INTERNAL'] == int(kind.group(1))
+    for kind in ('INTERNAL', 'SERVER'):
+        value = re.search(r'#define OT_SPAN_KIND_%s (\d+)' % kind, src)
+        assert enums['Span.SpanKind']['SPAN_KIND_' + kind] == int(value.group(1)), kind
 
 
 # ---- the output, read back --------------------------------------------------------------------
@@ -483,6 +484,20 @@ def test_trace2_import(pb, workdir):
         got, _, _ = check(pb, workdir, archive, 'ot-t2-' + case)
         procs = [s for _, p, _, _, s in got.spans.values() if s.name == 'process']
         assert procs, case
+        # trace2receiver's conventions: a git process is a SERVER span, every span says its
+        # Trace2 type, a process's Resource carries its SID
+        assert all(s.kind == 2 and dict(attrs(s.attributes))['trace2.span.type'] == 'process'
+                   for s in procs), case
+        for _, _, _, scope, s in got.spans.values():
+            t = dict(attrs(s.attributes)).get('trace2.span.type')
+            assert (s.kind == 2) == (t == 'process'), (case, s.name)
+            if scope == 'trace2' and s.name == 'child':
+                assert t == 'child', case
+        sids = [r.get('trace2.cmd.sid') for r in got.resources.values()
+                if r.get('process.pid') in {pid for _, _, pid, _, s in got.spans.values()
+                                            if s.name == 'process'}]
+        assert sids and all(sids) and all(r.get('service.instance.id') == r.get('trace2.cmd.sid')
+                                          for r in got.resources.values()), case
         # data messages: an attribute "<category>.<key>" of their span too
         for _, _, _, _, s in got.spans.values():
             a = dict(attrs(s.attributes))

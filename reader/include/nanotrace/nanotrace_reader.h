@@ -596,7 +596,10 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
  *   (start .. atexit) and its child processes (child_start .. child_exit), async spans;
  *   each span's parent is the span open on its thread when it began (a Complete, recorded
  *   when it ends: the span open then), an async span's the span open where it began; the
- *   roots of a Trace2 process's other threads go under its process span. Arguments are
+ *   roots of a Trace2 process's other threads go under its process span. As trace2receiver
+ *   makes them, a Trace2 process span is of kind SERVER (the others INTERNAL), Trace2
+ *   spans carry trace2.span.type (process, region, child), and a Trace2 process's Resource
+ *   its SID (trace2.cmd.sid, service.instance.id). Arguments are
  *   attributes of their types (unsigned values and pointers as int64 bits, string lists
  *   as arrays), with code.filepath, code.lineno, thread.id and thread.name.
  * - Instants and Trace2 messages: span events on the span open on their thread (a
