@@ -55,8 +55,6 @@ static void trace_of_root(const ot_ctx *c, ot_span *s)
 	s->trace_lo = ot_mix(s->id ^ 0x6f746c70ull) | 1;
 }
 
-/* A new span of e: its parent the span open on e's thread (or, for a root of a Trace2
- * process, the process span; else none). */
 /* The Resource of a thread's events: its section's process, or in a Trace2 import of many
  * processes the thread's own. */
 static uint32_t res_of(ot_ctx *c, const nt_reader_thread *t)
@@ -70,6 +68,8 @@ static uint32_t res_of(ot_ctx *c, const nt_reader_thread *t)
 	return r;
 }
 
+/* A new span of e: its parent `up` (the span open on e's thread), or for a root of a Trace2
+ * process the process span, else none; `what` tells apart the spans one event makes. */
 static void span_start(ot_ctx *c, ot_span *s, const nt_reader_event *e, const ot_span *up,
 		       uint64_t what)
 {
@@ -108,10 +108,12 @@ static void put_args(nt_pb *b, uint32_t field, const nt_reader_event *e)
 		ot_attr_arg(b, field, &e->args[i]);
 }
 
+/* The span open on e's thread (past OT_DEPTH_MAX, the deepest one kept), or NULL. */
 static ot_span *top(ot_ctx *c, const nt_reader_event *e)
 {
 	ot_thread *t = &c->threads[e->thread->index];
-	return t->depth && t->depth <= OT_DEPTH_MAX ? &t->stack[t->depth - 1] : NULL;
+	uint32_t d = t->depth > OT_DEPTH_MAX ? OT_DEPTH_MAX : t->depth;
+	return d ? &t->stack[d - 1] : NULL;
 }
 
 /* ---- span events, links, zero-length spans ------------------------------------------------ */
@@ -398,7 +400,7 @@ static void t2_process(ot_ctx *c, const nt_reader_event *e, unsigned t2)
 	ot_proc *p = e->thread->process < c->nprocs ? &c->procs[e->thread->process] : NULL;
 	if (t2 == NT_T2E_START) {
 		push(c, e);
-		ot_span *s = top(c, e);
+		ot_span *s = t->depth <= OT_DEPTH_MAX ? top(c, e) : NULL; /* none when too deep */
 		if (s) {
 			s->t2_process = 1;
 			s->name = "process";

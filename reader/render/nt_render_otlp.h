@@ -40,7 +40,8 @@ enum {
 
 /* JSON kinds: J_MSG a message (of the row's sub type), J_STR a string, J_HEX bytes as hex
  * (trace and span ids), J_U32 a number, J_ENUM a number, J_BOOL, J_I64S a varint int64 as a
- * string, J_F64S a fixed64 as a string, J_S64S an sfixed64 as a string, J_DBL a double. R: repeated (a JSON array). */
+ * string, J_F64S a fixed64 as a string, J_S64S an sfixed64 as a string, J_DBL a double.
+ * OT_REP: repeated (a JSON array); OT_ONE: one value. */
 #define OT_ONE 0
 #define OT_REP 1
 

@@ -3,8 +3,8 @@
  * and prints "<requests> <spans bytes> <peak heap bytes>", the heap in use sampled at every
  * request the exporter hands over and at the end: glibc's mallinfo2 (arena and mmap'd
  * blocks), or, in a build with ASan or TSan (whose allocator glibc does not see), the
- * sanitizer's own count. tests/reader/test_otlp.py runs it on a small and a ten times larger archive
- * of the same program: the peak must not grow with the events.
+ * sanitizer's own count. tests/reader/test_otlp.py runs it on a small archive and one of 20
+ * times its events from the same program: the peak must not grow with the events.
  */
 #include <malloc.h>
 #include <stdio.h>
