@@ -585,6 +585,48 @@ def test_environment(pb, workdir):
     assert 'x' not in res and res['nanotrace.otel_resource_attributes_invalid'] is True
 
 
+def test_nesting_past_the_bound(pb, workdir):
+    """A Trace2 log nesting regions deeper than a thread's open spans are kept (256, the
+    process span included): the deeper ones are counted on the losses span, every region
+    kept is a span under its parent, and data messages inside go to the deepest one kept."""
+    depth, bound = 300, int(re.search(r'#define OT_DEPTH_MAX (\d+)',
+                                      open(OTLP_H).read()).group(1))
+    sid = '20261127T000000.000000Z-Hdeadbeef-P00001234'
+    lines, t = [], [0]
+
+    def ev(name, **kw):
+        d = {'event': name, 'sid': sid, 'thread': 'main', 'file': 'x.c', 'line': 1,
+             'time': '2026-11-27T00:00:%09.6fZ' % (t[0] / 1e6)}
+        d.update(kw)
+        lines.append(json.dumps(d))
+        t[0] += 100
+    ev('version', evt='3', exe='2.39.5')
+    ev('start', t_abs=0.0, argv=['git', 'status'])
+    for i in range(depth):
+        ev('region_enter', t_rel=0.0, nesting=i + 1, category='c', label='r%d' % i)
+        ev('data', t_abs=0.0, t_rel=0.0, nesting=i + 2, category='c', key='k', value=str(i))
+    for i in reversed(range(depth)):
+        ev('region_leave', t_rel=0.0, nesting=i + 1, category='c', label='r%d' % i)
+    ev('atexit', t_abs=1.0, code=0)
+    log = os.path.join(workdir, 'ot-deep.event')
+    open(log, 'w').write('\n'.join(lines) + '\n')
+    archive = os.path.join(workdir, 'ot-deep.ntrace')
+    if os.path.exists(archive):
+        os.remove(archive)
+    subprocess.run([TRACE_IMPORT, '-o', archive, log], check=True, capture_output=True)
+    got = read(pb, export(archive, os.path.join(workdir, 'ot-deep.otlp')))
+    spans = [s for _, _, _, _, s in got.spans.values()]
+    regions = [s for s in spans if s.name.startswith('r')]
+    assert len(regions) == bound - 1  # the process span is the first of the bound
+    losses = [s for s in spans if s.name == 'nanotrace losses']
+    assert dict(attrs(losses[0].attributes))['nanotrace.spans_too_deep'] == depth + 1 - bound
+    for _, parent, _, _, s in got.spans.values():
+        assert not parent or parent in got.spans
+    deepest = max(regions, key=lambda s: int(s.name[1:]))
+    values = [dict(attrs(e.attributes))['value'] for e in deepest.events if e.name == 'k']
+    assert values == [str(i) for i in range(bound - 2, depth)], values
+
+
 def test_memory_does_not_grow_with_events(workdir):
     """The exporter's peak heap (tests/reader/otlp_memory.c: glibc's mallinfo2 at every
     request and at the end) for an archive of 20 times the events of another, from the same
