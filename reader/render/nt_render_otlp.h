@@ -132,9 +132,12 @@ enum { NT_OT_FIELDS(NT_OT_ENUM) };
 #define OT_SPAN_KIND_INTERNAL 1
 #define OT_SPAN_KIND_SERVER 2
 
-/* A request holds at most about this many bytes of spans or metrics (the OTLP/HTTP
- * receivers' default limit is far above it; a shipper sends each as it comes). */
-#define OT_BATCH_BYTES (512u * 1024u)
+/* A request holds about this many bytes of spans or metrics (a span that ends a batch is
+ * whole in it): far under OTLP/HTTP receivers' limits, and small enough that its OTLP/JSON
+ * line (2.5 times the bytes for common spans, at most 6 times for strings of control
+ * characters, each escaped) stays under the 1 MiB a line the Collector's otlpjsonfile
+ * receiver reads by default (its max_log_size). */
+#define OT_BATCH_BYTES (128u * 1024u)
 
 /* JSON: one encoded request (an ExportTraceServiceRequest when `metrics` is 0, else an
  * ExportMetricsServiceRequest) as one line of OTLP/JSON, ending in '\n', into out. Returns

@@ -373,6 +373,8 @@ def json_matches(pb, data, jsonl):
     msgs = [('traces', r) for r in f.traces] + [('metrics', r) for r in f.metrics]
     lines = jsonl.decode('utf-8').splitlines()
     assert len(lines) == len(msgs) and lines
+    # the Collector's otlpjsonfile receiver reads lines of up to 1 MiB (max_log_size)
+    assert max(len(line.encode()) for line in lines) < 1 << 20
 
     def ids_to_b64(o):
         if isinstance(o, dict):

@@ -619,7 +619,7 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
  *   what the rendering found (events lost in gaps, damage, Ends with no Begin, spans past
  *   the nesting bound, ids past the memory bound) is a span "nanotrace losses" (scope
  *   "nanotrace") with one attribute per count, sent last; none when nothing was lost.
- * Requests hold at most about 512 KiB of spans; memory is O(threads x open nesting + open
+ * Requests hold about 128 KiB of spans (their JSON lines stay under 1 MiB); memory is O(threads x open nesting + open
  *   async spans + remembered flows), each bounded (65536 ids), never O(events). */
 typedef enum nt_otlp_signal {
 	NT_OTLP_TRACES = 0,  /* an ExportTraceServiceRequest */
