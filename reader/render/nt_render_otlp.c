@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reader/common/nt_grow.h"
 #include "nt_render_ids.h"
 #include "nt_render_otlp.h"
 
@@ -273,7 +274,7 @@ static void push(ot_ctx *c, const nt_reader_event *e)
 		c->too_deep++;
 		return;
 	}
-	if (t->stack == NULL && (t->stack = calloc(OT_DEPTH_MAX, sizeof(*t->stack))) == NULL) {
+	if (!nt_grow(&t->stack, &t->cap, t->depth + 1, sizeof(*t->stack))) {
 		c->oom = 1;
 		return;
 	}
@@ -663,7 +664,7 @@ static int ctx_init(ot_ctx *c, nt_reader *r)
 static void ctx_free(ot_ctx *c)
 {
 	for (uint32_t i = 0; c->threads && i < c->nthreads; i++) {
-		for (uint32_t k = 0; c->threads[i].stack && k < OT_DEPTH_MAX; k++) {
+		for (size_t k = 0; k < c->threads[i].cap; k++) {
 			free(c->threads[i].stack[k].body.p);
 		}
 		free(c->threads[i].stack);
@@ -686,6 +687,7 @@ static void ctx_free(ot_ctx *c)
 		free(c->flows.vals[i]);
 	ot_map_free(&c->flows);
 	free(c->scopes);
+	free(c->scope_index);
 	free(c->req.p);
 	free(c->res);
 	free(c->res_of);

@@ -145,6 +145,10 @@ enum { NT_OT_FIELDS(NT_OT_ENUM) };
  * own output). */
 int nt_otlp_json_line(nt_out *out, int metrics, const uint8_t *msg, size_t len);
 
+/* The batch's scopes by (Resource, category): a hash of OT_SCOPE_INDEX slots; a batch that
+ * would hold more than half as many scopes is sent first. */
+#define OT_SCOPE_INDEX 8192u
+
 /* Bounds that keep memory independent of the archive's size. */
 #define OT_DEPTH_MAX 256        /* open spans per thread; deeper Begins are counted */
 #define OT_SPAN_EVENTS_MAX 128  /* events per span (the SDKs' default); more: dropped_events */
@@ -189,9 +193,12 @@ typedef struct ot_res {
 	nt_pb pb; /* its fields, made on first use */
 } ot_res;
 
+/* A thread's open spans: room grows with its nesting, up to OT_DEPTH_MAX (a bundle has
+ * thousands of threads, most of them shallow); each slot's body buffer is reused. */
 typedef struct ot_thread {
-	ot_span *stack; /* OT_DEPTH_MAX, made at the thread's first Begin */
-	uint32_t depth, over;
+	ot_span *stack;
+	size_t cap;
+	uint32_t depth;
 } ot_thread;
 
 /* A Trace2 process's span, while open: its other threads' roots go under it. */
@@ -219,6 +226,7 @@ typedef struct ot_ctx {
 	uint32_t nprocs;
 	ot_scope *scopes;
 	size_t nscopes, scopes_cap, batch_spans, batch_metrics;
+	uint16_t *scope_index;    /* OT_SCOPE_INDEX slots: 1 + a scope of the batch, 0 free */
 	nt_pb req;
 	ot_map open_ids;          /* async spans and Trace2 children: key -> ot_span * */
 	ot_map flows;             /* flow key -> ot_flow * (the span its last point was in) */

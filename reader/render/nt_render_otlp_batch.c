@@ -110,7 +110,8 @@ void ot_put_id(nt_pb *b, uint32_t field, uint64_t hi, uint64_t lo, int n)
 uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid,
 		     const nt_reader_process *t2)
 {
-	for (size_t i = 0; i < c->nres; i++)
+	/* newest first: a section's threads are met together, so the search is short */
+	for (size_t i = c->nres; i-- > 0;)
 		if (c->res[i].section == section && c->res[i].pid == pid)
 			return (uint32_t)i;
 	if (!nt_grow(&c->res, &c->res_cap, c->nres + 1, sizeof(*c->res))) {
@@ -123,12 +124,33 @@ uint32_t ot_res_find(ot_ctx *c, uint32_t section, uint32_t pid,
 	return (uint32_t)c->nres++;
 }
 
+static uint64_t cat_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* The batch's scope of (res, cat), added when new (the batch sent first when its index is
+ * half full); NULL when memory runs out. */
 static ot_scope *scope_find(ot_ctx *c, uint32_t res, const char *cat)
 {
-	for (size_t i = 0; i < c->nscopes; i++)
-		if (c->scopes[i].res == res &&
-		    (c->scopes[i].cat == cat || strcmp(c->scopes[i].cat, cat) == 0))
-			return &c->scopes[i];
+	if (c->scope_index == NULL &&
+	    (c->scope_index = calloc(OT_SCOPE_INDEX, sizeof(*c->scope_index))) == NULL) {
+		c->oom = 1;
+		return NULL;
+	}
+	size_t mask = OT_SCOPE_INDEX - 1, i = (size_t)ot_mix(cat_hash(cat) ^ res) & mask;
+	for (; c->scope_index[i]; i = (i + 1) & mask) {
+		ot_scope *s = &c->scopes[c->scope_index[i] - 1];
+		if (s->res == res && (s->cat == cat || strcmp(s->cat, cat) == 0))
+			return s;
+	}
+	if (c->nscopes >= OT_SCOPE_INDEX / 2) {
+		ot_flush(c);
+		return c->oom ? NULL : scope_find(c, res, cat);
+	}
 	if (!nt_grow(&c->scopes, &c->scopes_cap, c->nscopes + 1, sizeof(*c->scopes))) {
 		c->oom = 1;
 		return NULL;
@@ -137,6 +159,7 @@ static ot_scope *scope_find(ot_ctx *c, uint32_t res, const char *cat)
 	s->res = res;
 	s->cat = cat;
 	s->spans.len = s->metrics.len = 0;
+	c->scope_index[i] = (uint16_t)c->nscopes;
 	return s;
 }
 
@@ -252,6 +275,8 @@ void ot_flush(ot_ctx *c)
 		c->scopes[i].spans = c->scopes[i].metrics = (nt_pb){ 0 };
 	}
 	c->nscopes = 0;
+	if (c->scope_index)
+		memset(c->scope_index, 0, OT_SCOPE_INDEX * sizeof(*c->scope_index));
 }
 
 void ot_batch_maybe_flush(ot_ctx *c)
