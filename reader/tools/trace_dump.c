@@ -28,7 +28,7 @@ static const char usage[] =
 	"       trace-dump --format normal|perf|event [--brief] [--nesting N]\n"
 	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
 	"       trace-dump --format ctf -o DIR [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
-	"       trace-dump --format perfetto -o FILE [--order time|stream]\n"
+	"       trace-dump --format perfetto|otlp|otlp-json -o FILE [--order time|stream]\n"
 	"                  [--on-corrupt skip|stop] ARCHIVE|DIRECTORY...\n"
 	"       trace-dump --follow [--wait SECONDS] [--interval MS] ARCHIVE\n"
 	"                  (as a program records it; see trace-dump --follow --help)\n"
@@ -52,8 +52,17 @@ static const char usage[] =
 	"                   link there is refused) for Perfetto UI and trace_processor:\n"
 	"                   interned names, typed arguments, counter tracks, losses as\n"
 	"                   instants; about a fifth of Chrome JSON's bytes\n"
+	"  --format otlp    OpenTelemetry's OTLP protobuf in FILE (made as for perfetto):\n"
+	"                   each ExportTraceServiceRequest as field 1, each\n"
+	"                   ExportMetricsServiceRequest as field 2 of one message; spans,\n"
+	"                   span events, links and gauges (doc/otlp.md); OTEL_SERVICE_NAME,\n"
+	"                   OTEL_RESOURCE_ATTRIBUTES and TRACEPARENT are read\n"
+	"  --format otlp-json\n"
+	"                   the same requests as OTLP/JSON, one per line, as the\n"
+	"                   Collector's otlpjsonfile receiver reads them\n"
 	"  -o, --output DIR|FILE\n"
-	"                   where --format ctf (DIR) or --format perfetto (FILE) writes\n"
+	"                   where --format ctf (DIR) or perfetto, otlp, otlp-json (FILE)\n"
+	"                   writes\n"
 	"  --brief          Git's brief mode (default: as each process was captured)\n"
 	"  --nesting N      EVENT: omit regions and data nested deeper than N (default 2)\n"
 	"  --stats          counts per record kind and thread, drops, wraps, bytes per event;\n"
@@ -119,10 +128,17 @@ static int is_trace2_format(const char *f)
 	return strcmp(f, "normal") == 0 || strcmp(f, "perf") == 0 || strcmp(f, "event") == 0;
 }
 
-/* The formats that write to -o (a directory for ctf, a file for perfetto). */
+/* The formats that write a FILE named by -o (written beside it and renamed into place). */
+static int writes_one_file(const char *f)
+{
+	return strcmp(f, "perfetto") == 0 || strcmp(f, "otlp") == 0 ||
+	       strcmp(f, "otlp-json") == 0;
+}
+
+/* The formats that write to -o (a directory for ctf, a file for the others). */
 static int writes_file(const char *f)
 {
-	return strcmp(f, "ctf") == 0 || strcmp(f, "perfetto") == 0;
+	return strcmp(f, "ctf") == 0 || writes_one_file(f);
 }
 
 static void print_open_error(const nt_reader_error *err)
@@ -154,8 +170,8 @@ static int parse_value(dump_args *d, const char *a, const char *v)
 	if (strcmp(a, "--format") == 0) {
 		if (strcmp(v, "text") != 0 && strcmp(v, "chrome") != 0 && !writes_file(v) &&
 		    !is_trace2_format(v))
-			return bad_usage("unknown format '%s' (text, chrome, ctf, perfetto, normal, "
-					 "perf or event)", v);
+			return bad_usage("unknown format '%s' (text, chrome, ctf, perfetto, otlp, "
+					 "otlp-json, normal, perf or event)", v);
 		d->format = v;
 	} else if (strcmp(a, "--order") == 0) {
 		if (strcmp(v, "time") != 0 && strcmp(v, "stream") != 0)
@@ -248,8 +264,8 @@ static int parse_args(int argc, char **argv, dump_args *d)
 	if (is_trace2_format(d->format) && d->stats)
 		return bad_usage("%s", "--stats does not combine with a Trace2 format");
 	if (writes_file(d->format) != (d->output != NULL) || (d->output && d->stats))
-		return bad_usage("%s", "--format ctf and perfetto need -o, and -o needs one of "
-				       "them");
+		return bad_usage("%s", "--format ctf, perfetto, otlp and otlp-json need -o, and -o "
+				       "needs one of them");
 	return -1;
 }
 
@@ -440,10 +456,19 @@ static int dump_ctf(dump_args *d)
 	return rc < 0 || (ec.count > 0 && !d->salvage) ? 2 : 0;
 }
 
-/* A Perfetto trace in d->output: written under a random name beside it and renamed into
- * place (runtime/nt_private_file.h), so FILE is whole or untouched; a link at FILE is
- * refused, never followed. */
-static int dump_perfetto(dump_args *d)
+/* d->format's renderer writing a file. */
+static int render_file(dump_args *d, nt_reader *r, FILE *out)
+{
+	if (strcmp(d->format, "perfetto") == 0)
+		return nt_render_perfetto(r, out, &d->opt);
+	return nt_render_otlp(r, out, strcmp(d->format, "otlp") == 0 ? NT_OTLP_PROTOBUF
+								      : NT_OTLP_JSON, &d->opt);
+}
+
+/* A Perfetto trace or OTLP requests in d->output: written under a random name beside it
+ * and renamed into place (runtime/nt_private_file.h), so FILE is whole or untouched; a
+ * link at FILE is refused, never followed. */
+static int dump_file(dump_args *d)
 {
 	err_ctx ec;
 	nt_reader *r = open_for_render(d, &ec);
@@ -463,7 +488,7 @@ static int dump_perfetto(dump_args *d)
 		return 2;
 	}
 	errno = 0;
-	int rc = nt_render_perfetto(r, out, &d->opt);
+	int rc = render_file(d, r, out);
 	int err = errno ? errno : EIO;
 	if (rc >= 0 && fclose(out) != 0)
 		rc = -1, err = errno;
@@ -502,7 +527,7 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		rc = is_trace2_format(d.format) ? dump_trace2(&d)
 		     : strcmp(d.format, "ctf") == 0 ? dump_ctf(&d)
-		     : strcmp(d.format, "perfetto") == 0 ? dump_perfetto(&d) : dump_one(&d);
+		     : writes_one_file(d.format) ? dump_file(&d) : dump_one(&d);
 	free(d.paths);
 	return rc;
 }

@@ -602,6 +602,75 @@ int nt_render_chrome(nt_reader *r, FILE *out, const nt_render_options *opt);
  * and counter tracks + 1024 short values)), never O(events). */
 int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
 
+/* OPENTELEMETRY (OTLP)
+ *   The archive as OpenTelemetry spans and gauges, in the messages of the official
+ *   opentelemetry-proto (vendored in third_party/opentelemetry-proto/ with the upstream
+ *   commit): ExportTraceServiceRequest and ExportMetricsServiceRequest, what an OTLP
+ *   receiver (the Collector, Jaeger, Tempo) takes. The mapping (doc/otlp.md):
+ * - Resource: one per section (process): service.name (OTEL_SERVICE_NAME, else the
+ *   provider's or process name), process.pid, process.executable.name, telemetry.sdk.*
+ *   (name "nanotrace"), OTEL_RESOURCE_ATTRIBUTES, and what the header says the writer lost
+ *   (nanotrace.events_dropped and by reason, nanotrace.events_overwritten,
+ *   nanotrace.wraps, nanotrace.saving_stopped, how a bundle's section ended).
+ * - Instrumentation scope: the event's category (a scope groups what one component
+ *   emits, and a category is nanotrace's name for that).
+ * - Spans: Begin/End pairs (and NT_SCOPE), Complete, Trace2 regions, a Trace2 process
+ *   (start .. atexit) and its child processes (child_start .. child_exit), async spans;
+ *   each span's parent is the span open on its thread when it began (a Complete, recorded
+ *   when it ends: the span open then), an async span's the span open where it began; the
+ *   roots of a Trace2 process's other threads go under its process span. As trace2receiver
+ *   makes them, a Trace2 process span is of kind SERVER (the others INTERNAL), Trace2
+ *   spans carry trace2.span.type (process, region, child), and a Trace2 process's Resource
+ *   its SID (trace2.cmd.sid, service.instance.id). Arguments are
+ *   attributes of their types (unsigned values and pointers as int64 bits, string lists
+ *   as arrays), with code.filepath, code.lineno, thread.id and thread.name.
+ * - Instants and Trace2 messages: span events on the span open on their thread (a
+ *   zero-length span of their own when none is); Trace2 data and data_json: attributes
+ *   "<category>.<key>" of that span.
+ * - Flows: links: the span where a flow step or end happens links to the span of the
+ *   flow's previous point.
+ * - Counters: gauges, one metric "<name>.<argument>" per numeric argument, a data point
+ *   per event with thread.id.
+ * - Trace ids: a root span starts a trace, unless its first event is a flow step or end
+ *   whose earlier point is known (then it joins that flow's trace), or TRACEPARENT (W3C
+ *   trace context, from the exporting program's environment: the archive does not keep
+ *   the recorded process's) names one: then every root is a child of that parent. Span
+ *   and trace ids are hashes of the archive's pids, start times and record offsets: the
+ *   same archive gives the same ids.
+ * - Losses: a span never ended ends at its section's last event with nanotrace.unended;
+ *   what the rendering found (events lost in gaps, damage, Ends with no Begin, spans past
+ *   the nesting bound, ids past the memory bound) is a span "nanotrace losses" (scope
+ *   "nanotrace") with one attribute per count, sent last; none when nothing was lost.
+ * Requests hold about 128 KiB of spans (their JSON lines stay under 1 MiB); memory is O(threads x open nesting + open
+ *   async spans + remembered flows), each bounded (65536 ids), never O(events). */
+typedef enum nt_otlp_signal {
+	NT_OTLP_TRACES = 0,  /* an ExportTraceServiceRequest */
+	NT_OTLP_METRICS = 1, /* an ExportMetricsServiceRequest */
+} nt_otlp_signal;
+/* Receives one serialized request (valid during the call); returns 0 to go on, nonzero
+ * to stop the export (nt_otlp_export then returns -1, errno as the callback left it). */
+typedef int (*nt_otlp_emit)(void *ctx, nt_otlp_signal signal, const uint8_t *msg,
+			    size_t len);
+/* Visits r (opt as nt_render_perfetto's: order, policy, on_error) and hands emit every
+ * request, in order; a request is complete on its own (what a live exporter sends as one
+ * OTLP/HTTP body). Give it a section's reader (nt_reader_section.reader) to export one
+ * process. Returns nt_reader_visit's result, or -1 when r or emit is NULL (EINVAL), memory
+ * runs out (ENOMEM) or emit asked to stop. Cost: O(events) time; memory as above. */
+int nt_otlp_export(nt_reader *r, const nt_render_options *opt, nt_otlp_emit emit, void *ctx);
+
+typedef enum nt_otlp_format {
+	/* A protobuf message whose field 1 is each ExportTraceServiceRequest and field 2 each
+	 * ExportMetricsServiceRequest, in order (doc/otlp_file.proto): protoc --decode reads
+	 * it whole, and each request is one tag and length away. */
+	NT_OTLP_PROTOBUF = 0,
+	/* OTLP/JSON lines, one request per line (the Collector's otlpjsonfile receiver). */
+	NT_OTLP_JSON = 1,
+} nt_otlp_format;
+/* nt_otlp_export's requests written to out in `format` (see OUTPUT). Returns as
+ * nt_otlp_export, -1 with errno when a write fails or the format is none of the enum's. */
+int nt_render_otlp(nt_reader *r, FILE *out, nt_otlp_format format,
+		   const nt_render_options *opt);
+
 /* Counts per record kind and per thread, drops, wraps, bytes per event, Ends and Begins
  * left unmatched (by nt_render_chrome's rule), and the Trace2 processes present; includes
  * a line "events: N", and the line of nt_render_save_stopped() when saving stopped. With
