@@ -173,6 +173,11 @@ static void losses(nt_pb *b, const nt_reader_section *s)
 	loss(b, "nanotrace.events_dropped.not_saved", in->dropped_unsaved);
 	loss(b, "nanotrace.events_overwritten", in->events_overwritten);
 	loss(b, "nanotrace.wraps", in->wraps);
+	/* Not losses, but what the blocking disposition cost the writers (and how many waits
+	 * ran out, whose events are in events_dropped.rolling_full). */
+	loss(b, "nanotrace.blocked_waits", in->blocked_waits);
+	loss(b, "nanotrace.blocked_timeouts", in->blocked_timeouts);
+	loss(b, "nanotrace.blocked_ns", in->blocked_ns);
 	char why[160];
 	if (nt_render_save_stopped(in, why, sizeof(why)))
 		ot_attr_str(b, OT_RES_ATTRS, "nanotrace.saving_stopped", why, strlen(why));

@@ -157,7 +157,7 @@ def test_blocked_waits_in_every_rendering(work):
     """A streaming archive whose 2 writers waited for the saver (stress --blocking: it
     writes until the header counts a wait, and drops nothing): stats() has the header's
     totals and each thread's, which add up to them; trace-dump --stats, Chrome's otherData,
-    and the Python stats agree."""
+    OTLP's resource attributes and the Python stats agree."""
     stress = os.environ.get('NT_STRESS')
     if not stress:
         pytest.skip('the stress program is not built (cmocka missing)')
@@ -189,6 +189,17 @@ def test_blocked_waits_in_every_rendering(work):
     other = json.loads(out)['otherData']
     assert other['blocked'] == {'waits': b['waits'], 'ended_in_drop': b['ended_in_drop'],
                                 'ns': b['ns'], 'timeout_us': b['timeout_us']}
+    otlp = path + '.otlp.json'
+    rc, out, err = dump('--format', 'otlp-json', '-o', otlp, path)
+    assert rc == 0, err
+    with open(otlp) as f:
+        first = json.loads(f.readline())
+    os.unlink(otlp)
+    attrs = {a['key']: a['value'] for a in first['resourceSpans'][0]['resource']['attributes']}
+    assert {k: int(attrs[k]['intValue']) for k in
+            ('nanotrace.blocked_waits', 'nanotrace.blocked_ns')} == {
+        'nanotrace.blocked_waits': b['waits'], 'nanotrace.blocked_ns': b['ns']}
+    assert 'nanotrace.blocked_timeouts' not in attrs  # none ran out: zero is left out
     os.unlink(path)
 
 
