@@ -4,9 +4,9 @@
 # Every target, in the order run_fuzz.sh runs them, and the same slowest first (executions
 # per CPU-second, SECURITY.md): run_fuzz_parallel.sh gives the spare cores to the first.
 fuzz_all_targets="open render_text render_chrome render_perfetto render_trace2 render_ctf
-	compress bundle follow import env wire wire_msg"
-fuzz_slowest_first="wire_msg bundle follow render_trace2 render_chrome render_perfetto
-	render_text render_ctf open compress wire import env"
+	compress bundle bundle_dir follow import env wire wire_msg"
+fuzz_slowest_first="bundle follow wire_msg render_trace2 render_chrome render_perfetto
+	render_text render_ctf open bundle_dir compress wire import env"
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -14,7 +14,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # The flags of a run of target $1:
 # -timeout=10: an input that runs 10 s is a hang (inputs are at most tens of KiB).
 # -max_len: the archive targets' inputs are cut at 8 KiB (16 KiB for bundle's several
-#   files): a reader's work grows with the events an input holds, and small archives keep a
+#   files, bundle_dir's): a reader's work grows with the events an input holds, and small archives keep a
 #   target at thousands of inputs a second; their larger seeds (live arenas of 64 KiB) are
 #   read whole by the replay tests and by follow, whose files must fit their headers.
 # -entropic=0: libFuzzer's entropic scheduling counts every feature of every execution in a
@@ -31,7 +31,7 @@ fuzz_flags() {
 	local len=
 	case $1 in
 	open | render_* | compress) len=-max_len=8192 ;;
-	bundle) len=-max_len=16384 ;;
+	bundle | bundle_dir) len=-max_len=16384 ;;
 	wire_msg) len=-max_len=4096 ;;
 	esac
 	echo -timeout=10 -print_final_stats=1 -entropic=0 $len

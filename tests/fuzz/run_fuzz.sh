@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_fuzz.sh [SECONDS] - builds the fuzz build (clang, libFuzzer, ASan+UBSan) and runs every
-# target of tests/fuzz for SECONDS each (default 20: 13 targets, about 4.5 minutes), one
+# target of tests/fuzz for SECONDS each (default 20: 14 targets, about 5 minutes), one
 # after another. Prints one line per target: executions, executions per second and per
 # CPU-second of the fuzzing process (user + system: what a shared machine's load does not
 # change much), coverage (cov: edges, ft: features), corpus size, and FINDING when
