@@ -33,8 +33,14 @@ typedef struct t2_process {
 
 struct t2_model {
 	nt_reader *r;
-	t2_thread *threads; /* by thread index */
-	uint32_t nthreads;
+	/* A state per thread that sent a message, found by index through a table of 4-byte
+	 * places (1 + its place, 0 = none yet): an archive that defines one thread of index
+	 * 1,048,575 costs 4 MiB of places, not a 1 KiB state for every index below it (1 GiB).
+	 * There are as many states as the reader defines threads: every event's thread is one. */
+	uint32_t *place;
+	uint32_t nplaces;   /* the reader's nt_reader_thread_index_limit() */
+	t2_thread *threads;
+	uint32_t nthreads, used;
 	t2_process *procs;  /* by process index */
 	uint32_t nprocs;
 	t2_clock clock_local, clock_utc; /* see t2_split_time */
@@ -74,11 +80,13 @@ t2_model *t2_model_new(nt_reader *r)
 	if (m == NULL)
 		return NULL;
 	m->r = r;
-	m->nthreads = nt_reader_thread_index_limit(r);
+	m->nplaces = nt_reader_thread_index_limit(r);
+	m->nthreads = nt_reader_thread_count(r);
 	m->nprocs = nt_reader_process_count(r);
+	m->place = calloc(m->nplaces ? m->nplaces : 1, sizeof(*m->place));
 	m->threads = calloc(m->nthreads ? m->nthreads : 1, sizeof(*m->threads));
 	m->procs = calloc(m->nprocs ? m->nprocs : 1, sizeof(*m->procs));
-	if (m->threads == NULL || m->procs == NULL) {
+	if (m->place == NULL || m->threads == NULL || m->procs == NULL) {
 		t2_model_free(m);
 		return NULL;
 	}
@@ -87,7 +95,16 @@ t2_model *t2_model_new(nt_reader *r)
 
 int t2_model_rebind(t2_model *m, nt_reader *r)
 {
-	uint32_t nt = nt_reader_thread_index_limit(r), np = nt_reader_process_count(r);
+	uint32_t ni = nt_reader_thread_index_limit(r), nt = nt_reader_thread_count(r);
+	uint32_t np = nt_reader_process_count(r);
+	if (ni > m->nplaces) {
+		uint32_t *pl = realloc(m->place, ni * sizeof(*pl));
+		if (pl == NULL)
+			return 0;
+		memset(pl + m->nplaces, 0, (ni - m->nplaces) * sizeof(*pl));
+		m->place = pl;
+		m->nplaces = ni;
+	}
 	if (nt > m->nthreads) {
 		t2_thread *t = realloc(m->threads, nt * sizeof(*t));
 		if (t == NULL)
@@ -113,6 +130,7 @@ void t2_model_free(t2_model *m)
 {
 	if (m == NULL)
 		return;
+	free(m->place);
 	free(m->threads);
 	free(m->procs);
 	free(m);
@@ -322,8 +340,11 @@ static t2_thread *thread_of(t2_model *m, const nt_reader_event *e, const nt_read
 			    t2_msg *o, t2_thread *dummy)
 {
 	t2_thread *t = dummy;
-	if (e->thread->index < m->nthreads)
-		t = &m->threads[e->thread->index];
+	uint32_t *place = e->thread->index < m->nplaces ? &m->place[e->thread->index] : NULL;
+	if (place != NULL && *place == 0 && m->used < m->nthreads)
+		*place = ++m->used;
+	if (place != NULL && *place != 0)
+		t = &m->threads[*place - 1];
 	else
 		memset(dummy, 0, sizeof(*dummy));
 	if (!t->known) {
