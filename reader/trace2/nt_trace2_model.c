@@ -93,34 +93,32 @@ t2_model *t2_model_new(nt_reader *r)
 	return m;
 }
 
+/* *arr (of *n elements of `elem` bytes) made to hold `want`, the new elements zeroed.
+ * Returns 0 when memory runs out (then *arr and *n are unchanged). */
+static int grow_zeroed(void *arr, uint32_t *n, uint32_t want, size_t elem)
+{
+	void **p = arr;
+	if (want <= *n)
+		return 1;
+	char *q = realloc(*p, (size_t)want * elem);
+	if (q == NULL)
+		return 0;
+	memset(q + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
+	*p = q;
+	*n = want;
+	return 1;
+}
+
 int t2_model_rebind(t2_model *m, nt_reader *r)
 {
-	uint32_t ni = nt_reader_thread_index_limit(r), nt = nt_reader_thread_count(r);
-	uint32_t np = nt_reader_process_count(r);
-	if (ni > m->nplaces) {
-		uint32_t *pl = realloc(m->place, ni * sizeof(*pl));
-		if (pl == NULL)
-			return 0;
-		memset(pl + m->nplaces, 0, (ni - m->nplaces) * sizeof(*pl));
-		m->place = pl;
-		m->nplaces = ni;
-	}
-	if (nt > m->nthreads) {
-		t2_thread *t = realloc(m->threads, nt * sizeof(*t));
-		if (t == NULL)
-			return 0;
-		memset(t + m->nthreads, 0, (nt - m->nthreads) * sizeof(*t));
-		m->threads = t;
-		m->nthreads = nt;
-	}
-	if (np > m->nprocs) {
-		t2_process *p = realloc(m->procs, np * sizeof(*p));
-		if (p == NULL)
-			return 0;
-		memset(p + m->nprocs, 0, (np - m->nprocs) * sizeof(*p));
-		m->procs = p;
-		m->nprocs = np;
-	}
+	/* A failure leaves a table larger and zeroed where nothing used it: the model's state
+	 * is unchanged. */
+	if (!grow_zeroed(&m->place, &m->nplaces, nt_reader_thread_index_limit(r),
+			 sizeof(*m->place)) ||
+	    !grow_zeroed(&m->threads, &m->nthreads, nt_reader_thread_count(r),
+			 sizeof(*m->threads)) ||
+	    !grow_zeroed(&m->procs, &m->nprocs, nt_reader_process_count(r), sizeof(*m->procs)))
+		return 0;
 	m->r = r;
 	m->depth_sid = NULL; /* a pointer into the previous reader */
 	return 1;
