@@ -17,11 +17,13 @@
 # (user + system, summed: the machine may be shared), executions per CPU-second, the
 # highest cov: and ft: of its processes, the inputs it added to DIR/corpus/<target>, and
 # FINDING with the files and the sanitizer's summary line when any process stopped on one.
-# Exits 1 on a finding, 2 on a usage or setup error, 0 otherwise. To keep what a run found,
-# merge DIR/corpus/<target> into the committed corpus where clang is (run_fuzz.sh's
-# NT_FUZZ_MERGE=1 does it for its own scratch corpus; by hand:
-#   build-fuzz/tests/fuzz/fuzz_T -merge=1 -use_counters=0 tests/fuzz/corpus/T DIR/corpus/T
-# with the target's -max_len).
+# Exits 1 on a finding, 2 on a usage or setup error, 0 otherwise.
+#
+# NT_FUZZ_SCRATCH: where the scratch corpora go instead of DIR/corpus (they grow to tens of
+# MB: keep them out of a DIR that is copied back). NT_FUZZ_MERGE=1: after a run without a
+# finding, DIR/new/<target> gets the inputs of the scratch corpus that reach edges the
+# committed corpus does not (libFuzzer -merge=1 -use_counters=0, as run_fuzz.sh merges; the
+# binaries do it, no clang needed): copy them into tests/fuzz/corpus/<target> and commit.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/fuzz/fuzz_flags.sh
@@ -40,6 +42,7 @@ for t in $targets; do
 		exit 2
 	fi
 done
+scratch=${NT_FUZZ_SCRATCH:-$dir/corpus}
 mkdir -p "$dir/logs" || exit 2
 
 i=0
@@ -47,19 +50,36 @@ for t in $targets; do
 	n=$((jobs / ntargets + (i < jobs % ntargets ? 1 : 0)))
 	[ "$n" -ge 1 ] || n=1
 	i=$((i + 1))
-	mkdir -p "$dir/corpus/$t" "$dir/findings/$t"
-	ls "$dir/corpus/$t" | wc -l >"$dir/logs/$t.before"
+	mkdir -p "$scratch/$t" "$dir/findings/$t"
+	ls "$scratch/$t" | wc -l >"$dir/logs/$t.before"
 	for ((k = 0; k < n; k++)); do
 		log=$dir/logs/$t.$k.log
 		(
 			TIMEFORMAT='%U %S'
-			{ time "$build/tests/fuzz/fuzz_$t" "$dir/corpus/$t" "tests/fuzz/corpus/$t" \
+			{ time "$build/tests/fuzz/fuzz_$t" "$scratch/$t" "tests/fuzz/corpus/$t" \
 				-max_total_time="$seconds" $(fuzz_flags "$t") \
 				-artifact_prefix="$dir/findings/$t/" >"$log" 2>&1; } 2>"$log.cpu"
 		) &
 	done
 done
 wait
+
+# With NT_FUZZ_MERGE=1: DIR/new/<target> made to hold the scratch corpus's inputs that
+# reach edges the committed corpus does not: the committed inputs are copied in, the merge
+# adds to them, and the copies are removed again. Prints ", N new in DIR/new/<target>".
+merge() {
+	[ "${NT_FUZZ_MERGE:-0}" = 1 ] || return 0
+	local new=$dir/new/$1 f
+	rm -rf "$new" && mkdir -p "$new" && cp tests/fuzz/corpus/$1/* "$new/" || return 0
+	if ! "$build/tests/fuzz/fuzz_$1" -merge=1 -use_counters=0 \
+		$(fuzz_flags "$1" | grep -o -- '-max_len=[0-9]*') "$new" "$scratch/$1" \
+		>"$dir/logs/$1.merge.log" 2>&1; then
+		echo ", merge FAILED (log: $dir/logs/$1.merge.log)"
+		return 0
+	fi
+	for f in tests/fuzz/corpus/$1/*; do rm -f "$new/${f##*/}"; done
+	echo ", $(ls "$new" | wc -l) new in $new"
+}
 
 failed=0
 for t in $targets; do
@@ -77,7 +97,7 @@ for t in $targets; do
 			bad="$bad $log"
 		fi
 	done
-	added=$(($(ls "$dir/corpus/$t" | wc -l) - $(cat "$dir/logs/$t.before")))
+	added=$(($(ls "$scratch/$t" | wc -l) - $(cat "$dir/logs/$t.before")))
 	rate=$(awk -v e="$execs" -v c="$cpu" 'BEGIN { printf "%d", (c > 0 ? e / c : 0) }')
 	line="fuzz_$t: $execs execs, $(printf '%.1f' "$cpu") CPU-s ($rate/CPU-s), cov: $cov ft: $ft, $added new inputs"
 	found=$(ls "$dir/findings/$t")
@@ -91,7 +111,7 @@ for t in $targets; do
 				sed 's/^/    /'
 		done
 	else
-		echo "$line"
+		echo "$line$(merge "$t")"
 	fi
 done
 exit "$failed"
