@@ -13,10 +13,11 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 # The flags of a run of target $1:
 # -timeout=10: an input that runs 10 s is a hang (inputs are at most tens of KiB).
-# -max_len: the archive targets' inputs are cut at 8 KiB (16 KiB for bundle's several
-#   files, bundle_dir's): a reader's work grows with the events an input holds, and small archives keep a
-#   target at thousands of inputs a second; their larger seeds (live arenas of 64 KiB) are
-#   read whole by the replay tests and by follow, whose files must fit their headers.
+# -max_len: the archive targets' inputs are cut at 8 KiB (16 KiB for the several files of
+#   bundle and bundle_dir): a reader's work grows with the events an input holds, and small
+#   archives keep a target at thousands of inputs a second; their larger seeds (live arenas
+#   of 64 KiB) are read whole by the replay tests and by follow, whose files must fit their
+#   headers.
 # -entropic=0 for the reader targets: libFuzzer's entropic scheduling counts every feature
 #   of every execution in a table of 2 Mi entries (UpdateFeatureFrequency, AddRareFeature):
 #   perf put it at 25 to 50 % of their time (clang 14). The same executions from the

@@ -99,7 +99,8 @@ for t in $targets; do
 	done
 	added=$(($(ls "$scratch/$t" | wc -l) - $(cat "$dir/logs/$t.before")))
 	rate=$(awk -v e="$execs" -v c="$cpu" 'BEGIN { printf "%d", (c > 0 ? e / c : 0) }')
-	line="fuzz_$t: $execs execs, $(printf '%.1f' "$cpu") CPU-s ($rate/CPU-s), cov: $cov ft: $ft, $added new inputs"
+	line="fuzz_$t: $execs execs, $(printf '%.1f' "$cpu") CPU-s ($rate/CPU-s),"
+	line="$line cov: $cov ft: $ft, $added new inputs"
 	found=$(ls "$dir/findings/$t")
 	if [ -n "$found" ] || [ -n "$bad" ]; then
 		failed=1
