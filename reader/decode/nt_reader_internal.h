@@ -265,8 +265,14 @@ typedef enum durable_result {
 typedef struct pending_names {
 	long *string_at; /* by string index; pool offset + 1, 0 = undefined */
 	size_t nstring;
-	long *thread_at; /* by thread index */
-	size_t nthread;
+	/* Every thread definition, in file order (a later one of an index names it): O(thread
+	 * records), never O(the highest index), as is r->thread_order, grown as indices are
+	 * first defined and sorted at the walk's end (order_cap: its entries allocated). */
+	struct pending_thread {
+		uint32_t index;
+		long at; /* pool offset of its name */
+	} *thread_defs;
+	size_t nthread_defs, thread_defs_cap, order_cap;
 } pending_names;
 
 /* A durable record (string, thread, process, call site, call-site arguments) into the

@@ -382,6 +382,12 @@ static void trim_tables(nt_reader *r, const pending_names *pn)
 	trim(&r->pool, &r->pool_cap, r->pool_len ? r->pool_len : 1, 1);
 }
 
+static int by_index(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* Once the pool stops moving: names become pointers, and the lookups that need the whole
  * walk are built. Returns 0 when memory runs out. */
 static int finish_tables(nt_reader *r, const pending_names *pn)
@@ -390,22 +396,18 @@ static int finish_tables(nt_reader *r, const pending_names *pn)
 	for (size_t i = 0; i < r->nstrings && i < pn->nstring; i++)
 		if (pn->string_at[i])
 			r->strings[i].str = r->pool + pn->string_at[i] - 1;
-	for (size_t i = 0; i < r->nthreads && i < pn->nthread; i++)
-		if (pn->thread_at[i])
-			r->threads[i].name = r->pool + pn->thread_at[i] - 1;
+	for (size_t i = 0; i < pn->nthread_defs; i++) /* in file order: the last one names it */
+		r->threads[pn->thread_defs[i].index].name = r->pool + pn->thread_defs[i].at;
 	for (size_t i = 1; i < r->ncallsites; i++) {
 		const reader_callsite *c = &r->callsites[i];
 		if (c->defined && r->strings[c->name].len > r->max_event_name_len)
 			r->max_event_name_len = r->strings[c->name].len;
 	}
-	/* nt_reader_thread_at() is O(1): the defined indices, in order. */
-	r->thread_order = malloc((r->summary.threads ? r->summary.threads : 1) * sizeof(uint32_t));
-	if (r->thread_order == NULL)
+	/* nt_reader_thread_at() is O(1): the defined indices (each once, as first defined),
+	 * in order. */
+	if (r->thread_order == NULL && (r->thread_order = malloc(sizeof(uint32_t))) == NULL)
 		return 0;
-	uint32_t k = 0;
-	for (uint32_t t = 1; t < r->thread_limit && k < r->summary.threads; t++)
-		if (r->threads[t].name != NULL)
-			r->thread_order[k++] = t;
+	qsort(r->thread_order, r->summary.threads, sizeof(uint32_t), by_index);
 	return 1;
 }
 
@@ -451,7 +453,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	if (step == STEP_OK && (!finish_tables(r, &pn) || r->notes_lost))
 		step = STEP_NO_MEMORY;
 	free(pn.string_at);
-	free(pn.thread_at);
+	free(pn.thread_defs);
 	if (step == STEP_NO_MEMORY)
 		nt_reader_fail(err, r->name, off, "%s", "out of memory while reading the durable tables");
 	if (step != STEP_OK) {

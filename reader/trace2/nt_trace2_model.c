@@ -33,8 +33,14 @@ typedef struct t2_process {
 
 struct t2_model {
 	nt_reader *r;
-	t2_thread *threads; /* by thread index */
-	uint32_t nthreads;
+	/* A state per thread that sent a message, found by index through a table of 4-byte
+	 * places (1 + its place, 0 = none yet): an archive that defines one thread of index
+	 * 1,048,575 costs 4 MiB of places, not a 1 KiB state for every index below it (1 GiB).
+	 * There are as many states as the reader defines threads: every event's thread is one. */
+	uint32_t *place;
+	uint32_t nplaces;   /* the reader's nt_reader_thread_index_limit() */
+	t2_thread *threads;
+	uint32_t nthreads, used;
 	t2_process *procs;  /* by process index */
 	uint32_t nprocs;
 	t2_clock clock_local, clock_utc; /* see t2_split_time */
@@ -74,36 +80,45 @@ t2_model *t2_model_new(nt_reader *r)
 	if (m == NULL)
 		return NULL;
 	m->r = r;
-	m->nthreads = nt_reader_thread_index_limit(r);
+	m->nplaces = nt_reader_thread_index_limit(r);
+	m->nthreads = nt_reader_thread_count(r);
 	m->nprocs = nt_reader_process_count(r);
+	m->place = calloc(m->nplaces ? m->nplaces : 1, sizeof(*m->place));
 	m->threads = calloc(m->nthreads ? m->nthreads : 1, sizeof(*m->threads));
 	m->procs = calloc(m->nprocs ? m->nprocs : 1, sizeof(*m->procs));
-	if (m->threads == NULL || m->procs == NULL) {
+	if (m->place == NULL || m->threads == NULL || m->procs == NULL) {
 		t2_model_free(m);
 		return NULL;
 	}
 	return m;
 }
 
+/* *arr (of *n elements of `elem` bytes) made to hold `want`, the new elements zeroed.
+ * Returns 0 when memory runs out (then *arr and *n are unchanged). */
+static int grow_zeroed(void *arr, uint32_t *n, uint32_t want, size_t elem)
+{
+	void **p = arr;
+	if (want <= *n)
+		return 1;
+	char *q = realloc(*p, (size_t)want * elem);
+	if (q == NULL)
+		return 0;
+	memset(q + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
+	*p = q;
+	*n = want;
+	return 1;
+}
+
 int t2_model_rebind(t2_model *m, nt_reader *r)
 {
-	uint32_t nt = nt_reader_thread_index_limit(r), np = nt_reader_process_count(r);
-	if (nt > m->nthreads) {
-		t2_thread *t = realloc(m->threads, nt * sizeof(*t));
-		if (t == NULL)
-			return 0;
-		memset(t + m->nthreads, 0, (nt - m->nthreads) * sizeof(*t));
-		m->threads = t;
-		m->nthreads = nt;
-	}
-	if (np > m->nprocs) {
-		t2_process *p = realloc(m->procs, np * sizeof(*p));
-		if (p == NULL)
-			return 0;
-		memset(p + m->nprocs, 0, (np - m->nprocs) * sizeof(*p));
-		m->procs = p;
-		m->nprocs = np;
-	}
+	/* A failure leaves a table larger and zeroed where nothing used it: the model's state
+	 * is unchanged. */
+	if (!grow_zeroed(&m->place, &m->nplaces, nt_reader_thread_index_limit(r),
+			 sizeof(*m->place)) ||
+	    !grow_zeroed(&m->threads, &m->nthreads, nt_reader_thread_count(r),
+			 sizeof(*m->threads)) ||
+	    !grow_zeroed(&m->procs, &m->nprocs, nt_reader_process_count(r), sizeof(*m->procs)))
+		return 0;
 	m->r = r;
 	m->depth_sid = NULL; /* a pointer into the previous reader */
 	return 1;
@@ -113,6 +128,7 @@ void t2_model_free(t2_model *m)
 {
 	if (m == NULL)
 		return;
+	free(m->place);
 	free(m->threads);
 	free(m->procs);
 	free(m);
@@ -322,8 +338,11 @@ static t2_thread *thread_of(t2_model *m, const nt_reader_event *e, const nt_read
 			    t2_msg *o, t2_thread *dummy)
 {
 	t2_thread *t = dummy;
-	if (e->thread->index < m->nthreads)
-		t = &m->threads[e->thread->index];
+	uint32_t *place = e->thread->index < m->nplaces ? &m->place[e->thread->index] : NULL;
+	if (place != NULL && *place == 0 && m->used < m->nthreads)
+		*place = ++m->used;
+	if (place != NULL && *place != 0)
+		t = &m->threads[*place - 1];
 	else
 		memset(dummy, 0, sizeof(*dummy));
 	if (!t->known) {

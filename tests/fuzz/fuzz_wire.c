@@ -226,6 +226,26 @@ static void drain(peer *pr)
 	}
 }
 
+/* Each peer takes its answers, as drain(): one poll() of the connected peers, then only
+ * those with something to read are read (a failing recvmsg per peer and step was a third of
+ * the system calls of a fuzz_wire_msg execution). */
+static void drain_all(peer *peers)
+{
+	struct pollfd pfd[PEERS];
+	int who[PEERS], n = 0;
+	for (int i = 0; i < PEERS; i++) {
+		if (peers[i].sock < 0)
+			continue;
+		who[n] = i;
+		pfd[n++] = (struct pollfd){ .fd = peers[i].sock, .events = POLLIN };
+	}
+	if (n == 0 || poll(pfd, (nfds_t)n, 0) <= 0)
+		return;
+	for (int k = 0; k < n; k++)
+		if (pfd[k].revents != 0)
+			drain(&peers[who[k]]);
+}
+
 /* One turn of the loop as turn() takes it, without its listening socket and stop eventfd
  * and without waiting: one poll() of every connection and FIFO, then each that is ready
  * read (or, a controller owed answers, flushed), as the manager does (the harness used to
@@ -310,8 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		serve(m);
-		for (int i = 0; i < PEERS; i++)
-			drain(&peers[i]);
+		drain_all(peers);
 	}
 	for (int i = 0; i < PEERS; i++)
 		hang_up(&peers[i]);

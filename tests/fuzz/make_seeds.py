@@ -2,7 +2,7 @@
 """make_seeds.py - writes the generated seeds of tests/fuzz/corpus: env/ (NANOTRACE_* values,
 NUL-separated, in fuzz_env.c's order), wire/ (peer steps in fuzz_wire.c's encoding: a
 provider registers, a controller starts and stops a trace, the provider answers on its FIFO),
-and the seeds of bundle/ and follow/ that join several archives of open/ with FUZZ_SPLIT
+and the seeds of bundle/ (and bundle_dir/) and follow/ that join several archives of open/ with FUZZ_SPLIT
 (fuzz_reader_common.h): files given together, and a followed file and its changes
 (fuzz_follow.c's encoding). The other seeds are files: archives the demo, trace-record,
 trace-import and make_bundle wrote, and git's own EVENT output (tests/README.md, Fuzzing);
@@ -160,7 +160,8 @@ def joined_seeds():
             change(0, 8192, a('demo-killed-circular-arena')[16384:20480]),
             change(2, 0, a('demo-circular-overwritten-raw'))],
     }
-    write('bundle', {k: SPLIT.join(v) for k, v in bundle.items()})
+    for folder in ('bundle', 'bundle_dir'):  # one encoding, two targets (fuzz_bundle.c)
+        write(folder, {k: SPLIT.join(v) for k, v in bundle.items()})
     write('follow', {k: SPLIT.join(v) for k, v in follow.items()})
 
 

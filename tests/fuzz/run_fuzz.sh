@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
 # run_fuzz.sh [SECONDS] - builds the fuzz build (clang, libFuzzer, ASan+UBSan) and runs every
-# target of tests/fuzz for SECONDS each (default 20: 12 targets, about 4 minutes), one after
-# another. Prints one line per
-# target: executions, coverage (cov: edges, ft: features), corpus size, and FINDING when
+# target of tests/fuzz for SECONDS each (default 20: 14 targets, about 5 minutes), one
+# after another. Prints one line per target: executions, executions per second and per
+# CPU-second of the fuzzing process (user + system: what a shared machine's load does not
+# change much), coverage (cov: edges, ft: features), corpus size, and FINDING when
 # libFuzzer stopped on a crash, a sanitizer report, a leak or an input that ran longer than
-# 10 s (-timeout=10: inputs are at most tens of KiB, so that is a hang); exits 1 if any did
-# (the input is kept as build-fuzz/fuzz-findings/<target>/crash-..., ready to become a
-# regression input in tests/fuzz/corpus/<target>/ beside its fix).
-# The archive targets' inputs are cut at 8 KiB (16 KiB for bundle's several files): a
-# reader's work grows with the events an input holds, and small archives keep a target at
-# thousands of inputs a second; their larger seeds (live arenas of 64 KiB) are read whole by
-# the replay tests and by follow, whose files must fit their headers.
+# 10 s (the input is kept as build-fuzz/fuzz-findings/<target>/crash-..., ready to become a
+# regression input in tests/fuzz/corpus/<target>/ beside its fix); exits 1 if any did.
+# The targets and their flags (-max_len, -entropic=0, and why) are fuzz_flags.sh's;
+# run_fuzz_parallel.sh runs them all at once, one process per core.
 #
 # Environment: NT_FUZZ_BUILD (default build-fuzz, beside the sources), NT_JOBS (ninja's
-# parallel jobs, default 2), NT_FUZZ_TARGETS (default: every target, as listed below),
-# NT_FUZZ_MERGE (1: after a run without a finding, merge what it found into the committed
-# corpus, as below).
+# parallel jobs, default 2), NT_FUZZ_TARGETS (default: every target, as fuzz_flags.sh lists
+# them), NT_FUZZ_MERGE (1: after a run without a finding, merge what it found into the
+# committed corpus, as below).
 # The seeds in tests/fuzz/corpus are read, and written only with NT_FUZZ_MERGE=1: what a run
 # finds goes to a scratch corpus under the build directory (kept between runs, so a later
 # run goes on from it); with NT_FUZZ_MERGE=1 libFuzzer's -merge=1 -use_counters=0 then
@@ -30,9 +28,8 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-20}
 build=${NT_FUZZ_BUILD:-build-fuzz}
 jobs=${NT_JOBS:-2}
-all_targets="open render_text render_chrome render_trace2 render_ctf compress bundle follow
-	import env wire wire_msg"
-targets=${NT_FUZZ_TARGETS:-$all_targets}
+. tests/fuzz/fuzz_flags.sh
+targets=${NT_FUZZ_TARGETS:-$fuzz_all_targets}
 
 if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
 	echo "SKIP: clang not found (Debian packages clang, libclang-rt-14-dev)"
@@ -56,14 +53,9 @@ if ! ninja -C "$build" -j "$jobs" "${programs[@]}" >"$build.build.log" 2>&1; the
 	exit 1
 fi
 
-export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # -max_len for a target, or nothing (libFuzzer's default: its largest seed).
 max_len() {
-	case $1 in
-	open | render_* | compress) echo -max_len=8192 ;;
-	bundle) echo -max_len=16384 ;;
-	esac
+	fuzz_flags "$1" | grep -o -- '-max_len=[0-9]*'
 }
 
 # With NT_FUZZ_MERGE=1: the inputs of the scratch corpus that reach new edges, copied into
@@ -83,12 +75,15 @@ failed=0
 for t in $targets; do
 	work=$build/fuzz-corpus/$t findings=$build/fuzz-findings/$t log=$build/fuzz-$t.log
 	mkdir -p "$work" "$findings"
-	"$build/tests/fuzz/fuzz_$t" "$work" "tests/fuzz/corpus/$t" -max_total_time="$seconds" \
-		-timeout=10 -print_final_stats=1 $(max_len "$t") -artifact_prefix="$findings/" \
-		>"$log" 2>&1
+	TIMEFORMAT='%U %S'
+	{ time "$build/tests/fuzz/fuzz_$t" "$work" "tests/fuzz/corpus/$t" \
+		-max_total_time="$seconds" $(fuzz_flags "$t") -artifact_prefix="$findings/" \
+		>"$log" 2>&1; } 2>"$log.cpu"
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+	cpu_rate=$(awk -v e="${execs:-0}" '{ printf "%d", ($1 + $2 > 0 ? e / ($1 + $2) : 0) }' \
+		"$log.cpu")
 	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
@@ -99,7 +94,8 @@ for t in $targets; do
 		grep -E '^(==[0-9]+==ERROR|SUMMARY: |.*runtime error:)' "$log" | head -n 5 | sed 's/^/  /'
 		echo "  log: $log"
 	else
-		echo "fuzz_$t: ${execs:-?} execs in ${seconds} s (${rate:-?}/s), cov: ${cov:-?}" \
+		echo "fuzz_$t: ${execs:-?} execs in ${seconds} s (${rate:-?}/s, ${cpu_rate}/CPU-s)," \
+			"cov: ${cov:-?}" \
 			"ft: ${ft:-?}, corpus ${corp:-?}$(merge "$t" "$work")"
 	fi
 done

@@ -410,6 +410,103 @@ static void thread_lookups_and_record_counts(void **state)
 	nt_reader_close(r);
 }
 
+/* Sparse indices for the test archive's threads: the first one (defined first) gets the
+ * highest index a thread record may have, the others small ones, so the file defines them
+ * out of index order. */
+#define FAR_INDEX ((1u << 20) - 1)
+static uint32_t sparse_index(uint32_t i)
+{
+	return i == 1 ? FAR_INDEX : 1000 * i;
+}
+
+/* The reader rendered as Git's Trace2 `format`, in a malloc'd string. */
+static char *render_trace2(nt_reader *r, nt_trace2_format format)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	assert_non_null(out);
+	nt_trace2_options t2;
+	nt_trace2_options_init(&t2);
+	t2.format = format;
+	assert_int_equal(nt_render_trace2(&r, 1, out, &t2), 0);
+	fclose(out);
+	return buf;
+}
+
+/* Thread indices far apart and defined out of index order (a hostile archive's, or a
+ * writer's that numbered sparsely): the reader's thread table (built from the definitions,
+ * not by walking every index below the highest) holds each thread once, in index order,
+ * with its own name, pid and tid, and every event reads with its thread; the Trace2
+ * renderers (whose model keeps a state per thread, found by index through a table of
+ * places since it kept one for every index: 1 GiB for this archive) print what they print
+ * for the archive as recorded. */
+static void sparse_thread_indices_out_of_order(void **state)
+{
+	(void)state;
+	nt_reader *orig = nt_reader_open_memory(archive, archive_size, "orig", NULL);
+	assert_non_null(orig);
+	uint32_t n = nt_reader_thread_count(orig);
+	assert_true(n >= 2 && nt_reader_thread_index_limit(orig) < 1000);
+	uint8_t *copy = malloc(archive_size);
+	memcpy(copy, archive, archive_size);
+	size_t off = ((size_t)(copy[0] | copy[1] << 8 | copy[2] << 16) + 4 + 7) & ~(size_t)7;
+	uint32_t records = 0;
+	while (off + 8 <= archive_size) {
+		if (copy[off] == NT_KIND_THREAD) {
+			nt_thread_record *t = (nt_thread_record *)(void *)(copy + off);
+			t->index = sparse_index(t->index);
+			records++;
+		} else if (copy[off] == NT_KIND_CHUNK) {
+			nt_chunk_header *h = (nt_chunk_header *)(void *)(copy + off);
+			h->thread = sparse_index(h->thread);
+		}
+		uint32_t size = copy[off + 1] ? copy[off + 1] * 8u : nt_load_le32(copy + off + 4);
+		off += size;
+	}
+	assert_true(records >= n);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(copy, archive_size, "sparse", &err);
+	assert_non_null(r);
+	assert_int_equal(nt_reader_thread_count(r), n);
+	assert_int_equal(nt_reader_thread_index_limit(r), FAR_INDEX + 1);
+	assert_null(nt_reader_thread_by_index(r, 1));
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		assert_non_null(t);
+		assert_true(t->index > last);
+		last = t->index;
+		assert_ptr_equal(nt_reader_thread_by_index(r, t->index), t);
+		const nt_reader_thread *o = nt_reader_thread_at(orig, i < n - 1 ? i + 1 : 0);
+		assert_int_equal(t->index, sparse_index(o->index));
+		assert_string_equal(t->name, o->name);
+		assert_int_equal(t->pid, o->pid);
+		assert_int_equal(t->tid, o->tid);
+	}
+	assert_int_equal(last, FAR_INDEX);
+	test_trace tr;
+	memset(&tr, 0, sizeof(tr));
+	nt_reader_callbacks cb = { .on_event = check_event_lookups };
+	assert_int_equal(nt_reader_visit(r, &cb, r, NT_ORDER_TIME, NT_ON_CORRUPT_STOP), 0);
+	cb = (nt_reader_callbacks){ .on_event = test_collect, .on_error = test_error };
+	assert_int_equal(nt_reader_visit(r, &cb, &tr, NT_ORDER_STREAM, NT_ON_CORRUPT_STOP), 0);
+	assert_int_equal(tr.n, archive_events);
+	assert_int_equal(tr.errors, 0);
+	test_trace_free(&tr);
+	for (int f = NT_TRACE2_NORMAL; f <= NT_TRACE2_EVENT; f++) {
+		char *want = render_trace2(orig, (nt_trace2_format)f);
+		char *got = render_trace2(r, (nt_trace2_format)f);
+		assert_true(want[0] != '\0');
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+	}
+	nt_reader_close(r);
+	nt_reader_close(orig);
+	free(copy);
+}
+
 typedef struct wide_seen {
 	int n, bad;
 } wide_seen;
@@ -520,6 +617,7 @@ int main(void)
 		cmocka_unit_test(garbage_and_empty_fail_to_open),
 		cmocka_unit_test(damaged_references_are_reported_with_offsets),
 		cmocka_unit_test(thread_lookups_and_record_counts),
+		cmocka_unit_test(sparse_thread_indices_out_of_order),
 		cmocka_unit_test(events_with_many_arguments_in_every_order),
 		cmocka_unit_test(render_options_struct_size_is_checked),
 	};

@@ -1,0 +1,46 @@
+# fuzz_flags.sh - sourced by run_fuzz.sh and run_fuzz_parallel.sh: the fuzz targets and the
+# libFuzzer flags and sanitizer options every run of them uses, said once.
+
+# Every target, in the order run_fuzz.sh runs them, and the same slowest first (executions
+# per CPU-second, SECURITY.md): run_fuzz_parallel.sh gives the spare cores to the first.
+fuzz_all_targets="open render_text render_chrome render_perfetto render_otlp render_trace2 render_ctf
+	compress bundle bundle_dir follow import env wire wire_msg"
+fuzz_slowest_first="bundle follow wire_msg render_trace2 render_chrome render_perfetto render_otlp
+	render_text render_ctf open bundle_dir compress wire import env"
+
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+# The flags of a run of target $1:
+# -timeout=10: an input that runs 10 s is a hang (inputs are at most tens of KiB).
+# -max_len: the archive targets' inputs are cut at 8 KiB (16 KiB for the several files of
+#   bundle and bundle_dir): a reader's work grows with the events an input holds, and small
+#   archives keep a target at thousands of inputs a second; their larger seeds (live arenas
+#   of 64 KiB) are read whole by the replay tests and by follow, whose files must fit their
+#   headers.
+# -entropic=0 for the reader targets: libFuzzer's entropic scheduling counts every feature
+#   of every execution in a table of 2 Mi entries (UpdateFeatureFrequency, AddRareFeature):
+#   perf put it at 25 to 50 % of their time (clang 14). The same executions from the
+#   committed corpus (-runs=N -seed=7, one process, 2026-11-27) took render_trace2 (30,000)
+#   17.4 CPU-s with it and 14.3 without, reaching cov: 5313 and 5323 (ft: 20238 and 20246);
+#   import (20,000) 5.6 and 4.3, cov: 3980 both; bundle reached cov: 4436 and 4434 (its time
+#   is mostly its files' system calls, where the load of a shared machine decides more than
+#   the flag). Not for wire, wire_msg and env: the manager's targets spend their time in
+#   system calls, and without entropic scheduling libFuzzer chose longer inputs (wire,
+#   20,000: 5.4 CPU-s with it, 6.9 without; wire_msg likewise), at the same coverage.
+# -max_len=4096 for wire_msg: a step costs the manager and the peers system calls, and
+#   libFuzzer lets inputs grow to the largest seed (9.7 KiB): 20,000 executions took 17.0
+#   CPU-s at that length and 10.1 at 4 KiB (dozens of messages still), cov: 1855 and 1829.
+fuzz_flags() {
+	local len=
+	case $1 in
+	open | render_* | compress) len=-max_len=8192 ;;
+	bundle | bundle_dir) len=-max_len=16384 ;;
+	wire_msg) len=-max_len=4096 ;;
+	esac
+	local entropic=-entropic=0
+	case $1 in
+	wire | wire_msg | env) entropic= ;;
+	esac
+	echo -timeout=10 -print_final_stats=1 $entropic $len
+}
