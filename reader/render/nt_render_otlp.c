@@ -56,16 +56,30 @@ static void trace_of_root(const ot_ctx *c, ot_span *s)
 	s->trace_lo = ot_mix(s->id ^ 0x6f746c70ull) | 1;
 }
 
+/* A thread's place in c->threads and c->res_of (nthreads: the one for a thread the archive
+ * never defined). */
+static uint32_t place_of(const ot_ctx *c, const nt_reader_thread *t)
+{
+	return t->index < c->nindices && c->place_of[t->index] ? c->place_of[t->index] - 1
+							       : c->nthreads;
+}
+
+static ot_thread *thread_of(ot_ctx *c, const nt_reader_event *e)
+{
+	return &c->threads[place_of(c, e->thread)];
+}
+
 /* The Resource of a thread's events: its section's process, or in a Trace2 import of many
  * processes the thread's own. */
 static uint32_t res_of(ot_ctx *c, const nt_reader_thread *t)
 {
-	if (t->index < c->nthreads && c->res_of[t->index])
-		return c->res_of[t->index] - 1;
+	uint32_t place = place_of(c, t);
+	if (c->res_of[place])
+		return c->res_of[place] - 1;
 	const nt_reader_process *t2 = nt_reader_process_at(c->r, t->process);
 	uint32_t r = ot_res_find(c, t->section, t->pid, t2 && t2->defined ? t2 : NULL);
-	if (t->index < c->nthreads && !c->oom)
-		c->res_of[t->index] = r + 1;
+	if (place < c->nthreads && !c->oom)
+		c->res_of[place] = r + 1;
 	return r;
 }
 
@@ -112,7 +126,7 @@ static void put_args(nt_pb *b, uint32_t field, const nt_reader_event *e)
 /* The span open on e's thread (past OT_DEPTH_MAX, the deepest one kept), or NULL. */
 static ot_span *top(ot_ctx *c, const nt_reader_event *e)
 {
-	ot_thread *t = &c->threads[e->thread->index];
+	ot_thread *t = thread_of(c, e);
 	uint32_t d = t->depth > OT_DEPTH_MAX ? OT_DEPTH_MAX : t->depth;
 	return d ? &t->stack[d - 1] : NULL;
 }
@@ -191,7 +205,7 @@ static void flow_point(ot_ctx *c, const nt_reader_event *e, ot_span *s)
  * puts it in the flow's trace; anything else leaves it its own. */
 static void settle_root(ot_ctx *c, const nt_reader_event *e)
 {
-	ot_thread *t = &c->threads[e->thread->index];
+	ot_thread *t = thread_of(c, e);
 	if (t->depth == 0 || !t->stack[0].pending)
 		return;
 	ot_span *root = &t->stack[0];
@@ -268,7 +282,7 @@ static void async_event(ot_ctx *c, const nt_reader_event *e)
 
 static void push(ot_ctx *c, const nt_reader_event *e)
 {
-	ot_thread *t = &c->threads[e->thread->index];
+	ot_thread *t = thread_of(c, e);
 	if (t->depth >= OT_DEPTH_MAX) {
 		t->depth++;
 		c->too_deep++;
@@ -291,7 +305,7 @@ static void push(ot_ctx *c, const nt_reader_event *e)
 /* Ends the innermost open span at e (its arguments added), or counts an End with none. */
 static ot_span *pop(ot_ctx *c, const nt_reader_event *e, int unended)
 {
-	ot_thread *t = &c->threads[e->thread->index];
+	ot_thread *t = thread_of(c, e);
 	if (t->depth == 0) {
 		c->unmatched_ends++;
 		return NULL;
@@ -397,7 +411,7 @@ static uint64_t child_key(const nt_reader_event *e, int64_t id)
  * a git process's span. */
 static void t2_process(ot_ctx *c, const nt_reader_event *e, unsigned t2)
 {
-	ot_thread *t = &c->threads[e->thread->index];
+	ot_thread *t = thread_of(c, e);
 	ot_proc *p = e->thread->process < c->nprocs ? &c->procs[e->thread->process] : NULL;
 	if (t2 == NT_T2E_START) {
 		push(c, e);
@@ -546,7 +560,7 @@ static void on_gap(void *ctx, const nt_reader_gap *g)
 static void end_open(ot_ctx *c)
 {
 	for (uint32_t i = 0; i < c->nthreads; i++) {
-		const nt_reader_thread *th = nt_reader_thread_by_index(c->r, i);
+		const nt_reader_thread *th = nt_reader_thread_at(c->r, i);
 		if (th == NULL || c->threads[i].depth == 0)
 			continue;
 		nt_reader_event e = { .kind = NT_KIND_END, .thread = th };
@@ -644,8 +658,15 @@ static int ctx_init(ot_ctx *c, nt_reader *r)
 {
 	c->r = r;
 	c->nsections = nt_reader_section_count(r);
-	c->nthreads = nt_reader_thread_index_limit(r);
+	c->nthreads = nt_reader_thread_count(r);
+	c->nindices = nt_reader_thread_index_limit(r);
 	c->nprocs = nt_reader_process_count(r);
+	c->place_of = calloc(c->nindices + 1, sizeof(*c->place_of));
+	for (uint32_t i = 0; c->place_of != NULL && i < c->nthreads; i++) {
+		const nt_reader_thread *t = nt_reader_thread_at(r, i);
+		if (t != NULL && t->index < c->nindices)
+			c->place_of[t->index] = i + 1;
+	}
 	c->res_of = calloc(c->nthreads + 1, sizeof(*c->res_of));
 	c->last_wall = calloc(c->nsections + 1, sizeof(*c->last_wall));
 	c->gap_events = calloc(c->nsections + 1, sizeof(*c->gap_events));
@@ -658,12 +679,12 @@ static int ctx_init(ot_ctx *c, nt_reader *r)
 			c->last_wall[i] = (int64_t)s->info->start_realtime_ns;
 	}
 	traceparent(c);
-	return c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
+	return c->place_of && c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
 }
 
 static void ctx_free(ot_ctx *c)
 {
-	for (uint32_t i = 0; c->threads && i < c->nthreads; i++) {
+	for (uint32_t i = 0; c->threads && i <= c->nthreads; i++) {
 		for (size_t k = 0; k < c->threads[i].cap; k++) {
 			free(c->threads[i].stack[k].body.p);
 		}
@@ -690,6 +711,7 @@ static void ctx_free(ot_ctx *c)
 	free(c->scope_index);
 	free(c->req.p);
 	free(c->res);
+	free(c->place_of);
 	free(c->res_of);
 	free(c->last_wall);
 	free(c->gap_events);

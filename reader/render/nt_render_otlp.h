@@ -171,7 +171,8 @@ typedef struct ot_span {
 } ot_span;
 
 /* A map of 64-bit keys (never 0) to pointers: open addressing, linear probing, deletion by
- * backward shift; at most OT_OPEN_IDS_MAX entries. */
+ * backward shift, a table that doubles from 64 slots to keep its load at most 1/2; at most
+ * OT_OPEN_IDS_MAX entries. */
 typedef struct ot_map {
 	uint64_t *keys;
 	void **vals;
@@ -217,11 +218,15 @@ typedef struct ot_ctx {
 	uint32_t nsections;
 	ot_res *res;              /* the Resources: one per (section, pid) */
 	size_t nres, res_cap;
-	uint32_t *res_of;         /* by thread index: 1 + its Resource, 0 = not yet looked up */
+	uint32_t *place_of;       /* by thread index: 1 + the thread's place, 0 = not defined */
+	uint32_t nindices;        /* nt_reader_thread_index_limit: place_of's length */
+	uint32_t *res_of;         /* by place: 1 + its Resource, 0 = not yet looked up */
 	int64_t *last_wall;       /* per section: the latest time seen (ends unended spans) */
 	uint64_t *gap_events;     /* per section: events lost in gaps */
-	ot_thread *threads;       /* by thread index */
-	uint32_t nthreads;
+	/* By place: the defined threads in nt_reader_thread_at's order, then one for a thread
+	 * the archive never defined (so a hostile high index costs 4 bytes, not a state). */
+	ot_thread *threads;
+	uint32_t nthreads;        /* defined threads: places 0 .. nthreads - 1 */
 	ot_proc *procs;           /* by Trace2 process index */
 	uint32_t nprocs;
 	ot_scope *scopes;

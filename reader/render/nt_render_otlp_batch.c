@@ -38,27 +38,44 @@ void *ot_map_get(const ot_map *m, uint64_t key)
 	}
 }
 
-/* 1 stored, 0 full (OT_OPEN_IDS_MAX) or out of memory. key must not be in the map. */
-int ot_map_put(ot_map *m, uint64_t key, void *val)
+static void map_insert(ot_map *m, uint64_t key, void *val)
 {
-	if (m->n >= OT_OPEN_IDS_MAX)
-		return 0;
-	if (m->cap == 0) {
-		size_t cap = 2 * (size_t)OT_OPEN_IDS_MAX; /* load stays under 1/2 */
-		m->keys = calloc(cap, sizeof(*m->keys));
-		m->vals = calloc(cap, sizeof(*m->vals));
-		if (m->keys == NULL || m->vals == NULL) {
-			ot_map_free(m);
-			return 0;
-		}
-		m->cap = cap;
-	}
 	size_t i = home(m, key);
 	while (m->keys[i] != 0)
 		i = (i + 1) & (m->cap - 1);
 	m->keys[i] = key;
 	m->vals[i] = val;
 	m->n++;
+}
+
+/* Doubles the table (from 64 slots), rehashing what it holds: a map starts small, since
+ * end_open and ot_map_free walk every slot and most archives keep a few ids open. 0: out
+ * of memory, the map as it was. */
+static int map_grow(ot_map *m)
+{
+	ot_map g = { .cap = m->cap ? 2 * m->cap : 64 };
+	g.keys = calloc(g.cap, sizeof(*g.keys));
+	g.vals = calloc(g.cap, sizeof(*g.vals));
+	if (g.keys == NULL || g.vals == NULL) {
+		ot_map_free(&g);
+		return 0;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i] != 0)
+			map_insert(&g, m->keys[i], m->vals[i]);
+	ot_map_free(m);
+	*m = g;
+	return 1;
+}
+
+/* 1 stored, 0 full (OT_OPEN_IDS_MAX) or out of memory. key must not be in the map. */
+int ot_map_put(ot_map *m, uint64_t key, void *val)
+{
+	if (m->n >= OT_OPEN_IDS_MAX)
+		return 0;
+	if (2 * (m->n + 1) > m->cap && !map_grow(m)) /* load stays at most 1/2 */
+		return 0;
+	map_insert(m, key, val);
 	return 1;
 }
 
