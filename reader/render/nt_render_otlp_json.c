@@ -4,8 +4,9 @@
  * lines, which the Collector's otlpjsonfile receiver reads.
  *
  * The JSON is not a second encoder: each encoded request is walked by the rows of
- * NT_OT_FIELDS (message by message, each row's occurrences gathered, repeated ones as an
- * array), so the JSON holds exactly the protobuf's fields, named and written as OTLP's
+ * NT_OT_FIELDS (message by message, each message's fields read once and each row's
+ * occurrences gathered, repeated ones as an array), so the JSON holds exactly the
+ * protobuf's fields, named and written as OTLP's
  * JSON encoding says: lowerCamelCase names, trace and span ids as hex strings, 64-bit
  * integers as decimal strings, enums as numbers, doubles as numbers ("NaN", "Infinity"
  * as strings).
@@ -139,11 +140,30 @@ static int value(ot_walk *w, const ot_row *r, uint64_t v, const uint8_t *s, size
 	return 0;
 }
 
-/* Row r's occurrences in [p, p + len): one value (the last, as protobuf reads a repeated
- * scalar field), or an array. Returns how many, or -1 on bytes that are no message. */
-static int row(ot_walk *w, const ot_row *r, const uint8_t *p, size_t len, int first, int depth)
+/* One occurrence of row r: its key the first time (an array opened for a repeated row), a
+ * comma before the next. -1 on a singular field seen twice (never written by the exporter)
+ * or bytes that are no message. */
+static int occurrence(ot_walk *w, const ot_row *r, int count, int first, uint64_t v,
+		      const uint8_t *s, size_t n, int depth)
 {
 	nt_out *o = w->o;
+	if (count == 0) {
+		nt_out_str(o, first ? "\"" : ",\"");
+		nt_out_str(o, r->json);
+		nt_out_str(o, r->rep ? "\":[" : "\":");
+	} else if (r->rep) {
+		nt_out_char(o, ',');
+	} else {
+		return -1;
+	}
+	return value(w, r, v, s, n, depth);
+}
+
+/* Row r's occurrences in [p, p + len), read by walking the message again: one value (the
+ * last, as protobuf reads a repeated scalar field), or an array. Returns how many, or -1
+ * on bytes that are no message. */
+static int row(ot_walk *w, const ot_row *r, const uint8_t *p, size_t len, int first, int depth)
+{
 	const uint8_t *q = p, *end = p + len, *s = NULL;
 	uint32_t num, wire;
 	uint64_t v;
@@ -154,21 +174,67 @@ static int row(ot_walk *w, const ot_row *r, const uint8_t *p, size_t len, int fi
 			return -1;
 		if (num != r->num || wire != r->wire)
 			continue;
-		if (count == 0) {
-			nt_out_str(o, first ? "\"" : ",\"");
-			nt_out_str(o, r->json);
-			nt_out_str(o, r->rep ? "\":[" : "\":");
-		} else if (r->rep) {
-			nt_out_char(o, ',');
-		} else {
-			return -1; /* a singular field twice: never written by the exporter */
-		}
-		if (value(w, r, v, s, n, depth) < 0)
+		if (occurrence(w, r, count, first, v, s, n, depth) < 0)
 			return -1;
 		count++;
 	}
 	if (count && r->rep)
-		nt_out_char(o, ']');
+		nt_out_char(w->o, ']');
+	return count;
+}
+
+/* A message's fields found in one walk, each with its row: a span's dozen fields would
+ * otherwise be walked once per row of its type. A message of more fields than this takes
+ * row() for each row instead. */
+#define OT_OCC_MAX 64
+typedef struct ot_occ {
+	uint64_t v;
+	const uint8_t *s;
+	size_t n;
+	size_t row;
+} ot_occ;
+
+/* 1: every field of [p, p + len) with a row in [lo, hi) is in occ[0 .. *count); 0: more
+ * than OT_OCC_MAX; -1: bytes that are no message. */
+static int index_fields(const uint8_t *p, size_t len, size_t lo, size_t hi, ot_occ *occ,
+			size_t *count)
+{
+	const uint8_t *q = p, *end = p + len, *s = NULL;
+	uint32_t num, wire;
+	uint64_t v;
+	size_t n = 0, k = 0;
+	int fits = 1;
+	while (q < end) {
+		if (!field(&q, end, &num, &wire, &v, &s, &n))
+			return -1;
+		size_t i = lo;
+		while (i < hi && (rows[i].num != num || rows[i].wire != wire))
+			i++;
+		if (i == hi)
+			continue;
+		if (k == OT_OCC_MAX)
+			fits = 0; /* walked on to the end: bytes that are no message are still -1 */
+		else
+			occ[k++] = (ot_occ){ .v = v, .s = s, .n = n, .row = i };
+	}
+	*count = k;
+	return fits;
+}
+
+/* Row i's occurrences among the indexed fields, as row() writes them. */
+static int row_indexed(ot_walk *w, size_t i, const ot_occ *occ, size_t nocc, int first,
+		       int depth)
+{
+	int count = 0;
+	for (size_t k = 0; k < nocc; k++) {
+		if (occ[k].row != i)
+			continue;
+		if (occurrence(w, &rows[i], count, first, occ[k].v, occ[k].s, occ[k].n, depth) < 0)
+			return -1;
+		count++;
+	}
+	if (count && rows[i].rep)
+		nt_out_char(w->o, ']');
 	return count;
 }
 
@@ -176,10 +242,18 @@ static int message(ot_walk *w, uint32_t m, const uint8_t *p, size_t len, int dep
 {
 	if (depth > 16 || m >= OT_M_COUNT)
 		return -1;
+	size_t lo = w->first[m], hi = lo, nocc = 0;
+	while (hi < NROWS && rows[hi].msg == m)
+		hi++;
+	ot_occ occ[OT_OCC_MAX];
+	int indexed = index_fields(p, len, lo, hi, occ, &nocc);
+	if (indexed < 0)
+		return -1;
 	nt_out_char(w->o, '{');
 	int first = 1;
-	for (size_t i = w->first[m]; i < NROWS && rows[i].msg == m; i++) {
-		int n = row(w, &rows[i], p, len, first, depth);
+	for (size_t i = lo; i < hi; i++) {
+		int n = indexed ? row_indexed(w, i, occ, nocc, first, depth)
+				: row(w, &rows[i], p, len, first, depth);
 		if (n < 0)
 			return -1;
 		if (n)
