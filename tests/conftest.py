@@ -53,6 +53,36 @@ def two_process_bundle(workdir, prefix):
 _outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
 
 
+def proto_schema(protoc, include_dirs, protos, desc):
+    """A vendored schema as protoc reads it (compiled to the descriptor set `desc`): its
+    messages by full name (each {field name: FieldDescriptorProto}), its enums by full name
+    ({value name: number}), and the field types each wire type (V, F, L) may carry."""
+    import subprocess
+    from google.protobuf import descriptor_pb2
+    subprocess.run([protoc] + ['-I' + d for d in include_dirs] +
+                   ['--include_imports', '--descriptor_set_out=' + desc] + list(protos),
+                   check=True)
+    fds = descriptor_pb2.FileDescriptorSet()
+    with open(desc, 'rb') as f:
+        fds.ParseFromString(f.read())
+    messages, enums = {}, {}
+
+    def walk(prefix, msgs, ens):
+        for e in ens:
+            enums[prefix + e.name] = {v.name: v.number for v in e.value}
+        for m in msgs:
+            messages[prefix + m.name] = {f.name: f for f in m.field}
+            walk(prefix + m.name + '.', m.nested_type, m.enum_type)
+    for fd in fds.file:
+        walk('', fd.message_type, fd.enum_type)
+    F = descriptor_pb2.FieldDescriptorProto
+    wire = {'V': {F.TYPE_INT32, F.TYPE_INT64, F.TYPE_UINT32, F.TYPE_UINT64, F.TYPE_BOOL,
+                  F.TYPE_ENUM},
+            'F': {F.TYPE_FIXED64, F.TYPE_DOUBLE, F.TYPE_SFIXED64},
+            'L': {F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_MESSAGE}}
+    return messages, enums, wire
+
+
 def pytest_runtest_logreport(report):
     if report.when == 'call' or report.outcome != 'passed':
         _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1

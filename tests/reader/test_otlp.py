@@ -39,7 +39,7 @@ import sys
 
 import pytest
 
-from conftest import program, two_process_bundle
+from conftest import program, proto_schema, two_process_bundle
 
 TRACE_DUMP, DEMO, TRACE_IMPORT = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT'))
@@ -109,27 +109,10 @@ def protoc_decode(path):
 
 def test_field_numbers_are_the_schema(workdir):
     from google.protobuf import descriptor_pb2
-    desc = os.path.join(workdir, 'otlp.desc')
-    subprocess.run([PROTOC, '-I', PROTO_DIR, '--include_imports',
-                    '--descriptor_set_out=' + desc] + PROTOS, check=True)
-    fds = descriptor_pb2.FileDescriptorSet()
-    fds.ParseFromString(open(desc, 'rb').read())
-    messages, enums = {}, {}
-
-    def walk(prefix, msgs, ens):
-        for e in ens:
-            enums[prefix + e.name] = {v.name: v.number for v in e.value}
-        for m in msgs:
-            messages[prefix + m.name] = {f.name: f for f in m.field}
-            walk(prefix + m.name + '.', m.nested_type, m.enum_type)
-    for fd in fds.file:
-        walk('', fd.message_type, fd.enum_type)
+    messages, enums, wire = proto_schema(PROTOC, [PROTO_DIR], PROTOS,
+                                         os.path.join(workdir, 'otlp.desc'))
     src = open(OTLP_H).read().replace('\\\n', ' ')
     F = descriptor_pb2.FieldDescriptorProto
-    wire = {'V': {F.TYPE_INT32, F.TYPE_INT64, F.TYPE_UINT32, F.TYPE_UINT64, F.TYPE_BOOL,
-                  F.TYPE_ENUM},
-            'F': {F.TYPE_FIXED64, F.TYPE_DOUBLE, F.TYPE_SFIXED64},
-            'L': {F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_MESSAGE}}
     kinds = {'MSG': {F.TYPE_MESSAGE}, 'STR': {F.TYPE_STRING}, 'HEX': {F.TYPE_BYTES},
              'U32': {F.TYPE_UINT32}, 'ENUM': {F.TYPE_ENUM}, 'BOOL': {F.TYPE_BOOL},
              'I64S': {F.TYPE_INT64}, 'F64S': {F.TYPE_FIXED64}, 'S64S': {F.TYPE_SFIXED64},

@@ -39,7 +39,7 @@ import sys
 
 import pytest
 
-from conftest import program, two_process_bundle
+from conftest import program, proto_schema, two_process_bundle
 
 TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE'))
@@ -94,28 +94,9 @@ def protoc_decode(path):
 # ---- the field numbers ----------------------------------------------------------------------
 
 def test_field_numbers_are_the_schema(workdir):
-    from google.protobuf import descriptor_pb2
-    desc = os.path.join(workdir, 'perfetto.desc')
-    subprocess.run([PROTOC, '-I', PROTO_DIR, '--descriptor_set_out=' + desc,
-                    'perfetto_trace.proto'], check=True)
-    fds = descriptor_pb2.FileDescriptorSet()
-    fds.ParseFromString(open(desc, 'rb').read())
-    messages, enums = {}, {}
-
-    def walk(prefix, msgs, ens):
-        for e in ens:
-            enums[prefix + e.name] = {v.name: v.number for v in e.value}
-        for m in msgs:
-            messages[prefix + m.name] = {f.name: f for f in m.field}
-            walk(prefix + m.name + '.', m.nested_type, m.enum_type)
-    for fd in fds.file:
-        walk('', fd.message_type, fd.enum_type)
+    messages, enums, wire = proto_schema(PROTOC, [PROTO_DIR], ['perfetto_trace.proto'],
+                                         os.path.join(workdir, 'perfetto.desc'))
     src = open(PB_H).read()
-    F = descriptor_pb2.FieldDescriptorProto
-    wire = {'V': {F.TYPE_INT32, F.TYPE_INT64, F.TYPE_UINT32, F.TYPE_UINT64, F.TYPE_BOOL,
-                  F.TYPE_ENUM},
-            'F': {F.TYPE_FIXED64, F.TYPE_DOUBLE, F.TYPE_SFIXED64},
-            'L': {F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_MESSAGE}}
     rows = re.findall(r'X\((PF_\w+), "([\w.]+)", "(\w+)", (\d+), ([VFL])\)', src)
     assert len(rows) >= 50, rows
     bad = []
