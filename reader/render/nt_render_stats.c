@@ -313,6 +313,17 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		     ", overwritten %" PRIu64 ", bytes %" PRIu64 "\n", tdec, tdrop, tover, tbytes);
 }
 
+/* Nonzero when a section's header counts a wait for the saver. */
+static int any_blocked(const nt_reader *r)
+{
+	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
+		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		if (sec != NULL && sec->info != NULL && sec->info->blocked_waits != 0)
+			return 1;
+	}
+	return 0;
+}
+
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -354,8 +365,9 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 		fprintf(out, "trace2 unknown: %" PRIu64 " events, %" PRIu64 " keys (kept as a newer "
 			     "Git wrote them)\n", unknown, s.kept_keys);
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
-	/* Each thread's waits for the saver: read only when a header counts some. */
-	nt_reader_blocked *blocked = calloc(nthreads ? nthreads : 1, sizeof(*blocked));
+	/* Each thread's waits for the saver: read only when a header counts some (the table
+	 * is by thread index, which a hostile archive can set near 2^20). */
+	nt_reader_blocked *blocked = any_blocked(r) ? calloc(nthreads, sizeof(*blocked)) : NULL;
 	if (blocked != NULL && nt_reader_count_blocked(r, blocked, nthreads) == 0) {
 		free(blocked);
 		blocked = NULL;
