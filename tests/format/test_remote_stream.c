@@ -16,18 +16,23 @@
  *       rolling half once a request is answered, so twenty times the arena is recorded
  *       with (almost) no drop (runtime/nt_saver_pace.h: why savers save unasked).
  *   blocking_on_an_answering_manager_loses_nothing  blocking on (nt_config.
- *       blocking_timeout_us, 10 s): writers wait for the manager's answers instead of
- *       dropping; every event is saved, in order, and no wait ended in a drop.
+ *       blocking_timeout_us, 10 s), a manager that answers and saves between requests as
+ *       nanotrace-manager does: writers wait for it instead of dropping; every event is
+ *       saved, in order, and no wait ended in a drop.
  *   blocking_on_a_silent_manager_waits_once_per_thread  a manager that never answers: each
  *       writer's first wait runs its whole timeout and drops; with no progress since, it
  *       never waits again (waits == timeouts <= writers, time >= waits x timeout).
  *   stop_ends_a_wait_at_once  a writer waiting (10 s timeout) on a silent manager is
  *       released by nt_provider_stop() within the stop's own budget, not the timeout.
+ *   signal_during_a_wait_small_event, _large_event  a signal handler's event on a thread
+ *       waiting for a chunk is dropped and counted: every saved chunk's count agrees with
+ *       its records, decoded + dropped == made.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -39,7 +44,11 @@
 #include "format/nt_fifo.h"
 #include "tests/support/nt_saver_test.h"
 
-enum { ANSWER, SILENT, CLOSE_AFTER_ONE, SAVE_UNASKED };
+/* ANSWER_AND_POLL: answers every request and, between them, saves every millisecond, as
+ * nanotrace-manager's saver does (manager/core/nt_mgr_saver.c): a chunk a writer closed
+ * after the request for its half was answered is saved then, not at the next request,
+ * which writers waiting for that very slot would never make. */
+enum { ANSWER, SILENT, CLOSE_AFTER_ONE, SAVE_UNASKED, ANSWER_AND_POLL };
 
 typedef struct fake_manager {
 	int fd;
@@ -55,7 +64,17 @@ static void *manager_main(void *arg)
 	fake_manager *m = arg;
 	const nt_saver_output out = test_sink_output(&m->out);
 	nt_fifo_packet pk;
-	while (recv(m->fd, &pk, sizeof(pk), 0) == (ssize_t)sizeof(pk)) {
+	for (;;) {
+		if (m->behaviour == ANSWER_AND_POLL) {
+			struct pollfd p = { .fd = m->fd, .events = POLLIN };
+			if (poll(&p, 1, 1) == 0) {
+				if (nt_arena_saver_save(m->saver, &out, NULL) != 0)
+					break;
+				continue;
+			}
+		}
+		if (recv(m->fd, &pk, sizeof(pk), 0) != (ssize_t)sizeof(pk))
+			break;
 		if (pk.request == NT_FIFO_STARTED) {
 			m->out_of_order += m->started || m->save_requests;
 			m->started += pk.data32 == NT_FIFO_PROTOCOL_VERSION;
@@ -302,12 +321,17 @@ static void blocking_on_an_answering_manager_loses_nothing(void **state)
 	per_writer = 40000;
 	blocking_us = NT_BLOCKING_TIMEOUT_MAX_US;
 	run r;
-	record(&r, ANSWER, "remote-blocking");
+	record(&r, ANSWER_AND_POLL, "remote-blocking");
 	blocking_us = 0;
 	uint64_t waits, timeouts, ns;
 	blocked_totals(&waits, &timeouts, &ns);
-	assert_int_equal(r.stats.events_dropped, 0);
-	assert_int_equal(timeouts, 0);
+	assert_msg(r.stats.events_dropped == 0 && timeouts == 0,
+		   "%llu dropped (rolling full %llu, durable %llu, stopped %llu); %llu waits, %llu "
+		   "timed out, %.3f ms", (unsigned long long)r.stats.events_dropped,
+		   (unsigned long long)r.stats.dropped_rolling_full,
+		   (unsigned long long)r.stats.dropped_durable_full,
+		   (unsigned long long)r.stats.dropped_stopped, (unsigned long long)waits,
+		   (unsigned long long)timeouts, (double)ns / 1e6);
 	test_trace tr;
 	read_back_in_order(&r, &tr); /* decoded + dropped == made: all of them */
 	assert_int_equal(tr.n, WRITERS * per_writer);
@@ -380,6 +404,104 @@ static void stop_ends_a_wait_at_once(void **state)
 	end(&r);
 }
 
+/* A signal handler on the waiting thread makes an event (as Trace2's fatal-signal hook
+ * does): the thread's last chunk is closed and no new one is claimed yet, so the event is
+ * dropped and counted, never written past the closed chunk's records (its count would then
+ * lie) nor into a chunk of its own that the interrupted wait would orphan. `handler_bytes`:
+ * the handler's string, small (it would fit the closed chunk's room) or too large for it. */
+static volatile sig_atomic_t handler_ran; /* by the handler, on the waiting thread */
+static int helper_done;                    /* by signal_the_waiter: atomic */
+static size_t handler_bytes;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	static char text[1201];
+	memset(text, 'h', handler_bytes);
+	text[handler_bytes] = '\0';
+	NT_INSTANT("sig", "handler", NT_STR("h", text));
+	handler_ran++;
+}
+
+typedef struct signaller {
+	run *r;
+	pthread_t waiter;
+} signaller;
+
+/* Signals the waiter once it sleeps in its wait, then saves what the silent manager holds,
+ * which frees the slots and ends the wait. */
+static void *signal_the_waiter(void *arg)
+{
+	signaller *g = arg;
+	for (int ms = 0; ms < 60000 && __atomic_load_n(&nt_S.block_waiters, __ATOMIC_SEQ_CST) == 0;
+	     ms++)
+		usleep(1000);
+	usleep(5000);
+	pthread_kill(g->waiter, SIGUSR1);
+	usleep(20000);
+	const nt_saver_output out = test_sink_output(&g->r->m.out);
+	assert_int_equal(nt_arena_saver_save(g->r->m.saver, &out, NULL), 0);
+	__atomic_store_n(&helper_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void signal_during_a_wait(size_t bytes)
+{
+	handler_bytes = bytes;
+	handler_ran = 0;
+	__atomic_store_n(&helper_done, 0, __ATOMIC_RELAXED);
+	blocking_us = 3000000;
+	run r;
+	int sv[2];
+	record_start(&r, SILENT, "remote-signal", sv);
+	blocking_us = 0;
+	assert_int_equal(nt_arena_saver_set_compression(r.m.saver, 3, 1), 0);
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, &old);
+	signaller g = { &r, pthread_self() };
+	pthread_t h;
+	assert_int_equal(pthread_create(&h, NULL, signal_the_waiter, &g), 0);
+	char big[401];
+	memset(big, 'x', 400);
+	big[400] = '\0';
+	uint64_t made = 0;
+	for (int after = 0; after < 3; made++) {
+		NT_INSTANT("remote", "big", NT_STR("s", big));
+		after += __atomic_load_n(&helper_done, __ATOMIC_ACQUIRE) != 0;
+	}
+	pthread_join(h, NULL);
+	assert_int_equal(nt_provider_stop(), NT_OK);
+	pthread_join(r.manager, NULL);
+	close(sv[0]);
+	sigaction(SIGUSR1, &old, NULL);
+	const nt_saver_output out = test_sink_output(&r.m.out);
+	assert_int_equal(nt_arena_saver_save_all(r.m.saver, &out, NULL), 0);
+	assert_int_equal(handler_ran, 1);
+	made += handler_ran;
+	test_trace tr;
+	assert_int_equal(test_read_saved(nt_S.map, nt_arena_saver_events(r.m.saver), r.m.out.data,
+					 r.m.out.len, NT_ORDER_STREAM, &tr), 0);
+	assert_msg(tr.errors == 0, "%s", tr.first_error);
+	assert_msg(tr.n + tr.info.events_dropped == made, "decoded %zu + dropped %llu, made %llu",
+		   tr.n, (unsigned long long)tr.info.events_dropped, (unsigned long long)made);
+	test_trace_free(&tr);
+	end(&r);
+}
+
+static void signal_during_a_wait_small_event(void **state)
+{
+	(void)state;
+	signal_during_a_wait(8);
+}
+
+static void signal_during_a_wait_large_event(void **state)
+{
+	(void)state;
+	signal_during_a_wait(1200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +512,8 @@ int main(void)
 		cmocka_unit_test(blocking_on_an_answering_manager_loses_nothing),
 		cmocka_unit_test(blocking_on_a_silent_manager_waits_once_per_thread),
 		cmocka_unit_test(stop_ends_a_wait_at_once),
+		cmocka_unit_test(signal_during_a_wait_small_event),
+		cmocka_unit_test(signal_during_a_wait_large_event),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -41,6 +42,10 @@ typedef struct nt_thread_state {
 	uint32_t clears;      /* nt_S.rolling_clears when the ordinals last restarted */
 	char name[32];        /* set by nt_thread_set_name: kept for later sessions */
 	nt_block_tally blocked; /* waits for the saver not yet in a BlockedRecord */
+	/* Nonzero while reserve_record changes chunks (closes, claims, waits for the saver): an
+	 * event a signal handler makes meanwhile is dropped, not recorded in the closed chunk
+	 * or in one of its own that the interrupted claim would then orphan. */
+	volatile sig_atomic_t changing_chunk;
 } nt_thread_state;
 
 /* initial-exec: a TLS access is one %fs-relative load, no __tls_get_addr call. */
@@ -144,6 +149,7 @@ static int register_thread(nt_thread_state *t, uint32_t tag)
 	t->dropped = 0;
 	t->clears = nt_S.rolling_clears;
 	t->blocked = (nt_block_tally){ 0 };
+	t->changing_chunk = 0; /* a fork() child of a thread a signal interrupted there */
 	return 1;
 }
 
@@ -248,6 +254,14 @@ static uint8_t *put_blocked(nt_thread_state *t, uint8_t *p, uintptr_t room, uint
 static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes, uint64_t now,
 			       uint32_t *delta, uint64_t **reason)
 {
+	if (__builtin_expect(t->changing_chunk, 0)) {
+		/* A signal handler's event while this thread changes chunks (a blocking wait
+		 * lasts up to its timeout): dropped and counted; its ordinal goes with
+		 * t->dropped into the next chunk's first. */
+		t->dropped++;
+		*reason = nt_S.dropped_rolling_full;
+		return NULL;
+	}
 	if (t->tag != tag && !thread_join(t, tag)) {
 		*reason = nt_S.dropped_durable_full;
 		return NULL;
@@ -256,29 +270,37 @@ static uint8_t *reserve_record(nt_thread_state *t, uint32_t tag, uint32_t bytes,
 	uint32_t pad = (uint32_t)pad_before(t->cur);
 	uint32_t need = pad + bytes + (d > UINT32_MAX ? (uint32_t)sizeof(nt_timestamp_record) : 0);
 	if (t->cur == NULL || (uintptr_t)t->end - (uintptr_t)t->cur < need) {
-		if (t->chunk != NULL)
-			nt_chunk_close(t->chunk, t->events);
+		t->changing_chunk = 1;
+		nt_chunk_header *old = t->chunk;
+		t->chunk = NULL;
+		t->cur = t->end = NULL;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* a handler sees no chunk from here */
+		if (old != NULL)
+			nt_chunk_close(old, t->events);
 		/* The new chunk's first event is this one: every event before it, recorded or
 		 * dropped, has an ordinal below, so the reader sees each loss as a gap. */
 		uint64_t first = t->chunk_first + t->events + t->dropped;
 		t->chunk_first = first;
 		t->events = 0;
 		t->dropped = 0;
-		t->chunk = nt_chunk_claim(t->index, now, first);
-		if (t->chunk == NULL && nt_S.block_timeout_ns != 0)
-			t->chunk = nt_chunk_claim_wait(t->index, now, first, tag, &t->blocked);
-		if (t->chunk == NULL) {
-			t->cur = t->end = NULL;
-			t->dropped = 1; /* this event */
-			t->chunk_first = first;
+		nt_chunk_header *h = nt_chunk_claim(t->index, now, first);
+		if (h == NULL && nt_S.block_timeout_ns != 0)
+			h = nt_chunk_claim_wait(t->index, now, first, tag, &t->blocked);
+		if (h == NULL) {
+			t->dropped++; /* this event */
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			t->changing_chunk = 0;
 			*reason = nt_no_chunk_reason();
 			return NULL;
 		}
-		t->cur = (uint8_t *)(t->chunk + 1);
-		t->end = (uint8_t *)t->chunk + nt_S.chunk_size;
+		t->chunk = h;
+		t->end = (uint8_t *)h + nt_S.chunk_size;
+		t->cur = (uint8_t *)(h + 1);
 		if (__builtin_expect(t->blocked.waits != 0, 0))
 			t->cur = put_blocked(t, t->cur, (uintptr_t)(t->end - t->cur), need);
 		t->last_ticks = now;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->changing_chunk = 0;
 		d = 0;
 		pad = 0;
 	}
