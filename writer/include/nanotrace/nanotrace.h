@@ -629,7 +629,7 @@ void nt_emit_(nt_callsite *site, unsigned kind);
 /* nt_emit_() for one kind each, which the macros call for NT_BEGIN, NT_END and NT_INSTANT
  * without arguments: with the kind known inside, the tests of it fold away (48 instructions
  * per arg-less begin/end event, loop included, against 61 through nt_emit_: callgrind over
- * bench/nt_bench_args' zone loop). nt_emit_ stays for programs compiled before them. */
+ * bench/nt_bench_instr's zone case). nt_emit_ stays for programs compiled before them. */
 void nt_emit_begin_(nt_callsite *site);
 void nt_emit_end_(nt_callsite *site);
 void nt_emit_instant_(nt_callsite *site);
@@ -876,7 +876,7 @@ void nt_emit_dynamic_id_(const char *file, uint32_t line, unsigned kind, const c
 		const uint32_t nt__d_ = nt_fixed_desc_((kind), (args), (n));                   \
 		if (nt__d_ == 0) {                                                             \
 			nt_emit_args_(&nt__site_, (kind), (args), (n));                        \
-		} else if (__builtin_expect(NT__EMIT_FIXED((kind), nt__d_, args, n) != 0, 0)) {        \
+		} else if (__builtin_expect(NT__EMIT_FIXED((kind), nt__d_, args, n) != 0, 0)) { \
 			nt_arg nt__c_[NT_FAST_ARGS_MAX];                                       \
 			nt_emit_args_(&nt__site_, (kind), nt_fixed_copy_(nt__c_, (args), (n)), \
 				      (n));                                                    \
