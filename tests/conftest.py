@@ -53,6 +53,32 @@ def two_process_bundle(workdir, prefix):
 _outcomes = {'passed': 0, 'failed': 0, 'skipped': 0}
 
 
+def protobuf_tools():
+    """protoc's path (None when it is not installed) and the marks that skip a test module
+    without protoc (Debian protobuf-compiler) or Python's protobuf (python3-protobuf)."""
+    import shutil
+    protoc = shutil.which('protoc')
+    try:
+        import google.protobuf  # noqa: F401
+        have_protobuf = True
+    except ImportError:
+        have_protobuf = False
+    return protoc, [
+        pytest.mark.skipif(protoc is None, reason='protoc not installed (Debian protobuf-compiler)'),
+        pytest.mark.skipif(not have_protobuf, reason='python3-protobuf not installed')]
+
+
+def import_corpus_case(trace_import, corpus, case, archive):
+    """Git's EVENT output of the corpus case `case` made into `archive` by trace-import
+    (a file left by an earlier run removed first)."""
+    import subprocess
+    if os.path.exists(archive):
+        os.remove(archive)
+    subprocess.run([trace_import, '-o', archive, os.path.join(corpus, case, 'event')],
+                   check=True, capture_output=True)
+    return archive
+
+
 def proto_schema(protoc, include_dirs, protos, desc):
     """A vendored schema as protoc reads it (compiled to the descriptor set `desc`): its
     messages by full name (each {field name: FieldDescriptorProto}), its enums by full name

@@ -33,13 +33,13 @@ import importlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import program, proto_schema, two_process_bundle
+from conftest import (import_corpus_case, program, proto_schema, protobuf_tools,
+                      two_process_bundle)
 
 TRACE_DUMP, DEMO, TRACE_IMPORT = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT'))
@@ -54,16 +54,7 @@ PROTOS = ['opentelemetry/proto/common/v1/common.proto',
           'opentelemetry/proto/metrics/v1/metrics.proto',
           'opentelemetry/proto/collector/trace/v1/trace_service.proto',
           'opentelemetry/proto/collector/metrics/v1/metrics_service.proto']
-PROTOC = shutil.which('protoc')
-try:
-    import google.protobuf  # noqa: F401
-    HAVE_PROTOBUF = True
-except ImportError:
-    HAVE_PROTOBUF = False
-
-pytestmark = [
-    pytest.mark.skipif(PROTOC is None, reason='protoc not installed (Debian protobuf-compiler)'),
-    pytest.mark.skipif(not HAVE_PROTOBUF, reason='python3-protobuf not installed')]
+PROTOC, pytestmark = protobuf_tools()
 
 # What the exporter adds to every span beside the event's own arguments.
 SPAN_EXTRA = ('code.filepath', 'code.lineno', 'thread.id', 'thread.name',
@@ -461,11 +452,8 @@ def test_trace2_import(pb, workdir):
                    if os.path.isfile(os.path.join(CORPUS, c, 'event')))
     assert cases
     for case in cases:
-        archive = os.path.join(workdir, 'ot-t2-%s.ntrace' % case)
-        if os.path.exists(archive):
-            os.remove(archive)
-        subprocess.run([TRACE_IMPORT, '-o', archive, os.path.join(CORPUS, case, 'event')],
-                       check=True, capture_output=True)
+        archive = import_corpus_case(TRACE_IMPORT, CORPUS, case,
+                                     os.path.join(workdir, 'ot-t2-%s.ntrace' % case))
         got, _, _ = check(pb, workdir, archive, 'ot-t2-' + case)
         procs = [s for _, p, _, _, s in got.spans.values() if s.name == 'process']
         assert procs, case

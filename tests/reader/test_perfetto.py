@@ -32,14 +32,14 @@ import json
 import math
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
 
 import pytest
 
-from conftest import program, proto_schema, two_process_bundle
+from conftest import (import_corpus_case, program, proto_schema, protobuf_tools,
+                      two_process_bundle)
 
 TRACE_DUMP, DEMO, TRACE_IMPORT, MAKE_BUNDLE = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT', 'NT_MAKE_BUNDLE'))
@@ -47,16 +47,7 @@ CORPUS = os.environ.get('NT_CORPUS', '')
 SOURCE = os.environ.get('NT_SOURCE_ROOT') or os.path.join(os.path.dirname(__file__), '..', '..')
 PROTO_DIR = os.path.join(SOURCE, 'third_party', 'perfetto')
 PB_H = os.path.join(SOURCE, 'reader', 'render', 'nt_pb.h')
-PROTOC = shutil.which('protoc')
-try:
-    import google.protobuf  # noqa: F401
-    HAVE_PROTOBUF = True
-except ImportError:
-    HAVE_PROTOBUF = False
-
-pytestmark = [
-    pytest.mark.skipif(PROTOC is None, reason='protoc not installed (Debian protobuf-compiler)'),
-    pytest.mark.skipif(not HAVE_PROTOBUF, reason='python3-protobuf not installed')]
+PROTOC, pytestmark = protobuf_tools()
 
 
 @pytest.fixture(scope='module')
@@ -503,9 +494,8 @@ def test_trace2_import(pb, workdir):
     assert len(cases) > 10, cases
     process_slices = child_slices = 0
     for case in cases:
-        archive = os.path.join(workdir, 'pf-t2-%s.ntrace' % case)
-        subprocess.run([TRACE_IMPORT, '-o', archive, os.path.join(CORPUS, case, 'event')],
-                       check=True, capture_output=True)
+        archive = import_corpus_case(TRACE_IMPORT, CORPUS, case,
+                                     os.path.join(workdir, 'pf-t2-%s.ntrace' % case))
         out = os.path.join(workdir, 'pf-t2-%s.pftrace' % case)
         rc, err = export(archive, out)
         assert rc == 0 and err == '', (case, err)

@@ -20,7 +20,7 @@ import types
 
 import pytest
 
-from conftest import program
+from conftest import import_corpus_case, program
 
 nanotrace = pytest.importorskip('nanotrace')
 
@@ -216,11 +216,8 @@ def test_trace2_corpus(work):
         pytest.skip('the ../shared/corpus Trace2 cases are missing (NT_CORPUS)')
     corpus = os.environ['NT_CORPUS']
     for case in cases:
-        archive = os.path.join(work, 't2-%s.ntrace' % case)
-        if os.path.exists(archive):
-            os.unlink(archive)
-        subprocess.run([TRACE_IMPORT, '-o', archive, os.path.join(corpus, case, 'event')],
-                       check=True, capture_output=True)
+        archive = import_corpus_case(TRACE_IMPORT, corpus, case,
+                                     os.path.join(work, 't2-%s.ntrace' % case))
         events = assert_equal_to_chrome([archive], 'time')
         assert events[0].kind == 'version', case
         assert all(ev.kind not in LOW_LEVEL for ev in events), case
