@@ -72,7 +72,8 @@
 	X(BLOCKING_TIMEOUT_US, blocking_timeout_us, 8)                                     \
 	X(BLOCKED_WAITS, blocked_waits, 8)                                                 \
 	X(BLOCKED_TIMEOUTS, blocked_timeouts, 8)                                           \
-	X(BLOCKED_NS, blocked_ns, 8)
+	X(BLOCKED_NS, blocked_ns, 8)                                                       \
+	X(TRACEPARENT, traceparent, 0)
 
 enum nt_header_field {
 #define NT_HDR_ID_(id, member, width) NT_HDR_##id,
@@ -134,6 +135,9 @@ typedef struct nt_archive_info {
 	uint64_t blocked_waits;           /* waits for the saver (every thread's) */
 	uint64_t blocked_timeouts;        /* waits that ended in a drop */
 	uint64_t blocked_ns;              /* CLOCK_MONOTONIC ns spent waiting */
+	char traceparent[NT_HDR_MAX_STRING + 1]; /* the W3C TRACEPARENT the process was
+						    started with (runtime/nt_traceparent.h
+						    accepted it), "" when none */
 } nt_archive_info;
 
 /* Every scalar member is exactly as wide as its field, so fields copy byte for byte

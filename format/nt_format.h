@@ -41,10 +41,11 @@
  * flow records (IdEventRecord) are the first. A reader of 2.1 takes those records for
  * unknown non-events and skips them (its ordinals then run short: it may report gaps there).
  * 2.3 added the BlockedRecord (kind 9, no event: a streaming writer waited for its saver) and
- * the header's blocking fields; a 2.2 reader skips the record as an unknown kind. */
+ * the header's blocking fields; a 2.2 reader skips the record as an unknown kind. 2.4 added
+ * the header's traceparent (a table field an older reader does not look for). */
 #define NT_FORMAT_MAJOR 2
 #define NT_FORMAT_MAJOR_OLDEST 1
-#define NT_FORMAT_MINOR 3
+#define NT_FORMAT_MINOR 4
 #define NT_RECORD_ALIGN 8u
 
 /* RecordKind */

@@ -46,10 +46,17 @@ static uint64_t span_id(const ot_ctx *c, uint64_t what)
 	return id ? id : 1;
 }
 
+/* The parent context of a root span of section `sec`, NULL when it has none. */
+static const nt_traceparent *tp_of(const ot_ctx *c, uint32_t sec)
+{
+	return sec < c->nsections && c->tp[sec].has ? &c->tp[sec].tp : NULL;
+}
+
 static void trace_of_root(const ot_ctx *c, ot_span *s)
 {
-	if (c->has_tp) {
-		s->trace_hi = c->tp_hi, s->trace_lo = c->tp_lo, s->parent = c->tp_parent;
+	const nt_traceparent *tp = tp_of(c, c->res[s->res].section);
+	if (tp) {
+		s->trace_hi = tp->trace_hi, s->trace_lo = tp->trace_lo, s->parent = tp->parent;
 		return;
 	}
 	s->trace_hi = ot_mix(s->id ^ 0x6e616e6f74726163ull);
@@ -104,8 +111,8 @@ static void span_start(ot_ctx *c, ot_span *s, const nt_reader_event *e, const ot
 		s->trace_hi = p->trace_hi, s->trace_lo = p->trace_lo, s->parent = p->id;
 	} else {
 		s->parent = 0;
-		s->pending = !c->has_tp; /* its first event may join it to a flow's trace */
 		trace_of_root(c, s);
+		s->pending = s->parent == 0; /* its first event may join it to a flow's trace */
 	}
 	if (e->file && e->file[0]) {
 		ot_attr_str(&s->body, OT_SPAN_ATTRS, "code.filepath", e->file, strlen(e->file));
@@ -232,7 +239,7 @@ static void id_open(ot_ctx *c, const nt_reader_event *e, uint64_t key, const cha
 	if (name)
 		s->name = name;
 	s->pending = 0;
-	if (s->parent == 0 && e->id_scope == NT_ID_GLOBAL && !c->has_tp) {
+	if (s->parent == 0 && e->id_scope == NT_ID_GLOBAL) {
 		/* every process's spans of this global id share one trace */
 		s->trace_hi = ot_mix(c->salt ^ e->id ^ 0x676c6f62616cull);
 		s->trace_lo = ot_mix(e->id) | 1;
@@ -621,37 +628,22 @@ static void losses(ot_ctx *c)
 	}
 }
 
-/* n hex digits (n <= 32) into *hi:*lo (hi may be NULL when n <= 16); 0 when one is not a
- * lowercase hex digit (W3C trace context allows no other). */
-static int hex_id(const char *s, size_t n, uint64_t *hi, uint64_t *lo)
+/* Each section's parent context: the TRACEPARENT its process was started with (the
+ * header's, format 2.4), else the exporting program's own, as an SDK reads it. A header's
+ * value is checked again: a section's header is as untrusted as the rest. */
+static int traceparents(ot_ctx *c)
 {
-	uint64_t v[2] = { 0, 0 };
-	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-		int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-		if (d < 0)
-			return 0;
-		size_t half = n > 16 && i < n - 16 ? 0 : 1;
-		v[half] = v[half] << 4 | (uint64_t)d;
+	nt_traceparent env;
+	int has_env = nt_traceparent_parse(secure_getenv("TRACEPARENT"), &env);
+	c->tp = calloc(c->nsections + 1, sizeof(*c->tp));
+	for (uint32_t i = 0; c->tp != NULL && i < c->nsections; i++) {
+		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
+		ot_tp *t = &c->tp[i];
+		t->has = sec && sec->info && nt_traceparent_parse(sec->info->traceparent, &t->tp);
+		if (!t->has && has_env)
+			t->tp = env, t->has = 1;
 	}
-	if (hi)
-		*hi = v[0];
-	*lo = v[1];
-	return 1;
-}
-
-/* TRACEPARENT: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>" (W3C trace context,
- * version 00); anything else, or an id of zeros, is not used. */
-static void traceparent(ot_ctx *c)
-{
-	const char *tp = secure_getenv("TRACEPARENT");
-	uint64_t flags;
-	if (tp == NULL || strlen(tp) != 55 || strncmp(tp, "00-", 3) != 0 || tp[35] != '-' ||
-	    tp[52] != '-')
-		return;
-	c->has_tp = hex_id(tp + 3, 32, &c->tp_hi, &c->tp_lo) &&
-		    hex_id(tp + 36, 16, NULL, &c->tp_parent) && hex_id(tp + 53, 2, NULL, &flags) &&
-		    (c->tp_hi || c->tp_lo) && c->tp_parent;
+	return c->tp != NULL;
 }
 
 static int ctx_init(ot_ctx *c, nt_reader *r)
@@ -678,8 +670,7 @@ static int ctx_init(ot_ctx *c, nt_reader *r)
 		if (c->last_wall && s->info)
 			c->last_wall[i] = (int64_t)s->info->start_realtime_ns;
 	}
-	traceparent(c);
-	return c->place_of && c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
+	return traceparents(c) && c->place_of && c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
 }
 
 static void ctx_free(ot_ctx *c)
@@ -717,6 +708,7 @@ static void ctx_free(ot_ctx *c)
 	free(c->gap_events);
 	free(c->threads);
 	free(c->procs);
+	free(c->tp);
 }
 
 int nt_otlp_export(nt_reader *r, const nt_render_options *opt_in, nt_otlp_emit emit, void *ctx)

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "nt_pb.h"
+#include "runtime/nt_traceparent.h"
 #include "nt_render_perfetto.h" /* pf_string: UTF-8 checked strings */
 #include "nt_render_util.h"
 
@@ -202,6 +203,12 @@ typedef struct ot_thread {
 	uint32_t depth;
 } ot_thread;
 
+/* A section's parent context (runtime/nt_traceparent.h). */
+typedef struct ot_tp {
+	nt_traceparent tp;
+	int has;
+} ot_tp;
+
 /* A Trace2 process's span, while open: its other threads' roots go under it. */
 typedef struct ot_proc {
 	uint64_t trace_hi, trace_lo, id;
@@ -235,8 +242,7 @@ typedef struct ot_ctx {
 	nt_pb req;
 	ot_map open_ids;          /* async spans and Trace2 children: key -> ot_span * */
 	ot_map flows;             /* flow key -> ot_flow * (the span its last point was in) */
-	uint64_t tp_hi, tp_lo, tp_parent; /* TRACEPARENT, when set and valid */
-	int has_tp;
+	ot_tp *tp;                /* per section: its parent context, if any */
 	uint64_t unmatched_ends, too_deep, ids_not_kept, async_unbegun, flows_unbegun;
 	uint64_t counter_args_not_numeric, damaged;
 	char *damage[16];

@@ -154,6 +154,15 @@ static void print_fork(const nt_reader *r, FILE *out)
 		nt_unctrl_copy(shown, sizeof(shown), beside));
 }
 
+/* The W3C trace context the process was started with (the OTLP export's parent). */
+static void print_traceparent(FILE *out, const char *indent, const nt_archive_info *in)
+{
+	char shown[NT_HDR_MAX_STRING + 1];
+	if (in->traceparent[0])
+		fprintf(out, "%straceparent: %s (the W3C trace context the process was started "
+			"with)\n", indent, nt_unctrl_copy(shown, sizeof(shown), in->traceparent));
+}
+
 static void print_archive(const nt_reader *r, FILE *out)
 {
 	const nt_archive_info *in = nt_reader_info(r);
@@ -166,6 +175,7 @@ static void print_archive(const nt_reader *r, FILE *out)
 	fprintf(out, "process: %s (pid %" PRIu32 ")\n",
 		nt_unctrl_copy(process, sizeof(process), in->process_name), in->pid);
 	print_fork(r, out);
+	print_traceparent(out, "", in);
 	fprintf(out, "clock: %s, %" PRIu64 " ticks/s\n", in->clock_source == NT_CLOCK_SOURCE_TSC ? "tsc" : "monotonic",
 		in->ticks_per_second);
 	/* An imported log was never in an arena: its header leaves the geometry 0, and the
@@ -296,6 +306,7 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 			dec, in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
 			in->dropped_stopped, in->dropped_unsaved, in->events_overwritten,
 			in->events_written, sec->size);
+		print_traceparent(out, "    ", in);
 		char stopped[256];
 		if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
 			fprintf(out, "    %s\n", stopped);

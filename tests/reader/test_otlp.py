@@ -544,7 +544,8 @@ def test_environment(pb, workdir):
         assert parent, 'every span has a parent: the TRACEPARENT one for roots'
     roots = [s for _, p, _, _, s in got.spans.values() if p.hex() == tp[36:52]]
     assert roots
-    for bad in ('01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    for bad in ('ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+                '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01x',
                 '00-00000000000000000000000000000000-b7ad6b7169203331-01',
                 '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01',
                 '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01', tp + '0'):
@@ -556,6 +557,61 @@ def test_environment(pb, workdir):
     got = read(pb, export(archive, os.path.join(workdir, 'ot-env.otlp'), env=env))
     res = list(got.resources.values())[0]
     assert 'x' not in res and res['nanotrace.otel_resource_attributes_invalid'] is True
+
+
+def roots_under(got, pid):
+    """The (trace id, parent id) pairs of the process's root spans: a span whose parent is
+    no span of the export."""
+    return {(t.hex(), p.hex()) for t, p, spid, _, _ in got.spans.values()
+            if spid == pid and p not in got.spans}
+
+
+def test_recorded_traceparent(pb, workdir):
+    """A process started with TRACEPARENT keeps it in its archive (format 2.4): its roots go
+    under that parent whoever exports it, the exporter's own TRACEPARENT only for processes
+    that recorded none; a newer version is read by its first four fields (W3C), an invalid
+    value is not recorded. Through trace-record (sections), a direct archive and --stats."""
+    tps = {'a': '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+           'b': '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-newer',
+           'none': '00-00000000000000000000000000000000-b7ad6b7169203331-01'}
+    mine = '00-11111111111111111111111111111111-2222222222222222-01'
+    bundle = os.path.join(workdir, 'ot-tp.ntbundle')
+    if os.path.exists(bundle):
+        os.remove(bundle)
+    req = program('NT_REQUEST_PROGRAM')
+    script = ' & '.join('TRACEPARENT=%s %s 20' % (tps[k], req) for k in tps) + '; wait'
+    subprocess.run([program('NT_TRACE_RECORD'), '-o', bundle, '--', 'sh', '-c', script],
+                   check=True, capture_output=True)
+    rc, out, err = dump('--stats', bundle)
+    assert rc == 0, err
+    shown = re.findall(r'^ *traceparent: (\S+) ', out, re.M)
+    assert sorted(shown) == sorted([tps['a'], tps['b']]), out
+    got = read(pb, export(bundle, os.path.join(workdir, 'ot-tp.otlp'),
+                          env=dict(os.environ, TRACEPARENT=mine)))
+    pids = {spid for _, _, spid, _, _ in got.spans.values()}
+    assert len(pids) == 3
+    parents = {}
+    for pid in pids:
+        roots = roots_under(got, pid)
+        assert len(roots) == 1, roots  # every root of the process under one parent
+        parents[pid] = roots.pop()
+    want = {(tps[k][3:35], tps[k][36:52]) for k in ('a', 'b')} | {(mine[3:35], mine[36:52])}
+    assert set(parents.values()) == want, parents
+    # without the exporter's own, the process that recorded none has roots of its own
+    got = read(pb, export(bundle, os.path.join(workdir, 'ot-tp.otlp'),
+                          env={k: v for k, v in os.environ.items() if k != 'TRACEPARENT'}))
+    kept = [p for pid in pids for _, p in roots_under(got, pid)]
+    assert sorted(p for p in kept if p) == sorted(tps[k][36:52] for k in ('a', 'b'))
+    assert '' in kept
+    # a direct archive, and one whose value is kept whole past the 55 characters
+    archive = os.path.join(workdir, 'ot-tp.ntrace')
+    subprocess.run([DEMO, archive, '--threads', '1', '--requests', '5'], check=True,
+                   capture_output=True, env=dict(os.environ, TRACEPARENT=tps['b']))
+    rc, out, err = dump('--stats', archive)
+    assert rc == 0 and 'traceparent: %s (' % tps['b'] in out, out + err
+    got = read(pb, export(archive, os.path.join(workdir, 'ot-tp1.otlp')))
+    (pid,) = {spid for _, _, spid, _, _ in got.spans.values()}
+    assert roots_under(got, pid) == {(tps['b'][3:35], tps['b'][36:52])}
 
 
 def test_nesting_past_the_bound(pb, workdir):

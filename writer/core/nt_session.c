@@ -12,11 +12,25 @@
 
 #include "nt_internal.h"
 #include "format/nt_zchunk.h"
+#include "runtime/nt_traceparent.h"
 
 static uint64_t chunks_claimed(void)
 {
 	uint64_t claimed = nt_load_64(&nt_S.next_seq);
 	return nt_S.mode == NT_MODE_ONESHOT && claimed > nt_S.nslots ? nt_S.nslots : claimed;
+}
+
+/* The W3C trace context the process was started with, as OpenTelemetry SDKs take it, when
+ * valid: whole, or a newer version's first four fields when it does not fit. */
+static void session_traceparent(nt_archive_info *info)
+{
+	nt_traceparent tp;
+	const char *v = secure_getenv("TRACEPARENT"); /* as every variable the writer reads */
+	if (!nt_traceparent_parse(v, &tp))
+		return;
+	size_t n = strlen(v) < sizeof(info->traceparent) ? strlen(v) : NT_TRACEPARENT_LEN;
+	memcpy(info->traceparent, v, n);
+	info->traceparent[n] = '\0';
 }
 
 /* What the header says at start; counters start at 0 and live in the mapped header. */
@@ -43,6 +57,7 @@ static void session_info(nt_archive_info *info)
 	info->compression = nt_S.compression_level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
 	info->compression_level = nt_S.compression_level;
 	info->forked_from = (uint32_t)nt_S.forked_from;
+	session_traceparent(info);
 	info->blocking_timeout_us = nt_S.block_timeout_ns / 1000u;
 }
 

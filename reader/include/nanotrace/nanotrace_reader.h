@@ -632,9 +632,10 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
  * - Counters: gauges, one metric "<name>.<argument>" per numeric argument, a data point
  *   per event with thread.id.
  * - Trace ids: a root span starts a trace, unless its first event is a flow step or end
- *   whose earlier point is known (then it joins that flow's trace), or TRACEPARENT (W3C
- *   trace context, from the exporting program's environment: the archive does not keep
- *   the recorded process's) names one: then every root is a child of that parent. Span
+ *   whose earlier point is known (then it joins that flow's trace), or a TRACEPARENT (W3C
+ *   trace context) names one: then every root is a child of that parent. A process's
+ *   TRACEPARENT is the one it was started with (nt_archive_info.traceparent), else the
+ *   exporting program's own environment's. Span
  *   and trace ids are hashes of the archive's pids, start times and record offsets: the
  *   same archive gives the same ids.
  * - Losses: a span never ended ends at its section's last event with nanotrace.unended;
