@@ -17,6 +17,7 @@
 #define NT_MANAGER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct nt_manager nt_manager;
@@ -32,6 +33,13 @@ typedef struct nt_manager_config {
 	int verbose;              /* nonzero: log every provider's state change */
 	int create_dir;           /* nonzero: a missing socket directory is made (0700); only
 				   * the default socket's is, never one a user named */
+	/* Called on the manager's thread once a section's archive is whole in a bundle:
+	 * `len` bytes at `offset` of the bundle file `fd` (the manager's descriptor, closed
+	 * when the trace ends: dup it to keep it), provider `name`. It must neither write the
+	 * file nor wait (nanotrace-manager's --otlp-endpoint queues it for its shipper).
+	 * NULL: none. */
+	void (*on_section)(void *ctx, int fd, uint64_t offset, uint64_t len, const char *name);
+	void *section_ctx;
 } nt_manager_config;
 
 /* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and

@@ -375,6 +375,7 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	f.provider_id = p->id;
 	f.archive_size = !have ? 0 : b.compact ? b.header_len + b.records : p->layout.map_size;
 	write_frame(m, &f, p->name, message);
+	uint64_t archive_off = m->trace.out_off;
 	if (have && b.compact) {
 		out_write(m, b.block, b.header_len);
 		copy_file(m, b.records_fd, b.records);
@@ -386,6 +387,9 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	}
 	if (b.scratch >= 0)
 		close(b.scratch);
+	if (have && m->trace.out_error == 0 && m->cfg.on_section != NULL)
+		m->cfg.on_section(m->cfg.section_ctx, m->trace.out_fd, archive_off, f.archive_size,
+				  p->name);
 	m->trace.sections++;
 	m->trace.events += b.events;
 	m->trace.drops += have ? info.events_dropped : 0;

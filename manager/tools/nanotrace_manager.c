@@ -26,6 +26,7 @@
 #include "runtime/nt_private_file.h"
 #include "format/nt_wire.h"
 #include "manager/core/nt_manager.h"
+#include "ship/nt_ship.h"
 #include "format/nt_version.h"
 
 static nt_manager *the_manager; /* for the signal handler only */
@@ -53,6 +54,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: nanotrace-manager [--foreground] [--socket PATH] [--log FILE] [--verbose]\n"
+		"                         [--otlp | --otlp-endpoint URL] [--otlp-spool DIR]\n"
+		"                         [--otlp-spool-size SIZE]\n"
 		"The nanotrace trace manager: programs linking libnanotrace register with it when\n"
 		"NANOTRACE_MANAGER names its socket; trace-record records them into one archive.\n"
 		"  -f, --foreground  stay attached; log to stderr (unless --log)\n"
@@ -64,6 +67,17 @@ static void usage(FILE *f)
 		"                 user is refused; default: manager.log in the socket's directory\n"
 		"                 when detached)\n"
 		"  -v, --verbose  log every provider's state change\n"
+		"      --otlp-endpoint URL  also send each section written, as it is written, to\n"
+		"                 an OpenTelemetry collector over OTLP/HTTP (URL/v1/traces,\n"
+		"                 URL/v1/metrics; the OTEL_EXPORTER_OTLP_* variables apply), through\n"
+		"                 a spool sent when the collector answers, also after a restart;\n"
+		"                 what is sent, retried and dropped is logged\n"
+		"      --otlp     the same, to the endpoint the variables name\n"
+		"                 (OTEL_EXPORTER_OTLP_ENDPOINT, _TRACES_ENDPOINT, _METRICS_ENDPOINT;\n"
+		"                 default http://localhost:4318)\n"
+		"      --otlp-spool DIR  the spool (default $XDG_STATE_HOME/nanotrace/otlp-spool,\n"
+		"                 else ~/.local/state/nanotrace/otlp-spool; made 0700)\n"
+		"      --otlp-spool-size SIZE  its cap in bytes, or with K, M, G (default 64M)\n"
 		"  -h, --help     this text\n"
 		"  -V, --version  the version, the manager protocol and archive format\n"
 		"Exit: 0 stopped by SIGTERM/SIGINT, 1 usage, 2 cannot listen or run.\n");
@@ -141,10 +155,67 @@ static void tell(int ready_fd, char code)
 	}
 }
 
+/* --otlp-endpoint: the shipper (ship/nt_ship.h), its lines in the log. Started after
+ * detach(): a fork() keeps no thread. */
+static void ship_log(void *ctx, const char *line)
+{
+	char buf[1100];
+	snprintf(buf, sizeof(buf), "otlp: %s", line);
+	log_line(ctx, buf);
+}
+
+static void ship_section(void *ctx, int fd, uint64_t offset, uint64_t len, const char *name)
+{
+	nt_ship_section(ctx, fd, offset, len, name);
+}
+
 typedef struct args {
 	int foreground, verbose;
 	const char *socket, *log;
+	int otlp; /* --otlp or --otlp-endpoint */
+	const char *otlp_endpoint, *otlp_spool;
+	uint64_t otlp_spool_size;
 } args;
+
+enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE }; /* long options only */
+
+/* --otlp-spool-size: bytes, or with K, M, G; 0 when it is none. */
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+		       : *end == 'G' || *end == 'g' ? 30 : 0;
+	end += shift != 0;
+	if (errno != 0 || end == s || s[0] == '-' || *end != '\0' || v > (UINT64_MAX >> shift))
+		return 0;
+	return (uint64_t)v << shift;
+}
+
+static nt_ship *start_shipper(const args *a, FILE *log, char *why, size_t whylen)
+{
+	nt_ship_config cfg;
+	nt_ship_config_init(&cfg);
+	cfg.endpoint = a->otlp_endpoint;
+	cfg.spool_dir = a->otlp_spool;
+	cfg.spool_cap = a->otlp_spool_size;
+	cfg.log = ship_log;
+	cfg.log_ctx = log;
+	return nt_ship_new(&cfg, why, whylen);
+}
+
+/* Exports what was handed over, gives the spool the OTLP timeout (when `wait`), logs the
+ * counts. */
+static void stop_shipper(nt_ship *ship, FILE *log, int wait)
+{
+	if (ship == NULL)
+		return;
+	nt_ship_counts c;
+	char line[1024];
+	nt_ship_close(ship, wait ? nt_ship_timeout_ms(ship) : 0, &c);
+	ship_log(log, nt_ship_summary(&c, line, sizeof(line)) + strlen("otlp: "));
+}
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, args *a)
@@ -153,6 +224,10 @@ static int parse_args(int argc, char **argv, args *a)
 		{ "foreground", no_argument, 0, 'f' }, { "socket", required_argument, 0, 's' },
 		{ "log", required_argument, 0, 'l' },  { "verbose", no_argument, 0, 'v' },
 		{ "help", no_argument, 0, 'h' },       { "version", no_argument, 0, 'V' },
+		{ "otlp", no_argument, 0, OPT_OTLP },
+		{ "otlp-endpoint", required_argument, 0, OPT_OTLP_ENDPOINT },
+		{ "otlp-spool", required_argument, 0, OPT_OTLP_SPOOL },
+		{ "otlp-spool-size", required_argument, 0, OPT_OTLP_SPOOL_SIZE },
 		{ 0, 0, 0, 0 },
 	};
 	/* getopt_long names the program by argv[0] in its messages: the name, not the path it
@@ -167,6 +242,17 @@ static int parse_args(int argc, char **argv, args *a)
 		case 's': a->socket = optarg; break;
 		case 'l': a->log = optarg; break;
 		case 'v': a->verbose = 1; break;
+		case OPT_OTLP: a->otlp = 1; break;
+		case OPT_OTLP_ENDPOINT: a->otlp = 1; a->otlp_endpoint = optarg; break;
+		case OPT_OTLP_SPOOL: a->otlp_spool = optarg; break;
+		case OPT_OTLP_SPOOL_SIZE:
+			if ((a->otlp_spool_size = parse_size(optarg)) == 0) {
+				fprintf(stderr, "nanotrace-manager: --otlp-spool-size: '%s' is not a "
+					"size (bytes, or with K, M, G)\nTry 'nanotrace-manager --help'.\n",
+					optarg);
+				return 1;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V':
 			printf("nanotrace-manager (nanotrace) %s\nspeaks manager protocol %u, "
@@ -177,6 +263,11 @@ static int parse_args(int argc, char **argv, args *a)
 			fprintf(stderr, "Try 'nanotrace-manager --help'.\n");
 			return 1;
 		}
+	}
+	if ((a->otlp_spool || a->otlp_spool_size) && !a->otlp) {
+		fprintf(stderr, "nanotrace-manager: --otlp-spool and --otlp-spool-size go with "
+				"--otlp or --otlp-endpoint\nTry 'nanotrace-manager --help'.\n");
+		return 1;
 	}
 	if (optind != argc) {
 		fprintf(stderr, "nanotrace-manager: unexpected argument '%s'\n"
@@ -226,10 +317,21 @@ int main(int argc, char **argv)
 		tell(ready_fd, 2);
 		return 2;
 	}
+	nt_ship *ship = NULL;
+	if (a.otlp && (ship = start_shipper(&a, log, why, sizeof(why))) == NULL) {
+		fprintf(stderr, "nanotrace-manager: %s: %s\n",
+			a.otlp_endpoint ? "--otlp-endpoint" : "--otlp", why);
+		if (log != stderr)
+			log_line(log, why);
+		tell(ready_fd, 2);
+		return 2;
+	}
 	nt_manager_config cfg = { .socket_path = path, .log = log_line, .log_ctx = log,
-				  .verbose = verbose, .create_dir = create_dir };
+				  .verbose = verbose, .create_dir = create_dir,
+				  .on_section = ship ? ship_section : NULL, .section_ctx = ship };
 	nt_manager *m = nt_manager_new(&cfg, why, sizeof(why));
 	if (m == NULL) {
+		stop_shipper(ship, log, 0);
 		fprintf(stderr, "nanotrace-manager: %s\n", why);
 		if (log != stderr)
 			log_line(log, why);
@@ -255,8 +357,9 @@ int main(int argc, char **argv)
 			dup2(null, 2);
 	}
 	int rc = nt_manager_run(m);
-	log_line(log, rc == 0 ? "stopped" : "stopped after an error");
 	the_manager = NULL;
 	nt_manager_free(m);
+	stop_shipper(ship, log, 1);
+	log_line(log, rc == 0 ? "stopped" : "stopped after an error");
 	return rc == 0 ? 0 : 2;
 }

@@ -18,6 +18,7 @@
 
 #define say nt_record_say
 #define MAX_PROVIDERS NT_RECORD_MAX_PROVIDERS
+enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE }; /* long options only */
 
 void nt_record_say(const char *fmt, ...)
 {
@@ -37,6 +38,8 @@ void nt_record_usage(FILE *f)
 		"                    [--compression-level N]\n"
 		"                    [--duration SECONDS] [--manager-timeout SECONDS]\n"
 		"                    [--provider NAME]...\n"
+		"                    [--otlp | --otlp-endpoint URL] [--otlp-spool DIR]\n"
+		"                    [--otlp-spool-size SIZE]\n"
 		"                    [--verbose] [-- COMMAND [ARGS...]]\n"
 		"       trace-record --list\n"
 		"Records every process registered with the nanotrace manager into one archive FILE\n"
@@ -64,6 +67,20 @@ void nt_record_usage(FILE *f)
 		"                           stops (it sends progress 4 times a second) before it\n"
 		"                           counts as lost (default 60)\n"
 		"  -p, --provider NAME      record only providers of this name (repeatable)\n"
+		"      --otlp-endpoint URL  also send each process's section, once written, to an\n"
+		"                           OpenTelemetry collector over OTLP/HTTP (URL/v1/traces,\n"
+		"                           URL/v1/metrics); the OTEL_EXPORTER_OTLP_* variables\n"
+		"                           (headers, compression, timeout, certificate) apply.\n"
+		"                           Requests wait in a spool; at the end trace-record waits\n"
+		"                           for it at most the OTLP timeout and says what was sent,\n"
+		"                           dropped and left (sent by the next run)\n"
+		"      --otlp               the same, to the endpoint the variables name\n"
+		"                           (OTEL_EXPORTER_OTLP_ENDPOINT, _TRACES_ENDPOINT,\n"
+		"                           _METRICS_ENDPOINT; default http://localhost:4318)\n"
+		"      --otlp-spool DIR     the spool (default $XDG_STATE_HOME/nanotrace/otlp-spool,\n"
+		"                           else ~/.local/state/nanotrace/otlp-spool; made 0700)\n"
+		"      --otlp-spool-size SIZE  the spool's cap (default 64M); a request past it is\n"
+		"                           dropped and counted\n"
 		"  -l, --list               list the registered providers (pid, name, state)\n"
 		"  -v, --verbose            log the manager's events (timestamps from the start)\n"
 		"  -h, --help               this text\n"
@@ -173,6 +190,10 @@ static int check_options(const options *o)
 		say("-o '%s' is a directory; name a file", o->output);
 		return -1;
 	}
+	if ((o->otlp_spool || o->otlp_spool_size) && !o->otlp) {
+		say("--otlp-spool and --otlp-spool-size go with --otlp or --otlp-endpoint");
+		return -1;
+	}
 	if (o->categories && strlen(o->categories) > NT_WIRE_MAX_TEXT) {
 		say("--categories: longer than %u bytes", NT_WIRE_MAX_TEXT);
 		return -1;
@@ -192,6 +213,10 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 		{ "manager-timeout", required_argument, 0, 'T' }, { "provider", required_argument, 0, 'p' },
 		{ "list", no_argument, 0, 'l' },            { "verbose", no_argument, 0, 'v' },
 		{ "help", no_argument, 0, 'h' },            { "version", no_argument, 0, 'V' },
+		{ "otlp", no_argument, 0, OPT_OTLP },
+		{ "otlp-endpoint", required_argument, 0, OPT_OTLP_ENDPOINT },
+		{ "otlp-spool", required_argument, 0, OPT_OTLP_SPOOL },
+		{ "otlp-spool-size", required_argument, 0, OPT_OTLP_SPOOL_SIZE },
 		{ 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof(*o));
@@ -245,6 +270,16 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 			if (parse_seconds(optarg, c == 'd' ? &o->duration : &o->manager_timeout) != 0) {
 				say("--%s: '%s' is not a positive number of seconds",
 				    c == 'd' ? "duration" : "manager-timeout", optarg);
+				return -1;
+			}
+			break;
+		case OPT_OTLP: o->otlp = 1; break;
+		case OPT_OTLP_ENDPOINT: o->otlp = 1; o->otlp_endpoint = optarg; break;
+		case OPT_OTLP_SPOOL: o->otlp_spool = optarg; break;
+		case OPT_OTLP_SPOOL_SIZE:
+			if (parse_size(optarg, &o->otlp_spool_size) != 0 || o->otlp_spool_size == 0) {
+				say("--otlp-spool-size: '%s' is not a size (bytes, or with K, M, G)",
+				    optarg);
 				return -1;
 			}
 			break;

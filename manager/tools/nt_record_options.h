@@ -22,6 +22,11 @@ typedef struct options {
 	const char *providers[NT_RECORD_MAX_PROVIDERS];
 	int nproviders;
 	int list, verbose;
+	int otlp;                  /* --otlp or --otlp-endpoint: ship each section
+				    * (nt_record_ship.c) */
+	const char *otlp_endpoint; /* --otlp-endpoint; NULL: the OTEL_EXPORTER_OTLP_* variables */
+	const char *otlp_spool;    /* --otlp-spool DIR; NULL: the default */
+	uint64_t otlp_spool_size;  /* --otlp-spool-size; 0: the shipper's default */
 	char **command;
 } options;
 

@@ -13,6 +13,7 @@
 #include "format/nt_wire.h"
 #include "manager/core/nt_manager.h"
 #include "nt_record_options.h"
+#include "ship/nt_ship.h"
 
 /* EXIT_NOT_RUN: the command could not be run, as a shell says it. */
 enum { EXIT_USAGE = 1, EXIT_FAILED = 2, EXIT_MANAGER_LOST = 3, EXIT_NOT_RUN = 127 };
@@ -36,6 +37,8 @@ typedef struct recorder {
 	int64_t heard_ns;        /* the manager's last message, or CTL_STOP if later */
 	int tty;
 	int64_t t0_ns;
+	nt_ship *ship;           /* --otlp-endpoint's shipper, or NULL */
+	uint64_t ship_cursor;    /* the bundle's next frame not yet shipped */
 } recorder;
 
 /* nt_record_manager.c: the manager trace-record speaks to (the default one, else its own
@@ -71,6 +74,13 @@ void nt_record_drop_output(recorder *r);
 int nt_record_finished(recorder *r, const nt_wire_msg *m);
 int nt_record_manager_lost(recorder *r, const char *why);
 int nt_record_manager_silent(recorder *r);
+
+/* nt_record_ship.c: --otlp-endpoint. Start: 0, or -1 after saying why (no shipper). Each
+ * section whole below `end` (bytes of the bundle written) is handed to the shipper; the end
+ * ships what is left, waits for the spool at most the OTLP timeout and says what happened. */
+int nt_record_ship_start(recorder *r);
+void nt_record_ship_written(recorder *r, uint64_t end);
+void nt_record_ship_end(recorder *r);
 
 /* nt_record_signals.c: SIGCHLD, SIGINT and SIGTERM, as bytes on a pipe the main loop
  * polls. */

@@ -65,6 +65,8 @@ static int run_loop(recorder *r)
 		if (got == 0)
 			continue;
 		r->heard_ns = now;
+		if (msg.type == NT_WIRE_CTL_PROGRESS || msg.type == NT_WIRE_CTL_STOPPED)
+			nt_record_ship_written(r, msg.c); /* msg.c: the bundle's bytes written */
 		if (msg.type == NT_WIRE_CTL_PROGRESS)
 			nt_record_progress(r, &msg);
 		else if (msg.type == NT_WIRE_CTL_STOPPED ||
@@ -83,9 +85,11 @@ static int record(recorder *r)
 	int rc = EXIT_FAILED;
 	if (nt_record_make_output(r) != 0)
 		return EXIT_FAILED;
-	if (nt_record_connect(r, 1) != 0 || nt_record_start(r) != 0) {
+	if (nt_record_ship_start(r) != 0 || nt_record_connect(r, 1) != 0 ||
+	    nt_record_start(r) != 0) {
 		nt_record_drop_output(r);
 		nt_record_stop_embedded(r);
+		nt_record_ship_end(r);
 		return EXIT_FAILED;
 	}
 	int spawn_failed = r->o.command != NULL && nt_record_spawn(r) != 0;
@@ -98,6 +102,7 @@ static int record(recorder *r)
 		nt_record_reap(r, 1);
 	close(r->ctl);
 	nt_record_stop_embedded(r);
+	nt_record_ship_end(r); /* before a failed run's bundle is removed */
 	nt_record_drop_output(r);
 	return rc;
 }

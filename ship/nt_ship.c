@@ -1,0 +1,357 @@
+/*
+ * nt_ship.c - the shipper's public calls (nt_ship.h) and its exporter thread: a queue of
+ * sections (each a range of a file the caller duplicated once), each mapped read-only
+ * (file-backed pages: memory does not grow with the archive), opened with the reader's
+ * nt_reader_open_memory and exported with nt_otlp_export, every request written to the
+ * spool (nt_ship_spool.c). The sender thread (nt_ship_send.c) sends the spool.
+ */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/nt_bundle.h"
+#include "nt_ship_internal.h"
+#include "reader/include/nanotrace/nanotrace_reader.h"
+#include "runtime/nt_deadline.h"
+
+void nt_ship_config_init(nt_ship_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
+}
+
+unsigned nt_ship_timeout_ms(const nt_ship *s)
+{
+	return s->conf.sig[0].timeout_ms;
+}
+
+static void file_unref(nt_ship *s, ship_file *f)
+{
+	if (f != NULL && --f->refs == 0) {
+		if (s->last_file == f)
+			s->last_file = NULL;
+		close(f->fd);
+		free(f);
+	}
+}
+
+static int emit_request(void *ctx, nt_otlp_signal signal, const uint8_t *msg, size_t len)
+{
+	nt_ship_spool_put(ctx, signal == NT_OTLP_METRICS, msg, len);
+	return 0; /* a request the spool could not take is counted; the next may fit */
+}
+
+/* Maps, opens and exports one section into the spool. */
+static void export_section(nt_ship *s, const ship_section *sec)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t base = sec->offset & ~(uint64_t)(page - 1), delta = sec->offset - base;
+	struct stat st;
+	/* a range past the file's end would fault (SIGBUS) when read */
+	int inside = fstat(sec->file->fd, &st) == 0 && (uint64_t)st.st_size >= sec->offset &&
+		     (uint64_t)st.st_size - sec->offset >= sec->len;
+	void *map = inside ? mmap(NULL, (size_t)(sec->len + delta), PROT_READ, MAP_SHARED,
+				  sec->file->fd, (off_t)base)
+			   : MAP_FAILED;
+	const char *why = NULL;
+	char buf[600];
+	if (!inside) {
+		why = "the file is shorter than the section (cut after it was handed over)";
+	} else if (map == MAP_FAILED) {
+		snprintf(buf, sizeof(buf), "mapping it: %s", strerror(errno));
+		why = buf;
+	} else {
+		nt_reader_error err;
+		nt_reader *r = nt_reader_open_memory((const uint8_t *)map + delta, (size_t)sec->len,
+						     sec->name, &err);
+		nt_render_options opt;
+		nt_render_options_init(&opt);
+		if (r == NULL) {
+			snprintf(buf, sizeof(buf), "%s", err.message);
+			why = buf;
+		} else if (nt_otlp_export(r, &opt, emit_request, s) < 0 && errno == ENOMEM) {
+			why = "out of memory";
+		}
+		/* damage inside the archive is in its "nanotrace losses" span, not a failure */
+		nt_reader_close(r);
+		munmap(map, (size_t)(sec->len + delta));
+	}
+	if (why != NULL) {
+		nt_ship_log(s, "section '%s' (%llu bytes at %llu) not exported: %s", sec->name,
+			    (unsigned long long)sec->len, (unsigned long long)sec->offset, why);
+		pthread_mutex_lock(&s->lock);
+		s->counts.sections_failed++;
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+static void *exporter_main(void *arg)
+{
+	nt_ship *s = arg;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (s->head == NULL && !s->stop_export)
+			pthread_cond_wait(&s->wake, &s->lock);
+		ship_section *sec = s->head;
+		if (sec == NULL)
+			break;
+		s->head = sec->next;
+		if (s->head == NULL)
+			s->tail = NULL;
+		s->exporting = 1;
+		pthread_mutex_unlock(&s->lock);
+		export_section(s, sec);
+		pthread_mutex_lock(&s->lock);
+		s->exporting = 0;
+		file_unref(s, sec->file);
+		free(sec);
+		pthread_cond_broadcast(&s->idle);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static void curl_start(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void free_ship(nt_ship *s)
+{
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	nt_ship_conf_free(&s->conf);
+	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+nt_ship *nt_ship_new(const nt_ship_config *cfg, char *why, size_t whylen)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	nt_ship_config c;
+	nt_ship_config_init(&c);
+	if (cfg == NULL || cfg->struct_size < offsetof(nt_ship_config, log_ctx) + sizeof(void *) ||
+	    cfg->struct_size > sizeof(c)) {
+		snprintf(why, whylen, "the shipper's config is not one nt_ship_config_init filled");
+		return NULL;
+	}
+	memcpy(&c, cfg, cfg->struct_size);
+	nt_ship *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	s->lock_fd = -1;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* nt_deadline.h's clock */
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_cond_init(&s->idle, &ca);
+	pthread_condattr_destroy(&ca);
+	if (nt_ship_conf_load(&s->conf, &c, why, whylen) != 0 ||
+	    nt_ship_spool_open(s, why, whylen) != 0) {
+		free_ship(s);
+		return NULL;
+	}
+	pthread_once(&once, curl_start);
+	int rc = pthread_create(&s->exporter, NULL, exporter_main, s);
+	s->have_exporter = rc == 0;
+	if (rc == 0 && (rc = pthread_create(&s->sender, NULL, nt_ship_sender_main, s)) == 0)
+		s->have_sender = 1;
+	if (rc != 0) {
+		snprintf(why, whylen, "starting the shipper's threads: %s", strerror(rc));
+		nt_ship_close(s, 0, NULL);
+		return NULL;
+	}
+	if (s->counts.found > 0)
+		nt_ship_log(s, "%llu requests an earlier run left in the spool '%s' are sent first",
+			    (unsigned long long)s->counts.found, s->conf.spool);
+	return s;
+}
+
+int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const char *name)
+{
+	struct stat st;
+	if (s == NULL || fd < 0 || len == 0 || fstat(fd, &st) != 0) {
+		int err = errno ? errno : EINVAL;
+		if (s != NULL) {
+			pthread_mutex_lock(&s->lock);
+			s->counts.sections++;
+			s->counts.sections_failed++;
+			pthread_mutex_unlock(&s->lock);
+		}
+		errno = err;
+		return -1;
+	}
+	ship_section *sec = calloc(1, sizeof(*sec));
+	pthread_mutex_lock(&s->lock);
+	s->counts.sections++;
+	ship_file *f = s->last_file;
+	if (sec != NULL && (f == NULL || f->dev != (uint64_t)st.st_dev ||
+			    f->ino != (uint64_t)st.st_ino)) {
+		f = calloc(1, sizeof(*f));
+		if (f != NULL && (f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			free(f);
+			f = NULL;
+		}
+		if (f != NULL) {
+			f->dev = (uint64_t)st.st_dev;
+			f->ino = (uint64_t)st.st_ino;
+			f->refs = 1; /* last_file's */
+			if (s->last_file != NULL)
+				file_unref(s, s->last_file);
+			s->last_file = f;
+		}
+	}
+	if (sec == NULL || f == NULL) {
+		s->counts.sections_failed++;
+		pthread_mutex_unlock(&s->lock);
+		free(sec);
+		errno = ENOMEM;
+		return -1;
+	}
+	f->refs++;
+	sec->file = f;
+	sec->offset = offset;
+	sec->len = len;
+	snprintf(sec->name, sizeof(sec->name), "%s", name ? name : "");
+	if (s->tail != NULL)
+		s->tail->next = sec;
+	else
+		s->head = sec;
+	s->tail = sec;
+	pthread_cond_broadcast(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end)
+{
+	int handed = 0;
+	if (*cursor == UINT64_MAX)
+		return 0;
+	if (*cursor == 0)
+		*cursor = sizeof(nt_bundle_preamble);
+	while (*cursor + sizeof(nt_bundle_frame) <= end) {
+		nt_bundle_frame f;
+		if (pread(fd, &f, sizeof(f), (off_t)*cursor) != (ssize_t)sizeof(f))
+			break;
+		const char *bad = nt_bundle_frame_problem(&f);
+		uint64_t head, next;
+		if (bad != NULL) {
+			nt_ship_log(s, "the bundle's frame at byte %llu: %s: nothing after it is shipped",
+				    (unsigned long long)*cursor, bad);
+			*cursor = UINT64_MAX;
+			break;
+		}
+		if (nt_bundle_frame_fit(&f, *cursor, end, &head, &next) != NT_BUNDLE_FIT_WHOLE)
+			break; /* not all written yet */
+		if (f.kind == NT_BUNDLE_END) {
+			*cursor = UINT64_MAX;
+			break;
+		}
+		char name[NT_BUNDLE_MAX_NAME + 1] = "";
+		if (pread(fd, name, f.name_len, (off_t)(*cursor + sizeof(f))) != f.name_len)
+			name[0] = '\0';
+		name[f.name_len] = '\0';
+		if (f.archive_size > 0 && nt_ship_section(s, fd, *cursor + head, f.archive_size,
+							   name) == 0)
+			handed++;
+		*cursor = next;
+	}
+	return handed;
+}
+
+void nt_ship_get_counts(nt_ship *s, nt_ship_counts *out)
+{
+	uint64_t files, bytes;
+	nt_ship_spool_scan(s, &files, &bytes);
+	pthread_mutex_lock(&s->lock);
+	*out = s->counts;
+	pthread_mutex_unlock(&s->lock);
+	out->left = files;
+	out->left_bytes = bytes;
+}
+
+const char *nt_ship_summary(const nt_ship_counts *c, char *buf, size_t cap)
+{
+	snprintf(buf, cap,
+		 "otlp: %llu requests sent (%llu spans, %llu data points, %llu bytes), "
+		 "%llu retries; %llu left in the spool (%llu bytes, sent by the next run); "
+		 "dropped: %llu past the spool's cap (%llu spans, %llu data points), "
+		 "%llu refused by the receiver (%llu spans, %llu data points), %llu unwritable, "
+		 "%llu unreadable; %llu spans, %llu data points rejected (partial success); "
+		 "%llu of %llu sections not exported",
+		 (unsigned long long)c->sent, (unsigned long long)c->sent_spans,
+		 (unsigned long long)c->sent_points, (unsigned long long)c->sent_bytes,
+		 (unsigned long long)c->retries, (unsigned long long)c->left,
+		 (unsigned long long)c->left_bytes, (unsigned long long)c->dropped_full,
+		 (unsigned long long)c->dropped_full_spans, (unsigned long long)c->dropped_full_points,
+		 (unsigned long long)c->dropped_http, (unsigned long long)c->dropped_http_spans,
+		 (unsigned long long)c->dropped_http_points, (unsigned long long)c->dropped_io,
+		 (unsigned long long)c->dropped_bad, (unsigned long long)c->rejected_spans,
+		 (unsigned long long)c->rejected_points, (unsigned long long)c->sections_failed,
+		 (unsigned long long)c->sections);
+	return buf;
+}
+
+/* Until the exporter's queue is empty (no deadline: local work). */
+static void wait_exported(nt_ship *s)
+{
+	pthread_mutex_lock(&s->lock);
+	while (s->have_exporter && (s->head != NULL || s->exporting))
+		pthread_cond_wait(&s->idle, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Until the spool is empty or wait_ms passed. */
+static void wait_sent(nt_ship *s, unsigned wait_ms)
+{
+	int64_t left = wait_ms;
+	while (left > 0) {
+		uint64_t files, bytes;
+		nt_ship_spool_scan(s, &files, &bytes);
+		if (files == 0)
+			return;
+		int step = left < 50 ? (int)left : 50;
+		struct timespec until = nt_deadline_after_ms(step);
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_timedwait(&s->idle, &s->lock, &until);
+		pthread_mutex_unlock(&s->lock);
+		left -= step;
+	}
+}
+
+void nt_ship_close(nt_ship *s, unsigned wait_ms, nt_ship_counts *out)
+{
+	if (s == NULL)
+		return;
+	wait_exported(s);
+	if (s->have_sender)
+		wait_sent(s, wait_ms);
+	pthread_mutex_lock(&s->lock);
+	s->stop_export = 1;
+	__atomic_store_n(&s->stop_send, 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	if (s->have_exporter)
+		pthread_join(s->exporter, NULL);
+	if (s->have_sender)
+		pthread_join(s->sender, NULL);
+	if (out != NULL)
+		nt_ship_get_counts(s, out);
+	pthread_mutex_lock(&s->lock);
+	file_unref(s, s->last_file);
+	pthread_mutex_unlock(&s->lock);
+	free_ship(s);
+}

@@ -1,0 +1,454 @@
+"""Live OTLP shipping (ship/, `trace-record --otlp-endpoint`, `nanotrace-manager
+--otlp-endpoint`) against a local OTLP/HTTP receiver (http.server on 127.0.0.1, an ephemeral
+port) that gunzips every request and decodes it with the official opentelemetry-proto
+(third_party/, compiled by protoc).
+
+- What arrives is what `trace-dump --format otlp` makes of the same sections: every request
+  of every section of a multi-process recording (request_program's async spans and flows
+  across two processes) arrives once, byte for byte and as decoded messages (every span,
+  link, span event, attribute and gauge point), with Content-Type application/x-protobuf,
+  Content-Encoding gzip when OTEL_EXPORTER_OTLP_COMPRESSION=gzip, the percent-decoded
+  OTEL_EXPORTER_OTLP_HEADERS (whose value never reaches stderr), the signal endpoint
+  variables used as they are; trace-record's closing line counts what was sent exactly.
+- Faults: no receiver at the start (the spool keeps every request; a second run sends them
+  first); 503 with Retry-After (the next attempt waits at least that long); a 429 storm
+  without Retry-After (each retry after a growing backoff, all sent); a receiver that
+  stalls (the OTLP timeout ends the attempt, the retry is sent); one that closes mid-request
+  (retried); a non-retryable 400 (dropped, counted exactly, its google.rpc.Status message
+  logged); a partial success (logged and counted); a spool that hits its cap (requests and
+  spans dropped counted exactly: the spooled plus the dropped are every request and span,
+  and the spooled ones are sent by the next run, nothing lost below the cap); a manager
+  restarted with a full spool sends it.
+- The spool: a 0700 directory, 0600 files; a symbolic link, or one open to others, refused.
+- The field numbers ship/nt_ship_pb.c reads are the schema's.
+Skipped (77) without protoc (protobuf-compiler) or python3-protobuf.
+"""
+import difflib
+import gzip
+import http.server
+import importlib
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import program, proto_schema, protobuf_tools
+
+TRACE_RECORD, TRACE_DUMP, REQUESTS, MANAGER = (
+    program(v) for v in ('NT_TRACE_RECORD', 'NT_TRACE_DUMP', 'NT_REQUEST_PROGRAM', 'NT_MANAGER'))
+SOURCE = os.environ.get('NT_SOURCE_ROOT') or os.path.join(os.path.dirname(__file__), '..', '..')
+PROTO_DIR = os.path.join(SOURCE, 'third_party', 'opentelemetry-proto')
+DOC_DIR = os.path.join(SOURCE, 'doc')
+PROTOS = ['opentelemetry/proto/common/v1/common.proto',
+          'opentelemetry/proto/resource/v1/resource.proto',
+          'opentelemetry/proto/trace/v1/trace.proto',
+          'opentelemetry/proto/metrics/v1/metrics.proto',
+          'opentelemetry/proto/collector/trace/v1/trace_service.proto',
+          'opentelemetry/proto/collector/metrics/v1/metrics_service.proto']
+PROTOC, pytestmark = protobuf_tools()
+PATHS = {'/v1/traces': 'traces', '/custom/traces': 'traces', '/v1/metrics': 'metrics'}
+SECRET = 'sec ret,=%'  # OTEL_EXPORTER_OTLP_HEADERS percent-encodes it
+
+
+# ---- the receiver --------------------------------------------------------------------------
+
+class Receiver:
+    """An OTLP/HTTP receiver on 127.0.0.1. plan(i, path) says what attempt i gets:
+    ('ok',), ('ok', body), ('status', code, headers, body), ('stall', seconds) (no answer),
+    ('kill',) (half the body read, then the connection closed). Every attempt is noted
+    (time, path, action); every request answered 2xx is kept gunzipped in `requests`."""
+
+    def __init__(self, plan=None):
+        self.plan = plan or (lambda i, path: ('ok',))
+        self.attempts, self.requests, self.headers = [], [], []
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+
+            def do_POST(self):
+                with rec.lock:
+                    i = len(rec.attempts)
+                    action = rec.plan(i, self.path)
+                    rec.attempts.append((time.monotonic(), self.path, action[0]))
+                n = int(self.headers.get('Content-Length', 0))
+                if action[0] == 'kill':
+                    self.rfile.read(n // 2)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                body = self.rfile.read(n)
+                if action[0] == 'stall':
+                    rec.release.wait(action[1])
+                    self.close_connection = True
+                    return
+                if action[0] == 'status':
+                    self.answer(action[1], action[2], action[3])
+                    return
+                if self.headers.get('Content-Encoding') == 'gzip':
+                    body = gzip.decompress(body)
+                with rec.lock:
+                    rec.requests.append((PATHS.get(self.path, self.path), body))
+                    rec.headers.append(dict(self.headers))
+                self.answer(200, {}, action[1] if len(action) > 1 else b'')
+
+            def answer(self, code, headers, body):
+                self.send_response(code)
+                self.send_header('Content-Type', 'application/x-protobuf')
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.server.daemon_threads = True
+        self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def wait_for(self, n, seconds=60):
+        """Until n requests arrived (bounded)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            with self.lock:
+                if len(self.requests) >= n:
+                    return
+            time.sleep(0.05)
+        raise AssertionError('%d of %d requests arrived in %d s' % (len(self.requests), n, seconds))
+
+    def stop(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(plan=None):
+        r = Receiver(plan)
+        made.append(r)
+        return r
+    yield make
+    for r in made:
+        r.stop()
+
+
+def free_port_url():
+    """A loopback URL where nothing listens (a port the kernel just gave and took back)."""
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return 'http://127.0.0.1:%d' % port
+
+
+# ---- the schema, and what trace-dump says --------------------------------------------------
+
+@pytest.fixture(scope='module')
+def pb(workdir):
+    out = os.path.join(workdir, 'ship-pb2')
+    os.makedirs(out, exist_ok=True)
+    subprocess.run([PROTOC, '-I', PROTO_DIR, '-I', DOC_DIR, '--python_out=' + out,
+                    'otlp_file.proto'] + PROTOS, check=True)
+    sys.path.insert(0, out)
+    file_pb2 = importlib.import_module('otlp_file_pb2')
+    trace_pb2 = importlib.import_module('opentelemetry.proto.collector.trace.v1.trace_service_pb2')
+    metrics_pb2 = importlib.import_module(
+        'opentelemetry.proto.collector.metrics.v1.metrics_service_pb2')
+    return file_pb2, trace_pb2, metrics_pb2
+
+
+FRAME = struct.Struct('<IHBBIIHHIQq3Q')  # format/nt_bundle.h's BundleFrame
+
+
+def sections(bundle, workdir, tag):
+    """Each SECTION's archive of a bundle, as a file of its own."""
+    data = open(bundle, 'rb').read()
+    off, out = 64, []
+    while off + FRAME.size <= len(data):
+        f = FRAME.unpack_from(data, off)
+        kind, name_len, msg_len, size = f[1], f[6], f[7], f[9]
+        head = FRAME.size + ((name_len + msg_len + 7) & ~7)
+        if kind != 1:
+            break
+        if size:
+            path = os.path.join(workdir, '%s-section%d.ntrace' % (tag, len(out)))
+            with open(path, 'wb') as o:
+                o.write(data[off + head:off + head + size])
+            out.append(path)
+        off += head + ((size + 7) & ~7)
+    return out
+
+
+def dumped_requests(pb, archive):
+    """The requests `trace-dump --format otlp` makes of an archive: [(signal, bytes)]."""
+    out = archive + '.otlp'
+    if os.path.exists(out):
+        os.unlink(out)
+    p = subprocess.run([TRACE_DUMP, '--format', 'otlp', '-o', out, archive], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    f = pb[0].File()
+    f.ParseFromString(open(out, 'rb').read())
+    return ([('traces', r.SerializeToString()) for r in f.traces] +
+            [('metrics', r.SerializeToString()) for r in f.metrics])
+
+
+def expected(pb, bundles, workdir, tag):
+    reqs = []
+    for i, b in enumerate(bundles):
+        for s in sections(b, workdir, '%s%d' % (tag, i)):
+            reqs += dumped_requests(pb, s)
+    return reqs
+
+
+def decode(pb, signal_, body):
+    m = (pb[1].ExportTraceServiceRequest() if signal_ == 'traces'
+         else pb[2].ExportMetricsServiceRequest())
+    m.ParseFromString(body)
+    return m
+
+
+def contents(pb, reqs):
+    """Every span (with its events, links and attributes) and gauge point of requests."""
+    spans, points = [], []
+    for sig, body in reqs:
+        m = decode(pb, sig, body)
+        if sig == 'traces':
+            for rs in m.resource_spans:
+                for ss in rs.scope_spans:
+                    spans += [(ss.scope.name, s.SerializeToString()) for s in ss.spans]
+        else:
+            for rm in m.resource_metrics:
+                for sm in rm.scope_metrics:
+                    for met in sm.metrics:
+                        points += [(met.name, p.SerializeToString())
+                                   for p in met.gauge.data_points]
+    return sorted(spans), sorted(points)
+
+
+def span_count(pb, reqs):
+    return len(contents(pb, reqs)[0])
+
+
+def norm(pb, reqs):
+    """Requests as a sorted list of (signal, message serialized deterministically): the
+    exporter's bytes and protobuf's own encoding of the same message may differ."""
+    return sorted((sig, decode(pb, sig, body).SerializeToString(deterministic=True))
+                  for sig, body in reqs)
+
+
+def same(pb, got, want):
+    """Received equals trace-dump's: the same requests (as a multiset of decoded messages,
+    each serialized again deterministically) and so the same spans, links, events,
+    attributes and points."""
+    g, w = norm(pb, got), norm(pb, want)
+    extra = [str(decode(pb, *r)).splitlines() for r in g if r not in w]
+    missing = [str(decode(pb, *r)).splitlines() for r in w if r not in g]
+    diff = list(difflib.unified_diff(missing[0], extra[0], lineterm='', n=8)) \
+        if extra and missing else []
+    assert g == w, '%d requests received, %d expected; %d and %d differ:\n%s' % (
+        len(got), len(want), len(extra), len(missing), '\n'.join(diff[:200]))
+    assert contents(pb, got) == contents(pb, want)
+
+
+# ---- running trace-record and the manager --------------------------------------------------
+
+SUMMARY = re.compile(
+    r'otlp: (\d+) requests sent \((\d+) spans, (\d+) data points, (\d+) bytes\), (\d+) retries; '
+    r'(\d+) left in the spool \((\d+) bytes, sent by the next run\); dropped: (\d+) past the '
+    r"spool's cap \((\d+) spans, (\d+) data points\), (\d+) refused by the receiver \((\d+) "
+    r'spans, (\d+) data points\), (\d+) unwritable, (\d+) unreadable; (\d+) spans, (\d+) data '
+    r'points rejected \(partial success\); (\d+) of (\d+) sections not exported')
+KEYS = ('sent', 'sent_spans', 'sent_points', 'sent_bytes', 'retries', 'left', 'left_bytes',
+        'dropped_full', 'dropped_full_spans', 'dropped_full_points', 'dropped_http',
+        'dropped_http_spans', 'dropped_http_points', 'dropped_io', 'dropped_bad',
+        'rejected_spans', 'rejected_points', 'sections_failed', 'sections')
+
+
+def summary(stderr):
+    m = SUMMARY.findall(stderr)
+    assert len(m) == 1, stderr
+    return dict(zip(KEYS, map(int, m[0])))
+
+
+def env_for(workdir, **extra):
+    env = dict(os.environ, NANOTRACE_MANAGER=os.path.join(workdir, 'no-manager', 'm.sock'),
+               OTEL_EXPORTER_OTLP_COMPRESSION='gzip')
+    for k in list(env):
+        if k.startswith('OTEL_') and k != 'OTEL_EXPORTER_OTLP_COMPRESSION':
+            del env[k]
+    env.update(extra)
+    return env
+
+
+def record(workdir, tag, url, spool, n=60, extra=(), env=None, tail_s=0, cmd=None,
+             plain=False):
+    """trace-record --otlp-endpoint url (--otlp when url is None, neither when plain) of
+    request_program's requests across two processes (then `sleep tail_s` in the traced
+    shell, so that shipping happens while it records); returns (bundle, stderr)."""
+    bundle = os.path.join(workdir, tag + '.ntrace')
+    if os.path.exists(bundle):
+        os.unlink(bundle)
+    command = cmd or ['sh', '-c', '"$0" %d pipe && sleep %s' % (n, tail_s), REQUESTS]
+    ship = ([] if plain else ['--otlp'] if url is None else ['--otlp-endpoint', url])
+    ship += [] if plain else ['--otlp-spool', spool]
+    p = subprocess.run([TRACE_RECORD, '-o', bundle, *ship, *extra, '--', *command],
+                       env=env or env_for(workdir), capture_output=True, timeout=120)
+    err = p.stderr.decode(errors='replace')
+    assert p.returncode == 0, err
+    return bundle, err
+
+
+def fresh_spool(workdir, tag):
+    spool = os.path.join(workdir, tag + '-spool')
+    shutil.rmtree(spool, ignore_errors=True)
+    return spool
+
+
+def spool_files(spool):
+    return sorted(f for f in os.listdir(spool) if f.startswith('r-'))
+
+
+# ---- the tests -----------------------------------------------------------------------------
+
+def test_field_numbers_are_the_schema(workdir):
+    messages, _, _ = proto_schema(PROTOC, [PROTO_DIR], PROTOS, os.path.join(workdir, 'ship.desc'))
+    src = open(os.path.join(SOURCE, 'ship', 'nt_ship_pb.c')).read()
+    defs = dict(re.findall(r'#define (PB_\w+) (\d+)', src))
+    want = {'PB_REQ_RESOURCE': [('ExportTraceServiceRequest', 'resource_spans'),
+                                ('ExportMetricsServiceRequest', 'resource_metrics')],
+            'PB_RES_SCOPE': [('ResourceSpans', 'scope_spans'),
+                             ('ResourceMetrics', 'scope_metrics')],
+            'PB_SCOPE_ITEMS': [('ScopeSpans', 'spans'), ('ScopeMetrics', 'metrics')],
+            'PB_METRIC_GAUGE': [('Metric', 'gauge')],
+            'PB_GAUGE_POINTS': [('Gauge', 'data_points')],
+            'PB_RESP_PARTIAL': [('ExportTraceServiceResponse', 'partial_success'),
+                                ('ExportMetricsServiceResponse', 'partial_success')],
+            'PB_PARTIAL_REJECTED': [('ExportTracePartialSuccess', 'rejected_spans'),
+                                    ('ExportMetricsPartialSuccess', 'rejected_data_points')],
+            'PB_PARTIAL_MESSAGE': [('ExportTracePartialSuccess', 'error_message'),
+                                   ('ExportMetricsPartialSuccess', 'error_message')]}
+    full = messages
+    for define, places in want.items():
+        for msg, field in places:
+            assert full[msg][field].number == int(defs[define]), (define, msg, field)
+    # google.rpc.Status is not vendored: its message is field 2 (googleapis' status.proto)
+    assert defs['PB_STATUS_MESSAGE'] == '2'
+
+
+def test_sections_arrive_as_trace_dump_exports_them(pb, workdir, receiver):
+    rec = receiver()
+    spool = fresh_spool(workdir, 'live')
+    secret = ''.join('%%%02X' % b if chr(b) in ' ,=%' else chr(b) for b in SECRET.encode())
+    env = env_for(workdir, OTEL_EXPORTER_OTLP_HEADERS='x-team = a%2Cb , x-api-key=' + secret,
+                  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=rec.url + '/custom/traces')
+    # --otlp-endpoint wins over every endpoint variable: nothing reaches the receiver, the
+    # requests wait in the spool (no receiver at the start)
+    bundle, err = record(workdir, 'live', free_port_url(), spool, n=200, env=env)
+    want = expected(pb, [bundle], workdir, 'live')
+    assert len(sections(bundle, workdir, 'live-count')) == 2
+    assert rec.attempts == []
+    s = summary(err)
+    assert s['sent'] == 0 and s['left'] == len(want) == len(spool_files(spool)), err
+    assert s['retries'] >= 1 and s['sections'] == 2 and s['sections_failed'] == 0
+    for f in spool_files(spool):
+        assert stat.S_IMODE(os.stat(os.path.join(spool, f)).st_mode) == 0o600
+    # a run without --otlp ships nothing and leaves the spool alone
+    env2 = dict(env, OTEL_EXPORTER_OTLP_ENDPOINT=rec.url)
+    record(workdir, 'live-plain', '', spool, n=10, env=env2, cmd=None, plain=True)
+    assert len(spool_files(spool)) == len(want)
+    # --otlp: the endpoints the variables name (the signal's used as it is); the first run's
+    # requests are sent first
+    bundle2, err2 = record(workdir, 'live2', None, spool, env=env2,
+                           cmd=[REQUESTS, '20', 'global'])
+    want2 = expected(pb, [bundle2], workdir, 'live2')
+    got = rec.requests
+    same(pb, got, want + want2)
+    assert norm(pb, got[:len(want)]) == norm(pb, want)
+    s2 = summary(err2)
+    assert s2['sent'] == len(want + want2) and s2['left'] == 0 and s2['dropped_full'] == 0
+    assert s2['sent_spans'] == span_count(pb, want + want2) and s2['retries'] == 0
+    assert {p for _, p, _ in rec.attempts} <= {'/custom/traces', '/v1/metrics'}
+    assert '/custom/traces' in {p for _, p, _ in rec.attempts}
+    spans, _ = contents(pb, want)
+    links = sum(len(decode_span(s).links) for _, s in spans)
+    events = sum(len(decode_span(s).events) for _, s in spans)
+    attributes = sum(len(decode_span(s).attributes) for _, s in spans)
+    assert links >= 200 and events >= 200 and attributes > len(spans), (links, events)
+    # A process alone (run 2) is what trace-dump makes of the whole bundle, ids aside (they
+    # are derived from each event's place in what is exported: doc/otlp.md)
+    assert per_span(pb, want2) == per_span(pb, dumped_requests(pb, bundle2))
+    assert len(per_span(pb, want2)) >= 3 * 20
+    for h in rec.headers:
+        assert h['Content-Type'] == 'application/x-protobuf'
+        assert h['Content-Encoding'] == 'gzip'
+        assert h['x-api-key'] == SECRET and h['x-team'] == 'a,b'
+    assert SECRET not in err + err2 and secret not in err + err2
+    assert stat.S_IMODE(os.stat(spool).st_mode) == 0o700
+    assert [f for f in os.listdir(spool) if f != '.lock'] == []
+
+
+def per_span(pb, reqs):
+    """Every span as (pid, name, times, attributes, events, its parent's and its links'
+    such keys), a sorted list: span and trace ids are left out, since they are derived from
+    each event's place in what was exported (a section alone, or the whole bundle)."""
+    spans, pid_of = {}, {}
+    for sig, body in reqs:
+        if sig != 'traces':
+            continue
+        for rs in decode(pb, sig, body).resource_spans:
+            pid = [a.value.int_value for a in rs.resource.attributes if a.key == 'process.pid']
+            for ss in rs.scope_spans:
+                for sp in ss.spans:
+                    pid_of[sp.span_id] = pid[0]
+                    spans[sp.span_id] = sp
+
+    def key(sid):
+        sp = spans.get(sid)
+        return None if sp is None else (pid_of[sid], sp.name, sp.start_time_unix_nano,
+                                        sp.end_time_unix_nano, repr(sp.attributes))
+    out = []
+    for sid, sp in spans.items():
+        links = sorted(repr(key(l.span_id)) for l in sp.links)
+        out.append((key(sid), repr(sp.events), repr(key(sp.parent_span_id)), links))
+    return sorted(out)
+
+
+def decode_span(data):
+    from opentelemetry.proto.trace.v1 import trace_pb2
+    s = trace_pb2.Span()
+    s.ParseFromString(data)
+    return s
+
+
+def start_manager(sock, *args, env):
+    p = subprocess.Popen([MANAGER, '--foreground', '--socket', sock, *args], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    end = time.monotonic() + 30
+    while not os.path.exists(sock):
+        assert p.poll() is None and time.monotonic() < end, p.stderr.read().decode()
+        time.sleep(0.02)
+    return p
+
+
+def stop_manager(p):
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    return err.decode(errors='replace')
