@@ -24,6 +24,7 @@ port) that gunzips every request and decodes it with the official opentelemetry-
 Skipped (77) without protoc (protobuf-compiler) or python3-protobuf.
 """
 import difflib
+import email.utils
 import gzip
 import http.server
 import importlib
@@ -452,3 +453,172 @@ def stop_manager(p):
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     return err.decode(errors='replace')
+
+
+def spooled(spool):
+    """The requests in a spool, as the receiver would decode them."""
+    return [('metrics' if f[28] == 'm' else 'traces', open(os.path.join(spool, f), 'rb').read())
+            for f in spool_files(spool)]
+
+
+def test_retry_after_is_honoured(pb, workdir, receiver):
+    for tag, value in (('ra-secs', lambda: '1'),
+                       ('ra-date', lambda: email.utils.formatdate(time.time() + 2, usegmt=True))):
+        rec = receiver(lambda i, path, v=value: ('status', 503, {'Retry-After': v()}, b'')
+                       if i == 0 else ('ok',))
+        spool = fresh_spool(workdir, tag)
+        bundle, err = record(workdir, tag, rec.url, spool)
+        want = expected(pb, [bundle], workdir, tag)
+        same(pb, rec.requests, want)
+        s = summary(err)
+        assert s['retries'] == 1 and s['sent'] == len(want) and s['left'] == 0, err
+        (t0, _, a0), (t1, _, _) = rec.attempts[:2]
+        assert a0 == 'status' and t1 - t0 >= 0.9, (tag, t1 - t0)  # at least the second asked
+        assert 'HTTP 503: retrying in' in err
+
+
+def test_429_storm_backs_off_and_sends_everything(pb, workdir, receiver):
+    storm = 4
+    rec = receiver(lambda i, path: ('status', 429, {}, b'') if i < storm else ('ok',))
+    spool = fresh_spool(workdir, 'storm')
+    bundle, err = record(workdir, 'storm', rec.url, spool)
+    want = expected(pb, [bundle], workdir, 'storm')
+    same(pb, rec.requests, want)
+    s = summary(err)
+    assert s['retries'] == storm and s['sent'] == len(want) and s['left'] == 0, err
+    times = [t for t, _, _ in rec.attempts]
+    # the k-th wait is drawn in [d/2, d], d = 250 ms doubling (nt_ship_send.c): at least
+    # 125 ms * 2^k, whatever the load
+    for k in range(storm):
+        assert times[k + 1] - times[k] >= 0.125 * 2 ** k * 0.95, (k, times)
+
+
+def test_stalled_receiver_times_out_and_is_retried(pb, workdir, receiver):
+    rec = receiver(lambda i, path: ('stall', 30) if i == 0 else ('ok',))
+    spool = fresh_spool(workdir, 'stall')
+    env = env_for(workdir, OTEL_EXPORTER_OTLP_TIMEOUT='1000')
+    bundle, err = record(workdir, 'stall', rec.url, spool, env=env, tail_s=4)
+    want = expected(pb, [bundle], workdir, 'stall')
+    same(pb, rec.requests, want)
+    s = summary(err)
+    assert s['retries'] >= 1 and s['sent'] == len(want) and s['left'] == 0, err
+    assert rec.attempts[0][2] == 'stall' and rec.attempts[1][0] - rec.attempts[0][0] >= 0.9
+
+
+def test_receiver_closing_mid_request_is_retried(pb, workdir, receiver):
+    rec = receiver(lambda i, path: ('kill',) if i == 0 else ('ok',))
+    spool = fresh_spool(workdir, 'kill')
+    bundle, err = record(workdir, 'kill', rec.url, spool)
+    want = expected(pb, [bundle], workdir, 'kill')
+    same(pb, rec.requests, want)  # each once: the cut request again, whole
+    s = summary(err)
+    assert s['retries'] >= 1 and s['sent'] == len(want) and s['left'] == 0, err
+
+
+def rpc_status(code, message):
+    """A google.rpc.Status (code = 1, message = 2), OTLP/HTTP's error body."""
+    m = message.encode()
+    return bytes([0x08, code, 0x12, len(m)]) + m
+
+
+def test_refusal_dropped_and_partial_success_counted(pb, workdir, receiver):
+    partial = pb[1].ExportTraceServiceResponse()
+    partial.partial_success.rejected_spans = 3
+    partial.partial_success.error_message = 'three spans too old'
+    rec = receiver(lambda i, path:
+                   ('status', 400, {}, rpc_status(3, 'bad request here')) if i == 0 else
+                   ('ok', partial.SerializeToString()) if i == 1 else ('ok',))
+    spool = fresh_spool(workdir, 'refused')
+    bundle, err = record(workdir, 'refused', rec.url, spool)
+    want = expected(pb, [bundle], workdir, 'refused')
+    s = summary(err)
+    assert s['dropped_http'] == 1 and s['retries'] == 0 and s['left'] == 0, err
+    assert s['sent'] == len(want) - 1 == len(rec.requests)
+    # the one refused is the one missing, its spans counted exactly
+    got = norm(pb, rec.requests)
+    lost = [r for r in norm(pb, want) if r not in got]
+    assert len(lost) == 1 and s['dropped_http_spans'] == span_count(pb, lost)
+    assert s['sent_spans'] + s['dropped_http_spans'] == span_count(pb, want)
+    assert 'HTTP 400: bad request here; dropped' in err
+    assert s['rejected_spans'] == 3 and 'rejected 3 spans: three spans too old' in err
+
+
+def test_spool_cap_drops_exactly_and_keeps_the_rest(pb, workdir, receiver):
+    spool = fresh_spool(workdir, 'cap')
+    cap = 200 * 1024
+    env = env_for(workdir, OTEL_EXPORTER_OTLP_TIMEOUT='300')
+    bundle, err = record(workdir, 'cap', free_port_url(), spool, n=1500, env=env,
+                         extra=['--otlp-spool-size', str(cap)])
+    want = expected(pb, [bundle], workdir, 'cap')
+    s = summary(err)
+    kept = spooled(spool)
+    assert s['left'] == len(kept) >= 1 and s['dropped_full'] >= 1, err
+    assert s['left'] + s['dropped_full'] == len(want)
+    assert sum(len(b) for _, b in kept) <= cap
+    assert span_count(pb, kept) + s['dropped_full_spans'] == span_count(pb, want)
+    assert "past the spool's cap" in err
+    # what the cap kept is sent by the next run, whole: nothing below the cap is lost
+    rec = receiver()
+    bundle2, err2 = record(workdir, 'cap2', rec.url, spool, n=10)
+    same(pb, rec.requests, kept + expected(pb, [bundle2], workdir, 'cap2'))
+    assert summary(err2)['left'] == 0
+
+
+def test_manager_restarted_with_a_full_spool_sends_it(pb, workdir, receiver):
+    spool = fresh_spool(workdir, 'mgr')
+    sock_dir = os.path.join(workdir, 'mgr-sock')
+    shutil.rmtree(sock_dir, ignore_errors=True)
+    os.makedirs(sock_dir, mode=0o700)
+    sock = os.path.join(sock_dir, 'm.sock')
+    env = env_for(workdir, OTEL_EXPORTER_OTLP_TIMEOUT='300')
+    cap = 200 * 1024
+    mgr = start_manager(sock, '--otlp-endpoint', free_port_url(), '--otlp-spool', spool,
+                        '--otlp-spool-size', str(cap), env=env)
+    bundle = os.path.join(workdir, 'mgr.ntrace')
+    try:
+        if os.path.exists(bundle):
+            os.unlink(bundle)
+        p = subprocess.run([TRACE_RECORD, '-o', bundle, '--', REQUESTS, '1500', 'pipe'],
+                           env=dict(env, NANOTRACE_MANAGER=sock), capture_output=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+    finally:
+        log = stop_manager(mgr)
+    want = expected(pb, [bundle], workdir, 'mgr')
+    s = summary(log)
+    kept = spooled(spool)
+    assert s['left'] == len(kept) >= 1 and s['dropped_full'] >= 1, log
+    assert s['left'] + s['dropped_full'] == len(want) and s['sent'] == 0
+    assert span_count(pb, kept) + s['dropped_full_spans'] == span_count(pb, want)
+    # restarted, it sends the spool without any trace
+    rec = receiver()
+    mgr = start_manager(sock, '--otlp-endpoint', rec.url, '--otlp-spool', spool, env=env)
+    try:
+        rec.wait_for(len(kept))
+    finally:
+        log2 = stop_manager(mgr)
+    same(pb, rec.requests, kept)
+    assert 'earlier run left' in log2 and summary(log2)['sent'] == len(kept)
+
+
+def test_spool_refused_when_not_private(workdir):
+    base = os.path.join(workdir, 'refuse')
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(os.path.join(base, 'real'), mode=0o700)
+    os.symlink(os.path.join(base, 'real'), os.path.join(base, 'link'))
+    os.makedirs(os.path.join(base, 'open'))
+    os.chmod(os.path.join(base, 'open'), 0o755)
+    for name, why in (('link', 'is a symbolic link'),
+                      ('open', 'is open to group or others')):
+        p = subprocess.run([TRACE_RECORD, '-o', os.path.join(base, name + '.ntrace'),
+                            '--otlp-endpoint', free_port_url(), '--otlp-spool',
+                            os.path.join(base, name), '--', 'true'],
+                           env=env_for(workdir), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr and 'refused' in p.stderr, p.stderr
+        assert not os.path.exists(os.path.join(base, name + '.ntrace'))
+    # a malformed variable is named
+    p = subprocess.run([TRACE_RECORD, '-o', os.path.join(base, 'x.ntrace'), '--otlp',
+                        '--otlp-spool', os.path.join(base, 'new'), '--', 'true'],
+                       env=env_for(workdir, OTEL_EXPORTER_OTLP_COMPRESSION='brotli'),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and 'OTEL_EXPORTER_OTLP_COMPRESSION' in p.stderr, p.stderr
