@@ -452,7 +452,9 @@ def start_manager(sock, *args, env):
 def stop_manager(p):
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
-    return err.decode(errors='replace')
+    err = err.decode(errors='replace')
+    assert p.returncode == 0, err
+    return err
 
 
 def spooled(spool):
