@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "nt_ship_internal.h"
+#include "runtime/nt_term_escape.h"
 
 #define DEFAULT_ENDPOINT "http://localhost:4318"
 #define DEFAULT_TIMEOUT_MS 10000u
@@ -31,6 +32,8 @@ void nt_ship_log(nt_ship *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* a line may quote a section's name, a path, a receiver's words: never an escape */
+	nt_term_escape(line, sizeof(line), line, strlen(line));
 	if (s->conf.log != NULL)
 		s->conf.log(s->conf.log_ctx, line);
 	else

@@ -12,7 +12,7 @@
  *     until sent or the shipper stops: it stays in the spool, so nothing below the cap is
  *     lost, and the next run sends it;
  *   any other status: the request is dropped, counted, logged with the status and the
- *     body's google.rpc.Status message.
+ *     body's google.rpc.Status message (nt_ship_log escapes what a receiver says).
  * Only the process that holds the spool's flock sends (one sender per spool, no request
  * sent twice by two processes); the others wait for it.
  */
@@ -27,7 +27,6 @@
 
 #include "nt_ship_internal.h"
 #include "runtime/nt_deadline.h"
-#include "runtime/nt_term_escape.h"
 
 #define BACKOFF_FIRST_MS 250u
 #define BACKOFF_MAX_MS 30000u
@@ -195,21 +194,20 @@ static unsigned backoff_ms(unsigned attempt, unsigned *seed)
 
 static void log_refused(nt_ship *s, const char *name, long status, const response *r)
 {
-	char text[256], esc[256];
+	char text[256];
 	if (nt_ship_pb_status_message(r->body, r->len, text, sizeof(text)) <= 0) {
 		size_t n = r->len < sizeof(text) - 1 ? r->len : sizeof(text) - 1;
 		memcpy(text, r->body, n); /* a text body (a proxy's page) */
 		text[n] = '\0';
 	}
-	nt_ship_log(s, "request %s refused with HTTP %ld: %s; dropped", name, status,
-		    nt_term_escape_str(esc, sizeof(esc), text));
+	nt_ship_log(s, "request %s refused with HTTP %ld: %s; dropped", name, status, text);
 }
 
 /* After a 2xx: the counts, and what a partial success says. */
 static void sent(nt_ship *s, int sig, int64_t items, size_t wire, const response *r)
 {
 	int64_t rejected = 0;
-	char text[256], esc[256];
+	char text[256];
 	int partial = nt_ship_pb_partial(r->body, r->len, &rejected, text, sizeof(text));
 	pthread_mutex_lock(&s->lock);
 	nt_ship_counts *c = &s->counts;
@@ -221,7 +219,7 @@ static void sent(nt_ship *s, int sig, int64_t items, size_t wire, const response
 	pthread_mutex_unlock(&s->lock);
 	if (partial > 0)
 		nt_ship_log(s, "partial success: the receiver rejected %lld %s: %s", (long long)rejected,
-			    sig ? "data points" : "spans", nt_term_escape_str(esc, sizeof(esc), text));
+			    sig ? "data points" : "spans", text);
 }
 
 /* Sends one spool file; returns 1 when stopping. */

@@ -79,6 +79,31 @@ def import_corpus_case(trace_import, corpus, case, archive):
     return archive
 
 
+# The vendored opentelemetry-proto files the OTLP exporter's messages come from
+# (third_party/opentelemetry-proto), relative to that folder.
+OTLP_PROTOS = ['opentelemetry/proto/common/v1/common.proto',
+               'opentelemetry/proto/resource/v1/resource.proto',
+               'opentelemetry/proto/trace/v1/trace.proto',
+               'opentelemetry/proto/metrics/v1/metrics.proto',
+               'opentelemetry/proto/collector/trace/v1/trace_service.proto',
+               'opentelemetry/proto/collector/metrics/v1/metrics_service.proto']
+
+
+def otlp_python_modules(protoc, source, out):
+    """OTLP_PROTOS and doc/otlp_file.proto compiled by protoc --python_out into `out`, which
+    is put first on sys.path; returns the otlp_file_pb2 module (the others import by their
+    package, opentelemetry.proto...)."""
+    import importlib
+    import subprocess
+    import sys
+    os.makedirs(out, exist_ok=True)
+    subprocess.run([protoc, '-I', os.path.join(source, 'third_party', 'opentelemetry-proto'),
+                    '-I', os.path.join(source, 'doc'), '--python_out=' + out,
+                    'otlp_file.proto'] + OTLP_PROTOS, check=True)
+    sys.path.insert(0, out)
+    return importlib.import_module('otlp_file_pb2')
+
+
 def proto_schema(protoc, include_dirs, protos, desc):
     """A vendored schema as protoc reads it (compiled to the descriptor set `desc`): its
     messages by full name (each {field name: FieldDescriptorProto}), its enums by full name

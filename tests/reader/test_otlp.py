@@ -29,7 +29,6 @@ Skipped (77) without protoc (protobuf-compiler) or python3-protobuf.
 """
 import base64
 import collections
-import importlib
 import json
 import os
 import re
@@ -38,8 +37,8 @@ import sys
 
 import pytest
 
-from conftest import (import_corpus_case, program, proto_schema, protobuf_tools,
-                      two_process_bundle)
+from conftest import (OTLP_PROTOS, import_corpus_case, otlp_python_modules, program,
+                      proto_schema, protobuf_tools, two_process_bundle)
 
 TRACE_DUMP, DEMO, TRACE_IMPORT = (
     program(v) for v in ('NT_TRACE_DUMP', 'NT_DEMO', 'NT_TRACE_IMPORT'))
@@ -48,12 +47,7 @@ SOURCE = os.environ.get('NT_SOURCE_ROOT') or os.path.join(os.path.dirname(__file
 PROTO_DIR = os.path.join(SOURCE, 'third_party', 'opentelemetry-proto')
 DOC_DIR = os.path.join(SOURCE, 'doc')
 OTLP_H = os.path.join(SOURCE, 'reader', 'render', 'nt_render_otlp.h')
-PROTOS = ['opentelemetry/proto/common/v1/common.proto',
-          'opentelemetry/proto/resource/v1/resource.proto',
-          'opentelemetry/proto/trace/v1/trace.proto',
-          'opentelemetry/proto/metrics/v1/metrics.proto',
-          'opentelemetry/proto/collector/trace/v1/trace_service.proto',
-          'opentelemetry/proto/collector/metrics/v1/metrics_service.proto']
+PROTOS = OTLP_PROTOS
 PROTOC, pytestmark = protobuf_tools()
 
 # What the exporter adds to every span beside the event's own arguments.
@@ -65,12 +59,7 @@ SPAN_EXTRA = ('code.filepath', 'code.lineno', 'thread.id', 'thread.name',
 @pytest.fixture(scope='module')
 def pb(workdir):
     """The vendored protos and doc/otlp_file.proto as Python modules (protoc --python_out)."""
-    out = os.path.join(workdir, 'otlp-pb2')
-    os.makedirs(out, exist_ok=True)
-    subprocess.run([PROTOC, '-I', PROTO_DIR, '-I', DOC_DIR, '--python_out=' + out,
-                    'otlp_file.proto'] + PROTOS, check=True)
-    sys.path.insert(0, out)
-    return importlib.import_module('otlp_file_pb2')
+    return otlp_python_modules(PROTOC, SOURCE, os.path.join(workdir, 'otlp-pb2'))
 
 
 def dump(*args, env=None):

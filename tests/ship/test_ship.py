@@ -36,25 +36,17 @@ import socket
 import stat
 import struct
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-from conftest import program, proto_schema, protobuf_tools
+from conftest import OTLP_PROTOS, otlp_python_modules, program, proto_schema, protobuf_tools
 
 TRACE_RECORD, TRACE_DUMP, REQUESTS, MANAGER = (
     program(v) for v in ('NT_TRACE_RECORD', 'NT_TRACE_DUMP', 'NT_REQUEST_PROGRAM', 'NT_MANAGER'))
 SOURCE = os.environ.get('NT_SOURCE_ROOT') or os.path.join(os.path.dirname(__file__), '..', '..')
 PROTO_DIR = os.path.join(SOURCE, 'third_party', 'opentelemetry-proto')
-DOC_DIR = os.path.join(SOURCE, 'doc')
-PROTOS = ['opentelemetry/proto/common/v1/common.proto',
-          'opentelemetry/proto/resource/v1/resource.proto',
-          'opentelemetry/proto/trace/v1/trace.proto',
-          'opentelemetry/proto/metrics/v1/metrics.proto',
-          'opentelemetry/proto/collector/trace/v1/trace_service.proto',
-          'opentelemetry/proto/collector/metrics/v1/metrics_service.proto']
 PROTOC, pytestmark = protobuf_tools()
 PATHS = {'/v1/traces': 'traces', '/custom/traces': 'traces', '/v1/metrics': 'metrics'}
 SECRET = 'sec ret,=%'  # OTEL_EXPORTER_OTLP_HEADERS percent-encodes it
@@ -164,12 +156,7 @@ def free_port_url():
 
 @pytest.fixture(scope='module')
 def pb(workdir):
-    out = os.path.join(workdir, 'ship-pb2')
-    os.makedirs(out, exist_ok=True)
-    subprocess.run([PROTOC, '-I', PROTO_DIR, '-I', DOC_DIR, '--python_out=' + out,
-                    'otlp_file.proto'] + PROTOS, check=True)
-    sys.path.insert(0, out)
-    file_pb2 = importlib.import_module('otlp_file_pb2')
+    file_pb2 = otlp_python_modules(PROTOC, SOURCE, os.path.join(workdir, 'ship-pb2'))
     trace_pb2 = importlib.import_module('opentelemetry.proto.collector.trace.v1.trace_service_pb2')
     metrics_pb2 = importlib.import_module(
         'opentelemetry.proto.collector.metrics.v1.metrics_service_pb2')
@@ -330,7 +317,7 @@ def spool_files(spool):
 # ---- the tests -----------------------------------------------------------------------------
 
 def test_field_numbers_are_the_schema(workdir):
-    messages, _, _ = proto_schema(PROTOC, [PROTO_DIR], PROTOS, os.path.join(workdir, 'ship.desc'))
+    messages, _, _ = proto_schema(PROTOC, [PROTO_DIR], OTLP_PROTOS, os.path.join(workdir, 'ship.desc'))
     src = open(os.path.join(SOURCE, 'ship', 'nt_ship_pb.c')).read()
     defs = dict(re.findall(r'#define (PB_\w+) (\d+)', src))
     want = {'PB_REQ_RESOURCE': [('ExportTraceServiceRequest', 'resource_spans'),
