@@ -86,6 +86,10 @@ KEYS = [
     'manager_streaming_disk_bytes_per_event_zone', 'manager_streaming_disk_bytes_per_event_mixed',
     'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
     'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
+    # issue 27: live OTLP shipping (ship/), one shipper to a loopback receiver: spans/s
+    # exported and sent (protobuf + gzip, and without gzip) and bytes per span on the wire
+    'ship_spans_s_gzip', 'ship_bytes_per_span_gzip', 'ship_spans_s_none',
+    'ship_bytes_per_span_none', 'ship_gzip_size_ratio',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -510,6 +514,9 @@ def measure(args, size):
     report.update(async_flow(args, size))
     report.update(nt_report_instr.instructions(args.build))
     report.update(blocking(args, size))
+    report.update(run_program([os.path.join(args.build, 'bench', 'nt_bench_ship'), '--events',
+                               str(size['events']), '--reps', str(max(size['reps'], 3)),
+                               '--json']))
     try:
         report.update(demo_formats(args, size))
     except (subprocess.CalledProcessError, AttributeError) as e:
@@ -606,6 +613,11 @@ def print_table(r):
             fmt(r, 'render_trace2_normal_mev_s'), fmt(r, 'render_trace2_perf_mev_s'),
             fmt(r, 'render_trace2_event_mev_s'))),
         ('trace-import (Git EVENT JSON)', fmt(r, 'import_mb_s', ' MB/s', 1)),
+        ('OTLP shipping gzip / none', '%s / %s' % (
+            fmt(r, 'ship_spans_s_gzip', ' spans/s', 0), fmt(r, 'ship_spans_s_none', ' spans/s', 0))),
+        ('  bytes per span on the wire gzip / none', '%s / %s' % (
+            fmt(r, 'ship_bytes_per_span_gzip', ' B', 1),
+            fmt(r, 'ship_bytes_per_span_none', ' B', 1))),
         ('reader private memory, 1 M / 10 M events', '%s / %s' % (
             fmt(r, 'reader_anon_kb_1m', ' KiB', 0), fmt(r, 'reader_anon_kb_10m', ' KiB', 0))),
         ('bundle of %s processes: text, ÷ one archive' % r.get('bundle20k_sections', '?'),

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "format/nt_bundle.h"
@@ -112,6 +113,12 @@ static void *exporter_main(void *arg)
 		s->exporting = 0;
 		file_unref(s, sec->file);
 		free(sec);
+		/* nothing pending: the file is not held (a bundle deleted meanwhile is freed) */
+		if (s->head == NULL && s->last_file != NULL) {
+			ship_file *f = s->last_file;
+			s->last_file = NULL;
+			file_unref(s, f);
+		}
 		pthread_cond_broadcast(&s->idle);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -314,21 +321,27 @@ static void wait_exported(nt_ship *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Until the spool is empty or wait_ms passed. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Until the spool is empty or wait_ms passed (a scan at each removal, at least every 50 ms:
+ * another process may be the one sending it). */
 static void wait_sent(nt_ship *s, unsigned wait_ms)
 {
-	int64_t left = wait_ms;
-	while (left > 0) {
+	int64_t end = mono_ms() + wait_ms, left;
+	while ((left = end - mono_ms()) > 0) {
 		uint64_t files, bytes;
 		nt_ship_spool_scan(s, &files, &bytes);
 		if (files == 0)
 			return;
-		int step = left < 50 ? (int)left : 50;
-		struct timespec until = nt_deadline_after_ms(step);
+		struct timespec until = nt_deadline_after_ms(left < 50 ? (int)left : 50);
 		pthread_mutex_lock(&s->lock);
 		pthread_cond_timedwait(&s->idle, &s->lock, &until);
 		pthread_mutex_unlock(&s->lock);
-		left -= step;
 	}
 }
 

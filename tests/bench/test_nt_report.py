@@ -52,6 +52,9 @@ ISSUE_KEYS = [
     'streaming_lost_pct_zone', 'streaming_lost_pct_mixed', 'streaming_ns_vs_oneshot',
     'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
     'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
+    # issue 27: live OTLP shipping (nt_bench_ship)
+    'ship_spans_s_gzip', 'ship_bytes_per_span_gzip', 'ship_spans_s_none',
+    'ship_bytes_per_span_none', 'ship_gzip_size_ratio',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

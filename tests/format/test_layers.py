@@ -45,9 +45,10 @@ ALLOWED = {
     # Leaving the machine: the OTLP shipper reads archives through the reader's public API.
     'ship': {'ship', 'reader/include'} | SHARED,
     # The floor is the writer's own inline clock read (nt_clock_ticks), nothing less; the
-    # OTLP exporter's protobuf writer is measured against protobuf-c (bench/otlp_pbc).
+    # OTLP exporter's protobuf writer is measured against protobuf-c (bench/otlp_pbc); the
+    # shipper (ship/nt_ship.h) by nt_bench_ship.
     'bench': {'bench', 'writer/include', 'reader/include', 'writer/core/nt_clock.h',
-              'reader/render/nt_pb.h'} | SHARED,
+              'reader/render/nt_pb.h', 'ship/nt_ship.h'} | SHARED,
     'examples': PUBLIC,
 }
 
