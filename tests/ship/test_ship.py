@@ -494,11 +494,13 @@ def test_stalled_receiver_times_out_and_is_retried(pb, workdir, receiver):
     assert rec.attempts[0][2] == 'stall' and rec.attempts[1][0] - rec.attempts[0][0] >= 0.9
 
 
-def test_receiver_closing_mid_request_is_retried(pb, workdir, receiver):
+@pytest.mark.parametrize('mode', ['oneshot', 'streaming'])
+def test_receiver_closing_mid_request_is_retried(pb, workdir, receiver, mode):
+    # a streaming section is shipped when it ends, as any other (doc/otlp.md)
     rec = receiver(lambda i, path: ('kill',) if i == 0 else ('ok',))
-    spool = fresh_spool(workdir, 'kill')
-    bundle, err = record(workdir, 'kill', rec.url, spool)
-    want = expected(pb, [bundle], workdir, 'kill')
+    spool = fresh_spool(workdir, 'kill-' + mode)
+    bundle, err = record(workdir, 'kill-' + mode, rec.url, spool, extra=['-m', mode])
+    want = expected(pb, [bundle], workdir, 'kill-' + mode)
     same(pb, rec.requests, want)  # each once: the cut request again, whole
     s = summary(err)
     assert s['retries'] >= 1 and s['sent'] == len(want) and s['left'] == 0, err
@@ -611,3 +613,13 @@ def test_spool_refused_when_not_private(workdir):
                        env=env_for(workdir, OTEL_EXPORTER_OTLP_COMPRESSION='brotli'),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and 'OTEL_EXPORTER_OTLP_COMPRESSION' in p.stderr, p.stderr
+    for var, value in (('OTEL_EXPORTER_OTLP_HEADERS', 'k=v,secretnokey'),
+                       ('OTEL_EXPORTER_OTLP_METRICS_HEADERS', 'bad name=v'),
+                       ('OTEL_EXPORTER_OTLP_TIMEOUT', '10s'),
+                       ('OTEL_EXPORTER_OTLP_ENDPOINT', 'ftp://collector')):
+        p = subprocess.run([TRACE_RECORD, '-o', os.path.join(base, 'x.ntrace'), '--otlp',
+                            '--otlp-spool', os.path.join(base, 'new'), '--', 'true'],
+                           env=env_for(workdir, **{var: value}), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 2 and var in p.stderr, (var, p.stderr)
+        assert 'secretnokey' not in p.stderr  # a header list is never quoted
