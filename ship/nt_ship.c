@@ -30,7 +30,7 @@ void nt_ship_config_init(nt_ship_config *cfg)
 
 unsigned nt_ship_timeout_ms(const nt_ship *s)
 {
-	return s->conf.sig[0].timeout_ms;
+	return s ? s->conf.sig[0].timeout_ms : 10000;
 }
 
 static void file_unref(nt_ship *s, ship_file *f)
@@ -146,12 +146,19 @@ nt_ship *nt_ship_new(const nt_ship_config *cfg, char *why, size_t whylen)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	nt_ship_config c;
 	nt_ship_config_init(&c);
-	if (cfg == NULL || cfg->struct_size < offsetof(nt_ship_config, log_ctx) + sizeof(void *) ||
-	    cfg->struct_size > sizeof(c)) {
-		snprintf(why, whylen, "the shipper's config is not one nt_ship_config_init filled");
+	/* A caller's sized struct, as reader/common/nt_struct_in.h reads one: an older caller's
+	 * missing fields keep their defaults, a newer one's unknown fields must be zero. */
+	size_t n = cfg ? cfg->struct_size : 0;
+	size_t first = offsetof(nt_ship_config, log_ctx) + sizeof(void *);
+	for (size_t i = sizeof(c); cfg && n > sizeof(c) && n <= 4096 && i < n; i++)
+		if (((const unsigned char *)cfg)[i] != 0)
+			n = 0; /* a field this library does not know asks for something it cannot do */
+	if (cfg == NULL || n < first || n > 4096) {
+		snprintf(why, whylen, "the shipper's config is not one nt_ship_config_init filled, or "
+			 "sets a field this library does not know");
 		return NULL;
 	}
-	memcpy(&c, cfg, cfg->struct_size);
+	memcpy(&c, cfg, n < sizeof(c) ? n : sizeof(c));
 	nt_ship *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
 		snprintf(why, whylen, "out of memory");
@@ -245,7 +252,7 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
 int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end)
 {
 	int handed = 0;
-	if (*cursor == UINT64_MAX)
+	if (s == NULL || cursor == NULL || *cursor == UINT64_MAX)
 		return 0;
 	if (*cursor == 0)
 		*cursor = sizeof(nt_bundle_preamble);
@@ -282,6 +289,9 @@ int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end)
 void nt_ship_get_counts(nt_ship *s, nt_ship_counts *out)
 {
 	uint64_t files, bytes;
+	memset(out, 0, sizeof(*out));
+	if (s == NULL)
+		return;
 	nt_ship_spool_scan(s, &files, &bytes);
 	pthread_mutex_lock(&s->lock);
 	*out = s->counts;

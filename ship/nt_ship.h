@@ -58,7 +58,8 @@ typedef struct nt_ship_config {
 	void *log_ctx;
 } nt_ship_config;
 
-/* The defaults, struct_size set. */
+/* The defaults (every field 0 or NULL: the variables, then the built-in defaults),
+ * struct_size set. Cost: a memset. */
 void nt_ship_config_init(nt_ship_config *cfg);
 
 /* $XDG_STATE_HOME/nanotrace/otlp-spool, else $HOME/.local/state/nanotrace/otlp-spool, into
@@ -67,7 +68,9 @@ int nt_ship_default_spool(char *buf, size_t cap);
 
 /* A shipper: reads the variables, checks (or makes, 0700, with its missing parents) the
  * spool, starts both threads. NULL with the reason in why (naming the variable or path):
- * a malformed variable, a refused spool, no memory, libcurl failing to start. */
+ * cfg NULL or not filled by nt_ship_config_init (or setting a field this library does not
+ * know), a malformed variable, a refused spool, no memory, a thread that cannot start.
+ * Cost: a few system calls, a directory scan (what the spool holds), two threads. */
 nt_ship *nt_ship_new(const nt_ship_config *cfg, char *why, size_t whylen);
 
 /* Hands over the archive of one process: `len` bytes at `offset` of the file `fd` (a
@@ -82,7 +85,7 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
  * (bytes known written: the manager's progress) and hands every whole SECTION frame's
  * archive to nt_ship_section; *cursor moves past them. A frame not yet whole is left for a
  * later call; a damaged one stops the walk for good (*cursor = UINT64_MAX, logged).
- * Returns the sections handed over. Cost: one pread per frame. */
+ * Returns the sections handed over; 0 when s or cursor is NULL. Cost: one pread per frame. */
 int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end);
 
 typedef struct nt_ship_counts {
@@ -100,10 +103,12 @@ typedef struct nt_ship_counts {
 	uint64_t left, left_bytes;  /* in the spool now: sent by the next run */
 } nt_ship_counts;
 
-/* The counts so far. Cost: a lock and a directory scan (left, left_bytes). */
+/* The counts so far (all zero for a NULL s). Cost: a lock and a directory scan (left,
+ * left_bytes). */
 void nt_ship_get_counts(nt_ship *s, nt_ship_counts *out);
 
-/* One line saying what was sent, dropped and left, into buf[cap]. */
+/* One line saying what was sent, dropped and left, into buf[cap] (cut to fit); returns buf.
+ * Cost: one snprintf. */
 const char *nt_ship_summary(const nt_ship_counts *c, char *buf, size_t cap);
 
 /* Exports every section handed over into the spool (local work: waits for it), waits at
@@ -111,8 +116,8 @@ const char *nt_ship_summary(const nt_ship_counts *c, char *buf, size_t cap);
  * aborted: its file stays), fills *out (when not NULL) and frees everything. NULL ignored. */
 void nt_ship_close(nt_ship *s, unsigned wait_ms, nt_ship_counts *out);
 
-/* The OTLP timeout in ms (OTEL_EXPORTER_OTLP_TIMEOUT, default 10000): what trace-record
- * waits at most for the spool at its end. */
+/* The OTLP timeout in ms (OTEL_EXPORTER_OTLP_TIMEOUT, default 10000; the default for a
+ * NULL s): what trace-record waits at most for the spool at its end. */
 unsigned nt_ship_timeout_ms(const nt_ship *s);
 
 #endif /* NT_SHIP_H */

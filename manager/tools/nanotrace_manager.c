@@ -177,7 +177,8 @@ typedef struct args {
 	uint64_t otlp_spool_size;
 } args;
 
-enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE }; /* long options only */
+/* long options only */
+enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE };
 
 /* --otlp-spool-size: bytes, or with K, M, G; 0 when it is none. */
 static uint64_t parse_size(const char *s)

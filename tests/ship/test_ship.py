@@ -317,7 +317,8 @@ def spool_files(spool):
 # ---- the tests -----------------------------------------------------------------------------
 
 def test_field_numbers_are_the_schema(workdir):
-    messages, _, _ = proto_schema(PROTOC, [PROTO_DIR], OTLP_PROTOS, os.path.join(workdir, 'ship.desc'))
+    messages, _, _ = proto_schema(PROTOC, [PROTO_DIR], OTLP_PROTOS,
+                                  os.path.join(workdir, 'ship.desc'))
     src = open(os.path.join(SOURCE, 'ship', 'nt_ship_pb.c')).read()
     defs = dict(re.findall(r'#define (PB_\w+) (\d+)', src))
     want = {'PB_REQ_RESOURCE': [('ExportTraceServiceRequest', 'resource_spans'),
