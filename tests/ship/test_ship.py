@@ -350,7 +350,8 @@ def test_sections_arrive_as_trace_dump_exports_them(pb, workdir, receiver):
                   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=rec.url + '/custom/traces')
     # --otlp-endpoint wins over every endpoint variable: nothing reaches the receiver, the
     # requests wait in the spool (no receiver at the start)
-    bundle, err = record(workdir, 'live', free_port_url(), spool, n=200, env=env)
+    bundle, err = record(workdir, 'live', free_port_url(), spool, n=200,
+                         env=dict(env, OTEL_EXPORTER_OTLP_TIMEOUT='300'))
     want = expected(pb, [bundle], workdir, 'live')
     assert len(sections(bundle, workdir, 'live-count')) == 2
     assert rec.attempts == []
@@ -487,7 +488,7 @@ def test_stalled_receiver_times_out_and_is_retried(pb, workdir, receiver):
     rec = receiver(lambda i, path: ('stall', 30) if i == 0 else ('ok',))
     spool = fresh_spool(workdir, 'stall')
     env = env_for(workdir, OTEL_EXPORTER_OTLP_TIMEOUT='1000')
-    bundle, err = record(workdir, 'stall', rec.url, spool, env=env, tail_s=4)
+    bundle, err = record(workdir, 'stall', rec.url, spool, env=env, tail_s=6)
     want = expected(pb, [bundle], workdir, 'stall')
     same(pb, rec.requests, want)
     s = summary(err)
