@@ -6,8 +6,8 @@
  *     refused, never repaired;
  *   - a request is written to a file made by mkostemp (runtime/nt_private_file.h: O_EXCL,
  *     0600, a random name) under ".tmp-", then renamed to "r-<wall ns>-<seq>-<t|m>-<random>"
- *     with renameat in the directory opened O_NOFOLLOW: no name can be predicted, and a
- *     crash leaves at most a ".tmp-" file, which the next open removes, never sends;
+ *     (rename never follows a link): no name can be predicted, and a crash leaves at most
+ *     a ".tmp-" file, which a later open removes once it is a minute old, never sends;
  *   - a file is opened O_NOFOLLOW and must be a regular file of the user's.
  * Names sort in the order made, so the oldest is sent first, by any run.
  */
@@ -129,12 +129,17 @@ int nt_ship_spool_open(nt_ship *s, char *why, size_t whylen)
 	}
 	if (check_dir(dir, why, whylen) != 0)
 		return -1;
-	/* what a crash left half written is never sent */
+	/* what a crash left half written is never sent; a temporary file younger than a
+	 * minute may be another process's, being written now */
 	DIR *d = opendir(dir);
 	if (d != NULL) {
 		struct dirent *e;
+		struct stat st;
+		time_t old = time(NULL) - 60;
 		while ((e = readdir(d)) != NULL)
-			if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+			if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0 &&
+			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    st.st_mtime < old)
 				unlinkat(dirfd(d), e->d_name, 0);
 		closedir(d);
 	}

@@ -594,6 +594,27 @@ def test_manager_restarted_with_a_full_spool_sends_it(pb, workdir, receiver):
     assert 'earlier run left' in log2 and summary(log2)['sent'] == len(kept)
 
 
+def test_spool_plants_never_sent_or_followed(pb, workdir, receiver):
+    """A crash's half-written request (an old .tmp- file) is removed unsent; a symbolic link
+    named as a request is dropped as unreadable, never followed (its target untouched)."""
+    spool = fresh_spool(workdir, 'plant')
+    os.makedirs(spool, mode=0o700)
+    half = os.path.join(spool, '.tmp-abcdef')
+    with open(half, 'wb') as f:
+        f.write(b'\x0a\xff\xff')
+    os.utime(half, (time.time() - 3600, time.time() - 3600))
+    target = os.path.join(workdir, 'plant-target')
+    with open(target, 'wb') as f:
+        f.write(b'not yours')
+    os.symlink(target, os.path.join(spool, 'r-0000000000000001-00000000-t-abcdef'))
+    rec = receiver()
+    bundle, err = record(workdir, 'plant', rec.url, spool)
+    same(pb, rec.requests, expected(pb, [bundle], workdir, 'plant'))
+    s = summary(err)
+    assert s['dropped_bad'] == 1 and s['left'] == 0, err
+    assert os.listdir(spool) == ['.lock'] and open(target, 'rb').read() == b'not yours'
+
+
 def test_spool_refused_when_not_private(workdir):
     base = os.path.join(workdir, 'refuse')
     shutil.rmtree(base, ignore_errors=True)
