@@ -5,7 +5,7 @@
  * endpoint is a base URL to which /v1/traces and /v1/metrics are appended, a signal's is
  * used as it is; headers are "key=value" pairs separated by commas, values percent-decoded
  * (W3C Baggage's rule); compression gzip or none; the timeout in milliseconds (10 s by
- * default). Read with secure_getenv, as every variable nanotrace reads. Header values are
+ * default); the protocol http/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL, when set, must say so). Read with secure_getenv, as every variable nanotrace reads. Header values are
  * secrets: no message here or elsewhere quotes one.
  */
 #define _GNU_SOURCE
@@ -196,6 +196,11 @@ static int load_signal(ship_signal_conf *c, int sig, const nt_ship_config *cfg, 
 		    parse_headers(lists[i], cfg->headers ? "headers" : i ? var2 : var, &c->headers,
 				  &nh, why, whylen) != 0)
 			return -1;
+	/* the SDKs' default; grpc and http/json are other transports, not spoken here */
+	if ((v = env2(sig, "PROTOCOL", var, sizeof(var))) != NULL && strcmp(v, "http/protobuf") != 0) {
+		snprintf(why, whylen, "%s: '%.40s': only http/protobuf is spoken", var, v);
+		return -1;
+	}
 	if (cfg->compression != 0) {
 		c->gzip = cfg->compression == NT_SHIP_GZIP;
 	} else if ((v = env2(sig, "COMPRESSION", var, sizeof(var))) != NULL) {

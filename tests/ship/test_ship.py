@@ -639,6 +639,7 @@ def test_spool_refused_when_not_private(workdir):
     for var, value in (('OTEL_EXPORTER_OTLP_HEADERS', 'k=v,secretnokey'),
                        ('OTEL_EXPORTER_OTLP_METRICS_HEADERS', 'bad name=v'),
                        ('OTEL_EXPORTER_OTLP_TIMEOUT', '10s'),
+                       ('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'grpc'),
                        ('OTEL_EXPORTER_OTLP_ENDPOINT', 'ftp://collector')):
         p = subprocess.run([TRACE_RECORD, '-o', os.path.join(base, 'x.ntrace'), '--otlp',
                             '--otlp-spool', os.path.join(base, 'new'), '--', 'true'],
