@@ -27,6 +27,7 @@
 #include "format/nt_wire.h"
 #include "manager/core/nt_manager.h"
 #include "ship/nt_ship.h"
+#include "nt_size_arg.h"
 #include "format/nt_version.h"
 
 static nt_manager *the_manager; /* for the signal handler only */
@@ -180,19 +181,6 @@ typedef struct args {
 /* long options only */
 enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE };
 
-/* --otlp-spool-size: bytes, or with K, M, G; 0 when it is none. */
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
-		       : *end == 'G' || *end == 'g' ? 30 : 0;
-	end += shift != 0;
-	if (errno != 0 || end == s || s[0] == '-' || *end != '\0' || v > (UINT64_MAX >> shift))
-		return 0;
-	return (uint64_t)v << shift;
-}
 
 static nt_ship *start_shipper(const args *a, FILE *log, char *why, size_t whylen)
 {
@@ -247,7 +235,7 @@ static int parse_args(int argc, char **argv, args *a)
 		case OPT_OTLP_ENDPOINT: a->otlp = 1; a->otlp_endpoint = optarg; break;
 		case OPT_OTLP_SPOOL: a->otlp_spool = optarg; break;
 		case OPT_OTLP_SPOOL_SIZE:
-			if ((a->otlp_spool_size = parse_size(optarg)) == 0) {
+			if (nt_size_arg(optarg, &a->otlp_spool_size) != 0 || a->otlp_spool_size == 0) {
 				fprintf(stderr, "nanotrace-manager: --otlp-spool-size: '%s' is not a "
 					"size (bytes, or with K, M, G)\nTry 'nanotrace-manager --help'.\n",
 					optarg);

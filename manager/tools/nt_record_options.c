@@ -14,6 +14,7 @@
 #include "format/nt_wire.h"
 #include "format/nt_zchunk.h"
 #include "nt_record_options.h"
+#include "nt_size_arg.h"
 #include "format/nt_version.h"
 
 #define say nt_record_say
@@ -90,29 +91,6 @@ void nt_record_usage(FILE *f)
 		"archive, or one kept under the temporary name it names when FILE cannot be\n"
 		"replaced); 3 the manager went away mid-run (FILE holds the sections written before,\n"
 		"ended by a 'manager lost' frame); 127 COMMAND cannot be run (no archive).\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || s[0] == '-')
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'i' && shift)
-		end++;
-	if (*end == 'B' && shift)
-		end++;
-	if (*end != '\0' || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -259,7 +237,7 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 				return -1;
 			break;
 		case 'b':
-			if (parse_size(optarg, &o->buffer_size) != 0 || o->buffer_size < NT_MIN_BUFFER ||
+			if (nt_size_arg(optarg, &o->buffer_size) != 0 || o->buffer_size < NT_MIN_BUFFER ||
 			    o->buffer_size > NT_MAX_BUFFER) {
 				say("--buffer-size: '%s' is not a size from 64K to 4G", optarg);
 				return -1;
@@ -277,7 +255,7 @@ int nt_record_parse_options(int argc, char **argv, options *o)
 		case OPT_OTLP_ENDPOINT: o->otlp = 1; o->otlp_endpoint = optarg; break;
 		case OPT_OTLP_SPOOL: o->otlp_spool = optarg; break;
 		case OPT_OTLP_SPOOL_SIZE:
-			if (parse_size(optarg, &o->otlp_spool_size) != 0 || o->otlp_spool_size == 0) {
+			if (nt_size_arg(optarg, &o->otlp_spool_size) != 0 || o->otlp_spool_size == 0) {
 				say("--otlp-spool-size: '%s' is not a size (bytes, or with K, M, G)",
 				    optarg);
 				return -1;
