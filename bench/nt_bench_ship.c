@@ -29,14 +29,8 @@
 #include <nanotrace/nanotrace.h>
 
 #include "nt_bench_json.h"
+#include "nt_bench_util.h"
 #include "ship/nt_ship.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* One connection's requests until it closes: headers, Content-Length, the body, 200. */
 static void serve(int c)
@@ -123,11 +117,12 @@ static double ship_once(const char *url, int compression, const char *archive, n
 	char why[512];
 	int fd = open(archive, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	double t0 = now_s(), t = -1;
+	uint64_t t0 = now_ns();
+	double t = -1;
 	nt_ship *s = fd >= 0 && fstat(fd, &st) == 0 ? nt_ship_new(&cfg, why, sizeof(why)) : NULL;
 	if (s != NULL && nt_ship_section(s, fd, 0, (uint64_t)st.st_size, "bench") == 0) {
 		nt_ship_close(s, 600000, c);
-		t = now_s() - t0;
+		t = (double)(now_ns() - t0) / 1e9;
 		if (c->left != 0 || c->sent == 0)
 			t = -1;
 	} else {
@@ -138,12 +133,6 @@ static double ship_once(const char *url, int compression, const char *archive, n
 		close(fd);
 	nftw(spool, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 	return t;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -193,8 +182,7 @@ int main(int argc, char **argv)
 	unlink(archive);
 	double rate[2], per_span[2];
 	for (int m = 0; m < 2; m++) {
-		qsort(t[m], (size_t)reps, sizeof(double), cmp_double);
-		rate[m] = ok ? spans[m] / t[m][reps / 2] : 0;
+		rate[m] = ok ? spans[m] / median(t[m], reps) : 0;
 		per_span[m] = ok && spans[m] > 0 ? bytes[m] / spans[m] : 0;
 	}
 	const char *why = "a shipment failed or left requests in the spool";
