@@ -229,6 +229,8 @@ static int send_one(nt_ship *s, CURL *h, response *rp, const char *name, int sig
 	uint8_t *data;
 	size_t len;
 	if (nt_ship_spool_read(s, name, &data, &len) != 0) {
+		if (errno == ENOENT)
+			return 0; /* removed meanwhile (by its user): nothing to send */
 		nt_ship_log(s, "spool file %s cannot be read: %s; dropped", name, strerror(errno));
 		pthread_mutex_lock(&s->lock);
 		s->counts.dropped_bad++;
