@@ -122,11 +122,14 @@ static int parse_headers(const char *list, const char *var, char ***lines, size_
 			for (char *c = value; *c; c++)
 				if (*c == '\r' || *c == '\n')
 					*c = ' '; /* never a second header line */
-			sprintf(line, "%.*s: %s", (int)klen, k, value);
+			if (value[0] == '\0') /* "Name:" would remove the header: libcurl's form */
+				sprintf(line, "%.*s;", (int)klen, k);
+			else
+				sprintf(line, "%.*s: %s", (int)klen, k, value);
 			free(value);
 			size_t i = 0;
 			while (i < *n && !(strncasecmp((*lines)[i], k, klen) == 0 &&
-					   (*lines)[i][klen] == ':'))
+					   ((*lines)[i][klen] == ':' || (*lines)[i][klen] == ';')))
 				i++;
 			if (i < *n) {
 				free((*lines)[i]);
