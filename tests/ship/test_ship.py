@@ -3,7 +3,8 @@
 port) that gunzips every request and decodes it with the official opentelemetry-proto
 (third_party/, compiled by protoc).
 
-- What arrives is what `trace-dump --format otlp` makes of the same sections: every request
+- What arrives is what `trace-dump --format otlp` makes of the same sections (whether
+  trace-record's embedded manager or a daemon wrote the bundle): every request
   of every section of a multi-process recording (request_program's async spans and flows
   across two processes) arrives once, byte for byte and as decoded messages (every span,
   link, span event, attribute and gauge point), with Content-Type application/x-protobuf,
@@ -592,6 +593,27 @@ def test_manager_restarted_with_a_full_spool_sends_it(pb, workdir, receiver):
         log2 = stop_manager(mgr)
     same(pb, rec.requests, kept)
     assert 'earlier run left' in log2 and summary(log2)['sent'] == len(kept)
+
+
+def test_trace_record_ships_what_a_daemon_writes(pb, workdir, receiver):
+    """trace-record --otlp-endpoint follows the bundle a nanotrace-manager daemon (without
+    shipping of its own) writes through the descriptor it passed."""
+    sock_dir = os.path.join(workdir, 'daemon-sock')
+    shutil.rmtree(sock_dir, ignore_errors=True)
+    os.makedirs(sock_dir, mode=0o700)
+    sock = os.path.join(sock_dir, 'm.sock')
+    env = env_for(workdir)
+    mgr = start_manager(sock, env=env)
+    rec = receiver()
+    spool = fresh_spool(workdir, 'daemon')
+    try:
+        bundle, err = record(workdir, 'daemon', rec.url, spool,
+                             env=dict(env, NANOTRACE_MANAGER=sock))
+    finally:
+        stop_manager(mgr)
+    want = expected(pb, [bundle], workdir, 'daemon')
+    same(pb, rec.requests, want)
+    assert summary(err)['sent'] == len(want) and len(want) >= 2
 
 
 def test_spool_plants_never_sent_or_followed(pb, workdir, receiver):
