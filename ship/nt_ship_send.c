@@ -223,7 +223,7 @@ static void sent(nt_ship *s, int sig, int64_t items, size_t wire, const response
 }
 
 /* Sends one spool file; returns 1 when stopping. */
-static int send_one(nt_ship *s, CURL *h, response *rp, const char *name, int sig,
+static int send_one(nt_ship *s, CURL *h, response *r, const char *name, int sig,
 		    unsigned *attempt, unsigned *seed)
 {
 	uint8_t *data;
@@ -239,7 +239,6 @@ static int send_one(nt_ship *s, CURL *h, response *rp, const char *name, int sig
 		return 0;
 	}
 	int64_t items = nt_ship_pb_items(sig, data, len);
-	response *r = rp;
 	r->len = 0;
 	r->retry_after_ms = -1;
 	long status;
