@@ -57,6 +57,7 @@ struct nt_ship {
 	int stop_export, stop_send;
 	uint64_t spool_bytes;     /* what the spool holds (ours and earlier runs') */
 	uint64_t spool_files;
+	unsigned puts_since_scan; /* requests put since the spool was last counted afresh */
 	unsigned seq;             /* orders this process's requests of one nanosecond */
 	int lock_fd;              /* the spool's .lock, flocked by the sender that sends it */
 	nt_ship_counts counts;

@@ -177,8 +177,30 @@ static void count_drop(int signal, const uint8_t *msg, size_t len,
 	*(signal ? points : spans) += items > 0 ? (uint64_t)items : 0;
 }
 
+/* The spool's bytes as the cap is judged by. The running total misses what other programs
+ * add to or send from the same spool (a daemon holding the lock sends this process's
+ * requests): it is counted afresh from the directory once the spool is half full, and every
+ * RESCAN_EVERY requests. Only the exporter thread puts, so no request of ours is in flight. */
+#define RESCAN_EVERY 64
+static void refresh(nt_ship *s, size_t len)
+{
+	pthread_mutex_lock(&s->lock);
+	int rescan = s->spool_bytes + len > s->conf.cap / 2 || ++s->puts_since_scan >= RESCAN_EVERY;
+	pthread_mutex_unlock(&s->lock);
+	if (!rescan)
+		return;
+	uint64_t files, bytes;
+	nt_ship_spool_scan(s, &files, &bytes);
+	pthread_mutex_lock(&s->lock);
+	s->spool_files = files;
+	s->spool_bytes = bytes;
+	s->puts_since_scan = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int nt_ship_spool_put(nt_ship *s, int signal, const uint8_t *msg, size_t len)
 {
+	refresh(s, len);
 	pthread_mutex_lock(&s->lock);
 	int full = s->spool_bytes + len > s->conf.cap;
 	if (full) {
@@ -189,7 +211,7 @@ int nt_ship_spool_put(nt_ship *s, int signal, const uint8_t *msg, size_t len)
 			nt_ship_log(s, "spool '%s' is full (%llu bytes): dropping requests, counted",
 				    s->conf.spool, (unsigned long long)s->conf.cap);
 	} else {
-		s->spool_bytes += len; /* reserved: the cap holds under concurrent puts */
+		s->spool_bytes += len; /* reserved until written (or given back) */
 	}
 	unsigned seq = s->seq++;
 	pthread_mutex_unlock(&s->lock);

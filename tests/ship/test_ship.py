@@ -616,6 +616,35 @@ def test_trace_record_ships_what_a_daemon_writes(pb, workdir, receiver):
     assert summary(err)['sent'] == len(want) and len(want) >= 2
 
 
+def test_one_sender_per_spool(pb, workdir, receiver):
+    """While another program holds the spool's lock (its sender), trace-record only adds to
+    the spool; the cap is judged by what the directory holds, whoever wrote it."""
+    import fcntl
+    spool = fresh_spool(workdir, 'locked')
+    os.makedirs(spool, mode=0o700)
+    rec = receiver()
+    env = env_for(workdir, OTEL_EXPORTER_OTLP_TIMEOUT='500')
+    with open(os.path.join(spool, '.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        bundle, err = record(workdir, 'locked', rec.url, spool, env=env)
+        want = expected(pb, [bundle], workdir, 'locked')
+        assert rec.attempts == [] and summary(err)['left'] == len(want) == len(spooled(spool))
+        # a planted request of another program's fills the spool: judged full with it
+        with open(os.path.join(spool, 'r-0000000000000002-00000000-t-zzzzzz'), 'wb') as f:
+            f.write(b'\0' * 150000)
+        kept = len(spool_files(spool))
+        cap = sum(os.path.getsize(os.path.join(spool, f)) for f in spool_files(spool)) + 100
+        bundle2, err2 = record(workdir, 'locked2', rec.url, spool, env=env,
+                               extra=['--otlp-spool-size', str(cap)])
+        s2 = summary(err2)
+        assert s2['dropped_full'] == len(expected(pb, [bundle2], workdir, 'locked2')) >= 1
+        assert len(spool_files(spool)) == kept
+    os.unlink(os.path.join(spool, 'r-0000000000000002-00000000-t-zzzzzz'))
+    # the lock free, the next run sends the first run's requests
+    bundle3, err3 = record(workdir, 'locked3', rec.url, spool)
+    same(pb, rec.requests, want + expected(pb, [bundle3], workdir, 'locked3'))
+
+
 def test_spool_plants_never_sent_or_followed(pb, workdir, receiver):
     """A crash's half-written request (an old .tmp- file) is removed unsent; a symbolic link
     named as a request is dropped as unreadable, never followed (its target untouched)."""
