@@ -595,6 +595,37 @@ def test_manager_restarted_with_a_full_spool_sends_it(pb, workdir, receiver):
     assert 'earlier run left' in log2 and summary(log2)['sent'] == len(kept)
 
 
+def test_stalled_collector_never_blocks_the_manager(pb, workdir, receiver):
+    """A daemon whose collector holds its first request unanswered records a whole new
+    trace meanwhile (shown by order, not time: the second recording ends while that request
+    is still the only one the receiver saw); released, everything arrives."""
+    rec = receiver(lambda i, path: ('stall', 120) if i == 0 else ('ok',))
+    sock_dir = os.path.join(workdir, 'stalled-sock')
+    shutil.rmtree(sock_dir, ignore_errors=True)
+    os.makedirs(sock_dir, mode=0o700)
+    sock = os.path.join(sock_dir, 'm.sock')
+    env = env_for(workdir, OTEL_EXPORTER_OTLP_TIMEOUT='120000')
+    spool = fresh_spool(workdir, 'stalled')
+    mgr = start_manager(sock, '--otlp-endpoint', rec.url, '--otlp-spool', spool, env=env)
+    try:
+        bundles = []
+        for k in range(2):
+            bundle, _ = record(workdir, 'stalled%d' % k, '', spool, plain=True,
+                               env=dict(env, NANOTRACE_MANAGER=sock))
+            bundles.append(bundle)
+            end = time.monotonic() + 60
+            while not rec.attempts and time.monotonic() < end:
+                time.sleep(0.02)
+        assert [a for _, _, a in rec.attempts] == ['stall']
+        want = expected(pb, bundles, workdir, 'stalled')
+        rec.release.set()
+        rec.wait_for(len(want))
+    finally:
+        log = stop_manager(mgr)
+    same(pb, rec.requests, want)
+    assert summary(log)['retries'] >= 1
+
+
 def test_trace_record_ships_what_a_daemon_writes(pb, workdir, receiver):
     """trace-record --otlp-endpoint follows the bundle a nanotrace-manager daemon (without
     shipping of its own) writes through the descriptor it passed."""
