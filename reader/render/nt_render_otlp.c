@@ -240,8 +240,9 @@ static void id_open(ot_ctx *c, const nt_reader_event *e, uint64_t key, const cha
 		s->name = name;
 	s->pending = 0;
 	if (s->parent == 0 && e->id_scope == NT_ID_GLOBAL) {
-		/* every process's spans of this global id share one trace */
-		s->trace_hi = ot_mix(c->salt ^ e->id ^ 0x676c6f62616cull);
+		/* every process's spans of this global id share one trace: of the id alone, so
+		 * processes exported apart (shipped live as each ends) agree */
+		s->trace_hi = ot_mix(e->id ^ 0x676c6f62616cull);
 		s->trace_lo = ot_mix(e->id) | 1;
 	}
 	if (nt_kind_has_id(e->kind)) {
@@ -524,7 +525,9 @@ static void attach(ot_ctx *c, const nt_reader_event *e)
 static int on_event(void *ctx, const nt_reader_event *e)
 {
 	ot_ctx *c = ctx;
-	c->ordinal++;
+	uint32_t sec = e->thread->section < c->nsections ? e->thread->section : c->nsections;
+	c->salt = c->sec_salt[sec];
+	c->ordinal = ++c->sec_ordinal[sec];
 	if (e->thread->section < c->nsections && e->wall_ns > c->last_wall[e->thread->section])
 		c->last_wall[e->thread->section] = e->wall_ns;
 	settle_root(c, e);
@@ -605,7 +608,7 @@ static void losses(ot_ctx *c)
 		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
 		ot_span s = { .cat = "nanotrace", .name = "nanotrace losses" };
 		s.res = ot_res_find(c, i, sec->pid, NULL);
-		s.id = ot_mix(c->salt ^ ot_mix((c->ordinal + 1 + i) << 2 | 3)) | 1;
+		s.id = ot_mix(c->sec_salt[i] ^ ot_mix((c->sec_ordinal[i] + 1) << 2 | 3)) | 1;
 		s.start = c->last_wall[i];
 		trace_of_root(c, &s);
 		count(&s, "nanotrace.events_lost_in_gaps", c->gap_events[i]);
@@ -664,13 +667,15 @@ static int ctx_init(ot_ctx *c, nt_reader *r)
 	c->gap_events = calloc(c->nsections + 1, sizeof(*c->gap_events));
 	c->threads = calloc(c->nthreads + 1, sizeof(*c->threads));
 	c->procs = calloc(c->nprocs + 1, sizeof(*c->procs));
-	for (uint32_t i = 0; i < c->nsections; i++) {
+	c->sec_salt = calloc(c->nsections + 1, sizeof(*c->sec_salt));
+	c->sec_ordinal = calloc(c->nsections + 1, sizeof(*c->sec_ordinal));
+	for (uint32_t i = 0; c->sec_salt && i < c->nsections; i++) {
 		const nt_reader_section *s = nt_reader_section_at(r, i);
-		c->salt = ot_mix(c->salt ^ s->pid) ^ (s->info ? ot_mix(s->info->start_realtime_ns) : 0);
+		c->sec_salt[i] = ot_mix(s->pid) ^ (s->info ? ot_mix(s->info->start_realtime_ns) : 0);
 		if (c->last_wall && s->info)
 			c->last_wall[i] = (int64_t)s->info->start_realtime_ns;
 	}
-	return traceparents(c) && c->place_of && c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
+	return c->sec_salt && c->sec_ordinal && traceparents(c) && c->place_of && c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
 }
 
 static void ctx_free(ot_ctx *c)
@@ -709,6 +714,8 @@ static void ctx_free(ot_ctx *c)
 	free(c->threads);
 	free(c->procs);
 	free(c->tp);
+	free(c->sec_salt);
+	free(c->sec_ordinal);
 }
 
 int nt_otlp_export(nt_reader *r, const nt_render_options *opt_in, nt_otlp_emit emit, void *ctx)

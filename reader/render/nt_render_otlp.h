@@ -220,8 +220,12 @@ typedef struct ot_ctx {
 	const nt_render_options *opt;
 	nt_otlp_emit emit;
 	void *emit_ctx;
-	uint64_t salt;            /* mixed into every id: the archive's pids and start times */
-	uint64_t ordinal;         /* events visited so far: each span's id is its event's */
+	uint64_t salt;            /* the current event's section's: mixed into its ids */
+	uint64_t ordinal;         /* the current event's place among its section's events */
+	/* Per section (and one for an event of none): its pid and start time mixed, and its
+	 * events visited so far. A section's ids depend on nothing else, so a section
+	 * exported alone (a live shipper's) gets the ids of the whole bundle's export. */
+	uint64_t *sec_salt, *sec_ordinal;
 	uint32_t nsections;
 	ot_res *res;              /* the Resources: one per (section, pid) */
 	size_t nres, res_cap;

@@ -636,8 +636,9 @@ int nt_render_perfetto(nt_reader *r, FILE *out, const nt_render_options *opt);
  *   trace context) names one: then every root is a child of that parent. A process's
  *   TRACEPARENT is the one it was started with (nt_archive_info.traceparent), else the
  *   exporting program's own environment's. Span
- *   and trace ids are hashes of the archive's pids, start times and record offsets: the
- *   same archive gives the same ids.
+ *   and trace ids are hashes of each section's pid, start time and event places: the same
+ *   archive gives the same ids, and a section exported alone (its reader) the ids it has in
+ *   the whole bundle's export; a global async id's trace is a hash of the id alone.
  * - Losses: a span never ended ends at its section's last event with nanotrace.unended;
  *   what the rendering found (events lost in gaps, damage, Ends with no Begin, spans past
  *   the nesting bound, ids past the memory bound) is a span "nanotrace losses" (scope
