@@ -161,4 +161,11 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief);
 /* Returns 0 when the EVENT target does not write this message (nesting filter). */
 int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting);
 
+/* nt_render_trace2_follow with the loop's wait between polls taken by pause(arg,
+ * interval_ms) (nt_follow_loop_paced; NULL: nanosleep): the Trace2 forwarder
+ * (nt_trace2_forward.c) wakes its loop for a last poll at exit. */
+int t2_follow_paced(nt_follower *f, FILE *out, const nt_trace2_options *opt,
+		    unsigned interval_ms, int (*keep_going)(void *arg),
+		    int (*pause)(void *arg, unsigned interval_ms), void *arg);
+
 #endif /* NT_TRACE2_H */
