@@ -41,6 +41,7 @@ struct nt_trace2_forwarder {
 	int final_polled;
 	int done;            /* the thread has ended */
 	int warned;          /* one warning per forwarder (atomic) */
+	int abandon;         /* the stop's wait ran out: end now (atomic) */
 	int fd;
 	unsigned interval_ms;
 	nt_follower *f;
@@ -106,6 +107,10 @@ static ssize_t cookie_write(void *cookie, const char *buf, size_t size)
 {
 	nt_trace2_forwarder *fw = cookie;
 	size_t at = 0;
+	if (__atomic_load_n(&fw->abandon, __ATOMIC_ACQUIRE)) {
+		errno = EPIPE;
+		return -1;
+	}
 	for (const char *nl; (nl = memchr(buf + at, '\n', size - at)) != NULL;) {
 		size_t len = (size_t)(nl - (buf + at)) + 1;
 		int rc;
@@ -132,13 +137,21 @@ static int pause_between_polls(void *arg, unsigned interval_ms)
 	nt_trace2_forwarder *fw = arg;
 	pthread_mutex_lock(&fw->lock);
 	struct timespec until = nt_deadline_after_ms((int)interval_ms);
-	while (!fw->final && pthread_cond_timedwait(&fw->cond, &fw->lock, &until) != ETIMEDOUT)
+	while (!fw->final && !__atomic_load_n(&fw->abandon, __ATOMIC_ACQUIRE) &&
+	       pthread_cond_timedwait(&fw->cond, &fw->lock, &until) != ETIMEDOUT)
 		;
-	int again = !fw->final_polled;
+	int again = !fw->final_polled && !__atomic_load_n(&fw->abandon, __ATOMIC_ACQUIRE);
 	if (fw->final)
 		fw->final_polled = 1;
 	pthread_mutex_unlock(&fw->lock);
 	return again;
+}
+
+/* Asked between polls and within one every NT_FOLLOW_ASK_EVERY events. */
+static int not_abandoned(void *arg)
+{
+	nt_trace2_forwarder *fw = arg;
+	return !__atomic_load_n(&fw->abandon, __ATOMIC_ACQUIRE);
 }
 
 static void *forward_thread(void *arg)
@@ -147,7 +160,7 @@ static void *forward_thread(void *arg)
 	nt_trace2_options opt;
 	nt_trace2_options_init(&opt);
 	opt.format = NT_TRACE2_EVENT;
-	int st = t2_follow_paced(fw->f, fw->out, &opt, fw->interval_ms, NULL,
+	int st = t2_follow_paced(fw->f, fw->out, &opt, fw->interval_ms, not_abandoned,
 				 pause_between_polls, fw);
 	if (st == NT_FOLLOW_FAILED && !__atomic_load_n(&fw->warned, __ATOMIC_ACQUIRE))
 		say(fw, "following the archive failed: %s; the target is off",
@@ -261,9 +274,15 @@ int nt_trace2_forward_stop(nt_trace2_forwarder *fw, int timeout_ms)
 	int done = fw->done;
 	pthread_mutex_unlock(&fw->lock);
 	if (!done) {
-		/* The thread keeps what it holds until the process ends. */
+		/* Abandoned: a send blocked on the socket fails at once, a poll stops within
+		 * NT_FOLLOW_ASK_EVERY events, and the thread ends; nothing is left running (a
+		 * thread writing through its FILE while exit() flushes every FILE would race). */
 		say(fw, "the last lines were not sent within %d ms; the target is off", timeout_ms);
-		return -1;
+		pthread_mutex_lock(&fw->lock);
+		__atomic_store_n(&fw->abandon, 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&fw->cond);
+		pthread_mutex_unlock(&fw->lock);
+		shutdown(fw->fd, SHUT_RDWR);
 	}
 	pthread_join(fw->thread, NULL);
 	int sent_all = !__atomic_load_n(&fw->warned, __ATOMIC_ACQUIRE);

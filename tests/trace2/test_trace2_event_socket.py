@@ -15,6 +15,8 @@ import socket
 import subprocess
 import threading
 
+import pytest
+
 from conftest import program
 
 PROG, DUMP = program('NT_T2_PROGRAM'), program('NT_TRACE_DUMP')
@@ -140,19 +142,30 @@ def warnings(stderr):
     return [line for line in stderr.splitlines() if line.startswith('nanotrace:')]
 
 
+def under_tsan():
+    """ThreadSanitizer cannot run a thread started in a fork() child of a process with
+    threads ("dup thread with used id"), which glibc can: the fork() child's own forwarder
+    is left out of a TSan build's runs."""
+    with open(PROG, 'rb') as f:
+        return b'__tsan_init' in f.read()
+
+
+FORK = [] if under_tsan() else ['--fork']
+
+
 def check_tree(tmp_path, kind, target_type):
     sock, arch = str(tmp_path / 's'), tmp_path / 'arch'
     arch.mkdir()
     lis = Listener(sock, kind)
     try:
         code, err = run(env_for(tmp_path, NANOTRACE=str(arch),
-                                NANOTRACE_EVENT='af_unix:%s%s' % (target_type, sock)), '--fork')
+                                NANOTRACE_EVENT='af_unix:%s%s' % (target_type, sock)), *FORK)
     finally:
         lis.close()
     assert code == 3 and warnings(err) == [], err
     got, want = by_sid(lis.lines()), by_sid(dumped(str(arch)))
     # The parent, its exec'd child and its fork() child, each complete and in order.
-    assert len(want) == 3 and got == want, (sorted(got), sorted(want))
+    assert len(want) == 2 + len(FORK) and got == want, (sorted(got), sorted(want))
     assert all('"event": "atexit"' in v[-1] for v in got.values())
 
 
@@ -177,12 +190,12 @@ def test_event_alone_records_privately(tmp_path):
     lis = Listener(sock, 'stream')
     try:
         env = env_for(tmp_path, NANOTRACE_EVENT='af_unix:' + sock)
-        code, err = run(env, '--fork')
+        code, err = run(env, *FORK)
     finally:
         lis.close()
     assert code == 3 and warnings(err) == [], err
     got = by_sid(lis.lines())
-    assert len(got) == 3, sorted(got)
+    assert len(got) == 2 + len(FORK), sorted(got)
     for lines in got.values():
         assert '"atexit"' in lines[-1], lines
     root = min(got, key=len)
@@ -240,9 +253,13 @@ def test_bad_values(tmp_path):
 
 
 def test_stalled_listener_does_not_hang_exit(tmp_path):
-    """A dgram listener that never reads: its queue fills (net.unix.max_dgram_qlen), a send
-    blocks, and each process gives up after about a second with one warning."""
+    """A dgram listener that never reads: its queue fills (net.unix.max_dgram_qlen
+    datagrams), a send blocks, and the program gives up after about a second with one
+    warning. Its exec'd child, whose few lines may still fit the queue, warns at most once."""
     import time
+    with open('/proc/sys/net/unix/max_dgram_qlen') as f:
+        if int(f.read()) > 40:  # the parent's 50-odd lines would fit: nothing stalls
+            pytest.skip('net.unix.max_dgram_qlen is above 40 here')
     sock = str(tmp_path / 'stalled')
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     s.bind(sock)
@@ -253,6 +270,6 @@ def test_stalled_listener_does_not_hang_exit(tmp_path):
     finally:
         s.close()
     w = warnings(err)
-    assert code == 3 and len(w) == 2, err  # the program and its exec'd child
+    assert code == 3 and 1 <= len(w) <= 2, err  # the program, maybe its exec'd child
     assert all('stopped reading' in x or 'not sent within' in x for x in w), err
     assert elapsed < 30, elapsed  # about 1 s per process; generous for a loaded CI

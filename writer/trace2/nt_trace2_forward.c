@@ -36,6 +36,7 @@ static char *target;           /* NANOTRACE_EVENT, when it is a target that can 
 static nt_trace2_forward_start_fn *fw_start;
 static nt_trace2_forward_stop_fn *fw_stop;
 static nt_trace2_forwarder *fw; /* this process's forwarder, or NULL */
+static nt_trace2_forwarder *inherited; /* a fork() child's copy of its parent's, kept */
 
 static void *open_reader_library(void)
 {
@@ -94,6 +95,7 @@ static void forget_in_child(void)
 {
 	if (fw != NULL)
 		fw_stop(fw, -1);
+	inherited = fw; /* its memory is the parent's copy: never freed here */
 	fw = NULL;
 }
 

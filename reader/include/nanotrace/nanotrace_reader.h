@@ -817,9 +817,10 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
  *   archive (nt_follow_poll: O(file)) and one send per line; the archive's writer pays
  *   nothing.
  * nt_trace2_forward_stop(): asks for one last poll, which sends every line written before
- *   the call, and waits up to timeout_ms for it; then frees the forwarder. Returns 0 when
- *   every line was sent, -1 when the target went off (warned) or the wait ran out (warned:
- *   the thread then keeps what it holds until the process ends). timeout_ms < 0 is for a
+ *   the call, and waits up to timeout_ms for it; when the wait runs out (warned), the
+ *   socket is shut down, so that a blocked send fails at once, and the poll stops within
+ *   1024 events. Then the thread is joined and the forwarder freed. Returns 0 when every
+ *   line was sent, -1 when the target went off or the wait ran out. timeout_ms < 0 is for a
  *   fork() child of the process that started `fw`: its copy of the socket is closed, and
  *   nothing else is touched (the thread is the parent's). NULL is ignored (0). */
 typedef struct nt_trace2_forwarder nt_trace2_forwarder;
