@@ -52,6 +52,9 @@ ISSUE_KEYS = [
     'streaming_lost_pct_zone', 'streaming_lost_pct_mixed', 'streaming_ns_vs_oneshot',
     'manager_streaming_vs_oneshot_bytes_zone', 'manager_streaming_vs_oneshot_bytes_mixed',
     'manager_streaming_lost_pct_zone', 'manager_streaming_lost_pct_mixed',
+    # issue 27: the Trace2 macros with NANOTRACE_EVENT's socket target (nt_bench_t2event)
+    't2_event_archive_ns', 't2_event_target_ns', 't2_event_target_ratio',
+    't2_event_target_wall_ratio', 't2_event_private_ratio', 't2_event_forward_cpu_pct',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'
