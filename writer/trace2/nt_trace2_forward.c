@@ -118,7 +118,7 @@ int nt_t2_forward_begin(void)
 			    "lines are sent", VAR, nt_env_shown(target, shown));
 		return 0;
 	}
-	fw = fw_start(arena, target, VAR, NT_TRACE2_FORWARD_INTERVAL_MS);
+	fw = fw_start(arena, target, "nanotrace: " VAR, NT_TRACE2_FORWARD_INTERVAL_MS);
 	/* Only the follower reads a private arena: nothing of it stays on disk. */
 	nt_core_private_arena_unlink();
 	return fw != NULL;

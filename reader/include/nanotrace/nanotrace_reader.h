@@ -803,16 +803,22 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
  *   With no type, a stream connection is tried, then a datagram one, as git does. A program
  *   traced with NANOTRACE_EVENT=af_unix:... starts one through dlopen() of this library
  *   (libnanotrace does so; the program links no reader), and `trace-dump --format event -o
- *   af_unix:...` runs one.
- *   Every problem is one line on stderr, "nanotrace: <who>='<target>': <problem>; the target
- *   is off", at most one per forwarder, and the forwarding ends; nothing else changes.
+ *   af_unix:... --follow` does the same through nt_trace2_socket_open.
+ *   Every problem is one line on stderr, "<who>='<target>': <problem>", at most one per
+ *   target, and the forwarding ends; nothing else changes.
  *
- * nt_trace2_forward_start(): parses `target`, connects (a bad value, no such socket or
- *   nobody listening: the warning and NULL), opens `archive` for following (a missing or
- *   damaged file: the warning and NULL) and starts the thread, which polls every
- *   interval_ms (0: as fast as it can). `who` names the setting in warnings (NULL:
- *   "target"). A send that blocks for more than a second (a listener that stopped reading)
- *   or fails (it went away: no SIGPIPE is raised) ends the forwarding with the warning.
+ * nt_trace2_socket_open(): a FILE (unbuffered; fclose() it) whose writes go to `target`
+ *   one line per message: a line a write cuts waits for its '\n', and fclose sends a last
+ *   piece without one as a line of its own. A bad value, no such socket or nobody
+ *   listening: the warning and NULL. A send that blocks for more than a second (a listener
+ *   that stopped reading) or fails (it went away; no SIGPIPE is raised) fails that write
+ *   (errno EAGAIN, EPIPE, ECONNREFUSED...) after the warning, as any failed output fails a
+ *   renderer. `who` starts the warnings (NULL: "nanotrace: target"). Cost: one connect;
+ *   one send per line.
+ * nt_trace2_forward_start(): opens the target as nt_trace2_socket_open does (NULL after its
+ *   warning), opens `archive` for following (a missing or damaged file: the warning and
+ *   NULL) and starts the thread, which polls every interval_ms (0: as fast as it can) and
+ *   renders into that FILE; a failed send ends the forwarding.
  *   Cost: a connect and nt_follow_open's; then, in its own thread, each poll's copy of the
  *   archive (nt_follow_poll: O(file)) and one send per line; the archive's writer pays
  *   nothing.
@@ -823,6 +829,7 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
  *   line was sent, -1 when the target went off or the wait ran out. timeout_ms < 0 is for a
  *   fork() child of the process that started `fw`: its copy of the socket is closed, and
  *   nothing else is touched (the thread is the parent's). NULL is ignored (0). */
+FILE *nt_trace2_socket_open(const char *target, const char *who);
 typedef struct nt_trace2_forwarder nt_trace2_forwarder;
 nt_trace2_forwarder *nt_trace2_forward_start(const char *archive, const char *target,
 					      const char *who, unsigned interval_ms);
