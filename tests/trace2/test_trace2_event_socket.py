@@ -6,8 +6,10 @@ a listener of this test while NANOTRACE records the archives; what each process 
 line for line and in order, what `trace-dump --format event` renders from its archive, with
 the clock's fields masked (time, t_abs, t_rel and the timers' t_total, t_min, t_max). A dgram
 listener gets one line per datagram. With NANOTRACE_EVENT alone the same lines come and
-nothing is left on disk. A listener that goes away mid-run, a missing socket and a bad value
-are one warning per process, and the exit status is the program's own (3).
+nothing is left on disk. A listener that goes away mid-run, a missing socket, a stalled
+listener and a bad value are one warning per process, and the exit status is the program's
+own (3). `trace-dump --format event -o af_unix:...` sends what it prints, one line a message,
+also with --follow.
 """
 import json
 import os
@@ -123,13 +125,17 @@ def by_sid(lines):
     return out
 
 
-def dumped(directory):
+def dumped_files(paths):
     lines = []
-    for name in sorted(os.listdir(directory)):
-        p = subprocess.run([DUMP, '--format', 'event', os.path.join(directory, name)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    for path in paths:
+        p = subprocess.run([DUMP, '--format', 'event', path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, check=True)
         lines += p.stdout.decode('utf-8').splitlines()
     return lines
+
+
+def dumped(directory):
+    return dumped_files([os.path.join(directory, n) for n in sorted(os.listdir(directory))])
 
 
 def run(env, *args):
@@ -273,3 +279,49 @@ def test_stalled_listener_does_not_hang_exit(tmp_path):
     assert code == 3 and 1 <= len(w) <= 2, err  # the program, maybe its exec'd child
     assert all('stopped reading' in x or 'not sent within' in x for x in w), err
     assert elapsed < 30, elapsed  # about 1 s per process; generous for a loaded CI
+
+
+def test_trace_dump_output_socket(tmp_path):
+    """trace-dump --format event -o af_unix:...: the lines it prints, one message each."""
+    arch = tmp_path / 'arch'
+    arch.mkdir()
+    code, err = run(env_for(tmp_path, NANOTRACE=str(arch)))
+    assert code == 3, err
+    files = [str(arch / n) for n in sorted(os.listdir(str(arch)))]
+    want = subprocess.run([DUMP, '--format', 'event'] + files, stdout=subprocess.PIPE,
+                          check=True).stdout.decode('utf-8').splitlines()
+    for kind in ('stream', 'dgram'):
+        sock = str(tmp_path / ('d-' + kind))
+        lis = Listener(sock, kind)
+        try:
+            p = subprocess.run([DUMP, '--format', 'event', '-o', 'af_unix:' + sock] + files,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        finally:
+            lis.close()
+        assert p.returncode == 0 and p.stdout == b'' and p.stderr == b'', p.stderr
+        assert lis.lines() == want
+    p = subprocess.run([DUMP, '--format', 'event', '-o', 'af_unix:relative'] + files,
+                       stderr=subprocess.PIPE)
+    assert p.returncode == 1 and b'not absolute' in p.stderr, p.stderr
+    p = subprocess.run([DUMP, '--format', 'event', '-o', 'af_unix:' + str(tmp_path / 'no')]
+                       + files, stderr=subprocess.PIPE)
+    assert p.returncode == 2 and p.stderr.count(b'\n') == 1 and b'cannot connect' in p.stderr
+
+
+def test_trace_dump_follow_output_socket(tmp_path):
+    """trace-dump --follow --format event -o af_unix:... while the program records: the
+    lines of its archive, clock masked, and trace-dump ends when the writer finishes."""
+    sock, archive = str(tmp_path / 'f'), str(tmp_path / 'live.ntrace')
+    lis = Listener(sock, 'dgram')
+    try:
+        follow = subprocess.Popen([DUMP, '--follow', '--format', 'event', '-o',
+                                   'af_unix:dgram:' + sock, '--wait', '60', '--interval', '5',
+                                   archive], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        code, err = run(env_for(tmp_path, NANOTRACE=archive))
+        out, ferr = follow.communicate(timeout=60)
+    finally:
+        lis.close()
+    assert code == 3, err
+    assert follow.returncode == 0 and out == b'', ferr
+    want = dumped_files([archive])
+    assert [masked(x) for x in lis.lines()] == [masked(x) for x in want]
