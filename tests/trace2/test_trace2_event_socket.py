@@ -325,3 +325,22 @@ def test_trace_dump_follow_output_socket(tmp_path):
     assert follow.returncode == 0 and out == b'', ferr
     want = dumped_files([archive])
     assert [masked(x) for x in lis.lines()] == [masked(x) for x in want]
+
+
+def test_killed_program_sends_what_was_polled(tmp_path):
+    """t2_program --signal kills itself with SIGTERM: no last poll, no warning; what the
+    listener got is the start of each process's lines; the private arena is gone."""
+    sock = str(tmp_path / 'k')
+    lis = Listener(sock, 'stream')
+    try:
+        code, err = run(env_for(tmp_path, NANOTRACE_EVENT='af_unix:' + sock), '--signal')
+    finally:
+        lis.close()
+    assert code == -15 and warnings(err) == [], (code, err)
+    got = by_sid(lis.lines())
+    assert got, 'nothing came'
+    for sid, lines in got.items():
+        events = [json.loads(x)['event'] for x in lines]
+        # The killed parent never reaches atexit; its exec'd child (if it ran) does.
+        assert events[0] == 'version' and ('/' in sid) == (events[-1] == 'atexit'), events
+    assert os.listdir(str(tmp_path / 'private')) == []

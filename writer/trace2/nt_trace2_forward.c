@@ -113,9 +113,9 @@ int nt_t2_forward_begin(void)
 	const char *arena = nt_core_arena_path();
 	if (arena == NULL) {
 		char shown[NT_ENV_SHOWN_MAX];
-		nt_env_warn("%s='%s': this session has no arena file to follow (a trace "
-			    "manager records it: use nanotrace-manager's own options); no Trace2 "
-			    "lines are sent", VAR, nt_env_shown(target, shown));
+		nt_env_warn("%s='%s': this session has no arena file to follow (an anonymous "
+			    "arena, or a trace manager's buffer); no Trace2 lines are sent", VAR,
+			    nt_env_shown(target, shown));
 		return 0;
 	}
 	fw = fw_start(arena, target, "nanotrace: " VAR, NT_TRACE2_FORWARD_INTERVAL_MS);
