@@ -108,7 +108,9 @@
  *   thread from the arena (CPU time per message on the calling thread within 1.03x of an
  *   archive alone: bench/nt_bench_t2event); that thread costs a copy and read of the arena
  *   per poll (about 0.1-0.6% of a core for a quiet program), and per line the EVENT
- *   rendering trace-dump does (bench/PERFORMANCE.md) and one send.
+ *   rendering trace-dump does (bench/PERFORMANCE.md) and one send. With
+ *   NANOTRACE_MODE=streaming a poll reads the whole file saved so far, so a long-running
+ *   streaming program's polls grow with its file: oneshot or circular suit the target.
  *
  * THREADS
  *   The thread calling NT_T2_INITIALIZE is "main". NT_T2_THREAD_START("name") names the
