@@ -27,6 +27,9 @@
 static nt_trace2_forward_start_fn *const start_has_its_type = nt_trace2_forward_start;
 static nt_trace2_forward_stop_fn *const stop_has_its_type = nt_trace2_forward_stop;
 
+/* After an abandon, how long the thread may take to end before it is left running. */
+#define ABANDON_WAIT_MS 1000
+
 struct nt_trace2_forwarder {
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -125,6 +128,22 @@ nt_trace2_forwarder *nt_trace2_forward_start(const char *archive, const char *ta
 	return fw;
 }
 
+/* Up to ms for the thread's end (with `final`: asking for the last poll first). */
+static int wait_done(nt_trace2_forwarder *fw, int final, int ms)
+{
+	pthread_mutex_lock(&fw->lock);
+	if (final) {
+		fw->final = 1;
+		pthread_cond_broadcast(&fw->cond);
+	}
+	struct timespec until = nt_deadline_after_ms(ms);
+	while (!fw->done && pthread_cond_timedwait(&fw->cond, &fw->lock, &until) != ETIMEDOUT)
+		;
+	int done = fw->done;
+	pthread_mutex_unlock(&fw->lock);
+	return done;
+}
+
 int nt_trace2_forward_stop(nt_trace2_forwarder *fw, int timeout_ms)
 {
 	if (fw == NULL)
@@ -134,17 +153,10 @@ int nt_trace2_forward_stop(nt_trace2_forwarder *fw, int timeout_ms)
 		t2_sink_forget(fw->sink);
 		return 0;
 	}
-	pthread_mutex_lock(&fw->lock);
-	fw->final = 1;
-	pthread_cond_broadcast(&fw->cond);
-	struct timespec until = nt_deadline_after_ms(timeout_ms);
-	while (!fw->done && pthread_cond_timedwait(&fw->cond, &fw->lock, &until) != ETIMEDOUT)
-		;
-	int done = fw->done;
-	pthread_mutex_unlock(&fw->lock);
+	int done = wait_done(fw, 1, timeout_ms);
 	if (!done) {
 		/* Abandoned: a send blocked on the socket fails at once, a poll stops within
-		 * NT_FOLLOW_ASK_EVERY events, and the thread ends; nothing is left running (a
+		 * NT_FOLLOW_ASK_EVERY events, and the thread ends; then nothing is left running (a
 		 * thread writing through its FILE while exit() flushes every FILE would race). */
 		t2_sink_say(fw->sink, "the last lines were not sent within %d ms; the target is off",
 			    timeout_ms);
@@ -153,6 +165,13 @@ int nt_trace2_forward_stop(nt_trace2_forwarder *fw, int timeout_ms)
 		pthread_cond_broadcast(&fw->cond);
 		pthread_mutex_unlock(&fw->lock);
 		t2_sink_abandon(fw->sink);
+		done = wait_done(fw, 0, ABANDON_WAIT_MS);
+	}
+	if (!done) {
+		/* Stuck elsewhere than the socket (never seen but under a sanitizer's allocator
+		 * in a fork() child): the exit must not wait for it; it keeps the forwarder. */
+		pthread_detach(fw->thread);
+		return -1;
 	}
 	pthread_join(fw->thread, NULL);
 	int sent_all = !t2_sink_warned(fw->sink);

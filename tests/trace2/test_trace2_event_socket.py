@@ -148,15 +148,18 @@ def warnings(stderr):
     return [line for line in stderr.splitlines() if line.startswith('nanotrace:')]
 
 
-def under_tsan():
-    """ThreadSanitizer cannot run a thread started in a fork() child of a process with
-    threads ("dup thread with used id"), which glibc can: the fork() child's own forwarder
-    is left out of a TSan build's runs."""
+def under_sanitizer():
+    """A fork() child of a process with threads that starts a thread and allocates, which
+    glibc allows, is what the sanitizers' runtimes cannot do: ThreadSanitizer refuses the
+    thread ("dup thread with used id"), AddressSanitizer's allocator (gcc 12) can keep a lock
+    the parent's forwarder held at fork() and hang. The fork() child's own forwarder is left
+    out of sanitizer builds' runs."""
     with open(PROG, 'rb') as f:
-        return b'__tsan_init' in f.read()
+        data = f.read()
+    return b'__tsan_init' in data or b'__asan_init' in data
 
 
-FORK = [] if under_tsan() else ['--fork']
+FORK = [] if under_sanitizer() else ['--fork']
 
 
 def check_tree(tmp_path, kind, target_type):

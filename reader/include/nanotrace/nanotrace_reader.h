@@ -825,8 +825,10 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
  * nt_trace2_forward_stop(): asks for one last poll, which sends every line written before
  *   the call, and waits up to timeout_ms for it; when the wait runs out (warned), the
  *   socket is shut down, so that a blocked send fails at once, and the poll stops within
- *   1024 events. Then the thread is joined and the forwarder freed. Returns 0 when every
- *   line was sent, -1 when the target went off or the wait ran out. timeout_ms < 0 is for a
+ *   1024 events. Then the thread is joined and the forwarder freed (a thread that still
+ *   has not ended a second later is left running, with the forwarder: the wait is bounded
+ *   whatever happens). Returns 0 when every line was sent, -1 when the target went off or
+ *   the wait ran out. timeout_ms < 0 is for a
  *   fork() child of the process that started `fw`: its copy of the socket is closed, and
  *   nothing else is touched (the thread is the parent's). NULL is ignored (0). */
 FILE *nt_trace2_socket_open(const char *target, const char *who);
