@@ -101,9 +101,12 @@ static void *drain(void *arg)
 			return NULL;
 		char buf[1 << 16];
 		ssize_t n;
-		while ((n = read(c, buf, sizeof(buf))) > 0)
+		while ((n = read(c, buf, sizeof(buf))) > 0) {
+			unsigned long lines = 0;
 			for (ssize_t i = 0; i < n; i++)
-				lines_received += buf[i] == '\n';
+				lines += buf[i] == '\n';
+			__atomic_add_fetch(&lines_received, lines, __ATOMIC_RELAXED);
+		}
 		close(c);
 	}
 }
@@ -240,7 +243,8 @@ int main(int argc, char **argv)
 		nt_json_num(&j, "t2_event_private_ratio", pratio, 1, NULL);
 		nt_json_num(&j, "t2_event_forward_cpu_pct", 100 * extra, 1, NULL);
 		nt_json_num(&j, "t2_event_private_forward_cpu_pct", 100 * pextra, 1, NULL);
-		nt_json_num(&j, "t2_event_lines_received", (double)lines_received, 1, NULL);
+		nt_json_num(&j, "t2_event_lines_received",
+			    (double)__atomic_load_n(&lines_received, __ATOMIC_RELAXED), 1, NULL);
 		nt_json_end(&j);
 	} else {
 		printf("Trace2 region pairs, %ld per round, median of %ld rounds:\n", pairs, rounds);
@@ -252,7 +256,7 @@ int main(int argc, char **argv)
 		       wratio, pratio);
 		printf("  forwarder CPU while quiet: +%.2f%% (archive), +%.2f%% (private) of a core\n",
 		       100 * extra, 100 * pextra);
-		printf("  lines received: %lu%s\n", lines_received,
+		printf("  lines received: %lu%s\n", __atomic_load_n(&lines_received, __ATOMIC_RELAXED),
 		       dir_left ? "  (files were left in the work directory)" : "");
 	}
 	return dir_left;
