@@ -130,16 +130,9 @@ static int run_child(const char *self, int setting, const char *dir, const char 
 	if (setting != ARCHIVE)
 		setenv("NANOTRACE_EVENT", target, 1);
 	char *argv[] = { (char *)self, "--child", p, q, NULL };
-	int fd;
-	pid_t pid = nt_bench_spawn_reading(argv, &fd);
-	if (pid < 0)
-		return -1;
-	char buf[128] = { 0 };
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	int st = 1;
-	waitpid(pid, &st, 0);
-	if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(buf, "%lf %lf %lf", cpu, ns, share) != 3)
+	char buf[128];
+	if (nt_bench_run_output(argv, buf, sizeof(buf)) != 0 ||
+	    sscanf(buf, "%lf %lf %lf", cpu, ns, share) != 3)
 		return -1;
 	return 0;
 }

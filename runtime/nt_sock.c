@@ -17,15 +17,23 @@
 
 #define MAX_FDS 4 /* the most any message of nt_wire.h carries, with room to spare */
 
+/* `path` as a Unix socket address; -1 when empty or longer than sun_path holds. */
+static int unix_address(const char *path, struct sockaddr_un *addr)
+{
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	size_t len = strlen(path);
+	if (len == 0 || len >= sizeof(addr->sun_path))
+		return -1;
+	memcpy(addr->sun_path, path, len);
+	return 0;
+}
+
 int nt_sock_connect(const char *path, int timeout_ms)
 {
 	struct sockaddr_un addr;
-	memset(&addr, 0, sizeof(addr));
-	addr.sun_family = AF_UNIX;
-	size_t len = strlen(path);
-	if (len == 0 || len >= sizeof(addr.sun_path))
+	if (unix_address(path, &addr) != 0)
 		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, path, len);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -96,12 +104,8 @@ static int connect_one(const struct sockaddr_un *addr, int type, int send_timeou
 int nt_sock_connect_target(const char *path, int type, int send_timeout_ms, int *used)
 {
 	struct sockaddr_un addr;
-	memset(&addr, 0, sizeof(addr));
-	addr.sun_family = AF_UNIX;
-	size_t len = strlen(path);
-	if (len == 0 || len >= sizeof(addr.sun_path))
+	if (unix_address(path, &addr) != 0)
 		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, path, len);
 	/* git's tr2_dst: no type given tries a stream socket, then a datagram one (a stream
 	 * connect to a dgram listener fails with EPROTOTYPE). */
 	int first = type != 0 ? type : SOCK_STREAM;
