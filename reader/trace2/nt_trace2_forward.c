@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "runtime/nt_deadline.h"
 #include "runtime/nt_trace2_forward.h"
