@@ -105,7 +105,7 @@
  *   the other messages format their arguments and take a few hundred ns. Nothing allocates;
  *   a thread's first message (and a call site's first use) takes a lock to register it.
  *   NANOTRACE_EVENT adds nothing to a message's path: the JSON is made by the forwarder's
- *   thread from the arena (CPU time per message on the calling thread within 1.03x of an
+ *   thread from the arena (CPU time per message on the calling thread 1.01-1.04x of an
  *   archive alone: bench/nt_bench_t2event); that thread costs a copy and read of the arena
  *   per poll (about 0.1-0.6% of a core for a quiet program), and per line the EVENT
  *   rendering trace-dump does (bench/PERFORMANCE.md) and one send. With
