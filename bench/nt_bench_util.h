@@ -81,20 +81,28 @@ static inline long nt_bench_anon_kb(void)
 	return kb;
 }
 
-/* Runs argv[0] (a path) with argv to its end: the number it printed, or -1 when it failed
- * (a fresh process: the memory figures exec'd this way start from no earlier heap). */
-static inline long nt_bench_run_number(char *const argv[])
+/* Runs argv[0] (a path) with argv to its end, the start of what it printed in buf[cap]
+ * (NUL-terminated): 0, or -1 when it printed nothing or did not exit 0. */
+static inline int nt_bench_run_output(char *const argv[], char *buf, size_t cap)
 {
 	int fd;
 	pid_t pid = nt_bench_spawn_reading(argv, &fd);
 	if (pid < 0)
 		return -1;
-	char buf[64] = { 0 };
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = read(fd, buf, cap - 1);
+	buf[n > 0 ? n : 0] = '\0';
 	close(fd);
 	int st = 1;
 	waitpid(pid, &st, 0);
-	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? strtol(buf, NULL, 10) : -1;
+	return n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Runs argv[0] (a path) with argv to its end: the number it printed, or -1 when it failed
+ * (a fresh process: the memory figures exec'd this way start from no earlier heap). */
+static inline long nt_bench_run_number(char *const argv[])
+{
+	char buf[64];
+	return nt_bench_run_output(argv, buf, sizeof(buf)) == 0 ? strtol(buf, NULL, 10) : -1;
 }
 
 #endif /* NT_BENCH_UTIL_H */

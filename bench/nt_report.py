@@ -90,6 +90,11 @@ KEYS = [
     # exported and sent (protobuf + gzip, and without gzip) and bytes per span on the wire
     'ship_spans_s_gzip', 'ship_bytes_per_span_gzip', 'ship_spans_s_none',
     'ship_bytes_per_span_none', 'ship_gzip_size_ratio',
+    # issue 27: NANOTRACE_EVENT=af_unix:... (Git's Trace2 socket target): the Trace2 region
+    # macros' CPU ns per message on the calling thread, target on ÷ archive alone (goal:
+    # within 1.5), the same in wall time, and the forwarder's CPU in a quiet program
+    't2_event_archive_ns', 't2_event_target_ns', 't2_event_target_ratio',
+    't2_event_target_wall_ratio', 't2_event_private_ratio', 't2_event_forward_cpu_pct',
 ]
 
 # Sizes per mode: rounds and events per thread of the scaling part, streaming ms, events of
@@ -481,6 +486,16 @@ def blocking(args, size):
                         str(size['reps']), '--json'])
 
 
+def trace2_event(args, size):
+    """nt_bench_t2event: the Trace2 macros with NANOTRACE_EVENT's socket target beside an
+    archive alone, and the forwarder's CPU in a quiet program (issue 27)."""
+    prog = os.path.join(args.build, 'bench', 'nt_bench_t2event')
+    return run_program([prog, '--rounds', str(size['reps']), '--pairs',
+                        str(size['events'] // 4), '--quiet-ms',
+                        str(min(size['stream_ms'], 1000)), '--reader-dir',
+                        os.path.join(args.build, 'reader'), '--json'])
+
+
 def measure(args, size):
     report = {'mode': args.mode}
     peers = os.path.join(args.build, 'bench', 'nt_bench_peers')
@@ -517,6 +532,7 @@ def measure(args, size):
     report.update(run_program([os.path.join(args.build, 'bench', 'nt_bench_ship'), '--events',
                                str(size['events']), '--reps', str(max(size['reps'], 3)),
                                '--json']))
+    report.update(trace2_event(args, size))
     try:
         report.update(demo_formats(args, size))
     except (subprocess.CalledProcessError, AttributeError) as e:
@@ -618,6 +634,8 @@ def print_table(r):
         ('  bytes per span on the wire gzip / none', '%s / %s' % (
             fmt(r, 'ship_bytes_per_span_gzip', ' B', 1),
             fmt(r, 'ship_bytes_per_span_none', ' B', 1))),
+        ('Trace2 region, af_unix target on ÷ archive alone: CPU / wall', '%s / %s' % (
+            fmt(r, 't2_event_target_ratio', '', 3), fmt(r, 't2_event_target_wall_ratio', '', 3))),
         ('reader private memory, 1 M / 10 M events', '%s / %s' % (
             fmt(r, 'reader_anon_kb_1m', ' KiB', 0), fmt(r, 'reader_anon_kb_10m', ' KiB', 0))),
         ('bundle of %s processes: text, ÷ one archive' % r.get('bundle20k_sections', '?'),

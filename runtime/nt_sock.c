@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -16,15 +17,23 @@
 
 #define MAX_FDS 4 /* the most any message of nt_wire.h carries, with room to spare */
 
+/* `path` as a Unix socket address; -1 when empty or longer than sun_path holds. */
+static int unix_address(const char *path, struct sockaddr_un *addr)
+{
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	size_t len = strlen(path);
+	if (len == 0 || len >= sizeof(addr->sun_path))
+		return -1;
+	memcpy(addr->sun_path, path, len);
+	return 0;
+}
+
 int nt_sock_connect(const char *path, int timeout_ms)
 {
 	struct sockaddr_un addr;
-	memset(&addr, 0, sizeof(addr));
-	addr.sun_family = AF_UNIX;
-	size_t len = strlen(path);
-	if (len == 0 || len >= sizeof(addr.sun_path))
+	if (unix_address(path, &addr) != 0)
 		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, path, len);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -41,6 +50,73 @@ int nt_sock_connect(const char *path, int timeout_ms)
 		int err = errno;
 		close(fd);
 		return -err;
+	}
+	return fd;
+}
+
+int nt_sock_target_parse(const char *value, int *type, const char **path, const char **why)
+{
+	static const char prefix[] = "af_unix:";
+	*type = 0;
+	*why = "";
+	if (value == NULL || strncmp(value, prefix, sizeof(prefix) - 1) != 0) {
+		*why = "not af_unix:[stream:|dgram:]<absolute path>";
+		return -EINVAL;
+	}
+	const char *p = value + sizeof(prefix) - 1;
+	if (strncmp(p, "stream:", 7) == 0)
+		*type = SOCK_STREAM, p += 7;
+	else if (strncmp(p, "dgram:", 6) == 0)
+		*type = SOCK_DGRAM, p += 6;
+	if (p[0] != '/') {
+		/* "seqpacket:/p": a word and a colon before any '/' names a type */
+		size_t word = strcspn(p, ":/");
+		*why = p[word] == ':' ? "unknown socket type (stream or dgram)"
+				      : "the socket path is not absolute";
+		return -EINVAL;
+	}
+	if (strlen(p) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		*why = "the socket path is longer than a Unix socket address holds";
+		return -ENAMETOOLONG;
+	}
+	*path = p;
+	return 0;
+}
+
+static int connect_one(const struct sockaddr_un *addr, int type, int send_timeout_ms)
+{
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = { send_timeout_ms / 1000, (send_timeout_ms % 1000) * 1000 };
+	int rc;
+	do
+		rc = connect(fd, (const struct sockaddr *)addr, sizeof(*addr));
+	while (rc != 0 && errno == EINTR);
+	if (rc != 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+int nt_sock_connect_target(const char *path, int type, int send_timeout_ms, int *used)
+{
+	struct sockaddr_un addr;
+	if (unix_address(path, &addr) != 0)
+		return -ENAMETOOLONG;
+	/* git's tr2_dst: no type given tries a stream socket, then a datagram one (a stream
+	 * connect to a dgram listener fails with EPROTOTYPE). */
+	int first = type != 0 ? type : SOCK_STREAM;
+	int fd = connect_one(&addr, first, send_timeout_ms);
+	*used = first;
+	if (fd < 0 && type == 0) {
+		int second = connect_one(&addr, SOCK_DGRAM, send_timeout_ms);
+		if (second >= 0 || fd == -EPROTOTYPE) {
+			fd = second;
+			*used = SOCK_DGRAM;
+		}
 	}
 	return fd;
 }

@@ -9,8 +9,10 @@
  * are not errors are named where they occur: nt_sock_recv's message longer than the buffer
  * and nt_sock_peer_trusted's yes/no.
  *
- * Every socket is AF_UNIX SOCK_SEQPACKET (one message = one nt_wire_msg or one
- * nt_fifo_packet); nothing here raises SIGPIPE, and EINTR is always tried again.
+ * Every socket of the manager's protocol is AF_UNIX SOCK_SEQPACKET (one message = one
+ * nt_wire_msg or one nt_fifo_packet); Git's af_unix Trace2 targets are SOCK_STREAM or
+ * SOCK_DGRAM (nt_sock_target_parse, nt_sock_connect_target). Nothing here raises SIGPIPE,
+ * and EINTR is always tried again.
  */
 #ifndef NT_SOCK_H
 #define NT_SOCK_H
@@ -26,6 +28,22 @@
  * stuck manager), which is tried again every 10 ms until timeout_ms have passed. Returns a
  * blocking fd, or -errno (-ENAMETOOLONG for an empty path or one longer than sun_path). */
 int nt_sock_connect(const char *path, int timeout_ms);
+
+/* Git's af_unix Trace2 target (git/git Documentation/technical/api-trace2.adoc):
+ * "af_unix:[stream:|dgram:]<absolute-pathname>". Sets *type to SOCK_STREAM, SOCK_DGRAM, or 0
+ * when none is given (then stream is tried first, then dgram, as git does) and *path to the
+ * pathname inside `value`. Returns 0, or -EINVAL with why (a short phrase) for a value that is
+ * not af_unix:, names another type, or whose path is not absolute, and -ENAMETOOLONG for a
+ * path longer than sun_path. Cost: a few compares; no system call. */
+int nt_sock_target_parse(const char *value, int *type, const char **path, const char **why);
+
+/* Connects a close-on-exec socket of `type` (SOCK_STREAM or SOCK_DGRAM; 0: stream, then
+ * dgram when the listener is not a stream socket) to the listener at `path`, blocking, with
+ * SO_SNDTIMEO of send_timeout_ms so that a send to a listener that stopped reading fails
+ * with -EAGAIN after that long instead of hanging. Sets *used to the type connected. Returns
+ * the fd, or -errno of the last try (-ENOENT: no such socket, -ECONNREFUSED: nobody listens).
+ * Cost: one or two socket() and connect() calls. */
+int nt_sock_connect_target(const char *path, int type, int send_timeout_ms, int *used);
 
 /* The directory of a socket path: up to its last '/' ("/" for one in the root, "." for a
  * bare name). 0, or -ENAMETOOLONG when it does not fit dir[cap]. */

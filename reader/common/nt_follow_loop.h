@@ -45,12 +45,16 @@ static inline void nt_follow_asking_error(void *p, uint64_t offset, const char *
 }
 
 /* after_poll(ctx, status) ends one poll's output (a flush) and returns nonzero when it
- * failed. Returns the last NT_FOLLOW_* status: NT_FOLLOW_FAILED when a poll or the output
- * failed, NT_FOLLOW_STOPPED when keep_going (may be NULL) said stop, between polls or
- * within one's delivery. */
-static inline int nt_follow_loop(nt_follower *f, const nt_reader_callbacks *cb, void *ctx,
-				 int (*after_poll)(void *ctx, int status), unsigned interval_ms,
-				 int (*keep_going)(void *arg), void *arg)
+ * failed. Between polls, pause(arg, interval_ms) waits (NULL: nanosleep for interval_ms)
+ * and returns 0 to end the loop (NT_FOLLOW_STOPPED): a caller that must wake the loop early
+ * or end it after one last poll (the Trace2 forwarder) waits on its own condition. Returns
+ * the last NT_FOLLOW_* status: NT_FOLLOW_FAILED when a poll or the output failed,
+ * NT_FOLLOW_STOPPED when keep_going (may be NULL) said stop, between polls or within one's
+ * delivery, or pause said stop. */
+static inline int nt_follow_loop_paced(nt_follower *f, const nt_reader_callbacks *cb, void *ctx,
+				       int (*after_poll)(void *ctx, int status),
+				       unsigned interval_ms, int (*keep_going)(void *arg),
+				       int (*pause)(void *arg, unsigned interval_ms), void *arg)
 {
 	nt_follow_asking asking = { cb, ctx, keep_going, arg, 0 };
 	const nt_reader_callbacks asking_cb = { nt_follow_asking_event, nt_follow_asking_error,
@@ -64,9 +68,22 @@ static inline int nt_follow_loop(nt_follower *f, const nt_reader_callbacks *cb, 
 			return st;
 		if (keep_going != NULL && !keep_going(arg))
 			return NT_FOLLOW_STOPPED;
+		if (pause != NULL) {
+			if (!pause(arg, interval_ms))
+				return NT_FOLLOW_STOPPED;
+			continue;
+		}
 		struct timespec ts = { interval_ms / 1000u, (long)(interval_ms % 1000u) * 1000000L };
 		nanosleep(&ts, NULL); /* a signal ends it early: keep_going is asked at once */
 	}
+}
+
+/* nt_follow_loop_paced with nanosleep between polls. */
+static inline int nt_follow_loop(nt_follower *f, const nt_reader_callbacks *cb, void *ctx,
+				 int (*after_poll)(void *ctx, int status), unsigned interval_ms,
+				 int (*keep_going)(void *arg), void *arg)
+{
+	return nt_follow_loop_paced(f, cb, ctx, after_poll, interval_ms, keep_going, NULL, arg);
 }
 
 #endif /* NT_FOLLOW_LOOP_H */

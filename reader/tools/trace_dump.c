@@ -16,6 +16,7 @@
 #include <nanotrace/nanotrace_reader.h>
 #include "format/nt_bundle.h"
 #include "format/nt_format.h"
+#include "runtime/nt_sock.h"
 #include "runtime/nt_private_file.h"
 #include "runtime/nt_term_escape.h"
 #include "nt_progress.h"
@@ -64,6 +65,10 @@ static const char usage[] =
 	"  -o, --output DIR|FILE\n"
 	"                   where --format ctf (DIR) or perfetto, otlp, otlp-json (FILE)\n"
 	"                   writes\n"
+	"  -o, --output af_unix:[stream:|dgram:]PATH\n"
+	"                   normal, perf or event: each line to that Unix socket, one message\n"
+	"                   per line, as git's af_unix Trace2 targets (no type: stream, then\n"
+	"                   dgram); also with --follow\n"
 	"  --brief          Git's brief mode (default: as each process was captured)\n"
 	"  --nesting N      EVENT: omit regions and data nested deeper than N (default 2)\n"
 	"  --stats          counts per record kind and thread, drops, wraps, bytes per event;\n"
@@ -127,6 +132,12 @@ static int bad_usage(const char *fmt, const char *arg)
 static int is_trace2_format(const char *f)
 {
 	return strcmp(f, "normal") == 0 || strcmp(f, "perf") == 0 || strcmp(f, "event") == 0;
+}
+
+/* -o af_unix:...: Git's socket target, for a Trace2 format (nt_trace2_socket_open). */
+static int is_socket_target(const char *o)
+{
+	return strncmp(o, "af_unix:", 8) == 0;
 }
 
 /* The formats that write a FILE named by -o (written beside it and renamed into place). */
@@ -264,9 +275,20 @@ static int parse_args(int argc, char **argv, dump_args *d)
 		return bad_usage("%s", "no archive given");
 	if (is_trace2_format(d->format) && d->stats)
 		return bad_usage("%s", "--stats does not combine with a Trace2 format");
+	if (is_trace2_format(d->format) && d->output != NULL && is_socket_target(d->output)) {
+		int type;
+		const char *path, *why;
+		if (nt_sock_target_parse(d->output, &type, &path, &why) != 0) {
+			char msg[8400];
+			snprintf(msg, sizeof(msg), "-o '%s': %s (af_unix:[stream:|dgram:]<absolute "
+				 "path>)", shown(0, d->output), why);
+			return bad_usage("%s", msg);
+		}
+		return -1;
+	}
 	if (writes_file(d->format) != (d->output != NULL) || (d->output && d->stats))
 		return bad_usage("%s", "--format ctf, perfetto, otlp and otlp-json need -o, and -o "
-				       "needs one of them");
+				       "needs one of them (or af_unix:... with normal, perf or event)");
 	return -1;
 }
 
@@ -401,11 +423,20 @@ static int dump_trace2(dump_args *d)
 				"Trace2): nothing to show as %s; --format text shows its events\n",
 			shown(0, input_name(d)), d->format);
 	nt_progress prog;
-	FILE *out = start_output(d, &prog);
+	FILE *sock = NULL;
+	if (d->output != NULL && (sock = nt_trace2_socket_open(d->output,
+							       "trace-dump: --output")) == NULL) {
+		nt_reader_close(r); /* the socket's sender said why */
+		return 2;
+	}
+	FILE *out = sock ? sock : start_output(d, &prog);
 	errno = 0;
 	int rc = nt_render_trace2(&r, 1, out, t2);
 	int render_errno = errno;
-	nt_progress_end(&prog);
+	if (sock == NULL)
+		nt_progress_end(&prog);
+	else if (fclose(sock) != 0) /* a failed send was said by the sender */
+		rc = -1;
 	int status = flush_output(rc < 0 || (ec.count && !d->salvage) ? 2 : 0, render_errno);
 	nt_reader_close(r);
 	return status;

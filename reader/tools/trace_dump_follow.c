@@ -2,8 +2,8 @@
  * writes it, as `tail -f` does, and exits when the writer finishes (libnanotrace-reader's
  * LIVE FOLLOW). Its own command line, so that trace_dump.c only hands over to it.
  *
- *   trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS] [--interval MS]
- *              ARCHIVE
+ *   trace-dump --follow [--format text|normal|perf|event] [-o af_unix:...] [--wait SECONDS]
+ *              [--interval MS] ARCHIVE
  *
  * Exit status: 0 when the writer finished its archive (or its process ended without
  * finishing: a note says so on stderr), 1 usage error, 2 an archive that never appeared
@@ -24,13 +24,16 @@
 #include "runtime/nt_term_escape.h"
 
 static const char follow_usage[] =
-	"usage: trace-dump --follow [--format text|normal|perf|event] [--wait SECONDS]\n"
-	"                  [--interval MS] ARCHIVE\n"
+	"usage: trace-dump --follow [--format text|normal|perf|event] [-o af_unix:...]\n"
+	"                  [--wait SECONDS] [--interval MS] ARCHIVE\n"
 	"  Renders ARCHIVE while a program still records it (a file-backed arena, oneshot or\n"
 	"  circular, or a streaming file), new events within an interval of their\n"
 	"  publication, and exits when the writer finishes (or its process is gone).\n"
 	"  --format         text lines (default), or Git Trace2's NORMAL, PERF or EVENT of\n"
 	"                   its Trace2 messages\n"
+	"  -o, --output af_unix:[stream:|dgram:]PATH\n"
+	"                   a Trace2 format: each line to that Unix socket, one message per\n"
+	"                   line, as git's af_unix targets (no type: stream, then dgram)\n"
 	"  --wait SECONDS  wait this long for ARCHIVE to appear (default: until SIGINT)\n"
 	"  --interval MS   between polls, 1-1000 (default 10)\n"
 	"Exit status: 0 the writer finished (or ended: a note on stderr), 1 usage error,\n"
@@ -69,6 +72,7 @@ static int usage_error(const char *what, const char *arg)
 typedef struct follow_args {
 	const char *path;
 	const char *format;
+	const char *output; /* -o af_unix:...: a Trace2 format's lines to a socket */
 	double wait_s; /* < 0: until SIGINT */
 	unsigned interval_ms;
 } follow_args;
@@ -81,6 +85,7 @@ static const struct option follow_options[] = {
 	{ "format", required_argument, 0, FOLLOW_OPT_FORMAT },
 	{ "wait", required_argument, 0, FOLLOW_OPT_WAIT },
 	{ "interval", required_argument, 0, FOLLOW_OPT_INTERVAL },
+	{ "output", required_argument, 0, 'o' },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
 };
@@ -92,6 +97,7 @@ static int follow_option(follow_args *a, int c, const char *v, const char *arg)
 	switch (c) {
 	case FOLLOW_OPT_FOLLOW: return -1;
 	case 'h': fputs(follow_usage, stdout); return 0;
+	case 'o': a->output = v; return -1;
 	case FOLLOW_OPT_FORMAT:
 		if (strcmp(v, "text") != 0 && strcmp(v, "normal") != 0 && strcmp(v, "perf") != 0 &&
 		    strcmp(v, "event") != 0)
@@ -111,7 +117,7 @@ static int follow_option(follow_args *a, int c, const char *v, const char *arg)
 		return -1;
 	}
 	default: /* an unknown option, one that does not combine, or a missing value */
-		return usage_error("'%s': --follow takes --format, --wait and --interval, each "
+		return usage_error("'%s': --follow takes --format, -o, --wait and --interval, each "
 				   "with a value", arg);
 	}
 }
@@ -121,7 +127,7 @@ static int parse_follow(int argc, char **argv, follow_args *a)
 	int c;
 	optind = 0; /* glibc: start afresh */
 	opterr = 0; /* usage_error names the option, as "trace-dump:" */
-	while ((c = getopt_long(argc, argv, "h", follow_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", follow_options, NULL)) != -1) {
 		int rc = follow_option(a, c, optarg, argv[optind - 1]);
 		if (rc >= 0)
 			return rc;
@@ -133,6 +139,8 @@ static int parse_follow(int argc, char **argv, follow_args *a)
 	}
 	if (a->path == NULL)
 		return usage_error("%s", "--follow needs an ARCHIVE");
+	if (a->output != NULL && strcmp(a->format, "text") == 0)
+		return usage_error("%s", "-o af_unix:... needs a Trace2 format (normal, perf or event)");
 	return -1;
 }
 
@@ -173,18 +181,18 @@ static nt_follower *wait_for(const follow_args *a)
 	}
 }
 
-static int render(const follow_args *a, nt_follower *f)
+static int render(const follow_args *a, nt_follower *f, FILE *out)
 {
 	if (strcmp(a->format, "text") == 0) {
 		nt_render_options opt;
 		nt_render_options_init(&opt);
-		return nt_render_text_follow(f, stdout, &opt, a->interval_ms, keep_going, NULL);
+		return nt_render_text_follow(f, out, &opt, a->interval_ms, keep_going, NULL);
 	}
 	nt_trace2_options t2;
 	nt_trace2_options_init(&t2);
 	t2.format = strcmp(a->format, "normal") == 0 ? NT_TRACE2_NORMAL
 		    : strcmp(a->format, "perf") == 0 ? NT_TRACE2_PERF : NT_TRACE2_EVENT;
-	return nt_render_trace2_follow(f, stdout, &t2, a->interval_ms, keep_going, NULL);
+	return nt_render_trace2_follow(f, out, &t2, a->interval_ms, keep_going, NULL);
 }
 
 /* A Trace2 format's stream stays Git's bytes: once the archive is done, what its writer lost
@@ -206,7 +214,7 @@ static void warn_trace2_done(const follow_args *a, const nt_reader *r)
 
 int trace_dump_follow(int argc, char **argv)
 {
-	follow_args a = { NULL, "text", -1, 10 };
+	follow_args a = { NULL, "text", NULL, -1, 10 };
 	int rc = parse_follow(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
@@ -217,14 +225,23 @@ int trace_dump_follow(int argc, char **argv)
 	sa.sa_handler = on_sigint;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
+	/* A socket target is connected first: a listener that is not there is said at once. */
+	FILE *out = a.output ? nt_trace2_socket_open(a.output, "trace-dump: --output") : stdout;
+	if (out == NULL)
+		return 2;
 	nt_follower *f = wait_for(&a);
-	if (f == NULL)
+	if (f == NULL) {
+		if (out != stdout)
+			fclose(out);
 		return interrupted ? 130 : 2;
+	}
 	errno = 0;
-	int st = render(&a, f);
+	int st = render(&a, f, out);
 	int status = 0;
-	if (st == NT_FOLLOW_FAILED && ferror(stdout)) {
-		fprintf(stderr, "trace-dump: writing standard output: %s\n", strerror(errno ? errno : EIO));
+	if (st == NT_FOLLOW_FAILED && ferror(out)) {
+		if (out == stdout) /* a socket's sender said why itself */
+			fprintf(stderr, "trace-dump: writing standard output: %s\n",
+				strerror(errno ? errno : EIO));
 		status = 2;
 	} else if (st == NT_FOLLOW_FAILED) {
 		char shown[1024];
@@ -244,5 +261,7 @@ int trace_dump_follow(int argc, char **argv)
 				"(dropped by the writer, or overwritten first)\n",
 			a.path, (unsigned long long)nt_follow_lost(f), nt_follow_lost(f) == 1 ? "" : "s");
 	nt_follow_close(f);
+	if (out != stdout && fclose(out) != 0)
+		status = 2;
 	return status;
 }

@@ -568,6 +568,13 @@ static int t2_after_poll(void *ctx, int status)
 int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *user_opt,
 			    unsigned interval_ms, int (*keep_going)(void *arg), void *arg)
 {
+	return t2_follow_paced(f, out, user_opt, interval_ms, keep_going, NULL, arg);
+}
+
+int t2_follow_paced(nt_follower *f, FILE *out, const nt_trace2_options *user_opt,
+		    unsigned interval_ms, int (*keep_going)(void *arg),
+		    int (*pause)(void *arg, unsigned interval_ms), void *arg)
+{
 	if (f == NULL || out == NULL || user_opt == NULL)
 		return NT_FOLLOW_FAILED;
 	nt_trace2_options copy;
@@ -587,7 +594,8 @@ int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *
 	tf->rd.out = o;
 	tf->f = f;
 	nt_reader_callbacks cb = { .on_event = follow_event };
-	int st = nt_follow_loop(f, &cb, tf, t2_after_poll, interval_ms, keep_going, arg);
+	int st = nt_follow_loop_paced(f, &cb, tf, t2_after_poll, interval_ms, keep_going, pause,
+				      arg);
 	t2_model_free(tf->rd.model);
 	free(tf->rd.line.p);
 	int saved = errno;

@@ -161,4 +161,23 @@ void t2_format_perf(t2_buf *b, const t2_msg *m, int brief);
 /* Returns 0 when the EVENT target does not write this message (nesting filter). */
 int t2_format_event(t2_buf *b, const t2_msg *m, int brief, int nesting);
 
+/* nt_trace2_socket.c: an af_unix target as a FILE, one message per line (the public
+ * nt_trace2_socket_open), with *sink (may be NULL) for its owner: t2_sink_say warns once per
+ * sink ("<who>='<target>': ..."), t2_sink_warned says whether it did, t2_sink_abandon makes
+ * every later write fail at once (a blocked send too: the socket is shut down), and
+ * t2_sink_forget closes a fork() child's copy of the socket and nothing else. */
+typedef struct t2_sink t2_sink;
+FILE *t2_sink_open(const char *target, const char *who, t2_sink **sink);
+void t2_sink_say(t2_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int t2_sink_warned(t2_sink *s);
+void t2_sink_abandon(t2_sink *s);
+void t2_sink_forget(t2_sink *s);
+
+/* nt_render_trace2_follow with the loop's wait between polls taken by pause(arg,
+ * interval_ms) (nt_follow_loop_paced; NULL: nanosleep): the Trace2 forwarder
+ * (nt_trace2_forward.c) wakes its loop for a last poll at exit. */
+int t2_follow_paced(nt_follower *f, FILE *out, const nt_trace2_options *opt,
+		    unsigned interval_ms, int (*keep_going)(void *arg),
+		    int (*pause)(void *arg, unsigned interval_ms), void *arg);
+
 #endif /* NT_TRACE2_H */

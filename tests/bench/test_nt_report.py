@@ -55,6 +55,9 @@ ISSUE_KEYS = [
     # issue 27: live OTLP shipping (nt_bench_ship)
     'ship_spans_s_gzip', 'ship_bytes_per_span_gzip', 'ship_spans_s_none',
     'ship_bytes_per_span_none', 'ship_gzip_size_ratio',
+    # issue 27: the Trace2 macros with NANOTRACE_EVENT's socket target (nt_bench_t2event)
+    't2_event_archive_ns', 't2_event_target_ns', 't2_event_target_ratio',
+    't2_event_target_wall_ratio', 't2_event_private_ratio', 't2_event_forward_cpu_pct',
 ]
 RATIO_KEYS = ['ratio_1t', 'ratio_mixed_1t', 'ratio_threads_max']
 SVG = '{http://www.w3.org/2000/svg}'

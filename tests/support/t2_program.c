@@ -1,7 +1,7 @@
 /*
  * t2_program - uses every Trace2 message, for tests/test_trace2_writer.py.
  *
- *   t2_program [--child] [--signal] [--threads N]
+ *   t2_program [--child] [--signal] [--fork] [--threads N] [--wait-gone PATH]
  *
  * The parent records start, cmd_name, cmd_mode, alias, def_param (direct, from a config
  * table and from the environment), def_repo, nested regions (plain and printf, with and
@@ -9,7 +9,8 @@
  * own regions, per-thread and process timers and counters, a child process (itself with
  * --child, which inherits NANOTRACE and records its own archive), a failed child, exec
  * and exec_result (an exec of a missing program), then exits with code 3. --signal makes
- * it kill itself with SIGTERM inside a region instead.
+ * it kill itself with SIGTERM inside a region instead. --wait-gone PATH waits (up to 30 s)
+ * after cmd_name until PATH no longer exists (a test's listener that went away).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -86,6 +87,7 @@ int main(int argc, const char **argv)
 {
 	NT_T2_INITIALIZE_CLOCK();
 	int child = 0, sig = 0, nthreads = 3, forked = 0;
+	const char *wait_gone = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--child") == 0)
 			child = 1;
@@ -95,10 +97,15 @@ int main(int argc, const char **argv)
 			forked = 1;
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			nthreads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--wait-gone") == 0 && i + 1 < argc)
+			wait_gone = argv[++i];
 	}
 	NT_T2_INITIALIZE("t2-test-1.0");
 	NT_T2_CMD_START(argv);
 	NT_T2_CMD_NAME("t2prog");
+	for (int tenths = 0; wait_gone != NULL && access(wait_gone, F_OK) == 0 && tenths < 300;
+	     tenths++)
+		usleep(100 * 1000);
 	if (child) {
 		NT_T2_REGION_ENTER_PRINTF("child", "run", 0, "pid %d", (int)getpid());
 		NT_T2_DATA_STRING("child", 0, "role", "helper");

@@ -70,6 +70,8 @@ TRACE2 = {
     'NANOTRACE_ENV_VARS': row(default=ON),
     # A manager that cannot be reached: a line, and NANOTRACE records as without one.
     'NANOTRACE_MANAGER': row(default=WARN_ON, empty=ON),
+    # Not af_unix:[stream:|dgram:]<absolute path>: a line, and NANOTRACE records as ever.
+    'NANOTRACE_EVENT': row(default=WARN_ON, empty=ON),
 }
 
 # NANOTRACE_REGISTER_TIMEOUT is read only with NANOTRACE_MANAGER set: its line comes on top

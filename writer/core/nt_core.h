@@ -50,6 +50,23 @@ int nt_write_process_record(const char *sid, uint32_t flags, uint64_t start_tick
  * target another process already took). *too_many_files (may be NULL) is set when the
  * trace went to the NANOTRACE_MAX_FILES sentinel. Returns nt_start_from_env()'s results. */
 nt_result nt_env_start(const char *unique, int *too_many_files);
+/* NANOTRACE_EVENT without NANOTRACE: a session whose arena only a follower reads (the Trace2
+ * layer's forwarder): circular, of NANOTRACE_BUFFER_SIZE or NT_PRIVATE_ARENA_BYTES, a file
+ * named `unique` in a fresh 0700 directory (nt_internal.h: nt_private_arena_path) that the
+ * process removes at exit and on a fatal signal, never finished into an archive; a fork()
+ * child's arena is private in a directory of its own. The other NANOTRACE_* settings apply
+ * (NANOTRACE_MODE is checked, then circular). Returns nt_env_start()'s results. The size:
+ * each poll of the follower copies and reads the whole arena, so 1 MiB every
+ * NT_TRACE2_FORWARD_INTERVAL_MS is about 5 MB/s of copying (bench/PERFORMANCE.md). */
+#define NT_PRIVATE_ARENA_BYTES (1u << 20)
+nt_result nt_env_start_private(const char *unique);
+/* The file of a file-backed session's arena (a follower may open it), or NULL: no session,
+ * an anonymous arena, or a trace manager's buffer. */
+const char *nt_core_arena_path(void);
+/* After a follower opened the private arena (nt_env_start_private): its file is unlinked,
+ * its directory kept until exit (a fork() child's arena goes in one of its own). Nothing
+ * for any other session. */
+void nt_core_private_arena_unlink(void);
 
 /* A variable's value as a warning may show it, on one line whatever it holds: bytes below
  * 0x20, 0x7f and above, '\\' and '\'' written as \xNN (so no newline or terminal escape

@@ -51,6 +51,7 @@ static void on_fatal_signal(int sig)
 	if (nt_hooks.on_fatal_signal != NULL)
 		nt_hooks.on_fatal_signal(sig);
 	nt_session_record_end(NT_END_SIGNAL, sig);
+	nt_private_arena_remove(1); /* NANOTRACE_EVENT's private arena leaves nothing */
 	for (size_t i = 0; i < NSIG_HANDLED; i++)
 		if (fatal_signals[i] == sig)
 			sigaction(sig, &previous[i], NULL);
@@ -63,7 +64,15 @@ static void on_exit_finish(void)
 	/* A manager's buffer is the manager's to finish (the registry's exit handler stops it).
 	 * A failure (a full disk) is said on stderr, once: the program's exit status is its own.
 	 * The file is still a readable archive that records why saving stopped: the arena as
-	 * recorded, or (streaming) the stream saved before; nt_last_error() says which. */
+	 * recorded, or (streaming) the stream saved before; nt_last_error() says which.
+	 * NANOTRACE_EVENT's private arena is removed, never finished: its follower (the Trace2
+	 * layer's forwarder) took its last lines before this handler runs. */
+	if (nt_S.private_owner != 0) {
+		if (nt_S.private_owner == (int)getpid() && nt_S.started == SESSION_RECORDING)
+			nt_session_record_end(NT_END_EXIT, 0);
+		nt_private_arena_remove(1);
+		return;
+	}
 	if (!nt_is_recording() || !nt_S.file_backed || nt_S.manager_buffer ||
 	    nt_S.started != SESSION_RECORDING)
 		return; /* nt_is_recording() is also true of a fork() child's pending session */

@@ -240,6 +240,45 @@ nt_result nt_env_start(const char *unique, int *too_many_files)
 	return NT_OK;
 }
 
+nt_result nt_env_start_private(const char *unique)
+{
+	if (nt_registry_owns_session())
+		return NT_OK;
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.file_mode = 0600;
+	long max_files;
+	nt_result rc = config_from_env(&cfg, &max_files);
+	if (rc != NT_OK)
+		return rc;
+	/* Only the follower reads it: the newest events, in a small arena that each poll copies
+	 * whole (nt_core.h says why this size). */
+	cfg.mode = NT_MODE_CIRCULAR;
+	if (secure_getenv("NANOTRACE_BUFFER_SIZE") == NULL)
+		cfg.buffer_size = NT_PRIVATE_ARENA_BYTES;
+	char path[4096];
+	if (nt_private_arena_path(path, sizeof(path), unique) != 0) {
+		nt_set_error(WHO ": cannot make a private directory for the arena: %s",
+			     strerror(errno));
+		return NT_ERR_IO;
+	}
+	cfg.path = path;
+	rc = nt_start(&cfg);
+	if (rc != NT_OK)
+		nt_private_arena_remove(1);
+	return rc;
+}
+
+const char *nt_core_arena_path(void)
+{
+	return nt_S.file_backed && !nt_S.manager_buffer ? nt_S.path : NULL;
+}
+
+void nt_core_private_arena_unlink(void)
+{
+	nt_private_arena_remove(0);
+}
+
 /* "<program>-<UTC time>-P<pid>.ntrace": distinct per process, and sorted by start time in a
  * directory listing. */
 nt_result nt_start_from_env(void)

@@ -47,3 +47,42 @@ int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset)
 	}
 	return 0;
 }
+
+int nt_private_arena_path(char *path, size_t cap, const char *name)
+{
+	const char *bases[] = { secure_getenv("XDG_RUNTIME_DIR"), secure_getenv("TMPDIR"),
+				"/tmp" };
+	char dir[sizeof(nt_S.private_dir)];
+	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		const char *b = bases[i];
+		if (b == NULL || b[0] != '/' ||
+		    (size_t)snprintf(dir, sizeof(dir), "%s/nanotrace-event-XXXXXX", b) >= sizeof(dir))
+			continue;
+		if (mkdtemp(dir) == NULL)
+			continue;
+		if ((size_t)snprintf(path, cap, "%s/%s", dir, name) >= cap ||
+		    strlen(path) >= sizeof(nt_S.private_file)) {
+			rmdir(dir);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(nt_S.private_dir, dir, strlen(dir) + 1);
+		memcpy(nt_S.private_file, path, strlen(path) + 1);
+		nt_S.private_owner = (int)getpid();
+		return 0;
+	}
+	if (errno == 0)
+		errno = ENOENT;
+	return -1;
+}
+
+void nt_private_arena_remove(int and_dir)
+{
+	if (nt_S.private_owner == 0 || nt_S.private_owner != (int)getpid())
+		return;
+	int saved = errno;
+	unlink(nt_S.private_file);
+	if (and_dir)
+		rmdir(nt_S.private_dir);
+	errno = saved;
+}

@@ -120,6 +120,14 @@ static void start_child_session(void)
 		__atomic_load_n(&nt_hooks.fork_child_path, __ATOMIC_ACQUIRE);
 	if (name_hook != NULL)
 		name_hook(child_path, sizeof(child_path));
+	if (nt_S.private_owner != 0 && nt_S.private_owner != (int)getpid() && !path_too_long) {
+		/* The parent's arena was private (NANOTRACE_EVENT alone): the child's is private
+		 * too, in a directory of its own that it removes at its exit. */
+		const char *slash = strrchr(child_path, '/');
+		char name[sizeof(child_path)];
+		memcpy(name, slash ? slash + 1 : child_path, strlen(slash ? slash + 1 : child_path) + 1);
+		path_too_long = nt_private_arena_path(child_path, sizeof(child_path), name) != 0;
+	}
 	nt_config cfg = parent_cfg;
 	cfg.struct_size = sizeof(cfg);
 	cfg.path = child_path[0] != '\0' ? child_path : NULL;

@@ -205,6 +205,16 @@ const char *nt_file_strerror(int err);
  * by what was written) when offset is not NULL, else at the file position. Interrupted and
  * short writes go on. Returns 0, or the errno of the failure (EIO for a write of nothing). */
 int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
+/* A private arena (NANOTRACE_EVENT without NANOTRACE): makes a fresh directory, mode 0700,
+ * "nanotrace-event-XXXXXX" under $XDG_RUNTIME_DIR, else $TMPDIR, else /tmp (mkdtemp: never
+ * a name another user planted), writes "<that directory>/<name>" to path[cap] and records
+ * both in nt_S for this process (nt_S.private_owner). Returns 0, or -1 with errno
+ * (ENAMETOOLONG when it does not fit). */
+int nt_private_arena_path(char *path, size_t cap, const char *name);
+/* The private arena's file unlinked (a follower that opened it reads on), and with
+ * `and_dir` its directory removed; only in the process that made them, else nothing.
+ * Async-signal-safe. */
+void nt_private_arena_remove(int and_dir);
 
 /* nt_archive_write.c */
 /* Write the archive of the current session (recording already stopped) to `path`. */

@@ -144,6 +144,13 @@ typedef struct nt_session {
 	uint32_t saved_progress __attribute__((aligned(NT_CACHELINE)));
 	uint32_t block_waiters;
 	uint32_t block_ok;
+	/* NANOTRACE_EVENT without NANOTRACE (nt_private_arena_path in nt_file.c): the arena's
+	 * file and its fresh 0700 directory, removed at exit and on a fatal signal by the
+	 * process that made them (private_owner; 0: no private arena). Fixed arrays: the
+	 * signal handler reads them. */
+	int private_owner;
+	char private_dir[4096];
+	char private_file[4096];
 } nt_session;
 
 extern nt_session nt_S;

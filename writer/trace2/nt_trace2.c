@@ -110,6 +110,7 @@ static void atexit_message(void)
 	nt_arg a[NT_T2_NARGS(ATEXIT)] = { T2_A(ATEXIT, code, nt_arg_i64, nt_T2.exit_code) };
 	nt_t2_emit_args_(&site, NT_KIND_T2_FIRST + NT_T2E_ATEXIT, a, NT_T2_NARGS(ATEXIT));
 	__atomic_store_n(&nt_trace2_enabled_, 0, __ATOMIC_RELAXED);
+	nt_t2_forward_end(); /* NANOTRACE_EVENT: the last lines, atexit's among them */
 	/* A session started from NANOTRACE is finished by the exit handler nt_start installed,
 	 * which runs after this one (atexit handlers run in reverse order). */
 }
@@ -149,6 +150,13 @@ static void write_process_record(void)
 				(int32_t)tm.tm_gmtoff);
 }
 
+/* A fork() child's own session started: its durable records, and its own forwarder. */
+static void fork_child_started(void)
+{
+	write_process_record();
+	nt_t2_forward_begin();
+}
+
 /* NANOTRACE_REDACT: "0" keeps URL passwords; unset, empty or "1" redacts them; anything
  * else gets one line and the safe default, redaction. */
 static int nt_t2_redact_from_env(void)
@@ -182,6 +190,8 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 			pthread_mutex_unlock(&t2_lock);
 			return 0;
 		}
+	} else {
+		nt_t2_forward_wanted(); /* the program's own session: its file is followed */
 	}
 	/* Children inherit the SID chain, even through programs that know nothing of it. */
 	setenv("NANOTRACE_PARENT_SID", nt_T2.sid, 1);
@@ -217,8 +227,9 @@ int nt_t2_initialize_(nt_callsite *site, const char *version)
 	nt_core_set_hooks(&(nt_core_hooks){ .on_fatal_signal = signal_message,
 					    .on_durable_cleared = write_process_record,
 					    .fork_child_path = nt_t2_fork_child_path,
-					    .on_fork_child_started = write_process_record });
+					    .on_fork_child_started = fork_child_started });
 	atexit(atexit_message);
+	nt_t2_forward_begin(); /* after the version message: the listener's first line */
 	pthread_mutex_unlock(&t2_lock);
 	return 1;
 }

@@ -59,9 +59,13 @@ void nt_t2_make_sid(char *out, size_t cap)
 int nt_t2_env_start(int *too_many_files)
 {
 	/* The core's parser (nt_start_from_env's), with Git's file names: the last SID
-	 * component. */
+	 * component. NANOTRACE_EVENT alone records into a private arena that only its
+	 * forwarder reads (nt_trace2_forward.c). */
 	const char *last = strrchr(nt_T2.sid, '/');
+	int forward = nt_t2_forward_wanted();
 	nt_result rc = nt_env_start(last ? last + 1 : nt_T2.sid, too_many_files);
+	if (rc == NT_DISABLED && forward)
+		rc = nt_env_start_private(last ? last + 1 : nt_T2.sid);
 	const char *msg = nt_last_error(), *who = "nt_start_from_env: ";
 	if (strncmp(msg, who, strlen(who)) == 0)
 		msg += strlen(who); /* a Trace2 program never called it: the variable says enough */

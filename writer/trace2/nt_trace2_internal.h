@@ -73,6 +73,15 @@ void nt_t2_make_sid(char *out, size_t cap);
  * where the parent's was named by the parent's SID. */
 void nt_t2_fork_child_path(char *path, size_t cap);
 
+/* nt_trace2_forward.c: NANOTRACE_EVENT. _wanted: 1 when it names a usable af_unix target and
+ * the reader library loaded (else 0, after one warning for a bad value or a missing
+ * library; 0 silently when unset). _begin: starts the forwarder for the session's arena
+ * file (1 when it runs; a problem is one warning). _end: the last poll, sent within about a
+ * second, at exit. */
+int nt_t2_forward_wanted(void);
+int nt_t2_forward_begin(void);
+void nt_t2_forward_end(void);
+
 /* nt_trace2_timer.c: emit this thread's per-thread timers and counters, merge them into
  * the process totals; with `final`, also emit the totals (atexit). */
 void nt_t2_timers_thread_exit(void);

@@ -795,6 +795,49 @@ int nt_render_trace2(nt_reader *const *readers, size_t n, FILE *out,
 int nt_render_trace2_follow(nt_follower *f, FILE *out, const nt_trace2_options *opt,
 			    unsigned interval_ms, int (*keep_going)(void *arg), void *arg);
 
+/* TRACE2 FORWARDING
+ *   Git's af_unix Trace2 target (git/git Documentation/technical/api-trace2.adoc) for a live
+ *   archive: a thread of this library follows `archive` (see LIVE FOLLOW) and sends each of
+ *   its new Trace2 messages, rendered as nt_render_trace2 renders NT_TRACE2_EVENT, to the
+ *   socket `target` names, "af_unix:[stream:|dgram:]<absolute path>", one line (its '\n'
+ *   included) per message: one write on a stream socket, one datagram on a dgram socket.
+ *   With no type, a stream connection is tried, then a datagram one, as git does. A program
+ *   traced with NANOTRACE_EVENT=af_unix:... starts one through dlopen() of this library
+ *   (libnanotrace does so; the program links no reader), and `trace-dump --format event -o
+ *   af_unix:... --follow` does the same through nt_trace2_socket_open.
+ *   Every problem is one line on stderr, "<who>='<target>': <problem>", at most one per
+ *   target, and the forwarding ends; nothing else changes.
+ *
+ * nt_trace2_socket_open(): a FILE (unbuffered; fclose() it) whose writes go to `target`
+ *   one line per message: a line a write cuts waits for its '\n', and fclose sends a last
+ *   piece without one as a line of its own. A bad value, no such socket or nobody
+ *   listening: the warning and NULL. A send that blocks for more than a second (a listener
+ *   that stopped reading) or fails (it went away; no SIGPIPE is raised) fails that write
+ *   (errno EAGAIN, EPIPE, ECONNREFUSED...) after the warning, as any failed output fails a
+ *   renderer. `who` starts the warnings (NULL: "nanotrace: target"). Cost: one connect;
+ *   one send per line.
+ * nt_trace2_forward_start(): opens the target as nt_trace2_socket_open does (NULL after its
+ *   warning), opens `archive` for following (a missing or damaged file: the warning and
+ *   NULL) and starts the thread, which polls every interval_ms (0: as fast as it can) and
+ *   renders into that FILE; a failed send ends the forwarding.
+ *   Cost: a connect and nt_follow_open's; then, in its own thread, each poll's copy of the
+ *   archive (nt_follow_poll: O(file)) and one send per line; the archive's writer pays
+ *   nothing.
+ * nt_trace2_forward_stop(): asks for one last poll, which sends every line written before
+ *   the call, and waits up to timeout_ms for it; when the wait runs out (warned), the
+ *   socket is shut down, so that a blocked send fails at once, and the poll stops within
+ *   1024 events. Then the thread is joined and the forwarder freed (a thread that still
+ *   has not ended a second later is left running, with the forwarder: the wait is bounded
+ *   whatever happens). Returns 0 when every line was sent, -1 when the target went off or
+ *   the wait ran out. timeout_ms < 0 is for a
+ *   fork() child of the process that started `fw`: its copy of the socket is closed, and
+ *   nothing else is touched (the thread is the parent's). NULL is ignored (0). */
+FILE *nt_trace2_socket_open(const char *target, const char *who);
+typedef struct nt_trace2_forwarder nt_trace2_forwarder;
+nt_trace2_forwarder *nt_trace2_forward_start(const char *archive, const char *target,
+					      const char *who, unsigned interval_ms);
+int nt_trace2_forward_stop(nt_trace2_forwarder *fw, int timeout_ms);
+
 /* ---- Import -------------------------------------------------------------------------------- */
 
 typedef struct nt_trace2_import_error {

@@ -35,6 +35,29 @@
  *                               "<file>.<SID component>" beside it instead of replacing it).
  *                               The archive is a file-backed arena (mode 0600): a process
  *                               killed at any moment leaves a readable trace.
+ *   NANOTRACE_EVENT=af_unix:[stream:|dgram:]<absolute path>
+ *                               Git's GIT_TRACE2_EVENT socket target: each Trace2 message
+ *                               goes to the Unix socket as the line `trace-dump --format
+ *                               event` renders for it, one line per write (per datagram on a
+ *                               dgram socket); no type tries stream, then dgram, as git
+ *                               does. The archive of NANOTRACE records as ever; with
+ *                               NANOTRACE_EVENT alone the process records into a private
+ *                               arena (circular, 1 MiB or NANOTRACE_BUFFER_SIZE, in a fresh
+ *                               0700 directory under $XDG_RUNTIME_DIR, $TMPDIR or /tmp whose
+ *                               file is unlinked once opened and which is removed at exit).
+ *                               The lines are made by libnanotrace-reader, which is loaded
+ *                               with dlopen() (beside libnanotrace, else by its soname
+ *                               libnanotrace-reader.so.0) and runs one thread that follows
+ *                               the arena every 200 ms and at exit, where it gets up to 1 s
+ *                               to send the last lines. A fork() child sends its own lines;
+ *                               exec'd children read the variable again. A value that is not
+ *                               af_unix:[stream:|dgram:]<absolute path>, a missing library,
+ *                               a socket that cannot be reached, a listener that goes away
+ *                               or stops reading for a second: one line "nanotrace:
+ *                               NANOTRACE_EVENT='<value>': ..." and no more lines are sent;
+ *                               recording and the exit status are untouched. Under a trace
+ *                               manager (NANOTRACE_MANAGER) it is not used (one line). A
+ *                               program killed by a signal sends what the last poll took.
  *   NANOTRACE_MAX_FILES=<n>     directory targets: when the directory holds n entries or
  *                               more (counting . and ..), the trace goes to the sentinel
  *                               "nanotrace-discard" (with a too_many_files message), and once
@@ -81,6 +104,13 @@
  *   without a repository are 8-byte records on the event fast path (bench: ns_trace2_region);
  *   the other messages format their arguments and take a few hundred ns. Nothing allocates;
  *   a thread's first message (and a call site's first use) takes a lock to register it.
+ *   NANOTRACE_EVENT adds nothing to a message's path: the JSON is made by the forwarder's
+ *   thread from the arena (CPU time per message on the calling thread 1.01-1.04x of an
+ *   archive alone: bench/nt_bench_t2event); that thread costs a copy and read of the arena
+ *   per poll (about 0.1-0.6% of a core for a quiet program), and per line the EVENT
+ *   rendering trace-dump does (bench/PERFORMANCE.md) and one send. With
+ *   NANOTRACE_MODE=streaming a poll reads the whole file saved so far, so a long-running
+ *   streaming program's polls grow with its file: oneshot or circular suit the target.
  *
  * THREADS
  *   The thread calling NT_T2_INITIALIZE is "main". NT_T2_THREAD_START("name") names the
