@@ -40,6 +40,13 @@ typedef struct nt_manager_config {
 	 * NULL: none. */
 	void (*on_section)(void *ctx, int fd, uint64_t offset, uint64_t len, const char *name);
 	void *section_ctx;
+	/* Called on the manager's thread when a provider has started recording into a buffer
+	 * the manager made (its STARTED: the header is there; `memfd`, the manager's descriptor of it: open until the matching call
+	 * with memfd -1 at least; dup it to keep it) and, with memfd -1, once that recording
+	 * is final (its section written, or the provider gone without one). It must not wait
+	 * (nanotrace-manager's --trace2-event queues it). NULL: none. */
+	void (*on_recording)(void *ctx, uint32_t provider_id, int memfd, const char *name);
+	void *recording_ctx;
 } nt_manager_config;
 
 /* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and

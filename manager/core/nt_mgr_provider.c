@@ -109,6 +109,14 @@ void nt_mgr_provider_message(nt_manager *m, nt_mgr_conn *c, const nt_wire_msg *m
 	nt_mgr_provider_damaged(m, c, what);
 }
 
+/* Tells the programs (nt_manager_config.on_recording) that p records into its buffer, or
+ * (memfd -1) that its recording is final. */
+static void tell_recording(nt_manager *m, const nt_mgr_provider *p, int memfd)
+{
+	if (m->cfg.on_recording != NULL)
+		m->cfg.on_recording(m->cfg.recording_ctx, p->id, memfd, p->name);
+}
+
 static int send_init_start(nt_manager *m, nt_mgr_conn *c, int their_fifo)
 {
 	nt_mgr_provider *p = c->prov;
@@ -220,6 +228,7 @@ void nt_mgr_provider_end(nt_manager *m, nt_mgr_conn *c, int end_state, const cha
 		nt_mgr_saver_finish(p->stream);
 	nt_mgr_bundle_section(m, p, end_state, message);
 	p->in_trace = 0;
+	tell_recording(m, p, -1);
 	if (end_state == NT_SECTION_FINISHED && terminate && !c->closing && p->stream == NULL) {
 		/* Stopped with its buffer, as a Fuchsia provider between Stop and Terminate: the
 		 * next trace starts it again (retain, clear-nondurable) or terminates it. */
@@ -272,6 +281,7 @@ static void fifo_started(nt_manager *m, nt_mgr_conn *c, const nt_fifo_packet *pk
 	if (!p->stop_sent)
 		set_state(m, p, NT_PROVIDER_STATE_STARTED);
 	nt_mgr_log(m, "provider %u (%s, pid %d) started", p->id, p->name, (int)p->pid);
+	tell_recording(m, p, p->memfd); /* its header is in the buffer now */
 }
 
 static void fifo_stopped(nt_manager *m, nt_mgr_conn *c)

@@ -27,6 +27,8 @@
 #include "format/nt_wire.h"
 #include "manager/core/nt_manager.h"
 #include "ship/nt_ship.h"
+#include "ship/nt_ship_trace2.h"
+#include "runtime/nt_sock.h"
 #include "nt_size_arg.h"
 #include "format/nt_version.h"
 
@@ -56,7 +58,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: nanotrace-manager [--foreground] [--socket PATH] [--log FILE] [--verbose]\n"
 		"                         [--otlp | --otlp-endpoint URL] [--otlp-spool DIR]\n"
-		"                         [--otlp-spool-size SIZE]\n"
+		"                         [--otlp-spool-size SIZE] [--trace2-event TARGET]\n"
 		"The nanotrace trace manager: programs linking libnanotrace register with it when\n"
 		"NANOTRACE_MANAGER names its socket; trace-record records them into one archive.\n"
 		"  -f, --foreground  stay attached; log to stderr (unless --log)\n"
@@ -79,7 +81,12 @@ static void usage(FILE *f)
 		"      --otlp-spool DIR  the spool (default $XDG_STATE_HOME/nanotrace/otlp-spool,\n"
 		"                 else ~/.local/state/nanotrace/otlp-spool; made 0700)\n"
 		"      --otlp-spool-size SIZE  its cap in bytes, or with K, M, G (default 64M)\n"
-		"  -h, --help     this text\n"
+		"      --trace2-event TARGET  while a trace records a provider, send its Trace2\n"
+		"                 messages as Git's EVENT lines to TARGET,\n"
+		"                 af_unix:[stream:|dgram:]<absolute path> (trace2receiver's socket),\n"
+		"                 one message per line, as NANOTRACE_EVENT would from the program;\n"
+		"                 a target that cannot be reached is one warning per provider in\n"
+		"                 the log\n"		"  -h, --help     this text\n"
 		"  -V, --version  the version, the manager protocol and archive format\n"
 		"Exit: 0 stopped by SIGTERM/SIGINT, 1 usage, 2 cannot listen or run.\n");
 }
@@ -170,16 +177,26 @@ static void ship_section(void *ctx, int fd, uint64_t offset, uint64_t len, const
 	nt_ship_section(ctx, fd, offset, len, name);
 }
 
+/* --trace2-event: each recording provider's buffer followed (ship/nt_ship_trace2.h). */
+static void forward_recording(void *ctx, uint32_t id, int memfd, const char *name)
+{
+	if (memfd >= 0)
+		nt_ship_trace2_start(ctx, id, memfd, name);
+	else
+		nt_ship_trace2_end(ctx, id);
+}
+
 typedef struct args {
 	int foreground, verbose;
 	const char *socket, *log;
 	int otlp; /* --otlp or --otlp-endpoint */
 	const char *otlp_endpoint, *otlp_spool;
 	uint64_t otlp_spool_size;
+	const char *trace2_event;
 } args;
 
 /* long options only */
-enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE };
+enum { OPT_OTLP = 256, OPT_OTLP_ENDPOINT, OPT_OTLP_SPOOL, OPT_OTLP_SPOOL_SIZE, OPT_TRACE2_EVENT };
 
 
 static nt_ship *start_shipper(const args *a, FILE *log, char *why, size_t whylen)
@@ -217,6 +234,7 @@ static int parse_args(int argc, char **argv, args *a)
 		{ "otlp-endpoint", required_argument, 0, OPT_OTLP_ENDPOINT },
 		{ "otlp-spool", required_argument, 0, OPT_OTLP_SPOOL },
 		{ "otlp-spool-size", required_argument, 0, OPT_OTLP_SPOOL_SIZE },
+		{ "trace2-event", required_argument, 0, OPT_TRACE2_EVENT },
 		{ 0, 0, 0, 0 },
 	};
 	/* getopt_long names the program by argv[0] in its messages: the name, not the path it
@@ -234,6 +252,7 @@ static int parse_args(int argc, char **argv, args *a)
 		case OPT_OTLP: a->otlp = 1; break;
 		case OPT_OTLP_ENDPOINT: a->otlp = 1; a->otlp_endpoint = optarg; break;
 		case OPT_OTLP_SPOOL: a->otlp_spool = optarg; break;
+		case OPT_TRACE2_EVENT: a->trace2_event = optarg; break;
 		case OPT_OTLP_SPOOL_SIZE:
 			if (nt_size_arg(optarg, &a->otlp_spool_size) != 0 || a->otlp_spool_size == 0) {
 				fprintf(stderr, "nanotrace-manager: --otlp-spool-size: '%s' is not a "
@@ -256,6 +275,15 @@ static int parse_args(int argc, char **argv, args *a)
 	if ((a->otlp_spool || a->otlp_spool_size) && !a->otlp) {
 		fprintf(stderr, "nanotrace-manager: --otlp-spool and --otlp-spool-size go with "
 				"--otlp or --otlp-endpoint\nTry 'nanotrace-manager --help'.\n");
+		return 1;
+	}
+	int type;
+	const char *t2_path, *t2_why = NULL;
+	if (a->trace2_event != NULL &&
+	    nt_sock_target_parse(a->trace2_event, &type, &t2_path, &t2_why) != 0) {
+		fprintf(stderr, "nanotrace-manager: --trace2-event: '%s': %s\n"
+				"Try 'nanotrace-manager --help'.\n", a->trace2_event,
+			t2_why ? t2_why : "the path is too long for a Unix socket");
 		return 1;
 	}
 	if (optind != argc) {
@@ -315,11 +343,23 @@ int main(int argc, char **argv)
 		tell(ready_fd, 2);
 		return 2;
 	}
+	nt_ship_trace2 *t2 = NULL;
+	if (a.trace2_event && (t2 = nt_ship_trace2_new(a.trace2_event, why, sizeof(why))) == NULL) {
+		stop_shipper(ship, log, 0);
+		fprintf(stderr, "nanotrace-manager: --trace2-event: %s\n", why);
+		if (log != stderr)
+			log_line(log, why);
+		tell(ready_fd, 2);
+		return 2;
+	}
 	nt_manager_config cfg = { .socket_path = path, .log = log_line, .log_ctx = log,
 				  .verbose = verbose, .create_dir = create_dir,
-				  .on_section = ship ? ship_section : NULL, .section_ctx = ship };
+				  .on_section = ship ? ship_section : NULL, .section_ctx = ship,
+				  .on_recording = t2 ? forward_recording : NULL,
+				  .recording_ctx = t2 };
 	nt_manager *m = nt_manager_new(&cfg, why, sizeof(why));
 	if (m == NULL) {
+		nt_ship_trace2_free(t2);
 		stop_shipper(ship, log, 0);
 		fprintf(stderr, "nanotrace-manager: %s\n", why);
 		if (log != stderr)
@@ -341,13 +381,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	tell(ready_fd, 0);
 	if (!foreground) {
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		/* the forwarders' warnings (one line each, on stderr) go to the log */
+		int null = t2 && log != stderr ? fileno(log) : open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (null >= 0)
 			dup2(null, 2);
 	}
 	int rc = nt_manager_run(m);
 	the_manager = NULL;
 	nt_manager_free(m);
+	nt_ship_trace2_free(t2);
 	stop_shipper(ship, log, 1);
 	log_line(log, rc == 0 ? "stopped" : "stopped after an error");
 	return rc == 0 ? 0 : 2;

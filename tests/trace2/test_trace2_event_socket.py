@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -347,3 +348,41 @@ def test_killed_program_sends_what_was_polled(tmp_path):
         # The killed parent never reaches atexit; its exec'd child (if it ran) does.
         assert events[0] == 'version' and ('/' in sid) == (events[-1] == 'atexit'), events
     assert os.listdir(str(tmp_path / 'private')) == []
+
+
+def test_manager_forwards_every_recorded_provider(tmp_path):
+    """nanotrace-manager --trace2-event: while trace-record records a Trace2 process tree
+    through the daemon, each provider's lines reach the listener, none of the programs
+    naming a target; what each process sent equals trace-dump --format event of the
+    bundle's sections. A malformed target is a usage error."""
+    p = subprocess.run([program('NT_MANAGER'), '--trace2-event', 'af_unix:relative/s'],
+                       capture_output=True)
+    assert p.returncode == 1 and b'--trace2-event' in p.stderr, p.stderr
+    sock_dir = tmp_path / 'msock'
+    sock_dir.mkdir(mode=0o700)
+    msock, target = str(sock_dir / 'm.sock'), str(tmp_path / 's')
+    lis = Listener(target, 'stream')
+    env = env_for(tmp_path)
+    mgr = subprocess.Popen([program('NT_MANAGER'), '--foreground', '--socket', msock,
+                            '--trace2-event', 'af_unix:' + target], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    bundle = str(tmp_path / 'tree.ntrace')
+    try:
+        for _ in range(3000):
+            assert mgr.poll() is None, mgr.stderr.read()
+            if os.path.exists(msock):
+                break
+            time.sleep(0.01)
+        rec = subprocess.run([program('NT_TRACE_RECORD'), '-o', bundle, '--', PROG,
+                              '--threads', '2'], env=dict(env, NANOTRACE_MANAGER=msock),
+                             capture_output=True, timeout=120)
+        assert rec.returncode == 3, rec.stderr
+    finally:
+        mgr.terminate()
+        _, err = mgr.communicate(timeout=60)
+        lis.close()
+    err = err.decode('utf-8', 'replace')
+    assert mgr.returncode == 0 and 'trace2-event' not in err, err
+    got, want = by_sid(lis.lines()), by_sid(dumped_files([bundle]))
+    # the parent and its exec'd child, each complete and in order
+    assert len(want) == 2 and got == want, (sorted(got), sorted(want))
