@@ -220,7 +220,7 @@ void ot_span_emit(ot_ctx *c, ot_span *s, int64_t end)
 static const nt_pb *resource_of(ot_ctx *c, uint32_t res)
 {
 	nt_pb *b = &c->res[res].pb;
-	if (b->len == 0) {
+	if (b->len == 0 && c->r) { /* between parts every Resource is built (end_part) */
 		ot_resource(b, nt_reader_section_at(c->r, c->res[res].section), c->res[res].pid,
 			    c->res[res].t2);
 		if (b->oom)
