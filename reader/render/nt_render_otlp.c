@@ -546,6 +546,9 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	c->ordinal = ++c->sec_ordinal[sec];
 	if (e->thread->section < c->nsections && e->wall_ns > c->last_wall[e->thread->section])
 		c->last_wall[e->thread->section] = e->wall_ns;
+	ot_thread *t = thread_of(c, e);
+	t->ordinal++;
+	t->part = c->part;
 	settle_root(c, e);
 	if (nt_event_opens(e))
 		push(c, e);
@@ -574,11 +577,19 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	nt_render_forward_error(c->opt, off, msg);
 }
 
+/* A gap before a thread's first chunk of a later part counts from the events the earlier
+ * parts had of it. */
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	ot_ctx *c = ctx;
+	ot_thread *t = ot_thread_at(c, place_of(c, g->thread));
+	uint64_t lost = g->events;
+	if (t->part != c->part)
+		lost = lost > t->ordinal ? lost - t->ordinal : 0;
+	t->part = c->part;
+	t->ordinal += lost;
 	if (g->thread->section < c->nsections)
-		c->gap_events[g->thread->section] += g->events;
+		c->gap_events[g->thread->section] += lost;
 }
 
 /* ---- the end: what stayed open, the losses ------------------------------------------------ */

@@ -206,6 +206,11 @@ typedef struct ot_thread {
 	size_t cap;
 	uint32_t depth;
 	uint32_t section; /* its section (where its unended spans end) */
+	/* Its place in its event ordinals (events visited + events lost in gaps), and the
+	 * part where it was last met: a later part's first chunk of the thread reports the
+	 * earlier parts' events as a gap, which is not one (nt_render_otlp_part.c). */
+	uint64_t ordinal;
+	uint32_t part;
 } ot_thread;
 
 /* A section's parent context (runtime/nt_traceparent.h). */
@@ -232,6 +237,7 @@ typedef struct ot_ctx {
 	 * exported alone (a live shipper's) gets the ids of the whole bundle's export. */
 	uint64_t *sec_salt, *sec_ordinal;
 	uint32_t nsections;
+	uint32_t part;            /* parts visited: 1 for the first */
 	uint32_t *sec_pid;        /* per section: its pid (the losses span's Resource) */
 	ot_res *res;              /* the Resources: one per (section, pid) */
 	size_t nres, res_cap;

@@ -41,20 +41,30 @@ static uint64_t salt_of(const nt_reader_section *s)
 	return ot_mix(s->pid) ^ (s->info ? ot_mix(s->info->start_realtime_ns) : 0);
 }
 
+/* *arr made n elements of `elem` bytes, those from `old` zeroed (old <= n). 0: out of
+ * memory, *arr as it was. */
+static int grow_zeroed(void *arr, size_t old, size_t n, size_t elem)
+{
+	char **p = arr, *q = realloc(*p, n * elem);
+	if (q == NULL)
+		return 0;
+	memset(q + old * elem, 0, (n - old) * elem);
+	*p = q;
+	return 1;
+}
+
 /* *arr of old + 1 elements (the last one: an event of no section's) made n + 1, the last
  * one moved to its new place, the new ones zeroed. 0: out of memory. */
 static int grow_sections(void *arr, uint32_t old, uint32_t n, size_t elem)
 {
 	char **p = arr;
-	char *q = realloc(*p, ((size_t)n + 1) * elem);
-	if (q == NULL)
+	int fresh = *p == NULL;
+	if (!grow_zeroed(arr, fresh ? 0 : (size_t)old + 1, (size_t)n + 1, elem))
 		return 0;
-	if (*p == NULL)
-		memset(q + (size_t)n * elem, 0, elem);
-	else
-		memmove(q + (size_t)n * elem, q + (size_t)old * elem, elem);
-	memset(q + (size_t)old * elem, 0, (size_t)(n - old) * elem);
-	*p = q;
+	if (!fresh && n > old) {
+		memmove(*p + (size_t)n * elem, *p + (size_t)old * elem, elem);
+		memset(*p + (size_t)old * elem, 0, elem);
+	}
 	return 1;
 }
 
@@ -92,11 +102,8 @@ static int add_threads(ot_ctx *c, nt_reader *r)
 {
 	uint32_t lim = nt_reader_thread_index_limit(r), n = nt_reader_thread_count(r);
 	if (lim > c->nindices || c->place_of == NULL) {
-		uint32_t *p = realloc(c->place_of, ((size_t)lim + 1) * sizeof(*p));
-		if (p == NULL)
+		if (!grow_zeroed(&c->place_of, c->nindices, (size_t)lim + 1, sizeof(*c->place_of)))
 			return ENOMEM;
-		memset(p + c->nindices, 0, ((size_t)lim + 1 - c->nindices) * sizeof(*p));
-		c->place_of = p;
 		c->nindices = lim;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -111,11 +118,8 @@ static int add_threads(ot_ctx *c, nt_reader *r)
 	}
 	uint32_t np = nt_reader_process_count(r);
 	if (np > c->nprocs || c->procs == NULL) {
-		ot_proc *q = realloc(c->procs, ((size_t)np + 1) * sizeof(*q));
-		if (q == NULL)
+		if (!grow_zeroed(&c->procs, c->nprocs, (size_t)np + 1, sizeof(*c->procs)))
 			return ENOMEM;
-		memset(q + c->nprocs, 0, ((size_t)np + 1 - c->nprocs) * sizeof(*q));
-		c->procs = q;
 		c->nprocs = np;
 	}
 	return 0;
@@ -213,6 +217,7 @@ static int add(nt_otlp_exporter *x, nt_reader *part, int stays)
 		c->oom = 1;
 	int rc = -1;
 	c->r = part;
+	c->part++;
 	if (!c->oom) {
 		rc = ot_visit(c);
 		if (!c->oom && !c->stopped && !stays)
