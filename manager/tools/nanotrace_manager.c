@@ -29,6 +29,7 @@
 #include "ship/nt_ship.h"
 #include "ship/nt_ship_trace2.h"
 #include "runtime/nt_sock.h"
+#include "nt_stream_ship.h"
 #include "nt_size_arg.h"
 #include "format/nt_version.h"
 
@@ -356,7 +357,8 @@ int main(int argc, char **argv)
 				  .verbose = verbose, .create_dir = create_dir,
 				  .on_section = ship ? ship_section : NULL, .section_ctx = ship,
 				  .on_recording = t2 ? forward_recording : NULL,
-				  .recording_ctx = t2 };
+				  .recording_ctx = t2,
+				  .on_stream = ship ? nt_stream_ship : NULL, .stream_ctx = ship };
 	nt_manager *m = nt_manager_new(&cfg, why, sizeof(why));
 	if (m == NULL) {
 		nt_ship_trace2_free(t2);

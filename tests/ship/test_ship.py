@@ -20,6 +20,10 @@ port) that gunzips every request and decodes it with the official opentelemetry-
   spans dropped counted exactly: the spooled plus the dropped are every request and span,
   and the spooled ones are sent by the next run, nothing lost below the cap); a manager
   restarted with a full spool sends it.
+- A streaming process is shipped as its buffers are saved (trace-record's embedded manager
+  and nanotrace-manager --otlp-endpoint): its spans arrive while it waits for input; exited
+  or killed, the union of what arrived is trace-dump's export of its section span for span
+  (ids included; times within the clock calibration's bound), nothing twice.
 - The spool: a 0700 directory, 0600 files; a symbolic link, or one open to others, refused.
 - The field numbers ship/nt_ship_pb.c reads are the schema's.
 Skipped (77) without protoc (protobuf-compiler) or python3-protobuf.
@@ -403,10 +407,11 @@ def test_sections_arrive_as_trace_dump_exports_them(pb, workdir, receiver):
     assert [f for f in os.listdir(spool) if f != '.lock'] == []
 
 
-def per_span(pb, reqs):
+def per_span(pb, reqs, timeless=False):
     """Every span as (pid, name, times, attributes, events, its parent's and its links'
     such keys), a sorted list: span and trace ids are left out, since they are derived from
-    each event's place in what was exported (a section alone, or the whole bundle)."""
+    each event's place in what was exported (a section alone, or the whole bundle).
+    timeless: without the span's and its events' times (see span_times)."""
     spans, pid_of = {}, {}
     for sig, body in reqs:
         if sig != 'traces':
@@ -420,13 +425,56 @@ def per_span(pb, reqs):
 
     def key(sid):
         sp = spans.get(sid)
-        return None if sp is None else (pid_of[sid], sp.name, sp.start_time_unix_nano,
-                                        sp.end_time_unix_nano, repr(sp.attributes))
+        if sp is None:
+            return None
+        times = () if timeless else (sp.start_time_unix_nano, sp.end_time_unix_nano)
+        return (pid_of[sid], sp.name, *times, repr(sp.attributes))
     out = []
     for sid, sp in spans.items():
         links = sorted(repr(key(l.span_id)) for l in sp.links)
-        out.append((key(sid), repr(sp.events), repr(key(sp.parent_span_id)), links))
+        events = repr(sp.events)
+        if timeless:
+            events = re.sub(r'time_unix_nano: \d+', '', events)
+        out.append((key(sid), events, repr(key(sp.parent_span_id)), links))
     return sorted(out)
+
+
+def span_times(pb, reqs, names=None):
+    """Each span's (start, end) (of those named one of `names`, when given), sorted by the
+    span's name and attributes."""
+    out = []
+    for sig, body in reqs:
+        if sig == 'traces':
+            for rs in decode(pb, sig, body).resource_spans:
+                for ss in rs.scope_spans:
+                    out += [((sp.name, repr(sp.attributes)),
+                             (sp.start_time_unix_nano, sp.end_time_unix_nano)) for sp in ss.spans
+                            if names is None or sp.name in names]
+    return [t for _, t in sorted(out)]
+
+
+def near_times(pb, got, want, names=None):
+    """A streaming section's spans shipped as it was saved have the times of its export but
+    for the clock's calibration: the live parts' header is the provider's at its first
+    save, the section's the one it ended with, which may be finer (doc/otlp.md). At most
+    1 us + 100 ppm of the time since the first span apart."""
+    g, w = span_times(pb, got, names), span_times(pb, want, names)
+    assert len(g) == len(w)
+    t0 = min(t for t, _ in w)
+    for a, b in zip(g, w):
+        for x, y in zip(a, b):
+            assert abs(x - y) <= 1000 + (y - t0) // 10000, (a, b)
+
+
+SLICES = ('accept', 'process', 'answer')
+
+
+def slices(pb, reqs):
+    """request_program's slices (accept, process, answer), each with what its own thread
+    decides (pid, name, attributes; times: near_times), a sorted list: what a multi-threaded streaming
+    section shipped as it is saved has as trace-dump's export has (the spans one thread's
+    events make never depend on the order in which two threads' saves came)."""
+    return sorted(k[0] for k in per_span(pb, reqs, timeless=True) if k[0][1] in SLICES)
 
 
 def ids(pb, reqs):
@@ -520,14 +568,20 @@ def test_stalled_receiver_times_out_and_is_retried(pb, workdir, receiver):
 
 @pytest.mark.parametrize('mode', ['oneshot', 'streaming'])
 def test_receiver_closing_mid_request_is_retried(pb, workdir, receiver, mode):
-    # a streaming section is shipped when it ends, as any other (doc/otlp.md)
+    # a streaming section is shipped as it is saved (its requests are its saves')
     rec = receiver(lambda i, path: ('kill',) if i == 0 else ('ok',))
     spool = fresh_spool(workdir, 'kill-' + mode)
     bundle, err = record(workdir, 'kill-' + mode, rec.url, spool, extra=['-m', mode])
     want = expected(pb, [bundle], workdir, 'kill-' + mode)
-    same(pb, rec.requests, want)  # each once: the cut request again, whole
     s = summary(err)
-    assert s['retries'] >= 1 and s['sent'] == len(want) and s['left'] == 0, err
+    if mode == 'oneshot':
+        same(pb, rec.requests, want)  # each once: the cut request again, whole
+        assert s['sent'] == len(want)
+    else:  # each once: every thread's slices, as trace-dump exports them
+        assert slices(pb, rec.requests) == slices(pb, want) and len(slices(pb, want)) >= 3 * 60
+        near_times(pb, rec.requests, want, SLICES)
+        assert s['sent'] == len(rec.requests)
+    assert s['retries'] >= 1 and s['left'] == 0, err
 
 
 def rpc_status(code, message):
@@ -750,3 +804,111 @@ def test_spool_refused_when_not_private(workdir):
                            text=True, timeout=60)
         assert p.returncode == 2 and var in p.stderr, (var, p.stderr)
         assert 'secretnokey' not in p.stderr  # a header list is never quoted
+
+
+# ---- a streaming section, shipped as its buffers are saved ---------------------------------
+
+def served_spans(pb, reqs):
+    """The "answer" spans of request_program's serve mode among requests."""
+    return [k for k in per_span(pb, reqs) if k[0][1] == 'answer']
+
+
+def feed(fifo, ids):
+    """Writes request ids (8 bytes each) to the serving process's FIFO, opened once it
+    reads (bounded wait)."""
+    end = time.monotonic() + 60
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            assert time.monotonic() < end, 'the served process never opened its FIFO'
+            time.sleep(0.02)
+    os.set_blocking(fd, True)
+    for i in ids:
+        os.write(fd, struct.pack('<Q', i))
+    return fd
+
+
+def wait_answers(pb, rec, proc, n=1, seconds=60):
+    """Until the receiver decoded n "answer" spans (bounded); the recording must still run."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with rec.lock:
+            reqs = list(rec.requests)
+        if len(served_spans(pb, reqs)) >= n:
+            return
+        assert proc.poll() is None, 'the recording ended before anything was shipped'
+        time.sleep(0.05)
+    raise AssertionError('no span of the streaming process arrived while it recorded')
+
+
+@pytest.mark.parametrize('manager', ['embedded', 'daemon'])
+@pytest.mark.parametrize('end', ['exit', 'kill'])
+def test_streaming_section_shipped_as_it_is_saved(pb, workdir, receiver, manager, end):
+    """A streaming process (request_program serve: one thread, a slice "serve" open
+    throughout, a slice "answer" per id it reads from a FIFO this test feeds) is shipped
+    while it records: spans of it arrive while it waits for more input (shown by order: the
+    test feeds the rest only then). Whether it then exits or is killed, the union of what
+    arrived is trace-dump's export of its section, span for span, and nothing twice (the
+    section is not shipped again when it ends); its one thread visits its events in the
+    same order, so span ids and parents match too (doc/otlp.md). Killed, what was saved is
+    shipped and "serve" arrives ended nanotrace.unended. Through trace-record's embedded
+    manager and through nanotrace-manager --otlp-endpoint."""
+    tag = 'stream-%s-%s' % (manager, end)
+    rec = receiver()
+    spool = fresh_spool(workdir, tag)
+    fifo, pidfile = (os.path.join(workdir, tag + x) for x in ('.fifo', '.pid'))
+    for f in (fifo, pidfile):
+        if os.path.lexists(f):
+            os.unlink(f)
+    os.mkfifo(fifo, 0o600)
+    bundle = os.path.join(workdir, tag + '.ntrace')
+    if os.path.exists(bundle):
+        os.unlink(bundle)
+    env = env_for(workdir)
+    mgr = None
+    ship = ['--otlp-endpoint', rec.url, '--otlp-spool', spool]
+    if manager == 'daemon':
+        sock_dir = os.path.join(workdir, tag + '-sock')
+        shutil.rmtree(sock_dir, ignore_errors=True)
+        os.makedirs(sock_dir, mode=0o700)
+        sock = os.path.join(sock_dir, 'm.sock')
+        mgr = start_manager(sock, *ship, env=env)
+        env, ship = dict(env, NANOTRACE_MANAGER=sock), []
+    cmd = [TRACE_RECORD, '-o', bundle, '--buffering-mode', 'streaming', '--buffer-size', '256K',
+           *ship, '--', 'sh', '-c', 'echo $$ > "$1"; exec "$0" 1 serve < "$2"', REQUESTS,
+           pidfile, fifo]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        fd = feed(fifo, range(1, 20001))
+        wait_answers(pb, rec, proc)
+        if end == 'kill':
+            os.kill(int(open(pidfile).read()), signal.SIGKILL)
+        else:
+            for i in range(20001, 30001):
+                os.write(fd, struct.pack('<Q', i))
+        os.close(fd)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log = stop_manager(mgr) if mgr else None
+    err = log if mgr else err.decode(errors='replace')
+    want = expected(pb, [bundle], workdir, tag)
+    s = summary(err)
+    assert s['sections'] == 1 and s['sections_failed'] == 0 and s['left'] == 0, err
+    got = rec.requests
+    assert per_span(pb, got, timeless=True) == per_span(pb, want, timeless=True)
+    near_times(pb, got, want)
+    assert ids(pb, got) == ids(pb, want)
+    assert len(served_spans(pb, got)) >= 1000
+    serve = [decode_span(sp) for _, sp in contents(pb, got)[0]
+             if decode_span(sp).name == 'serve']
+    assert len(serve) == 1
+    unended = [a.value.bool_value for a in serve[0].attributes if a.key == 'nanotrace.unended']
+    if end == 'kill':  # (exited, its End may still be lost to a full buffer: as dumped)
+        assert unended == [True]
+    # more requests than a whole section's export: the spans came in several saves
+    assert len(got) > len(want) or len(want) == 1
