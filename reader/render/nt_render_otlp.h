@@ -188,7 +188,7 @@ typedef struct ot_map {
  * buffers are freed when the request is sent, so the batch's memory follows its bytes. */
 typedef struct ot_scope {
 	uint32_t res;
-	const char *cat;
+	char *cat; /* a copy: a span's category may be its own, freed with it (parts) */
 	nt_pb spans, metrics;
 } ot_scope;
 

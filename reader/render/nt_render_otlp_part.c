@@ -266,6 +266,7 @@ void nt_otlp_exporter_free(nt_otlp_exporter *x)
 	for (size_t i = 0; i < c->scopes_cap; i++) {
 		free(c->scopes[i].spans.p);
 		free(c->scopes[i].metrics.p);
+		free(c->scopes[i].cat);
 	}
 	for (size_t i = 0; i < sizeof(c->damage) / sizeof(c->damage[0]); i++)
 		free(c->damage[i]);
