@@ -337,13 +337,15 @@ int nt_ship_stream(nt_ship *s, const nt_ship_range *r)
 	while (st != NULL && st->id != r->id)
 		st = st->next;
 	int err = item == NULL ? ENOMEM : 0;
-	if (err == 0 && st == NULL && (st = stream_new(s, r)) == NULL)
+	if (err == 0 && st == NULL && r->from != 0)
+		err = EINVAL; /* its start was refused: the rest would lack its durable records */
+	else if (err == 0 && st == NULL && (st = stream_new(s, r)) == NULL)
 		err = errno;
 	if (err == 0 && (st->end_queued || r->from != st->handed))
 		err = EINVAL;
 	if (err != 0) {
-		if (err != EINVAL)
-			s->counts.sections_failed++;
+		if (err != EINVAL) /* a stream that could not start: one section lost */
+			s->counts.sections++, s->counts.sections_failed++;
 		pthread_mutex_unlock(&s->lock);
 		free(item);
 		errno = err;

@@ -97,9 +97,10 @@ int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end);
  * spans that ended in each save; open spans wait. `ended`: the last call, the exporter
  * finishes (spans still open end nanotrace.unended); its section (len bytes at offset of
  * bundle_fd) is then skipped by nt_ship_bundle, so nothing is shipped twice. Never waits (a
- * short lock). 0, or -1 with errno: EINVAL (s or r NULL, a range that does not follow the
- * stream's last, a first call with no header), ENOMEM or dup's (the stream counted as a
- * failed section). Calls for a stream after its end are refused (EINVAL). */
+ * short lock). 0, or -1 with errno: EINVAL (s or r NULL, to < from, a range that does not
+ * follow the stream's last, a first call with no header or not from 0, a call after the
+ * stream's end), ENOMEM or dup's (the stream counted as a failed section, its later calls
+ * refused with EINVAL). */
 typedef struct nt_ship_range {
 	uint64_t id;
 	const char *name;
