@@ -24,6 +24,9 @@ port) that gunzips every request and decodes it with the official opentelemetry-
   and nanotrace-manager --otlp-endpoint): its spans arrive while it waits for input; exited
   or killed, the union of what arrived is trace-dump's export of its section span for span
   (ids included; times within the clock calibration's bound), nothing twice.
+- The reader's export in parts (otlp_parts.c: a section cut into parts at record
+  boundaries, each the shipper's archive of its range) gives the whole export's spans, ids
+  and points.
 - The spool: a 0700 directory, 0600 files; a symbolic link, or one open to others, refused.
 - The field numbers ship/nt_ship_pb.c reads are the schema's.
 Skipped (77) without protoc (protobuf-compiler) or python3-protobuf.
@@ -48,8 +51,9 @@ import pytest
 
 from conftest import OTLP_PROTOS, otlp_python_modules, program, proto_schema, protobuf_tools
 
-TRACE_RECORD, TRACE_DUMP, REQUESTS, MANAGER = (
-    program(v) for v in ('NT_TRACE_RECORD', 'NT_TRACE_DUMP', 'NT_REQUEST_PROGRAM', 'NT_MANAGER'))
+TRACE_RECORD, TRACE_DUMP, REQUESTS, MANAGER, OTLP_PARTS = (
+    program(v) for v in ('NT_TRACE_RECORD', 'NT_TRACE_DUMP', 'NT_REQUEST_PROGRAM', 'NT_MANAGER',
+                         'NT_OTLP_PARTS'))
 SOURCE = os.environ.get('NT_SOURCE_ROOT') or os.path.join(os.path.dirname(__file__), '..', '..')
 PROTO_DIR = os.path.join(SOURCE, 'third_party', 'opentelemetry-proto')
 PROTOC, pytestmark = protobuf_tools()
@@ -910,3 +914,38 @@ def test_streaming_section_shipped_as_it_is_saved(pb, workdir, receiver, manager
     unended = [a.value.bool_value for a in serve[0].attributes if a.key == 'nanotrace.unended']
     if end == 'kill':  # (exited, its End may still be lost to a full buffer: as dumped)
         assert unended == [True]
+
+
+def file_requests(pb, path):
+    """The requests of a doc/otlp_file.proto File: [(signal, bytes)]."""
+    f = pb[0].File()
+    f.ParseFromString(open(path, 'rb').read())
+    return ([('traces', r.SerializeToString()) for r in f.traces] +
+            [('metrics', r.SerializeToString()) for r in f.metrics])
+
+
+@pytest.mark.parametrize('mode', ['oneshot', 'streaming'])
+def test_export_in_parts_is_the_whole_export(pb, workdir, mode):
+    """The reader's incremental exporter (nt_otlp_exporter_add per part) against
+    nt_otlp_export, at the unit level (tests/ship/otlp_parts.c, no manager, no network):
+    each section of a two-process recording (request_program pipe: five threads, async
+    spans and flows across them, global ids) cut into 1 to 7 parts at record boundaries,
+    each part the shipper's archive of its range (nt_ship_part_build), both visited in
+    stream order, gives every span (its attributes, events, links and parent) with the same
+    ids and the same gauge points; spans open across parts end where they end, nothing
+    twice, and the losses span says the same (no gap invented at a part's first chunk)."""
+    tag = 'parts-' + mode
+    # streaming with a small buffer: several saves (and, when the writers outrun them, gaps)
+    small = ['-b', '64K'] if mode == 'streaming' else []
+    bundle, _ = record(workdir, tag, '', '', n=3000, plain=True, extra=['-m', mode, *small])
+    for i, sec in enumerate(sections(bundle, workdir, tag)):
+        whole_out, parts_out = sec + '.whole', sec + '.parts'
+        for k in (1, 2, 3, 7):
+            p = subprocess.run([OTLP_PARTS, sec, str(k), whole_out, parts_out],
+                               capture_output=True)
+            assert p.returncode == 0, p.stderr
+            whole, parts = file_requests(pb, whole_out), file_requests(pb, parts_out)
+            assert per_span(pb, parts) == per_span(pb, whole), (i, k)
+            assert ids(pb, parts) == ids(pb, whole), (i, k)
+            assert contents(pb, parts) == contents(pb, whole), (i, k)
+            assert per_span(pb, whole)
