@@ -116,6 +116,9 @@ static int add_threads(ot_ctx *c, nt_reader *r)
 		c->threads[c->nthreads].section = t->section;
 		c->place_of[t->index] = ++c->nthreads;
 	}
+	/* res_of has a slot for the stray thread too (read, never written: res_of()) */
+	if (!nt_grow(&c->res_of, &c->res_of_cap, c->nthreads + 1, sizeof(*c->res_of)))
+		return ENOMEM;
 	uint32_t np = nt_reader_process_count(r);
 	if (np > c->nprocs || c->procs == NULL) {
 		if (!grow_zeroed(&c->procs, c->nprocs, (size_t)np + 1, sizeof(*c->procs)))
