@@ -103,7 +103,6 @@ static void stream_free(nt_ship *s, ship_stream *st)
 			break;
 		}
 	file_unref(s, st->file);
-	free(st->header);
 	free(st);
 }
 
@@ -131,6 +130,7 @@ static void *exporter_main(void *arg)
 		file_unref(s, sec->file);
 		if (sec->stream != NULL && sec->ended)
 			stream_free(s, sec->stream);
+		free(sec->header);
 		free(sec);
 		/* nothing pending: the file is not held (a bundle deleted meanwhile is freed) */
 		if (s->head == NULL && s->last_file != NULL) {
@@ -278,22 +278,16 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
 static ship_stream *stream_new(nt_ship *s, const nt_ship_range *r)
 {
 	ship_stream *st = calloc(1, sizeof(*st));
-	if (st == NULL || r->header == NULL || r->header_len == 0 ||
-	    (st->header = malloc(r->header_len)) == NULL ||
-	    (st->file = calloc(1, sizeof(*st->file))) == NULL ||
+	if (st == NULL || (st->file = calloc(1, sizeof(*st->file))) == NULL ||
 	    (st->file->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-		int err = st && (r->header == NULL || r->header_len == 0) ? EINVAL : errno;
-		if (st != NULL) {
-			free(st->header);
+		int err = errno;
+		if (st != NULL)
 			free(st->file);
-		}
 		free(st);
 		errno = err ? err : ENOMEM;
 		return NULL;
 	}
 	st->file->refs = 1;
-	memcpy(st->header, r->header, r->header_len);
-	st->header_len = r->header_len;
 	st->id = r->id;
 	st->handed = r->from;
 	snprintf(st->name, sizeof(st->name), "%s", r->name ? r->name : "");
@@ -332,11 +326,17 @@ int nt_ship_stream(nt_ship *s, const nt_ship_range *r)
 		return -1;
 	}
 	ship_section *item = calloc(1, sizeof(*item));
+	if (item != NULL && r->header != NULL && r->header_len != 0 &&
+	    (item->header = malloc(r->header_len)) != NULL) {
+		memcpy(item->header, r->header, r->header_len);
+		item->header_len = r->header_len;
+	}
 	pthread_mutex_lock(&s->lock);
 	ship_stream *st = s->streams;
 	while (st != NULL && st->id != r->id)
 		st = st->next;
-	int err = item == NULL ? ENOMEM : 0;
+	int err = item == NULL || (r->header_len != 0 && item->header == NULL) ? ENOMEM
+		  : r->header == NULL || r->header_len == 0 ? EINVAL : 0;
 	if (err == 0 && st == NULL && r->from != 0)
 		err = EINVAL; /* its start was refused: the rest would lack its durable records */
 	else if (err == 0 && st == NULL && (st = stream_new(s, r)) == NULL)
@@ -347,6 +347,8 @@ int nt_ship_stream(nt_ship *s, const nt_ship_range *r)
 		if (err != EINVAL) /* a stream that could not start: one section lost */
 			s->counts.sections++, s->counts.sections_failed++;
 		pthread_mutex_unlock(&s->lock);
+		if (item != NULL)
+			free(item->header);
 		free(item);
 		errno = err;
 		return -1;

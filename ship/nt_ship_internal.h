@@ -51,8 +51,6 @@ typedef struct nt_ship_durable {
 typedef struct ship_stream {
 	uint64_t id;
 	char name[128];
-	uint8_t *header;
-	size_t header_len;
 	ship_file *file;          /* its saved records */
 	uint64_t handed;          /* under lock: the end of the ranges queued */
 	int end_queued;           /* under lock: its last item is queued */
@@ -62,14 +60,17 @@ typedef struct ship_stream {
 	struct ship_stream *next;
 } ship_stream;
 
-/* A queued item: a section (file, offset, len), or a stream's range [from, to) (and its
- * end). */
+/* A queued item: a section (file, offset, len), or a stream's range [from, to) with the
+ * header it is read with (and its end: the section's final header, for the Resources of
+ * the last requests). */
 typedef struct ship_section {
 	ship_file *file;
 	uint64_t offset, len;
 	char name[128];
 	ship_stream *stream;
 	uint64_t from, to;
+	uint8_t *header;          /* the stream's header at this range (a copy), or NULL */
+	size_t header_len;
 	int ended;
 	struct ship_section *next;
 } ship_section;

@@ -105,17 +105,19 @@ static int emit_request(void *ctx, nt_otlp_signal signal, const uint8_t *msg, si
 	return 0; /* a request the spool could not take is counted; the next may fit */
 }
 
-/* One range: read, made an archive, added to the exporter. NULL, or why it failed. */
-static const char *add_range(nt_ship *s, ship_stream *st, uint64_t from, uint64_t to,
-			     char *buf, size_t cap)
+/* One range (with its header): read, made an archive, added to the exporter. NULL, or why
+ * it failed. */
+static const char *add_range(nt_ship *s, ship_stream *st, const ship_section *item, char *buf,
+			     size_t cap)
 {
+	uint64_t from = item->from, to = item->to;
 	uint8_t *range = read_range(st->file->fd, from, to), *part = NULL;
 	size_t part_len = 0;
 	if (range == NULL) {
 		snprintf(buf, cap, "reading its saved records: %s", strerror(errno));
 		return buf;
 	}
-	int built = nt_ship_part_build(&st->durable, st->header, st->header_len, range,
+	int built = nt_ship_part_build(&st->durable, item->header, item->header_len, range,
 				       (size_t)(to - from), &part, &part_len);
 	free(range);
 	if (built != 0)
@@ -147,8 +149,10 @@ void nt_ship_stream_step(nt_ship *s, ship_section *item)
 	ship_stream *st = item->stream;
 	char buf[600];
 	const char *why = NULL;
-	if (!st->failed && item->to > item->from)
-		why = add_range(s, st, item->from, item->to, buf, sizeof(buf));
+	/* the end's part holds no records: the section's final header, whose counts the
+	 * Resources of the last requests (the unended spans, the losses span) then carry */
+	if (!st->failed && item->header != NULL && (item->to > item->from || item->ended))
+		why = add_range(s, st, item, buf, sizeof(buf));
 	if (why == NULL && !st->failed && item->ended && st->x != NULL &&
 	    nt_otlp_exporter_finish(st->x) != 0 && errno == ENOMEM)
 		why = "out of memory";

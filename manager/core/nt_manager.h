@@ -63,9 +63,11 @@ typedef struct nt_manager_config {
 typedef struct nt_manager_stream {
 	uint64_t id;             /* the stream's number in this manager: 1, 2, ... */
 	const char *name;        /* the provider's */
-	/* The provider's header as the manager validated it, encoded as a Stream-layout
-	 * archive's (format/nt_archive_header_encode.h) with events_written 0 (not counted)
-	 * and the manager's codec: followed by the saved records so far it is an archive. */
+	/* The provider's header as the manager validated it at this save (its loss counts
+	 * and clock so far), encoded as a Stream-layout archive's (format/
+	 * nt_archive_header_encode.h) with events_written 0 (not counted) and the manager's
+	 * codec: followed by the saved records so far it is an archive. In the `ended` call,
+	 * the section's own header (its counts to the end), likewise uncounted. */
 	const uint8_t *header;
 	size_t header_len;
 	/* The saved records (durable records and chunks, each whole) that this save

@@ -208,8 +208,11 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_leve
 		       const nt_manager_config *cfg, uint64_t stream_id, char *why,
 		       size_t whylen);
 /* The section is written: on_stream's last call (the archive `len` bytes at `offset` of
- * bundle_fd; len 0: none). Only for a stream whose header was handed over (header_ok). */
-void nt_mgr_saver_ended(nt_mgr_saver *s, int bundle_fd, uint64_t offset, uint64_t len);
+ * bundle_fd; len 0: none), with the section's header `final` (NULL: it did not verify)
+ * re-encoded uncounted as the call's header. Only for a stream whose header was handed
+ * over (header_ok). */
+void nt_mgr_saver_ended(nt_mgr_saver *s, const nt_archive_info *final, int bundle_fd,
+			uint64_t offset, uint64_t len);
 /* Decodes the provider's header (copied once: the provider may still be writing) and checks
  * it against the manager's layout: 0, or -1 with what is wrong in why. */
 int nt_mgr_provider_header(const nt_mgr_provider *p, nt_archive_info *info, char *why,

@@ -92,17 +92,24 @@ void nt_mgr_compact_fields(nt_archive_info *info, int level, pid_t pid)
 }
 
 /* The header on_stream's consumer puts before the records: the provider's, as the section
- * will have it, uncounted. 0 while it does not verify (read again at the next save). */
+ * will have it, uncounted; read at each save (its counts and clock calibration as the
+ * provider keeps them), a read that does not verify (the provider writing it) keeping the
+ * last one. 0 while none has verified. */
 static int stream_header(nt_mgr_saver *s)
 {
 	nt_archive_info info;
 	char why[256];
-	if (s->header_ok || nt_mgr_provider_header(s->prov, &info, why, sizeof(why)) != 0)
-		return s->header_ok;
-	info.events_written = 0; /* not counted: the records so far */
-	nt_mgr_compact_fields(&info, s->level, s->prov->pid);
-	s->header_len = nt_header_encode_stream(&info, s->header, sizeof(s->header));
-	s->header_ok = s->header_len != 0;
+	uint8_t block[NT_ARENA_HEADER_BYTES];
+	if (nt_mgr_provider_header(s->prov, &info, why, sizeof(why)) == 0) {
+		info.events_written = 0; /* not counted: the records so far */
+		nt_mgr_compact_fields(&info, s->level, s->prov->pid);
+		size_t n = nt_header_encode_stream(&info, block, sizeof(block));
+		if (n != 0) {
+			memcpy(s->header, block, n);
+			s->header_len = n;
+			s->header_ok = 1;
+		}
+	}
 	return s->header_ok;
 }
 
@@ -130,9 +137,16 @@ static void hand_over(nt_mgr_saver *s)
 	s->handed = end;
 }
 
-void nt_mgr_saver_ended(nt_mgr_saver *s, int bundle_fd, uint64_t offset, uint64_t len)
+void nt_mgr_saver_ended(nt_mgr_saver *s, const nt_archive_info *final, int bundle_fd,
+			uint64_t offset, uint64_t len)
 {
 	uint64_t at = s->handed - s->start;
+	if (final != NULL) { /* its counts to the end (what the writers lost), uncounted */
+		nt_archive_info info = *final;
+		info.events_written = 0;
+		size_t n = nt_header_encode_stream(&info, s->header, sizeof(s->header));
+		s->header_len = n ? n : s->header_len;
+	}
 	nt_manager_stream st = { .from = at, .to = at, .ended = 1, .bundle_fd = bundle_fd,
 				 .offset = offset, .len = len };
 	stream_call(s, &st);

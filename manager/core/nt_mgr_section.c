@@ -357,7 +357,8 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 		close(b.scratch);
 	int ok = have && m->trace.out_error == 0;
 	if (p->stream != NULL && p->stream->header_ok && p->stream->on_stream != NULL)
-		nt_mgr_saver_ended(p->stream, m->trace.out_fd, archive_off, ok ? f.archive_size : 0);
+		nt_mgr_saver_ended(p->stream, have ? &info : NULL, m->trace.out_fd, archive_off,
+				   ok ? f.archive_size : 0);
 	else if (ok && m->cfg.on_section != NULL)
 		m->cfg.on_section(m->cfg.section_ctx, m->trace.out_fd, archive_off, f.archive_size,
 				  p->name);

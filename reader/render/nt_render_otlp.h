@@ -195,7 +195,8 @@ typedef struct ot_scope {
 /* A Resource: a process of a section (a Trace2 import holds several in one). */
 typedef struct ot_res {
 	uint32_t section, pid;
-	const nt_reader_process *t2; /* its Trace2 process, or NULL */
+	const nt_reader_process *t2; /* its Trace2 process, or NULL (between parts: NULL) */
+	int of_t2;                   /* built with its Trace2 process: kept as built */
 	nt_pb pb; /* its fields, made on first use */
 } ot_res;
 

@@ -147,7 +147,9 @@ static void keep_names(ot_ctx *c, ot_span *s)
 }
 
 /* What must outlive the part's reader: the open spans' names, the Resources' fields (every
- * section's, for its losses span); then what is complete is sent. */
+ * section's, for its losses span; made again from each part's header, whose loss counts a
+ * later part may have grown, but a Trace2 process's, made once while its process record
+ * was there); then what is complete is sent. */
 static void end_part(ot_ctx *c)
 {
 	for (uint32_t i = 0; i <= c->nthreads; i++) {
@@ -162,9 +164,12 @@ static void end_part(ot_ctx *c)
 		ot_res_find(c, i, c->sec_pid[i], NULL);
 	for (size_t i = 0; i < c->nres; i++) {
 		ot_res *res = &c->res[i];
-		if (res->pb.len == 0)
+		if (res->pb.len == 0 || !res->of_t2) { /* this part's header: its latest counts */
+			res->pb.len = 0;
+			res->of_t2 = res->t2 != NULL;
 			ot_resource(&res->pb, nt_reader_section_at(c->r, res->section), res->pid,
 				    res->t2);
+		}
 		if (res->pb.oom)
 			c->oom = 1;
 		res->t2 = NULL;

@@ -676,8 +676,10 @@ typedef struct nt_otlp_exporter nt_otlp_exporter;
 nt_otlp_exporter *nt_otlp_exporter_new(const nt_render_options *opt, nt_otlp_emit emit,
 				       void *ctx);
 /* Visits part as the next piece and sends every request that is complete: the spans that
- * ended, the metrics (open spans wait for their ends). part may be closed once this
- * returns: the names of the spans still open are copied. Returns nt_reader_visit's result
+ * ended, the metrics (open spans wait for their ends). The Resources of the requests sent
+ * from then on are made from part's section headers (a later part's may count more
+ * losses: give the last part the final header). part may be closed once this returns: the
+ * names of the spans still open are copied. Returns nt_reader_visit's result
  * for part, or -1: EINVAL when x or part is NULL, x is finished or failed, or part's
  * sections are not the earlier parts' processes (then x is as it was); ENOMEM or emit's
  * stop (errno as emit left it), after which x only takes nt_otlp_exporter_free. Cost:
