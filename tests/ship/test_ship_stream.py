@@ -21,7 +21,8 @@ import time
 import pytest
 
 from conftest import program
-from test_ship import (REQUESTS, TRACE_RECORD, contents, decode_span, env_for, expected,  # noqa: F401
+from test_ship import (REQUESTS, TRACE_RECORD, contents, decode, decode_span, env_for,  # noqa: F401
+                       expected,
                        fresh_spool, ids, near_times, pb, per_span, pytestmark, receiver,
                        record, sections, start_manager, stop_manager, summary)
 
@@ -29,6 +30,39 @@ OTLP_PARTS = program('NT_OTLP_PARTS')
 
 
 # ---- a streaming section, shipped as its buffers are saved ---------------------------------
+
+def lost_anything(pb, reqs):
+    """Whether the requests say the writer or the export lost events or matched an End
+    with no Begin (a Resource's nanotrace.events_dropped*, a losses span's counts)."""
+    keys = ('nanotrace.events_dropped', 'nanotrace.events_lost_in_gaps',
+            'nanotrace.unmatched_ends', 'nanotrace.spans_too_deep')
+    for sig, body in reqs:
+        if sig != 'traces':
+            continue
+        for rs in decode(pb, sig, body).resource_spans:
+            attrs = list(rs.resource.attributes)
+            for ss in rs.scope_spans:
+                attrs += [a for sp in ss.spans if sp.name == 'nanotrace losses'
+                          for a in sp.attributes]
+            if any(a.key.startswith(keys) and a.value.int_value for a in attrs):
+                return True
+    return False
+
+
+def resources(pb, reqs, at_end=False):
+    """The Resources of trace requests (at_end: of those holding an unended span or a
+    losses span, what an export sends when it ends)."""
+    out = []
+    for sig, body in reqs:
+        if sig != 'traces':
+            continue
+        for rs in decode(pb, sig, body).resource_spans:
+            spans = [sp for ss in rs.scope_spans for sp in ss.spans]
+            if not at_end or any(sp.name == 'nanotrace losses' or any(
+                    a.key == 'nanotrace.unended' for a in sp.attributes) for sp in spans):
+                out.append(rs.resource)
+    return out
+
 
 def served_spans(pb, reqs):
     """The "answer" spans of request_program's serve mode among requests."""
@@ -98,7 +132,7 @@ def test_streaming_section_shipped_as_it_is_saved(pb, workdir, receiver, manager
         sock = os.path.join(sock_dir, 'm.sock')
         mgr = start_manager(sock, *ship, env=env)
         env, ship = dict(env, NANOTRACE_MANAGER=sock), []
-    cmd = [TRACE_RECORD, '-o', bundle, '--buffering-mode', 'streaming', '--buffer-size', '256K',
+    cmd = [TRACE_RECORD, '-o', bundle, '--buffering-mode', 'streaming', '--buffer-size', '4M',
            *ship, '--', 'sh', '-c', 'echo $$ > "$1"; exec "$0" 1 serve < "$2"', REQUESTS,
            pidfile, fifo]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -130,8 +164,17 @@ def test_streaming_section_shipped_as_it_is_saved(pb, workdir, receiver, manager
              if decode_span(sp).name == 'serve']
     assert len(serve) == 1
     unended = [a.value.bool_value for a in serve[0].attributes if a.key == 'nanotrace.unended']
-    if end == 'kill':  # (exited, its End may still be lost to a full buffer: as dumped)
-        assert unended == [True]
+    # "serve" ends with the process or, killed, unended; unless the writer lost events (a
+    # lost Begin's End would end it): then as the section's export has it (above)
+    if not lost_anything(pb, want):
+        assert unended == ([True] if end == 'kill' else [])
+    # what the end sends (the unended spans, the losses span) has the section's own
+    # Resource: the header it ended with (its loss counts to the end)
+    final = {r.SerializeToString() for r in resources(pb, want)}
+    assert len(final) == 1
+    assert {r.SerializeToString() for r in resources(pb, got, at_end=True)} <= final
+    if end == 'kill':
+        assert resources(pb, got, at_end=True)
 
 
 def file_requests(pb, path):
