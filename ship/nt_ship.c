@@ -341,11 +341,14 @@ int nt_ship_stream(nt_ship *s, const nt_ship_range *r)
 		err = EINVAL; /* its start was refused: the rest would lack its durable records */
 	else if (err == 0 && st == NULL && (st = stream_new(s, r)) == NULL)
 		err = errno;
-	if (err == 0 && (st->end_queued || r->from != st->handed))
+	if (err == 0 && (st->end_queued || (r->from != st->handed && !st->broken) ||
+			 (st->broken && !r->ended)))
 		err = EINVAL;
 	if (err != 0) {
-		if (err != EINVAL) /* a stream that could not start: one section lost */
+		if (err != EINVAL && st == NULL) /* a stream that could not start */
 			s->counts.sections++, s->counts.sections_failed++;
+		else if (err != EINVAL && !st->broken) /* a range lost: its end still finishes */
+			st->broken = 1, s->counts.sections_failed++;
 		pthread_mutex_unlock(&s->lock);
 		if (item != NULL)
 			free(item->header);

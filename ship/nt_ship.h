@@ -100,8 +100,8 @@ int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end);
  * bundle_fd) is then skipped by nt_ship_bundle, so nothing is shipped twice. Never waits (a
  * short lock). 0, or -1 with errno: EINVAL (s or r NULL, to < from, a range that does not
  * follow the stream's last, a first call with no header or not from 0, a call after the
- * stream's end), ENOMEM or dup's (the stream counted as a failed section, its later calls
- * refused with EINVAL). */
+ * stream's end), ENOMEM or dup's (the stream counted as a failed section: its later
+ * ranges refused with EINVAL, its end still finishing what was exported). */
 typedef struct nt_ship_range {
 	uint64_t id;
 	const char *name;

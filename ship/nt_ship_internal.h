@@ -54,6 +54,7 @@ typedef struct ship_stream {
 	ship_file *file;          /* its saved records */
 	uint64_t handed;          /* under lock: the end of the ranges queued */
 	int end_queued;           /* under lock: its last item is queued */
+	int broken;               /* under lock: a range could not be queued; only its end is */
 	nt_otlp_exporter *x;      /* the exporter thread's, as the two below */
 	nt_ship_durable durable;
 	int failed;               /* a range failed: the rest is not shipped (logged, counted) */
