@@ -93,6 +93,19 @@ static void export_section(nt_ship *s, const ship_section *sec)
 	}
 }
 
+/* Unlinks and frees an ended stream (its exporter's part freed by nt_ship_stream_step);
+ * s->lock held. */
+static void stream_free(nt_ship *s, ship_stream *st)
+{
+	for (ship_stream **p = &s->streams; *p != NULL; p = &(*p)->next)
+		if (*p == st) {
+			*p = st->next;
+			break;
+		}
+	file_unref(s, st->file);
+	free(st);
+}
+
 static void *exporter_main(void *arg)
 {
 	nt_ship *s = arg;
@@ -108,10 +121,16 @@ static void *exporter_main(void *arg)
 			s->tail = NULL;
 		s->exporting = 1;
 		pthread_mutex_unlock(&s->lock);
-		export_section(s, sec);
+		if (sec->stream != NULL)
+			nt_ship_stream_step(s, sec);
+		else
+			export_section(s, sec);
 		pthread_mutex_lock(&s->lock);
 		s->exporting = 0;
 		file_unref(s, sec->file);
+		if (sec->stream != NULL && sec->ended)
+			stream_free(s, sec->stream);
+		free(sec->header);
 		free(sec);
 		/* nothing pending: the file is not held (a bundle deleted meanwhile is freed) */
 		if (s->head == NULL && s->last_file != NULL) {
@@ -193,6 +212,17 @@ nt_ship *nt_ship_new(const nt_ship_config *cfg, char *why, size_t whylen)
 	return s;
 }
 
+/* Queues an item for the exporter; s->lock held. */
+static void enqueue(nt_ship *s, ship_section *item)
+{
+	if (s->tail != NULL)
+		s->tail->next = item;
+	else
+		s->head = item;
+	s->tail = item;
+	pthread_cond_broadcast(&s->wake);
+}
+
 int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const char *name)
 {
 	struct stat st;
@@ -239,14 +269,115 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
 	sec->offset = offset;
 	sec->len = len;
 	snprintf(sec->name, sizeof(sec->name), "%s", name ? name : "");
-	if (s->tail != NULL)
-		s->tail->next = sec;
-	else
-		s->head = sec;
-	s->tail = sec;
-	pthread_cond_broadcast(&s->wake);
+	enqueue(s, sec);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+/* A new stream of r (its header copied, its file duplicated); s->lock held. */
+static ship_stream *stream_new(nt_ship *s, const nt_ship_range *r)
+{
+	ship_stream *st = calloc(1, sizeof(*st));
+	if (st == NULL || (st->file = calloc(1, sizeof(*st->file))) == NULL ||
+	    (st->file->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		int err = errno;
+		if (st != NULL)
+			free(st->file);
+		free(st);
+		errno = err ? err : ENOMEM;
+		return NULL;
+	}
+	st->file->refs = 1;
+	st->id = r->id;
+	st->handed = r->from;
+	snprintf(st->name, sizeof(st->name), "%s", r->name ? r->name : "");
+	st->next = s->streams;
+	s->streams = st;
+	s->counts.sections++;
+	return st;
+}
+
+static int grow_streamed(nt_ship *s)
+{
+	size_t cap = s->streamed_cap ? 2 * s->streamed_cap : 16;
+	ship_streamed *p = realloc(s->streamed, cap * sizeof(*p));
+	if (p == NULL)
+		return 0;
+	s->streamed = p;
+	s->streamed_cap = cap;
+	return 1;
+}
+
+/* An ended stream's section, for nt_ship_bundle to skip; s->lock held. */
+static void note_streamed(nt_ship *s, const nt_ship_range *r)
+{
+	struct stat st;
+	if (r->len == 0 || fstat(r->bundle_fd, &st) != 0 ||
+	    (s->nstreamed == s->streamed_cap && !grow_streamed(s)))
+		return;
+	s->streamed[s->nstreamed++] = (ship_streamed){ (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+						       r->offset };
+}
+
+int nt_ship_stream(nt_ship *s, const nt_ship_range *r)
+{
+	if (s == NULL || r == NULL || r->to < r->from) {
+		errno = EINVAL;
+		return -1;
+	}
+	ship_section *item = calloc(1, sizeof(*item));
+	if (item != NULL && r->header != NULL && r->header_len != 0 &&
+	    (item->header = malloc(r->header_len)) != NULL) {
+		memcpy(item->header, r->header, r->header_len);
+		item->header_len = r->header_len;
+	}
+	pthread_mutex_lock(&s->lock);
+	ship_stream *st = s->streams;
+	while (st != NULL && st->id != r->id)
+		st = st->next;
+	int err = item == NULL || (r->header_len != 0 && item->header == NULL) ? ENOMEM
+		  : r->header == NULL || r->header_len == 0 ? EINVAL : 0;
+	if (err == 0 && st == NULL && r->from != 0)
+		err = EINVAL; /* its start was refused: the rest would lack its durable records */
+	else if (err == 0 && st == NULL && (st = stream_new(s, r)) == NULL)
+		err = errno;
+	if (err == 0 && (st->end_queued || (r->from != st->handed && !st->broken) ||
+			 (st->broken && !r->ended)))
+		err = EINVAL;
+	if (err != 0) {
+		if (err != EINVAL && st == NULL) /* a stream that could not start */
+			s->counts.sections++, s->counts.sections_failed++;
+		else if (err != EINVAL && !st->broken) /* a range lost: its end still finishes */
+			st->broken = 1, s->counts.sections_failed++;
+		pthread_mutex_unlock(&s->lock);
+		if (item != NULL)
+			free(item->header);
+		free(item);
+		errno = err;
+		return -1;
+	}
+	st->handed = r->to;
+	item->stream = st;
+	item->from = r->from;
+	item->to = r->to;
+	item->ended = st->end_queued = r->ended != 0;
+	if (r->ended)
+		note_streamed(s, r);
+	enqueue(s, item);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* A bundle's section at `offset` of the file of (dev, ino) already shipped as a stream. */
+static int was_streamed(nt_ship *s, const struct stat *st, uint64_t offset)
+{
+	pthread_mutex_lock(&s->lock);
+	int found = 0;
+	for (size_t i = 0; i < s->nstreamed && !found; i++)
+		found = s->streamed[i].dev == (uint64_t)st->st_dev &&
+			s->streamed[i].ino == (uint64_t)st->st_ino && s->streamed[i].offset == offset;
+	pthread_mutex_unlock(&s->lock);
+	return found;
 }
 
 int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end)
@@ -278,8 +409,10 @@ int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end)
 		if (pread(fd, name, f.name_len, (off_t)(*cursor + sizeof(f))) != f.name_len)
 			name[0] = '\0';
 		name[f.name_len] = '\0';
-		if (f.archive_size > 0 && nt_ship_section(s, fd, *cursor + head, f.archive_size,
-							   name) == 0)
+		struct stat st;
+		int streamed = fstat(fd, &st) == 0 && was_streamed(s, &st, *cursor + head);
+		if (f.archive_size > 0 && !streamed &&
+		    nt_ship_section(s, fd, *cursor + head, f.archive_size, name) == 0)
 			handed++;
 		*cursor = next;
 	}
@@ -322,6 +455,23 @@ const char *nt_ship_summary(const nt_ship_counts *c, char *buf, size_t cap)
 	return buf;
 }
 
+/* The streams whose end never came (their manager stopped first): what was saved is
+ * exported and what is open ends unended. */
+static void end_streams(nt_ship *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (ship_stream *st = s->streams; st != NULL; st = st->next) {
+		ship_section *item = st->end_queued ? NULL : calloc(1, sizeof(*item));
+		if (item == NULL)
+			continue; /* queued already, or no memory: its exporter is freed unfinished */
+		item->stream = st;
+		item->from = item->to = st->handed;
+		item->ended = st->end_queued = 1;
+		enqueue(s, item);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Until the exporter's queue is empty (no deadline: local work). */
 static void wait_exported(nt_ship *s)
 {
@@ -359,6 +509,7 @@ void nt_ship_close(nt_ship *s, unsigned wait_ms, nt_ship_counts *out)
 {
 	if (s == NULL)
 		return;
+	end_streams(s);
 	wait_exported(s);
 	if (s->have_sender)
 		wait_sent(s, wait_ms);
@@ -375,6 +526,12 @@ void nt_ship_close(nt_ship *s, unsigned wait_ms, nt_ship_counts *out)
 		nt_ship_get_counts(s, out);
 	pthread_mutex_lock(&s->lock);
 	file_unref(s, s->last_file);
+	while (s->streams != NULL) { /* only when an end could not be queued */
+		nt_otlp_exporter_free(s->streams->x);
+		free(s->streams->durable.p);
+		stream_free(s, s->streams);
+	}
 	pthread_mutex_unlock(&s->lock);
+	free(s->streamed);
 	free_ship(s);
 }

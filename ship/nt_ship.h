@@ -88,6 +88,33 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
  * Returns the sections handed over; 0 when s or cursor is NULL. Cost: one pread per frame. */
 int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end);
 
+/* A streaming section's next saved records (nanotrace-manager's on_stream, manager/core/
+ * nt_manager.h says what each field is). The first call of a stream `id` duplicates fd;
+ * each call copies its header and queues the range [from, to) of the saved records (they
+ * must stay as they are: the exporter thread reads them later), which the exporter thread
+ * makes an archive of (the header + the durable records so far + the range's records) and
+ * exports with the stream's incremental exporter (nt_otlp_exporter_add), so a collector
+ * sees the spans that ended in each save; open spans wait. `ended`: the last call, its
+ * header (the section's final one) added as a part of no records, then the exporter
+ * finishes (spans still open end nanotrace.unended); its section (len bytes at offset of
+ * bundle_fd) is then skipped by nt_ship_bundle, so nothing is shipped twice. Never waits (a
+ * short lock). 0, or -1 with errno: EINVAL (s or r NULL, to < from, a range that does not
+ * follow the stream's last, a first call with no header or not from 0, a call after the
+ * stream's end), ENOMEM or dup's (the stream counted as a failed section: its later
+ * ranges refused with EINVAL, its end still finishing what was exported). */
+typedef struct nt_ship_range {
+	uint64_t id;
+	const char *name;
+	const uint8_t *header;
+	size_t header_len;
+	int fd;
+	uint64_t from, to;
+	int ended;
+	int bundle_fd;
+	uint64_t offset, len;
+} nt_ship_range;
+int nt_ship_stream(nt_ship *s, const nt_ship_range *r);
+
 typedef struct nt_ship_counts {
 	uint64_t sections;          /* handed over */
 	uint64_t sections_failed;   /* could not be mapped, opened or exported (logged) */

@@ -57,6 +57,17 @@ typedef struct nt_mgr_saver {
 	uint64_t saves;      /* under lock: answered SAVE_BUFFERs */
 	uint64_t events;     /* under lock: events saved */
 	int error;           /* under lock: errno of a failed save (the stream stops there) */
+	/* nt_manager_config.on_stream: touched only by whoever runs the saves (the thread,
+	 * then the loop once it has joined it) and, after that, the section. */
+	void (*on_stream)(void *ctx, const struct nt_manager_stream *st);
+	void *stream_ctx;
+	uint64_t stream_id;
+	const struct nt_mgr_provider *prov;
+	int level;           /* the manager's compression level: the header's codec */
+	int header_ok;       /* the provider's header verified and is encoded in header[] */
+	size_t header_len;
+	uint8_t header[NT_ARENA_HEADER_BYTES];
+	uint64_t handed;     /* the output end handed to on_stream (from `start`) */
 } nt_mgr_saver;
 
 typedef struct nt_mgr_provider {
@@ -150,6 +161,7 @@ struct nt_manager {
 	nt_mgr_conn conns[NT_MGR_MAX_CONNS];
 	int nconns;
 	uint32_t next_id;
+	uint64_t next_stream; /* on_stream's numbers */
 	int64_t accept_paused_until_ms;
 	nt_mgr_trace trace;
 	char pending_select[NT_MGR_MAX_SELECT][NT_WIRE_MAX_NAME + 1];
@@ -191,8 +203,23 @@ void nt_mgr_buffer_release(nt_mgr_provider *p);
 
 /* nt_mgr_saver.c: the stream goes to an O_TMPFILE in `dir` (the bundle's directory: disk,
  * not the manager's memory), or to a memfd where that cannot be made. */
-int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level, char *why,
+/* Its saves are handed to cfg->on_stream (when set) as stream number `stream_id`. */
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level,
+		       const nt_manager_config *cfg, uint64_t stream_id, char *why,
 		       size_t whylen);
+/* The section is written: on_stream's last call (the archive `len` bytes at `offset` of
+ * bundle_fd; len 0: none), with the section's header `final` (NULL: it did not verify)
+ * re-encoded uncounted as the call's header. Only for a stream whose header was handed
+ * over (header_ok). */
+void nt_mgr_saver_ended(nt_mgr_saver *s, const nt_archive_info *final, int bundle_fd,
+			uint64_t offset, uint64_t len);
+/* Decodes the provider's header (copied once: the provider may still be writing) and checks
+ * it against the manager's layout: 0, or -1 with what is wrong in why. */
+int nt_mgr_provider_header(const nt_mgr_provider *p, nt_archive_info *info, char *why,
+			   size_t whylen);
+/* The fields a compact (Stream-layout) section's header takes from the manager: its codec
+ * at `level`, the provider's pid. */
+void nt_mgr_compact_fields(nt_archive_info *info, int level, pid_t pid);
 /* A private scratch file, by the same rule (O_TMPFILE in `dir`, else a memfd); -1 with errno. */
 int nt_mgr_scratch_file(const char *dir);
 /* Hands a SAVE_BUFFER to the thread; -1 when one is still in flight (a protocol breach). */

@@ -196,8 +196,8 @@ int nt_mgr_provider_begin(nt_manager *m, nt_mgr_conn *c)
 	p->fifo = pair[0];
 	snprintf(p->categories, sizeof(p->categories), "%s", m->trace.categories);
 	if (p->mode == NT_MODE_STREAMING &&
-	    nt_mgr_saver_start(p, m->trace.out_dir, m->trace.compression_level, why,
-			       sizeof(why)) != 0)
+	    nt_mgr_saver_start(p, m->trace.out_dir, m->trace.compression_level, &m->cfg,
+			       ++m->next_stream, why, sizeof(why)) != 0)
 		goto fail;
 	p->in_trace = 1;
 	p->started_seen = p->stop_sent = p->self_stopped = 0;

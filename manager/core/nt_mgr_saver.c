@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format/nt_archive_header_decode.h"
+#include "format/nt_archive_header_encode.h"
 #include "nt_mgr_internal.h"
 #include "runtime/nt_sock.h"
 #include "runtime/nt_deadline.h"
@@ -54,6 +56,102 @@ static void out_commit(void *ctx, uint64_t end)
 	pthread_mutex_unlock(&s->lock);
 }
 
+int nt_mgr_provider_header(const nt_mgr_provider *p, nt_archive_info *info, char *why,
+			   size_t whylen)
+{
+	uint8_t hdr[NT_ARENA_HEADER_BYTES];
+	memcpy(hdr, p->map, sizeof(hdr)); /* once: the provider may still be writing */
+	char reason[200];
+	uint64_t where = 0;
+	if (nt_header_decode(hdr, sizeof(hdr), info, reason, sizeof(reason), &where) == 0) {
+		snprintf(why, whylen, "its arena header does not verify: %s (byte %llu)", reason,
+			 (unsigned long long)where);
+		return -1;
+	}
+	const nt_arena_layout *l = &p->layout;
+#define NT_CHECK_FIELD(field, want)                                                              \
+	if ((uint64_t)info->field != (uint64_t)(want)) {                                         \
+		snprintf(why, whylen, "its arena header says " #field " = %llu, the manager gave %llu", \
+			 (unsigned long long)info->field, (unsigned long long)(want));           \
+		return -1;                                                                         \
+	}
+	NT_CHECK_FIELD(buffering_mode, p->mode)
+	NT_CHECK_FIELD(chunk_size, l->chunk_size)
+	NT_CHECK_FIELD(chunks_per_half, l->chunks_per_half)
+	NT_CHECK_FIELD(durable_size, l->durable_size)
+	NT_CHECK_FIELD(slot_overwritten_offset, l->slot_overwritten_offset)
+#undef NT_CHECK_FIELD
+	return 0;
+}
+
+void nt_mgr_compact_fields(nt_archive_info *info, int level, pid_t pid)
+{
+	info->compression = level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
+	info->compression_level = level;
+	info->pid = (uint32_t)pid;
+}
+
+/* The header on_stream's consumer puts before the records: the provider's, as the section
+ * will have it, uncounted; read at each save (its counts and clock calibration as the
+ * provider keeps them), a read that does not verify (the provider writing it) keeping the
+ * last one. 0 while none has verified. */
+static int stream_header(nt_mgr_saver *s)
+{
+	nt_archive_info info;
+	char why[256];
+	uint8_t block[NT_ARENA_HEADER_BYTES];
+	if (nt_mgr_provider_header(s->prov, &info, why, sizeof(why)) == 0) {
+		info.events_written = 0; /* not counted: the records so far */
+		nt_mgr_compact_fields(&info, s->level, s->prov->pid);
+		size_t n = nt_header_encode_stream(&info, block, sizeof(block));
+		if (n != 0) {
+			memcpy(s->header, block, n);
+			s->header_len = n;
+			s->header_ok = 1;
+		}
+	}
+	return s->header_ok;
+}
+
+static void stream_call(nt_mgr_saver *s, nt_manager_stream *st)
+{
+	st->id = s->stream_id;
+	st->name = s->prov->name;
+	st->header = s->header;
+	st->header_len = s->header_len;
+	st->fd = s->stream_fd;
+	s->on_stream(s->stream_ctx, st);
+}
+
+/* After a save: what it committed, to on_stream (never twice, never a byte missed). */
+static void hand_over(nt_mgr_saver *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t end = s->committed;
+	pthread_mutex_unlock(&s->lock);
+	if (s->on_stream == NULL || end <= s->handed || !stream_header(s))
+		return;
+	nt_manager_stream st = { .from = s->handed - s->start, .to = end - s->start,
+				 .bundle_fd = -1 };
+	stream_call(s, &st);
+	s->handed = end;
+}
+
+void nt_mgr_saver_ended(nt_mgr_saver *s, const nt_archive_info *final, int bundle_fd,
+			uint64_t offset, uint64_t len)
+{
+	uint64_t at = s->handed - s->start;
+	if (final != NULL) { /* its counts to the end (what the writers lost), uncounted */
+		nt_archive_info info = *final;
+		info.events_written = 0;
+		size_t n = nt_header_encode_stream(&info, s->header, sizeof(s->header));
+		s->header_len = n ? n : s->header_len;
+	}
+	nt_manager_stream st = { .from = at, .to = at, .ended = 1, .bundle_fd = bundle_fd,
+				 .offset = offset, .len = len };
+	stream_call(s, &st);
+}
+
 /* One save; records its result under the lock. Runs on the saver thread, or on the loop's
  * thread once the saver thread has returned. `all`: a stop's SAVE_ALL or the last save,
  * which also cut the records held in open chunks (nt_arena_saver_save_all). */
@@ -72,6 +170,7 @@ static void save_once(nt_mgr_saver *s, int all)
 		s->error = err;
 	s->events += events;
 	pthread_mutex_unlock(&s->lock);
+	hand_over(s);
 }
 
 /* Waits on the saver's condition until `wait_ms` from now; s->lock is held. */
@@ -125,7 +224,8 @@ int nt_mgr_scratch_file(const char *dir)
 	return fd >= 0 ? fd : memfd_create("nanotrace-stream", MFD_CLOEXEC);
 }
 
-int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level, char *why,
+int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_level,
+		       const nt_manager_config *cfg, uint64_t stream_id, char *why,
 		       size_t whylen)
 {
 	nt_mgr_saver *s = calloc(1, sizeof(*s));
@@ -135,7 +235,12 @@ int nt_mgr_saver_start(nt_mgr_provider *p, const char *dir, int compression_leve
 	}
 	s->fifo = p->fifo;
 	s->start = p->layout.map_size;
-	s->committed = s->start;
+	s->committed = s->handed = s->start;
+	s->prov = p;
+	s->level = compression_level;
+	s->on_stream = cfg->on_stream;
+	s->stream_ctx = cfg->stream_ctx;
+	s->stream_id = stream_id;
 	s->stream_fd = nt_mgr_scratch_file(dir);
 	s->saver = nt_arena_saver_new(p->map, &p->layout, s->start);
 	if (s->stream_fd < 0 || s->saver == NULL) {

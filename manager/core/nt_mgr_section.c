@@ -103,36 +103,6 @@ static void write_frame(nt_manager *m, nt_bundle_frame *f, const char *name,
 	out_pad8(m, (uint64_t)f->name_len + f->message_len);
 }
 
-/* Decodes the provider's header and checks it against the manager's layout: 0, or -1 with
- * what is wrong in why. */
-static int provider_header(const nt_mgr_provider *p, nt_archive_info *info, char *why,
-			   size_t whylen)
-{
-	uint8_t hdr[NT_ARENA_HEADER_BYTES];
-	memcpy(hdr, p->map, sizeof(hdr)); /* once: the provider may still be writing */
-	char reason[200];
-	uint64_t where = 0;
-	if (nt_header_decode(hdr, sizeof(hdr), info, reason, sizeof(reason), &where) == 0) {
-		snprintf(why, whylen, "its arena header does not verify: %s (byte %llu)", reason,
-			 (unsigned long long)where);
-		return -1;
-	}
-	const nt_arena_layout *l = &p->layout;
-#define NT_CHECK_FIELD(field, want)                                                              \
-	if ((uint64_t)info->field != (uint64_t)(want)) {                                         \
-		snprintf(why, whylen, "its arena header says " #field " = %llu, the manager gave %llu", \
-			 (unsigned long long)info->field, (unsigned long long)(want));           \
-		return -1;                                                                         \
-	}
-	NT_CHECK_FIELD(buffering_mode, p->mode)
-	NT_CHECK_FIELD(chunk_size, l->chunk_size)
-	NT_CHECK_FIELD(chunks_per_half, l->chunks_per_half)
-	NT_CHECK_FIELD(durable_size, l->durable_size)
-	NT_CHECK_FIELD(slot_overwritten_offset, l->slot_overwritten_offset)
-#undef NT_CHECK_FIELD
-	return 0;
-}
-
 /* A byte loop is not vectorised (it exits early): 1.6 GB/s here, against 11.6 GB/s for
  * memcmp of the block with itself one byte on, which is zero exactly when every byte
  * equals the first (64 KiB blocks of 256 MiB, gcc -O2). Under the fuzzer the byte loop
@@ -313,9 +283,7 @@ static int prepare_body(nt_manager *m, nt_mgr_provider *p, int end_state, nt_arc
 		info->events_written = closed_chunk_events(p) + info->events_overwritten;
 	/* The codec is the manager's, whatever the provider's header said: an arena section is
 	 * the arena as it is (never compressed), a compact one what the manager's saver made. */
-	info->compression = b->compact && level ? NT_ZCHUNK_CODEC : NT_CODEC_NONE;
-	info->compression_level = b->compact ? level : 0;
-	info->pid = (uint32_t)p->pid;
+	nt_mgr_compact_fields(info, b->compact ? level : 0, p->pid);
 	memset(b->block, 0, sizeof(b->block));
 	b->header_len = b->compact ? nt_header_encode_stream(info, b->block, sizeof(b->block))
 				   : encode_arena_header(p, info, b->block);
@@ -343,7 +311,7 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	nt_archive_info info;
 	char why[512], joined[NT_BUNDLE_MAX_MESSAGE];
 	section_body b = { .scratch = -1 };
-	int have = provider_header(p, &info, why, sizeof(why)) == 0 &&
+	int have = nt_mgr_provider_header(p, &info, why, sizeof(why)) == 0 &&
 		   prepare_body(m, p, end_state, &info, &b, why, sizeof(why)) == 0;
 	int unstopped = nt_section_state_unstopped((unsigned)end_state);
 	if (have && unstopped && b.events == 0 && info.events_dropped == 0)
@@ -387,7 +355,11 @@ void nt_mgr_bundle_section(nt_manager *m, nt_mgr_provider *p, int end_state,
 	}
 	if (b.scratch >= 0)
 		close(b.scratch);
-	if (have && m->trace.out_error == 0 && m->cfg.on_section != NULL)
+	int ok = have && m->trace.out_error == 0;
+	if (p->stream != NULL && p->stream->header_ok && p->stream->on_stream != NULL)
+		nt_mgr_saver_ended(p->stream, have ? &info : NULL, m->trace.out_fd, archive_off,
+				   ok ? f.archive_size : 0);
+	else if (ok && m->cfg.on_section != NULL)
 		m->cfg.on_section(m->cfg.section_ctx, m->trace.out_fd, archive_off, f.archive_size,
 				  p->name);
 	m->trace.sections++;

@@ -29,6 +29,7 @@
 #include "ship/nt_ship.h"
 #include "ship/nt_ship_trace2.h"
 #include "runtime/nt_sock.h"
+#include "nt_stream_ship.h"
 #include "nt_size_arg.h"
 #include "format/nt_version.h"
 
@@ -70,7 +71,8 @@ static void usage(FILE *f)
 		"                 user is refused; default: manager.log in the socket's directory\n"
 		"                 when detached)\n"
 		"  -v, --verbose  log every provider's state change\n"
-		"      --otlp-endpoint URL  also send each section written, as it is written, to\n"
+		"      --otlp-endpoint URL  also send each section written, as it is written (a\n"
+		"                 streaming one as its buffers are saved), to\n"
 		"                 an OpenTelemetry collector over OTLP/HTTP (URL/v1/traces,\n"
 		"                 URL/v1/metrics; the OTEL_EXPORTER_OTLP_* variables apply), through\n"
 		"                 a spool sent when the collector answers, also after a restart;\n"
@@ -356,7 +358,8 @@ int main(int argc, char **argv)
 				  .verbose = verbose, .create_dir = create_dir,
 				  .on_section = ship ? ship_section : NULL, .section_ctx = ship,
 				  .on_recording = t2 ? forward_recording : NULL,
-				  .recording_ctx = t2 };
+				  .recording_ctx = t2,
+				  .on_stream = ship ? nt_stream_ship : NULL, .stream_ctx = ship };
 	nt_manager *m = nt_manager_new(&cfg, why, sizeof(why));
 	if (m == NULL) {
 		nt_ship_trace2_free(t2);

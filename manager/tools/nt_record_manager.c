@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "nt_recorder.h"
+#include "nt_stream_ship.h"
 #include "runtime/nt_sock.h"
 #include "runtime/nt_term_escape.h"
 
@@ -152,7 +153,10 @@ int nt_record_connect(recorder *r, int may_embed)
 	snprintf(r->socket_path, sizeof(r->socket_path), "%.4000s/%s", r->embedded_dir,
 		 NT_MANAGER_SOCKET_NAME);
 	nt_manager_config cfg = { .socket_path = r->socket_path, .log = embedded_log, .log_ctx = r,
-				  .verbose = r->o.verbose };
+				  .verbose = r->o.verbose,
+				  /* streaming sections shipped as they are saved; the others as
+				   * the bundle holds them (nt_record_ship.c) */
+				  .on_stream = r->ship ? nt_stream_ship : NULL, .stream_ctx = r->ship };
 	r->embedded = nt_manager_new(&cfg, why, sizeof(why));
 	if (r->embedded == NULL) {
 		say("cannot run the embedded manager: %s", why);

@@ -4,7 +4,10 @@
  * embedded one or a daemon, writes the bundle through the descriptor trace-record passed,
  * and its progress (4 times a second) and CTL_STOPPED say how far the file is written
  * (nt_wire_msg.c): the frames up to there are walked (nt_ship_bundle), so a process is
- * shipped while the others still record, whichever manager wrote it. The shipper's threads
+ * shipped while the others still record, whichever manager wrote it. The embedded manager
+ * also hands each streaming provider's saves to the shipper as they are made
+ * (nt_stream_ship.h), and the bundle walk skips those sections; over a daemon, a streaming
+ * section is shipped when the bundle holds it. The shipper's threads
  * export and send; the main loop never waits for them. At the end: the spool is given at
  * most the OTLP timeout to drain, and one line says what was sent, dropped and left.
  */
@@ -49,6 +52,11 @@ void nt_record_ship_end(recorder *r)
 {
 	if (r->ship == NULL)
 		return;
+	if (r->embedded_stuck) { /* its saver threads may still hand streams to the shipper */
+		say("otlp: the embedded manager did not stop: what is not yet sent stays in the "
+		    "spool for the next run");
+		return;
+	}
 	struct stat st;
 	/* what a salvaged bundle (the manager lost) holds, or the last sections */
 	if (r->out_fd >= 0 && fstat(r->out_fd, &st) == 0)

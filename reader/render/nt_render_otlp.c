@@ -23,7 +23,7 @@
  * library's dependencies. The field numbers are the vendored
  * schema's, proven by tests/reader/test_otlp.py.
  */
-#define _GNU_SOURCE /* secure_getenv */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ static void trace_of_root(const ot_ctx *c, ot_span *s)
 	s->trace_lo = ot_mix(s->id ^ 0x6f746c70ull) | 1;
 }
 
-/* A thread's place in c->threads and c->res_of (nthreads: the one for a thread the archive
+/* A thread's place in c->threads and c->res_of (nthreads: c->stray, a thread the archive
  * never defined). */
 static uint32_t place_of(const ot_ctx *c, const nt_reader_thread *t)
 {
@@ -71,9 +71,14 @@ static uint32_t place_of(const ot_ctx *c, const nt_reader_thread *t)
 							       : c->nthreads;
 }
 
+ot_thread *ot_thread_at(ot_ctx *c, uint32_t place)
+{
+	return place < c->nthreads ? &c->threads[place] : &c->stray;
+}
+
 static ot_thread *thread_of(ot_ctx *c, const nt_reader_event *e)
 {
-	return &c->threads[place_of(c, e->thread)];
+	return ot_thread_at(c, place_of(c, e->thread));
 }
 
 /* The Resource of a thread's events: its section's process, or in a Trace2 import of many
@@ -262,7 +267,13 @@ static void id_close(ot_ctx *c, const nt_reader_event *e, uint64_t key)
 	}
 	put_args(&s->body, OT_SPAN_ATTRS, e);
 	ot_span_emit(c, s, e->wall_ns);
+	ot_span_free(s);
+}
+
+void ot_span_free(ot_span *s)
+{
 	free(s->body.p);
+	free(s->own);
 	free(s);
 }
 
@@ -310,10 +321,10 @@ static void push(ot_ctx *c, const nt_reader_event *e)
 	put_args(&s->body, OT_SPAN_ATTRS, e);
 }
 
-/* Ends the innermost open span at e (its arguments added), or counts an End with none. */
-static ot_span *pop(ot_ctx *c, const nt_reader_event *e, int unended)
+/* Ends t's innermost open span at e (its arguments added; unended: marked so, at e's time),
+ * or counts an End with none. */
+static ot_span *pop_of(ot_ctx *c, ot_thread *t, const nt_reader_event *e, int unended)
 {
-	ot_thread *t = thread_of(c, e);
 	if (t->depth == 0) {
 		c->unmatched_ends++;
 		return NULL;
@@ -327,6 +338,11 @@ static ot_span *pop(ot_ctx *c, const nt_reader_event *e, int unended)
 		put_args(&s->body, OT_SPAN_ATTRS, e);
 	ot_span_emit(c, s, e->wall_ns);
 	return s;
+}
+
+static ot_span *pop(ot_ctx *c, const nt_reader_event *e, int unended)
+{
+	return pop_of(c, thread_of(c, e), e, unended);
 }
 
 static void complete(ot_ctx *c, const nt_reader_event *e)
@@ -530,6 +546,9 @@ static int on_event(void *ctx, const nt_reader_event *e)
 	c->ordinal = ++c->sec_ordinal[sec];
 	if (e->thread->section < c->nsections && e->wall_ns > c->last_wall[e->thread->section])
 		c->last_wall[e->thread->section] = e->wall_ns;
+	ot_thread *t = thread_of(c, e);
+	t->ordinal++;
+	t->part = c->part;
 	settle_root(c, e);
 	if (nt_event_opens(e))
 		push(c, e);
@@ -558,25 +577,33 @@ static void on_error(void *ctx, uint64_t off, const char *msg)
 	nt_render_forward_error(c->opt, off, msg);
 }
 
+/* A gap before a thread's first chunk of a later part counts from the events the earlier
+ * parts had of it. */
 static void on_gap(void *ctx, const nt_reader_gap *g)
 {
 	ot_ctx *c = ctx;
+	ot_thread *t = ot_thread_at(c, place_of(c, g->thread));
+	uint64_t lost = g->events;
+	if (t->part != c->part)
+		lost = lost > t->ordinal ? lost - t->ordinal : 0;
+	t->part = c->part;
+	t->ordinal += lost;
 	if (g->thread->section < c->nsections)
-		c->gap_events[g->thread->section] += g->events;
+		c->gap_events[g->thread->section] += lost;
 }
 
 /* ---- the end: what stayed open, the losses ------------------------------------------------ */
 
+/* Each defined thread's open spans end at its section's last event; no reader is needed
+ * (the parts may be gone): a thread's state knows its section. */
 static void end_open(ot_ctx *c)
 {
 	for (uint32_t i = 0; i < c->nthreads; i++) {
-		const nt_reader_thread *th = nt_reader_thread_at(c->r, i);
-		if (th == NULL || c->threads[i].depth == 0)
-			continue;
-		nt_reader_event e = { .kind = NT_KIND_END, .thread = th };
-		e.wall_ns = th->section < c->nsections ? c->last_wall[th->section] : 0;
-		while (c->threads[i].depth)
-			pop(c, &e, 1);
+		ot_thread *t = ot_thread_at(c, i);
+		nt_reader_event e = { .kind = NT_KIND_END };
+		e.wall_ns = t->section < c->nsections ? c->last_wall[t->section] : 0;
+		while (t->depth)
+			pop_of(c, t, &e, 1);
 	}
 	for (size_t i = 0; i < c->open_ids.cap; i++) {
 		ot_span *s = c->open_ids.vals[i];
@@ -585,8 +612,7 @@ static void end_open(ot_ctx *c)
 		ot_attr_bool(&s->body, OT_SPAN_ATTRS, "nanotrace.unended", 1);
 		uint32_t sec = c->res[s->res].section;
 		ot_span_emit(c, s, sec < c->nsections ? c->last_wall[sec] : s->start);
-		free(s->body.p);
-		free(s);
+		ot_span_free(s);
 	}
 	ot_map_free(&c->open_ids);
 	for (size_t i = 0; i < c->flows.cap; i++)
@@ -605,9 +631,8 @@ static void count(ot_span *s, const char *key, uint64_t n)
 static void losses(ot_ctx *c)
 {
 	for (uint32_t i = 0; i < c->nsections; i++) {
-		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
 		ot_span s = { .cat = "nanotrace", .name = "nanotrace losses" };
-		s.res = ot_res_find(c, i, sec->pid, NULL);
+		s.res = ot_res_find(c, i, c->sec_pid[i], NULL);
 		s.id = ot_mix(c->sec_salt[i] ^ ot_mix((c->sec_ordinal[i] + 1) << 2 | 3)) | 1;
 		s.start = c->last_wall[i];
 		trace_of_root(c, &s);
@@ -631,120 +656,15 @@ static void losses(ot_ctx *c)
 	}
 }
 
-/* Each section's parent context: the TRACEPARENT its process was started with (the
- * header's, format 2.4), else the exporting program's own, as an SDK reads it. A header's
- * value is checked again: a section's header is as untrusted as the rest. */
-static int traceparents(ot_ctx *c)
+int ot_visit(ot_ctx *c)
 {
-	nt_traceparent env;
-	int has_env = nt_traceparent_parse(secure_getenv("TRACEPARENT"), &env);
-	c->tp = calloc(c->nsections + 1, sizeof(*c->tp));
-	for (uint32_t i = 0; c->tp != NULL && i < c->nsections; i++) {
-		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
-		ot_tp *t = &c->tp[i];
-		t->has = sec && sec->info && nt_traceparent_parse(sec->info->traceparent, &t->tp);
-		if (!t->has && has_env)
-			t->tp = env, t->has = 1;
-	}
-	return c->tp != NULL;
+	nt_reader_callbacks cb = { on_event, on_error, on_gap };
+	return nt_reader_visit(c->r, &cb, c, c->opt->order, c->opt->policy);
 }
 
-static int ctx_init(ot_ctx *c, nt_reader *r)
+void ot_end(ot_ctx *c)
 {
-	c->r = r;
-	c->nsections = nt_reader_section_count(r);
-	c->nthreads = nt_reader_thread_count(r);
-	c->nindices = nt_reader_thread_index_limit(r);
-	c->nprocs = nt_reader_process_count(r);
-	c->place_of = calloc(c->nindices + 1, sizeof(*c->place_of));
-	for (uint32_t i = 0; c->place_of != NULL && i < c->nthreads; i++) {
-		const nt_reader_thread *t = nt_reader_thread_at(r, i);
-		if (t != NULL && t->index < c->nindices)
-			c->place_of[t->index] = i + 1;
-	}
-	c->res_of = calloc(c->nthreads + 1, sizeof(*c->res_of));
-	c->last_wall = calloc(c->nsections + 1, sizeof(*c->last_wall));
-	c->gap_events = calloc(c->nsections + 1, sizeof(*c->gap_events));
-	c->threads = calloc(c->nthreads + 1, sizeof(*c->threads));
-	c->procs = calloc(c->nprocs + 1, sizeof(*c->procs));
-	c->sec_salt = calloc(c->nsections + 1, sizeof(*c->sec_salt));
-	c->sec_ordinal = calloc(c->nsections + 1, sizeof(*c->sec_ordinal));
-	for (uint32_t i = 0; c->sec_salt && i < c->nsections; i++) {
-		const nt_reader_section *s = nt_reader_section_at(r, i);
-		c->sec_salt[i] = ot_mix(s->pid) ^ (s->info ? ot_mix(s->info->start_realtime_ns) : 0);
-		if (c->last_wall && s->info)
-			c->last_wall[i] = (int64_t)s->info->start_realtime_ns;
-	}
-	return c->sec_salt && c->sec_ordinal && traceparents(c) && c->place_of && c->res_of && c->last_wall && c->gap_events && c->threads && c->procs;
-}
-
-static void ctx_free(ot_ctx *c)
-{
-	for (uint32_t i = 0; c->threads && i <= c->nthreads; i++) {
-		for (size_t k = 0; k < c->threads[i].cap; k++) {
-			free(c->threads[i].stack[k].body.p);
-		}
-		free(c->threads[i].stack);
-	}
-	for (size_t i = 0; i < c->nres; i++)
-		free(c->res[i].pb.p);
-	for (size_t i = 0; i < c->scopes_cap; i++) {
-		free(c->scopes[i].spans.p);
-		free(c->scopes[i].metrics.p);
-	}
-	for (size_t i = 0; i < sizeof(c->damage) / sizeof(c->damage[0]); i++)
-		free(c->damage[i]);
-	for (size_t i = 0; i < c->open_ids.cap; i++)
-		if (c->open_ids.vals[i]) {
-			free(((ot_span *)c->open_ids.vals[i])->body.p);
-			free(c->open_ids.vals[i]);
-		}
-	ot_map_free(&c->open_ids);
-	for (size_t i = 0; i < c->flows.cap; i++)
-		free(c->flows.vals[i]);
-	ot_map_free(&c->flows);
-	free(c->scopes);
-	free(c->scope_index);
-	free(c->req.p);
-	free(c->res);
-	free(c->place_of);
-	free(c->res_of);
-	free(c->last_wall);
-	free(c->gap_events);
-	free(c->threads);
-	free(c->procs);
-	free(c->tp);
-	free(c->sec_salt);
-	free(c->sec_ordinal);
-}
-
-int nt_otlp_export(nt_reader *r, const nt_render_options *opt_in, nt_otlp_emit emit, void *ctx)
-{
-	nt_render_options opt;
-	if (r == NULL || emit == NULL) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (nt_render_options_in(opt_in, &opt, "nt_otlp_export") != 0)
-		return -1;
-	ot_ctx c = { .opt = &opt, .emit = emit, .emit_ctx = ctx };
-	int rc = -1;
-	if (ctx_init(&c, r)) {
-		nt_reader_callbacks cb = { on_event, on_error, on_gap };
-		rc = nt_reader_visit(r, &cb, &c, opt.order, opt.policy);
-		if (!c.oom && !c.stopped) {
-			end_open(&c);
-			losses(&c);
-			ot_flush(&c);
-		}
-	} else {
-		c.oom = 1;
-	}
-	int err = errno;
-	ctx_free(&c);
-	if (c.oom)
-		errno = ENOMEM;
-	else if (c.stopped)
-		errno = err;
-	return c.oom || c.stopped ? -1 : rc;
+	end_open(c);
+	losses(c);
+	ot_flush(c);
 }

@@ -169,6 +169,10 @@ typedef struct ot_span {
 	uint32_t res;                /* its Resource (ot_ctx.res) */
 	int pending;                 /* a root whose trace its first event decides */
 	int t2_process;              /* Trace2's process span (start .. atexit): kind SERVER */
+	/* name and cat copied here when the span stays open past a part (the part's reader,
+	 * whose strings they were, goes): nt_render_otlp_part.c */
+	char *own;
+	size_t own_cap;
 } ot_span;
 
 /* A map of 64-bit keys (never 0) to pointers: open addressing, linear probing, deletion by
@@ -184,14 +188,15 @@ typedef struct ot_map {
  * buffers are freed when the request is sent, so the batch's memory follows its bytes. */
 typedef struct ot_scope {
 	uint32_t res;
-	const char *cat;
+	char *cat; /* a copy: a span's category may be its own, freed with it (parts) */
 	nt_pb spans, metrics;
 } ot_scope;
 
 /* A Resource: a process of a section (a Trace2 import holds several in one). */
 typedef struct ot_res {
 	uint32_t section, pid;
-	const nt_reader_process *t2; /* its Trace2 process, or NULL */
+	const nt_reader_process *t2; /* its Trace2 process, or NULL (between parts: NULL) */
+	int of_t2;                   /* built with its Trace2 process: kept as built */
 	nt_pb pb; /* its fields, made on first use */
 } ot_res;
 
@@ -201,6 +206,12 @@ typedef struct ot_thread {
 	ot_span *stack;
 	size_t cap;
 	uint32_t depth;
+	uint32_t section; /* its section (where its unended spans end) */
+	/* Its place in its event ordinals (events visited + events lost in gaps), and the
+	 * part where it was last met: a later part's first chunk of the thread reports the
+	 * earlier parts' events as a gap, which is not one (nt_render_otlp_part.c). */
+	uint64_t ordinal;
+	uint32_t part;
 } ot_thread;
 
 /* A section's parent context (runtime/nt_traceparent.h). */
@@ -216,7 +227,7 @@ typedef struct ot_proc {
 } ot_proc;
 
 typedef struct ot_ctx {
-	nt_reader *r;
+	nt_reader *r;             /* the part being visited; NULL between parts */
 	const nt_render_options *opt;
 	nt_otlp_emit emit;
 	void *emit_ctx;
@@ -227,6 +238,8 @@ typedef struct ot_ctx {
 	 * exported alone (a live shipper's) gets the ids of the whole bundle's export. */
 	uint64_t *sec_salt, *sec_ordinal;
 	uint32_t nsections;
+	uint32_t part;            /* parts visited: 1 for the first */
+	uint32_t *sec_pid;        /* per section: its pid (the losses span's Resource) */
 	ot_res *res;              /* the Resources: one per (section, pid) */
 	size_t nres, res_cap;
 	uint32_t *place_of;       /* by thread index: 1 + the thread's place, 0 = not defined */
@@ -234,10 +247,13 @@ typedef struct ot_ctx {
 	uint32_t *res_of;         /* by place: 1 + its Resource, 0 = not yet looked up */
 	int64_t *last_wall;       /* per section: the latest time seen (ends unended spans) */
 	uint64_t *gap_events;     /* per section: events lost in gaps */
-	/* By place: the defined threads in nt_reader_thread_at's order, then one for a thread
-	 * the archive never defined (so a hostile high index costs 4 bytes, not a state). */
+	/* By place: the defined threads in the order the parts and nt_reader_thread_at define
+	 * them (a later part's new threads after the earlier ones); `stray` for a thread the
+	 * archive never defined (so a hostile high index costs 4 bytes, not a state). */
 	ot_thread *threads;
 	uint32_t nthreads;        /* defined threads: places 0 .. nthreads - 1 */
+	size_t threads_cap, res_of_cap;
+	ot_thread stray;
 	ot_proc *procs;           /* by Trace2 process index */
 	uint32_t nprocs;
 	ot_scope *scopes;
@@ -252,6 +268,15 @@ typedef struct ot_ctx {
 	char *damage[16];
 	int oom, stopped;
 } ot_ctx;
+
+/* nt_render_otlp.c: the visit of c->r (a part) with the state of the earlier parts, and
+ * the end: what stayed open ends unended, the losses spans, the last requests. */
+int ot_visit(ot_ctx *c);
+void ot_end(ot_ctx *c);
+/* An open async span or Trace2 child (of c->open_ids) freed. */
+void ot_span_free(ot_span *s);
+/* A place's thread state (c->stray for nthreads). */
+ot_thread *ot_thread_at(ot_ctx *c, uint32_t place);
 
 /* nt_render_otlp_batch.c: ids, the maps, and requests. */
 uint64_t ot_mix(uint64_t x);

@@ -161,7 +161,7 @@ static ot_scope *scope_find(ot_ctx *c, uint32_t res, const char *cat)
 	size_t mask = OT_SCOPE_INDEX - 1, i = (size_t)ot_mix(cat_hash(cat) ^ res) & mask;
 	for (; c->scope_index[i]; i = (i + 1) & mask) {
 		ot_scope *s = &c->scopes[c->scope_index[i] - 1];
-		if (s->res == res && (s->cat == cat || strcmp(s->cat, cat) == 0))
+		if (s->res == res && strcmp(s->cat, cat) == 0)
 			return s;
 	}
 	if (c->nscopes >= OT_SCOPE_INDEX / 2) {
@@ -172,9 +172,14 @@ static ot_scope *scope_find(ot_ctx *c, uint32_t res, const char *cat)
 		c->oom = 1;
 		return NULL;
 	}
+	char *copy = strdup(cat);
+	if (copy == NULL) {
+		c->oom = 1;
+		return NULL;
+	}
 	ot_scope *s = &c->scopes[c->nscopes++];
 	s->res = res;
-	s->cat = cat;
+	s->cat = copy;
 	s->spans.len = s->metrics.len = 0;
 	c->scope_index[i] = (uint16_t)c->nscopes;
 	return s;
@@ -220,7 +225,7 @@ void ot_span_emit(ot_ctx *c, ot_span *s, int64_t end)
 static const nt_pb *resource_of(ot_ctx *c, uint32_t res)
 {
 	nt_pb *b = &c->res[res].pb;
-	if (b->len == 0) {
+	if (b->len == 0 && c->r) { /* between parts every Resource is built (end_part) */
 		ot_resource(b, nt_reader_section_at(c->r, c->res[res].section), c->res[res].pid,
 			    c->res[res].t2);
 		if (b->oom)
@@ -289,7 +294,9 @@ void ot_flush(ot_ctx *c)
 	for (size_t i = 0; i < c->nscopes; i++) {
 		free(c->scopes[i].spans.p);
 		free(c->scopes[i].metrics.p);
+		free(c->scopes[i].cat);
 		c->scopes[i].spans = c->scopes[i].metrics = (nt_pb){ 0 };
+		c->scopes[i].cat = NULL;
 	}
 	c->nscopes = 0;
 	if (c->scope_index)

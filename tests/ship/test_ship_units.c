@@ -8,15 +8,23 @@
  *     trailing slashes dropped; a signal's variable used as it is; --otlp-endpoint winning),
  *     headers (trimmed, percent-decoded, the signal's value winning for a key in both, a CR
  *     or LF never a second header line, a pair without '=' or a name with a space refused),
- *     compression, timeout and protocol values refused by name.
+ *     compression, timeout and protocol values refused by name;
+ *   - nt_ship_stream.c's part of a streaming section: the header, every durable record so
+ *     far (this range's added) and the range's other records in their order, bytes that do
+ *     not frame kept as they are; the reader's incremental exporter's bad arguments (NULLs,
+ *     another process's part refused and the exporter going on, a finished one refused).
  */
 #define _GNU_SOURCE
 #include "tests/support/nt_cmocka.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/nt_archive_header_encode.h"
+#include "format/nt_record.h"
+#include "format/nt_version.h"
 #include "ship/nt_ship_internal.h"
 
 /* ---- protobuf, written here ---------------------------------------------------------------- */
@@ -300,12 +308,131 @@ static void test_headers(void **state)
 	nt_ship_conf_free(&c);
 }
 
+/* ---- a streaming section's parts ----------------------------------------------------------- */
+
+/* A top-level record of `words` 8-byte words: word 0 its kind and size, then `fill`. */
+static size_t put_record(uint8_t *at, unsigned kind, unsigned words, uint8_t fill)
+{
+	uint64_t w0 = kind | (uint64_t)words << 8;
+	memcpy(at, &w0, 8);
+	memset(at + 8, fill, 8 * (words - 1));
+	return 8 * (size_t)words;
+}
+
+static void test_part_build(void **state)
+{
+	(void)state;
+	uint8_t header[16], r1[128], r2[64], want[512];
+	memset(header, 'H', sizeof(header));
+	size_t n1 = 0, n2 = 0, w = 0;
+	n1 += put_record(r1 + n1, NT_KIND_STRING, 2, 'a');
+	n1 += put_record(r1 + n1, NT_KIND_CHUNK, 3, 'b');
+	n1 += put_record(r1 + n1, NT_KIND_THREAD, 1, 0);
+	n1 += put_record(r1 + n1, NT_KIND_ZCHUNK, 2, 'c');
+	nt_ship_durable d = { 0 };
+	uint8_t *part;
+	size_t len;
+	assert_int_equal(nt_ship_part_build(&d, header, sizeof(header), r1, n1, &part, &len), 0);
+	memcpy(want, header, 16);
+	w = 16;
+	memcpy(want + w, r1, 16), w += 16;          /* the string */
+	memcpy(want + w, r1 + 40, 8), w += 8;       /* the thread */
+	memcpy(want + w, r1 + 16, 24), w += 24;     /* the chunks, in order */
+	memcpy(want + w, r1 + 48, 16), w += 16;
+	assert_int_equal(len, w);
+	assert_memory_equal(part, want, w);
+	free(part);
+	assert_int_equal(d.len, 24);
+	/* the next range: the durable records so far, its own durable one, its chunk, and 5
+	 * bytes that do not frame (as they are, for the reader to report) */
+	n2 += put_record(r2 + n2, NT_KIND_CHUNK, 2, 'd');
+	n2 += put_record(r2 + n2, NT_KIND_CALLSITE, 2, 'e');
+	memset(r2 + n2, 0x5a, 5), n2 += 5;
+	assert_int_equal(nt_ship_part_build(&d, header, sizeof(header), r2, n2, &part, &len), 0);
+	w = 16;
+	memcpy(want + w, r1, 16), w += 16;
+	memcpy(want + w, r1 + 40, 8), w += 8;
+	memcpy(want + w, r2 + 16, 16), w += 16;
+	memcpy(want + w, r2, 16), w += 16;
+	memcpy(want + w, r2 + 32, 5), w += 5;
+	assert_int_equal(len, w);
+	assert_memory_equal(part, want, w);
+	free(part);
+	/* an empty range: the header and the durable records */
+	assert_int_equal(nt_ship_part_build(&d, header, sizeof(header), r2, 0, &part, &len), 0);
+	assert_int_equal(len, 16 + 40);
+	free(part);
+	free(d.p);
+}
+
+static int count_emit(void *ctx, nt_otlp_signal signal, const uint8_t *msg, size_t len)
+{
+	(void)signal, (void)msg, (void)len;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* An archive of a header alone, of process `pid`. */
+static nt_reader *empty_archive(uint32_t pid, uint8_t *buf, size_t cap)
+{
+	nt_archive_info in;
+	memset(&in, 0, sizeof(in));
+	in.format_major = NT_FORMAT_MAJOR;
+	in.format_minor = NT_FORMAT_MINOR;
+	in.ticks_per_second = 1000000000;
+	in.chunk_size = 16384;
+	in.chunks_per_half = 4;
+	in.pid = pid;
+	in.start_realtime_ns = 1700000000000000000ull;
+	size_t n = nt_header_encode_stream(&in, buf, cap);
+	assert_true(n > 0);
+	nt_reader_error e;
+	nt_reader *r = nt_reader_open_memory(buf, n, "part", &e);
+	assert_non_null(r);
+	return r;
+}
+
+static void test_exporter_arguments(void **state)
+{
+	(void)state;
+	uint8_t b1[4096], b2[4096];
+	int requests = 0;
+	errno = 0;
+	assert_null(nt_otlp_exporter_new(NULL, NULL, NULL));
+	assert_int_equal(errno, EINVAL);
+	nt_otlp_exporter *x = nt_otlp_exporter_new(NULL, count_emit, &requests);
+	assert_non_null(x);
+	nt_reader *mine = empty_archive(41, b1, sizeof(b1)), *other = empty_archive(42, b2,
+										      sizeof(b2));
+	assert_int_equal(nt_otlp_exporter_add(NULL, mine), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(nt_otlp_exporter_add(x, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(nt_otlp_exporter_add(x, mine), 0);
+	errno = 0;
+	assert_int_equal(nt_otlp_exporter_add(x, other), -1); /* another process: refused */
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(nt_otlp_exporter_add(x, mine), 0);   /* and the exporter goes on */
+	assert_int_equal(requests, 0);                        /* nothing to send */
+	assert_int_equal(nt_otlp_exporter_finish(x), 0);
+	assert_int_equal(nt_otlp_exporter_finish(x), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(nt_otlp_exporter_add(x, mine), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(nt_otlp_exporter_finish(NULL), -1);
+	nt_otlp_exporter_free(x);
+	nt_otlp_exporter_free(NULL);
+	nt_reader_close(mine);
+	nt_reader_close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts),     cmocka_unit_test(test_responses),
 		cmocka_unit_test(test_random_bodies), cmocka_unit_test(test_endpoints),
-		cmocka_unit_test(test_headers),
+		cmocka_unit_test(test_headers),    cmocka_unit_test(test_part_build),
+		cmocka_unit_test(test_exporter_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,9 @@
  * the answering is another process, this program run as "request_program N answer"
  * (posix_spawn: a new image, no fork() of a threaded process), which reads each id from its
  * standard input, a pipe: one request crosses two processes (under trace-record, two
- * sections of one bundle). Each slice
+ * sections of one bundle). "serve" answers ids from standard input as "answer" does, inside
+ * one slice "serve" open until it closes (exit 0 whatever it read): a test feeds it from a
+ * FIFO it controls, to keep a process recording with a span open. Each slice
  * carries the request id as its argument "req", so a test can tell which slice served which
  * request. Exits 0 when every request was answered.
  */
@@ -163,6 +165,11 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "answer") == 0)
 		return answer_from_pipe(0) == requests ? 0 : 1;
+	if (argc > 2 && strcmp(argv[2], "serve") == 0) {
+		NT_SCOPE("req", "serve");
+		answer_from_pipe(0);
+		return 0;
+	}
 	pid_t child = -1;
 	if (piped) {
 		int fd[2];

@@ -660,6 +660,40 @@ typedef int (*nt_otlp_emit)(void *ctx, nt_otlp_signal signal, const uint8_t *msg
  * runs out (ENOMEM) or emit asked to stop. Cost: O(events) time; memory as above. */
 int nt_otlp_export(nt_reader *r, const nt_render_options *opt, nt_otlp_emit emit, void *ctx);
 
+/* An export in parts (a live shipper's, as a streaming section's buffers are saved): each
+ * part is a reader of the next piece of the same processes (the same sections: pid and
+ * start), whose durable records (strings, threads, call sites) include the earlier parts'
+ * and may add to them, and whose events follow them. The parts are visited as one archive
+ * of their events: a span begun in one part and ended in a later one is one span, and
+ * stacks, async spans, flows, per-section event places (ids) and the loss counts carry
+ * over. Each part's events are visited in opt's order among themselves only, so ids equal
+ * those of one nt_otlp_export of the whole only where that visits the events in the same
+ * order (a part per save of a streaming section: a thread's events keep their order, but
+ * two threads' saves interleave differently in time). */
+typedef struct nt_otlp_exporter nt_otlp_exporter;
+/* A new exporter handing requests to emit (opt as nt_otlp_export's, copied). Returns NULL
+ * with errno EINVAL when emit is NULL or opt is bad, ENOMEM when memory runs out. O(1). */
+nt_otlp_exporter *nt_otlp_exporter_new(const nt_render_options *opt, nt_otlp_emit emit,
+				       void *ctx);
+/* Visits part as the next piece and sends every request that is complete: the spans that
+ * ended, the metrics (open spans wait for their ends). The Resources of the requests sent
+ * from then on are made from part's section headers (a later part's may count more
+ * losses: give the last part the final header). part may be closed once this returns: the
+ * names of the spans still open are copied. Returns nt_reader_visit's result
+ * for part, or -1: EINVAL when x or part is NULL, x is finished or failed, or part's
+ * sections are not the earlier parts' processes (then x is as it was); ENOMEM or emit's
+ * stop (errno as emit left it), after which x only takes nt_otlp_exporter_free. Cost:
+ * O(part's events + its threads and sections + the spans open at its end); memory as
+ * nt_otlp_export's, plus the open spans' names. */
+int nt_otlp_exporter_add(nt_otlp_exporter *x, nt_reader *part);
+/* Ends what is still open (spans end at their section's last event seen, with
+ * nanotrace.unended), sends the losses spans and the last requests. Returns 0, or -1:
+ * EINVAL when x is NULL or already finished or failed, ENOMEM, or emit's stop. O(open
+ * spans + threads + sections). */
+int nt_otlp_exporter_finish(nt_otlp_exporter *x);
+/* Frees x (finished or not: what is open is dropped unsent); NULL is ignored. */
+void nt_otlp_exporter_free(nt_otlp_exporter *x);
+
 typedef enum nt_otlp_format {
 	/* A protobuf message whose field 1 is each ExportTraceServiceRequest and field 2 each
 	 * ExportMetricsServiceRequest, in order (doc/otlp_file.proto): protoc --decode reads
