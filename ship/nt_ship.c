@@ -275,7 +275,7 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
 }
 
 /* A new stream of r (its header copied, its file duplicated); s->lock held. */
-static ship_stream *stream_new(nt_ship *s, const nt_ship_range *r)
+static ship_stream *stream_new(nt_ship *s, const nt_saved_range *r)
 {
 	ship_stream *st = calloc(1, sizeof(*st));
 	if (st == NULL || (st->file = calloc(1, sizeof(*st->file))) == NULL ||
@@ -309,7 +309,7 @@ static int grow_streamed(nt_ship *s)
 }
 
 /* An ended stream's section, for nt_ship_bundle to skip; s->lock held. */
-static void note_streamed(nt_ship *s, const nt_ship_range *r)
+static void note_streamed(nt_ship *s, const nt_saved_range *r)
 {
 	struct stat st;
 	if (r->len == 0 || fstat(r->bundle_fd, &st) != 0 ||
@@ -319,7 +319,7 @@ static void note_streamed(nt_ship *s, const nt_ship_range *r)
 						       r->offset };
 }
 
-int nt_ship_stream(nt_ship *s, const nt_ship_range *r)
+int nt_ship_stream(nt_ship *s, const nt_saved_range *r)
 {
 	if (s == NULL || r == NULL || r->to < r->from) {
 		errno = EINVAL;

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/nt_saved_range.h"
+
 typedef struct nt_ship nt_ship;
 
 /* One line, no newline. Never given a header's value (secrets). */
@@ -88,8 +90,8 @@ int nt_ship_section(nt_ship *s, int fd, uint64_t offset, uint64_t len, const cha
  * Returns the sections handed over; 0 when s or cursor is NULL. Cost: one pread per frame. */
 int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end);
 
-/* A streaming section's next saved records (nanotrace-manager's on_stream, manager/core/
- * nt_manager.h says what each field is). The first call of a stream `id` duplicates fd;
+/* A streaming section's next saved records (nanotrace-manager's on_stream;
+ * runtime/nt_saved_range.h says what each field is). The first call of a stream `id` duplicates fd;
  * each call copies its header and queues the range [from, to) of the saved records (they
  * must stay as they are: the exporter thread reads them later), which the exporter thread
  * makes an archive of (the header + the durable records so far + the range's records) and
@@ -102,18 +104,7 @@ int nt_ship_bundle(nt_ship *s, int fd, uint64_t *cursor, uint64_t end);
  * follow the stream's last, a first call with no header or not from 0, a call after the
  * stream's end), ENOMEM or dup's (the stream counted as a failed section: its later
  * ranges refused with EINVAL, its end still finishing what was exported). */
-typedef struct nt_ship_range {
-	uint64_t id;
-	const char *name;
-	const uint8_t *header;
-	size_t header_len;
-	int fd;
-	uint64_t from, to;
-	int ended;
-	int bundle_fd;
-	uint64_t offset, len;
-} nt_ship_range;
-int nt_ship_stream(nt_ship *s, const nt_ship_range *r);
+int nt_ship_stream(nt_ship *s, const nt_saved_range *r);
 
 typedef struct nt_ship_counts {
 	uint64_t sections;          /* handed over */

@@ -20,8 +20,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "runtime/nt_saved_range.h"
+
 typedef struct nt_manager nt_manager;
-struct nt_manager_stream;
 
 /* Where log lines go: one line, no newline, NUL-terminated. */
 typedef void (*nt_manager_log_fn)(void *ctx, const char *line);
@@ -48,38 +49,16 @@ typedef struct nt_manager_config {
 	 * (nanotrace-manager's --trace2-event queues it). NULL: none. */
 	void (*on_recording)(void *ctx, uint32_t provider_id, int memfd, const char *name);
 	void *recording_ctx;
-	/* A streaming provider's section as its buffers are saved (nt_manager_stream below):
+	/* A streaming provider's section as its buffers are saved (runtime/nt_saved_range.h):
 	 * called on its saver thread after each save that committed records (and once more on
 	 * the manager's thread for the last save when it ends), then on the manager's thread
 	 * once with `ended` set, instead of on_section, when its section is whole in the
 	 * bundle. It must neither write the files nor wait: fd stays open until that ended
 	 * call returns (dup it to read later; its committed bytes never change). NULL: none,
 	 * and a streaming section goes to on_section like any other. */
-	void (*on_stream)(void *ctx, const struct nt_manager_stream *st);
+	void (*on_stream)(void *ctx, const nt_saved_range *st);
 	void *stream_ctx;
 } nt_manager_config;
-
-/* What on_stream is given. */
-typedef struct nt_manager_stream {
-	uint64_t id;             /* the stream's number in this manager: 1, 2, ... */
-	const char *name;        /* the provider's */
-	/* The provider's header as the manager validated it at this save (its loss counts
-	 * and clock so far), encoded as a Stream-layout archive's (format/
-	 * nt_archive_header_encode.h) with events_written 0 (not counted) and the manager's
-	 * codec: followed by the saved records so far it is an archive. In the `ended` call,
-	 * the section's own header (its counts to the end), likewise uncounted. */
-	const uint8_t *header;
-	size_t header_len;
-	/* The saved records (durable records and chunks, each whole) that this save
-	 * committed: bytes [from, to) of fd, after the earlier calls' bytes. */
-	int fd;
-	uint64_t from, to;
-	/* Set in the last call: the section was written to the bundle, its archive `len`
-	 * bytes at `offset` of bundle_fd (len 0: none, as a section whose header failed). */
-	int ended;
-	int bundle_fd;
-	uint64_t offset, len;
-} nt_manager_stream;
 
 /* The socket path a manager listens on and clients connect to: $NANOTRACE_MANAGER if set and
  * non-empty, else $XDG_RUNTIME_DIR/nanotrace/manager.sock, else /tmp/nanotrace-$UID/

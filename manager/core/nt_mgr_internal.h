@@ -59,7 +59,7 @@ typedef struct nt_mgr_saver {
 	int error;           /* under lock: errno of a failed save (the stream stops there) */
 	/* nt_manager_config.on_stream: touched only by whoever runs the saves (the thread,
 	 * then the loop once it has joined it) and, after that, the section. */
-	void (*on_stream)(void *ctx, const struct nt_manager_stream *st);
+	void (*on_stream)(void *ctx, const nt_saved_range *st);
 	void *stream_ctx;
 	uint64_t stream_id;
 	const struct nt_mgr_provider *prov;

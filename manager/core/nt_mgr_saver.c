@@ -113,7 +113,7 @@ static int stream_header(nt_mgr_saver *s)
 	return s->header_ok;
 }
 
-static void stream_call(nt_mgr_saver *s, nt_manager_stream *st)
+static void stream_call(nt_mgr_saver *s, nt_saved_range *st)
 {
 	st->id = s->stream_id;
 	st->name = s->prov->name;
@@ -131,7 +131,7 @@ static void hand_over(nt_mgr_saver *s)
 	pthread_mutex_unlock(&s->lock);
 	if (s->on_stream == NULL || end <= s->handed || !stream_header(s))
 		return;
-	nt_manager_stream st = { .from = s->handed - s->start, .to = end - s->start,
+	nt_saved_range st = { .from = s->handed - s->start, .to = end - s->start,
 				 .bundle_fd = -1 };
 	stream_call(s, &st);
 	s->handed = end;
@@ -147,7 +147,7 @@ void nt_mgr_saver_ended(nt_mgr_saver *s, const nt_archive_info *final, int bundl
 		size_t n = nt_header_encode_stream(&info, s->header, sizeof(s->header));
 		s->header_len = n ? n : s->header_len;
 	}
-	nt_manager_stream st = { .from = at, .to = at, .ended = 1, .bundle_fd = bundle_fd,
+	nt_saved_range st = { .from = at, .to = at, .ended = 1, .bundle_fd = bundle_fd,
 				 .offset = offset, .len = len };
 	stream_call(s, &st);
 }

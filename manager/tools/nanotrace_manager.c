@@ -165,6 +165,17 @@ static void tell(int ready_fd, char code)
 	}
 }
 
+/* What could not start: one line on stderr (and in the log), the waiting parent told;
+ * returns the exit status, 2. */
+static int start_failed(FILE *log, int ready_fd, const char *what, const char *why)
+{
+	fprintf(stderr, "nanotrace-manager: %s%s\n", what, why);
+	if (log != stderr)
+		log_line(log, why);
+	tell(ready_fd, 2);
+	return 2;
+}
+
 /* --otlp-endpoint: the shipper (ship/nt_ship.h), its lines in the log. Started after
  * detach(): a fork() keeps no thread. */
 static void ship_log(void *ctx, const char *line)
@@ -337,22 +348,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	nt_ship *ship = NULL;
-	if (a.otlp && (ship = start_shipper(&a, log, why, sizeof(why))) == NULL) {
-		fprintf(stderr, "nanotrace-manager: %s: %s\n",
-			a.otlp_endpoint ? "--otlp-endpoint" : "--otlp", why);
-		if (log != stderr)
-			log_line(log, why);
-		tell(ready_fd, 2);
-		return 2;
-	}
+	if (a.otlp && (ship = start_shipper(&a, log, why, sizeof(why))) == NULL)
+		return start_failed(log, ready_fd, a.otlp_endpoint ? "--otlp-endpoint: " : "--otlp: ",
+				    why);
 	nt_ship_trace2 *t2 = NULL;
 	if (a.trace2_event && (t2 = nt_ship_trace2_new(a.trace2_event, why, sizeof(why))) == NULL) {
 		stop_shipper(ship, log, 0);
-		fprintf(stderr, "nanotrace-manager: --trace2-event: %s\n", why);
-		if (log != stderr)
-			log_line(log, why);
-		tell(ready_fd, 2);
-		return 2;
+		return start_failed(log, ready_fd, "--trace2-event: ", why);
 	}
 	nt_manager_config cfg = { .socket_path = path, .log = log_line, .log_ctx = log,
 				  .verbose = verbose, .create_dir = create_dir,
@@ -364,11 +366,7 @@ int main(int argc, char **argv)
 	if (m == NULL) {
 		nt_ship_trace2_free(t2);
 		stop_shipper(ship, log, 0);
-		fprintf(stderr, "nanotrace-manager: %s\n", why);
-		if (log != stderr)
-			log_line(log, why);
-		tell(ready_fd, 2);
-		return 2;
+		return start_failed(log, ready_fd, "", why);
 	}
 	the_manager = m;
 	/* Each provider holds a connection, a FIFO, a buffer and (streaming) a stream file. */

@@ -10,13 +10,9 @@
 #include "manager/core/nt_manager.h"
 #include "ship/nt_ship.h"
 
-static inline void nt_stream_ship(void *ship, const nt_manager_stream *st)
+static inline void nt_stream_ship(void *ship, const nt_saved_range *st)
 {
-	nt_ship_range r = { .id = st->id, .name = st->name, .header = st->header,
-			    .header_len = st->header_len, .fd = st->fd, .from = st->from,
-			    .to = st->to, .ended = st->ended, .bundle_fd = st->bundle_fd,
-			    .offset = st->offset, .len = st->len };
-	(void)nt_ship_stream(ship, &r); /* a failure is counted and logged by the shipper */
+	(void)nt_ship_stream(ship, st); /* a failure is counted and logged by the shipper */
 }
 
 #endif /* NT_STREAM_SHIP_H */
