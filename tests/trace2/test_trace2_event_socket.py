@@ -3,8 +3,10 @@ socket target (writer/trace2/nt_trace2_forward.c, reader/trace2/nt_trace2_forwar
 
 A process tree (t2_program: threads, an exec'd child, a fork() child) sends its EVENT lines to
 a listener of this test while NANOTRACE records the archives; what each process sent equals,
-line for line and in order, what `trace-dump --format event` renders from its archive, with
-the clock's fields masked (time, t_abs, t_rel and the timers' t_total, t_min, t_max). A dgram
+line for line and each thread's lines in order (the forwarder follows the live arena:
+threads interleave by time within each poll), what `trace-dump --format event` renders
+from its archive, with the clock's fields masked (time, t_abs, t_rel and the timers'
+t_total, t_min, t_max). A dgram
 listener gets one line per datagram. With NANOTRACE_EVENT alone the same lines come and
 nothing is left on disk. A listener that goes away mid-run, a missing socket, a stalled
 listener and a bad value are one warning per process, and the exit status is the program's
@@ -126,6 +128,19 @@ def by_sid(lines):
     return out
 
 
+def per_thread(lines):
+    """Each (process, thread)'s lines in their order. What a live follow keeps: a thread's
+    lines in order, the threads merged by time within each poll; an event published after
+    a later one of another thread was sent comes in the next poll, so threads may
+    interleave otherwise than in the finished archive's time merge (nanotrace_reader.h,
+    LIVE FOLLOW)."""
+    out = {}
+    for line in lines:
+        d = json.loads(line)
+        out.setdefault((d['sid'], d.get('thread')), []).append(masked(line))
+    return out
+
+
 def dumped_files(paths):
     lines = []
     for path in paths:
@@ -173,9 +188,12 @@ def check_tree(tmp_path, kind, target_type):
     finally:
         lis.close()
     assert code == 3 and warnings(err) == [], err
-    got, want = by_sid(lis.lines()), by_sid(dumped(str(arch)))
-    # The parent, its exec'd child and its fork() child, each complete and in order.
-    assert len(want) == 2 + len(FORK) and got == want, (sorted(got), sorted(want))
+    lines, dumped_lines = lis.lines(), dumped(str(arch))
+    got, want = by_sid(lines), by_sid(dumped_lines)
+    # The parent, its exec'd child and its fork() child, each complete, each thread's
+    # lines in order.
+    assert len(want) == 2 + len(FORK) and sorted(got) == sorted(want), (got, want)
+    assert per_thread(lines) == per_thread(dumped_lines)
     assert all('"event": "atexit"' in v[-1] for v in got.values())
 
 
@@ -327,8 +345,9 @@ def test_trace_dump_follow_output_socket(tmp_path):
         lis.close()
     assert code == 3, err
     assert follow.returncode == 0 and out == b'', ferr
-    want = dumped_files([archive])
-    assert [masked(x) for x in lis.lines()] == [masked(x) for x in want]
+    lines, want = lis.lines(), dumped_files([archive])
+    assert sorted(masked(x) for x in lines) == sorted(masked(x) for x in want)
+    assert per_thread(lines) == per_thread(want)
 
 
 def test_killed_program_sends_what_was_polled(tmp_path):
@@ -383,6 +402,8 @@ def test_manager_forwards_every_recorded_provider(tmp_path):
         lis.close()
     err = err.decode('utf-8', 'replace')
     assert mgr.returncode == 0 and 'trace2-event' not in err, err
-    got, want = by_sid(lis.lines()), by_sid(dumped_files([bundle]))
-    # the parent and its exec'd child, each complete and in order
-    assert len(want) == 2 and got == want, (sorted(got), sorted(want))
+    lines, dumped_lines = lis.lines(), dumped_files([bundle])
+    got, want = by_sid(lines), by_sid(dumped_lines)
+    # the parent and its exec'd child, each complete, each thread's lines in order
+    assert len(want) == 2 and sorted(got) == sorted(want), (got, want)
+    assert per_thread(lines) == per_thread(dumped_lines)
