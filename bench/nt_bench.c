@@ -35,6 +35,8 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_trace2.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_util.h"
 #include "nt_bench_floor.h"
 
@@ -53,11 +55,12 @@ static double t2_pairs_loop(uint64_t pairs)
 
 static int start_session(int mode, size_t buffer);
 
-/* A scratch file of this run: $TMPDIR (or /tmp)/nt-bench-<tag>-<pid><ext>. */
+/* A scratch file of this run, <tag><ext> in the run's private directory. */
 static void tmp_path(char *buf, size_t cap, const char *tag, const char *ext)
 {
-	snprintf(buf, cap, "%s/nt-bench-%s-%d%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-		 tag, (int)getpid(), ext);
+	char name[64];
+	snprintf(name, sizeof(name), "%s%s", tag, ext);
+	nt_bench_scratch(buf, cap, name);
 }
 
 /* Finish the session into a temporary archive and open it (the file is removed at once:
@@ -495,23 +498,15 @@ static void print_json(const bench_results *b)
 int main(int argc, char **argv)
 {
 	int json = 0;
-	bench_results b = { .reps = 7, .pairs = 2000000 };
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			b.reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
-			b.pairs = strtoull(argv[++i], NULL, 10);
-		else {
-			fprintf(stderr, "usage: nt_bench [--json] [--reps N] [--pairs N]\n");
-			return 1;
-		}
-	}
-	if (b.reps < 1 || b.reps > 101 || b.pairs < 1000) {
-		fprintf(stderr, "nt_bench: --reps must be 1-101 and --pairs at least 1000\n");
-		return 1;
-	}
+	uint64_t reps = 7, pairs = 2000000;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_FLAG("--json", &json),
+		NT_BENCH_NUMBER("--reps", "N", &reps, 1, 101),
+		NT_BENCH_NUMBER("--pairs", "N", &pairs, 1000, NT_BENCH_MANY),
+	};
+	if (!NT_BENCH_PARSE("nt_bench", argc, argv, opts))
+		return 2;
+	bench_results b = { .reps = (int)reps, .pairs = pairs };
 	if (!measure_events(&b) || !measure_rest(&b))
 		return 1;
 	print_text(&b);

@@ -46,6 +46,7 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
 #include "nt_bench_floor.h"
+#include "nt_bench_opts.h"
 #include "nt_bench_util.h"
 
 #define FLOOR_BAND 1.25
@@ -299,26 +300,17 @@ static void print_json(const results *r, int trusted)
 
 int main(int argc, char **argv)
 {
-	int json = 0, reps = 9;
-	uint64_t events = 3000000, buffer = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
-			events = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--buffer") == 0 && i + 1 < argc)
-			buffer = strtoull(argv[++i], NULL, 10);
-		else {
-			fprintf(stderr, "usage: nt_bench_args [--json] [--reps N] [--events N] [--buffer BYTES]\n");
-			return 2;
-		}
-	}
-	if (reps < 1 || reps > 1000 || events < 30 || events > 1000000000ull) {
-		fprintf(stderr, "nt_bench_args: --reps must be 1..1000 and --events 30..1e9\n");
+	int json = 0;
+	uint64_t events = 3000000, buffer = 0, nreps = 9;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_FLAG("--json", &json),
+		NT_BENCH_NUMBER("--reps", "N", &nreps, 1, 1000),
+		NT_BENCH_NUMBER("--events", "N", &events, 30, 1000000000),
+		NT_BENCH_NUMBER("--buffer", "BYTES", &buffer, 0, NT_BENCH_MANY),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_args", argc, argv, opts))
 		return 2;
-	}
+	int reps = (int)nreps;
 	pin_cpu0();
 	nt_config cfg;
 	nt_config_init(&cfg);

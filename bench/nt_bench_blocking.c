@@ -20,6 +20,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_shapes.h"
 
 #define MAX_REPS 15
@@ -105,27 +107,19 @@ static int run(const char *path, int threads, uint64_t events, long long timeout
 
 int main(int argc, char **argv)
 {
-	uint64_t events = 3000000;
-	int reps = 3, threads = 2, json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
-			events = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			threads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else
-			return fprintf(stderr, "usage: nt_bench_blocking [--events N] [--threads N] "
-					       "[--reps N] [--json]\n"), 2;
-	}
-	if (reps < 1 || reps > MAX_REPS || threads < 1 || threads > MAX_THREADS || events < 3)
-		return fprintf(stderr, "nt_bench_blocking: --reps 1..%d, --threads 1..%d, "
-				       "--events >= 3\n", MAX_REPS, MAX_THREADS), 2;
-	char path[256];
-	snprintf(path, sizeof(path), "%s/nt-bench-blocking-%d.ntrace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	uint64_t events = 3000000, nreps = 3, nthreads = 2;
+	int json = 0;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_NUMBER("--events", "N", &events, 3, NT_BENCH_MANY),
+		NT_BENCH_NUMBER("--threads", "N", &nthreads, 1, MAX_THREADS),
+		NT_BENCH_NUMBER("--reps", "N", &nreps, 1, MAX_REPS),
+		NT_BENCH_FLAG("--json", &json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_blocking", argc, argv, opts))
+		return 2;
+	int reps = (int)nreps, threads = (int)nthreads;
+	char path[600];
+	nt_bench_scratch(path, sizeof(path), "blocking.ntrace");
 	static const long long timeouts[2] = { NT_BLOCKING_OFF, NT_BLOCKING_TIMEOUT_MAX_US };
 	double ns[2][MAX_REPS], blocked_ms[MAX_REPS], max_ms[MAX_REPS];
 	uint64_t made[2] = { 0 }, lost[2] = { 0 }, waits = 0, ended = 0;

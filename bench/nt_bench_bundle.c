@@ -31,6 +31,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_util.h"
 
 /* How many leaves the tree runs at once. */
@@ -59,12 +61,6 @@ static int run_quiet(char *const argv[])
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void scratch(char *buf, size_t cap, const char *tag)
-{
-	snprintf(buf, cap, "%s/nt-bench-bundle-%s-%d.ntbundle",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
 }
 
 /* trace-record of `procs` leaves of `events` each (procs 1: the leaf alone, no shell). */
@@ -194,34 +190,29 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--child-memory") == 0)
 		return child_memory(argv[2]);
 	const char *trace_record = NULL;
-	uint64_t sections = 20000, events = 50;
-	int reps = 3, json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (i + 1 < argc && strcmp(argv[i], "--trace-record") == 0)
-			trace_record = argv[++i];
-		else if (i + 1 < argc && strcmp(argv[i], "--sections") == 0)
-			sections = strtoull(argv[++i], NULL, 10);
-		else if (i + 1 < argc && strcmp(argv[i], "--events") == 0)
-			events = strtoull(argv[++i], NULL, 10);
-		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
-			reps = atoi(argv[++i]);
-		else
-			trace_record = NULL, i = argc;
+	uint64_t sections = 20000, events = 50, nreps = 3;
+	int json = 0;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_TEXT("--trace-record", "PATH", &trace_record),
+		NT_BENCH_NUMBER("--sections", "N", &sections, 2, 1000000),
+		NT_BENCH_NUMBER("--events", "N", &events, 1, 1000000),
+		NT_BENCH_NUMBER("--reps", "N", &nreps, 1, 101),
+		NT_BENCH_FLAG("--json", &json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_bundle", argc, argv, opts))
+		return 2;
+	if (trace_record == NULL) {
+		fputs("nt_bench_bundle: --trace-record PATH is needed\n", stderr);
+		return 2;
 	}
-	if (trace_record == NULL || sections < 2 || events < 1 || reps < 1 || reps > 101) {
-		fputs("usage: nt_bench_bundle --trace-record PATH [--sections N >= 2] "
-		      "[--events N] [--reps 1..101] [--json]\n", stderr);
-		return 1;
-	}
-	char self[4096], bundle[256], single[256];
+	int reps = (int)nreps;
+	char self[4096], bundle[600], single[600];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		return 1;
 	self[n] = '\0';
-	scratch(bundle, sizeof(bundle), "many");
-	scratch(single, sizeof(single), "one");
+	nt_bench_scratch(bundle, sizeof(bundle), "many.ntbundle");
+	nt_bench_scratch(single, sizeof(single), "one.ntbundle");
 	const char *paths[2] = { bundle, single };
 	results b;
 	memset(&b, 0, sizeof(b));

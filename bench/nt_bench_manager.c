@@ -38,6 +38,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_shapes.h"
 #include "nt_bench_util.h"
 
@@ -68,9 +70,8 @@ static int child_pairs(uint64_t pairs)
 	pairs_loop(pairs / 10); /* warm up: thread and call site registered, chunk claimed */
 	double ns = pairs_loop(pairs);
 	if (own) { /* finished into a scratch file, removed at once: only the loop is measured */
-		char path[256];
-		snprintf(path, sizeof(path), "%s/nt-bench-manager-own-%d.ntrace",
-			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+		char path[600];
+		nt_bench_scratch(path, sizeof(path), "own.ntrace");
 		nt_finish(path);
 		unlink(path);
 	}
@@ -137,15 +138,16 @@ static int run_capture(char *const argv[], char *out, size_t cap)
 
 static void tmp_archive(char *buf, size_t cap, const char *tag)
 {
-	snprintf(buf, cap, "%s/nt-bench-manager-%s-%d.ntrace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	char name[64];
+	snprintf(name, sizeof(name), "%s.ntrace", tag);
+	nt_bench_scratch(buf, cap, name);
 }
 
 /* One child measuring pairs, registered (under trace-record) or not. Returns ns per event,
  * and *startup_ns for the registered one; < 0 on failure. */
 static double one_pairs_run(const bench_args *b, int registered, double *startup_ns)
 {
-	char pairs[32], out[256], path[256], t0[32];
+	char pairs[32], out[256], path[600], t0[32];
 	snprintf(pairs, sizeof(pairs), "%" PRIu64, b->pairs);
 	tmp_archive(path, sizeof(path), "pairs");
 	snprintf(t0, sizeof(t0), "%" PRIu64, now_ns());
@@ -181,7 +183,7 @@ static int count_event(void *ctx, const nt_reader_event *ev)
 static int fanout_run(const bench_args *b, uint64_t per_process, double *events_s,
 		      double *drop_share)
 {
-	char path[256], script[512], out[64];
+	char path[600], script[512], out[64];
 	tmp_archive(path, sizeof(path), "fanout");
 	snprintf(script, sizeof(script),
 		 "i=0; while [ $i -lt %d ]; do \"$0\" --child-stream %" PRIu64 " & i=$((i+1)); "
@@ -302,35 +304,30 @@ static int sections_part(bench_args *b)
 	return 0;
 }
 
-static int usage(void)
-{
-	fputs("usage: nt_bench_manager --trace-record PATH [--part sections] [--reps N] "
-	      "[--pairs N]\n                        [--shape-events N>=1000] [--json]\n",
-	      stderr);
-	return 1;
-}
-
+/* Reads the command line into *b: 1, or 0 after saying what is wrong. */
 static int parse(int argc, char **argv, bench_args *b)
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			b->json = 1;
-		else if (i + 1 < argc && strcmp(argv[i], "--trace-record") == 0)
-			b->trace_record = argv[++i];
-		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
-			b->reps = atoi(argv[++i]);
-		else if (i + 1 < argc && strcmp(argv[i], "--pairs") == 0)
-			b->pairs = strtoull(argv[++i], NULL, 10);
-		else if (i + 1 < argc && strcmp(argv[i], "--shape-events") == 0)
-			b->shape_events = strtoull(argv[++i], NULL, 10);
-		else if (i + 1 < argc && strcmp(argv[i], "--part") == 0 &&
-			 strcmp(argv[i + 1], "sections") == 0)
-			b->sections_only = 1, i++;
-		else
-			return 0;
+	uint64_t reps = (uint64_t)b->reps;
+	const char *part = NULL;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_TEXT("--trace-record", "PATH", &b->trace_record),
+		NT_BENCH_TEXT("--part", "sections", &part),
+		NT_BENCH_NUMBER("--reps", "N", &reps, 1, 101),
+		NT_BENCH_NUMBER("--pairs", "N", &b->pairs, 1, NT_BENCH_MANY),
+		NT_BENCH_NUMBER("--shape-events", "N", &b->shape_events, 1000, NT_BENCH_MANY),
+		NT_BENCH_FLAG("--json", &b->json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_manager", argc, argv, opts))
+		return 0;
+	b->reps = (int)reps;
+	if (part != NULL && strcmp(part, "sections") != 0) {
+		fprintf(stderr, "nt_bench_manager: --part takes 'sections', not '%s'\n", part);
+		return 0;
 	}
-	return b->trace_record != NULL && b->reps > 0 && b->reps <= 101 && b->pairs > 0 &&
-	       b->shape_events >= 1000;
+	b->sections_only = part != NULL;
+	if (b->trace_record == NULL)
+		fputs("nt_bench_manager: --trace-record PATH is needed\n", stderr);
+	return b->trace_record != NULL;
 }
 
 int main(int argc, char **argv)
@@ -343,7 +340,7 @@ int main(int argc, char **argv)
 		return child_shape(argv[2], strtoull(argv[3], NULL, 10));
 	bench_args b = { .reps = 7, .pairs = 2000000, .shape_events = 8000000 };
 	if (!parse(argc, argv, &b))
-		return usage();
+		return 2;
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)

@@ -31,6 +31,8 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
 #include <nanotrace/nanotrace_trace2.h>
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_util.h"
 
 typedef struct reader_results {
@@ -49,8 +51,9 @@ typedef struct reader_results {
 
 static void scratch(char *buf, size_t cap, const char *tag)
 {
-	snprintf(buf, cap, "%s/nt-bench-reader-%s-%d.ntrace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	char name[64];
+	snprintf(name, sizeof(name), "%s.ntrace", tag);
+	nt_bench_scratch(buf, cap, name);
 }
 
 /* Records `iterations` of the mixed shape (3 events each) into `path`, compressed at
@@ -303,7 +306,7 @@ static void measure_decode(reader_results *b, const char *mixed, const char *pla
 
 static int measure(reader_results *b, uint64_t iterations, int reps, int decode_only)
 {
-	char mixed[256], plain[256], mixed10[256], t2[256];
+	char mixed[600], plain[600], mixed10[600], t2[600];
 	scratch(mixed, sizeof(mixed), "mixed");
 	scratch(plain, sizeof(plain), "plain");
 	scratch(mixed10, sizeof(mixed10), "mixed10m");
@@ -342,26 +345,17 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--child-memory") == 0)
 		return child_memory(argv[2]);
-	uint64_t events = 3000000;
-	int reps = 5, json = 0, decode_only = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (strcmp(argv[i], "--decode-only") == 0)
-			decode_only = 1;
-		else if (i + 1 < argc && strcmp(argv[i], "--events") == 0)
-			events = strtoull(argv[++i], NULL, 10);
-		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
-			reps = atoi(argv[++i]);
-		else {
-			fputs("usage: nt_bench_reader [--events N] [--reps N] [--json] [--decode-only]\n", stderr);
-			return 1;
-		}
-	}
-	if (events < 3 || reps < 1 || reps > 101) {
-		fputs("nt_bench_reader: --events >= 3, --reps 1..101\n", stderr);
-		return 1;
-	}
+	uint64_t events = 3000000, nreps = 5;
+	int json = 0, decode_only = 0;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_NUMBER("--events", "N", &events, 3, NT_BENCH_MANY),
+		NT_BENCH_NUMBER("--reps", "N", &nreps, 1, 101),
+		NT_BENCH_FLAG("--json", &json),
+		NT_BENCH_FLAG("--decode-only", &decode_only),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_reader", argc, argv, opts))
+		return 2;
+	int reps = (int)nreps;
 	reader_results b;
 	memset(&b, 0, sizeof(b));
 	if (!measure(&b, events / 3, reps, decode_only))

@@ -25,6 +25,8 @@
 
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_util.h"
 
 enum { SHAPE_ZONE, SHAPE_MIXED, NSHAPES };
@@ -40,8 +42,9 @@ typedef struct result {
 
 static void scratch(char *buf, size_t cap, const char *tag)
 {
-	snprintf(buf, cap, "%s/nt-bench-saver-%s-%d.ntrace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	char name[64];
+	snprintf(name, sizeof(name), "%s.ntrace", tag);
+	nt_bench_scratch(buf, cap, name);
 }
 
 static void emit(int shape, uint64_t events)
@@ -157,23 +160,19 @@ static double decode_mev_s(const char *path, uint64_t *events)
 
 int main(int argc, char **argv)
 {
-	uint64_t events = 3000000;
-	int reps = 3, json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
-			events = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else
-			return fprintf(stderr, "usage: nt_bench_saver [--events N] [--reps N] [--json]\n"), 2;
-	}
-	if (reps < 1 || reps > MAX_REPS || events < 6)
-		return fprintf(stderr, "nt_bench_saver: --reps 1..%d, --events >= 6\n", MAX_REPS), 2;
+	uint64_t events = 3000000, nreps = 3;
+	int json = 0;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_NUMBER("--events", "N", &events, 6, NT_BENCH_MANY),
+		NT_BENCH_NUMBER("--reps", "N", &nreps, 1, MAX_REPS),
+		NT_BENCH_FLAG("--json", &json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_saver", argc, argv, opts))
+		return 2;
+	int reps = (int)nreps;
 	events -= events % 6;
 	static result res[NSHAPES][NLEVELS];
-	char path[256], plain[256];
+	char path[600], plain[600];
 	scratch(path, sizeof(path), "archive");
 	scratch(plain, sizeof(plain), "plain");
 	for (int rep = 0; rep < reps; rep++) {

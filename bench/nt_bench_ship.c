@@ -29,6 +29,8 @@
 #include <nanotrace/nanotrace.h>
 
 #include "nt_bench_json.h"
+#include "nt_bench_opts.h"
+#include "nt_bench_scratch.h"
 #include "nt_bench_util.h"
 #include "ship/nt_ship.h"
 
@@ -104,8 +106,7 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 static double ship_once(const char *url, int compression, const char *archive, nt_ship_counts *c)
 {
 	char spool[4096];
-	snprintf(spool, sizeof(spool), "%s/nt-bench-ship-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	nt_bench_scratch(spool, sizeof(spool), "spool-XXXXXX");
 	if (mkdtemp(spool) == NULL)
 		return -1;
 	nt_ship_config cfg;
@@ -137,22 +138,18 @@ static double ship_once(const char *url, int compression, const char *archive, n
 
 int main(int argc, char **argv)
 {
-	uint64_t events = 200000;
-	int reps = 5, json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
-			events = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else
-			return fprintf(stderr, "usage: nt_bench_ship [--events N] [--reps R] [--json]\n"), 1;
-	}
-	reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
+	uint64_t events = 200000, nreps = 5;
+	int json = 0;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_NUMBER("--events", "N", &events, 1, NT_BENCH_MANY),
+		NT_BENCH_NUMBER("--reps", "N", &nreps, 1, 64),
+		NT_BENCH_FLAG("--json", &json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_ship", argc, argv, opts))
+		return 2;
+	int reps = (int)nreps;
 	char archive[4096];
-	snprintf(archive, sizeof(archive), "%s/nt-bench-ship-%d.ntrace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	nt_bench_scratch(archive, sizeof(archive), "ship.ntrace");
 	if (!record(archive, events))
 		return 1;
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

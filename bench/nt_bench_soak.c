@@ -24,6 +24,7 @@
 #include <nanotrace/nanotrace.h>
 #include <nanotrace/nanotrace_reader.h>
 
+#include "nt_bench_opts.h"
 #include "nt_bench_util.h"
 
 /* ThreadSanitizer's shadow memory grows with every page the arena and the saved file touch:
@@ -88,34 +89,20 @@ static int count_event(void *ctx, const nt_reader_event *e)
 	return 0;
 }
 
-static long number(const char *opt, const char *v, long lo, long hi)
-{
-	char *end;
-	long n = v ? strtol(v, &end, 10) : 0;
-	if (v == NULL || *v == '\0' || *end != '\0' || n < lo || n > hi) {
-		fprintf(stderr, "nt_bench_soak: %s needs a number from %ld to %ld\n", opt, lo, hi);
-		exit(2);
-	}
-	return n;
-}
-
 int main(int argc, char **argv)
 {
-	long nthreads = sysconf(_SC_NPROCESSORS_ONLN), seconds = 60;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t threads = online < 1 ? 1 : online > MAX_THREADS ? MAX_THREADS : (uint64_t)online;
+	uint64_t nsecs = 60;
 	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--threads") == 0)
-			nthreads = number(argv[i], argv[i + 1], 1, MAX_THREADS), i++;
-		else if (strcmp(argv[i], "--seconds") == 0)
-			seconds = number(argv[i], argv[i + 1], WARMUP_SECONDS + 1, 24 * 3600), i++;
-		else if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else
-			return fprintf(stderr, "usage: nt_bench_soak [--threads N] [--seconds S] "
-					       "[--json]\n"), 2;
-	}
-	if (nthreads < 1 || nthreads > MAX_THREADS)
-		nthreads = nthreads < 1 ? 1 : MAX_THREADS;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_NUMBER("--threads", "N", &threads, 1, MAX_THREADS),
+		NT_BENCH_NUMBER("--seconds", "S", &nsecs, WARMUP_SECONDS + 1, 24 * 3600),
+		NT_BENCH_FLAG("--json", &json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_soak", argc, argv, opts))
+		return 2;
+	long nthreads = (long)threads, seconds = (long)nsecs;
 	char dir[256], path[300];
 	snprintf(dir, sizeof(dir), "%s/nt-soak-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(dir) == NULL)

@@ -33,6 +33,7 @@
 #include <nanotrace/nanotrace_trace2.h>
 
 #include "nt_bench_json.h"
+#include "nt_bench_opts.h"
 #include "nt_bench_util.h"
 
 enum { ARCHIVE, TARGET, PRIVATE, NSETTINGS };
@@ -144,27 +145,20 @@ int main(int argc, char **argv)
 	char reader_dir[PATH_MAX] = "";
 	if (argc >= 4 && strcmp(argv[1], "--child") == 0)
 		return child(atol(argv[2]), atol(argv[3]));
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-			rounds = atol(argv[++i]);
-		else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
-			pairs = atol(argv[++i]);
-		else if (strcmp(argv[i], "--quiet-ms") == 0 && i + 1 < argc)
-			quiet_ms = atol(argv[++i]);
-		else if (strcmp(argv[i], "--reader-dir") == 0 && i + 1 < argc)
-			snprintf(reader_dir, sizeof(reader_dir), "%s", argv[++i]);
-		else if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else {
-			fprintf(stderr, "usage: nt_bench_t2event [--rounds N] [--pairs N] "
-				"[--quiet-ms MS] [--reader-dir DIR] [--json]\n");
-			return 1;
-		}
-	}
-	if (rounds < 1 || rounds > 99 || pairs < 1 || quiet_ms < 0) {
-		fprintf(stderr, "nt_bench_t2event: --rounds 1..99, --pairs >= 1, --quiet-ms >= 0\n");
-		return 1;
-	}
+	uint64_t nrounds = 7, npairs = 200000, nquiet = 2000;
+	const char *reader_arg = NULL;
+	const nt_bench_opt opts[] = {
+		NT_BENCH_NUMBER("--rounds", "N", &nrounds, 1, 99),
+		NT_BENCH_NUMBER("--pairs", "N", &npairs, 1, 1000000000),
+		NT_BENCH_NUMBER("--quiet-ms", "MS", &nquiet, 0, 3600000),
+		NT_BENCH_TEXT("--reader-dir", "DIR", &reader_arg),
+		NT_BENCH_FLAG("--json", &json),
+	};
+	if (!NT_BENCH_PARSE("nt_bench_t2event", argc, argv, opts))
+		return 2;
+	rounds = (long)nrounds, pairs = (long)npairs, quiet_ms = (long)nquiet;
+	if (reader_arg != NULL)
+		snprintf(reader_dir, sizeof(reader_dir), "%s", reader_arg);
 	char self[PATH_MAX];
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (sl <= 0)

@@ -25,6 +25,7 @@
 
 #include "nt_ship_internal.h"
 #include "runtime/nt_private_file.h"
+#include "runtime/nt_write_all.h"
 
 #define REQ_PREFIX "r-"
 #define TMP_PREFIX ".tmp-"
@@ -155,20 +156,6 @@ int nt_ship_spool_open(nt_ship *s, char *why, size_t whylen)
 	return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void count_drop(int signal, const uint8_t *msg, size_t len,
 		       uint64_t *requests, uint64_t *spans, uint64_t *points)
 {
@@ -221,8 +208,8 @@ int nt_ship_spool_put(nt_ship *s, int signal, const uint8_t *msg, size_t len)
 	snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "XXXXXX", s->conf.spool);
 	int fd = nt_private_create(tmp, 0600);
 	int err = fd < 0 ? errno : 0;
-	if (fd >= 0 && (write_all(fd, msg, len) != 0 || fdatasync(fd) != 0))
-		err = errno ? errno : EIO;
+	if (fd >= 0 && (err = nt_write_all(fd, msg, len, NULL)) == 0 && fdatasync(fd) != 0)
+		err = errno;
 	if (fd >= 0)
 		close(fd);
 	if (err == 0) {

@@ -32,6 +32,7 @@
 #include "format/nt_archive_header_encode.h"
 #include "nt_mgr_internal.h"
 #include "format/nt_version.h"
+#include "runtime/nt_write_all.h"
 
 static int64_t wall_ns(void)
 {
@@ -44,22 +45,14 @@ static int64_t wall_ns(void)
 static void out_write(nt_manager *m, const void *data, size_t len)
 {
 	nt_mgr_trace *t = &m->trace;
-	const uint8_t *p = data;
-	while (len > 0 && t->out_error == 0) {
-		ssize_t n = pwrite(t->out_fd, p, len, (off_t)t->out_off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			t->out_error = n < 0 ? errno : EIO;
-			nt_mgr_log(m, "writing the bundle at byte %llu: %s",
-				   (unsigned long long)t->out_off, strerror(t->out_error));
-			nt_mgr_trace_problem(m, "writing the bundle at byte %llu: %s",
-					     (unsigned long long)t->out_off, strerror(t->out_error));
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-		t->out_off += (uint64_t)n;
+	if (t->out_error != 0)
+		return;
+	t->out_error = nt_write_all(t->out_fd, data, len, &t->out_off);
+	if (t->out_error != 0) {
+		nt_mgr_log(m, "writing the bundle at byte %llu: %s",
+			   (unsigned long long)t->out_off, strerror(t->out_error));
+		nt_mgr_trace_problem(m, "writing the bundle at byte %llu: %s",
+				     (unsigned long long)t->out_off, strerror(t->out_error));
 	}
 }
 

@@ -16,21 +16,15 @@
 #include "format/nt_bundle.h"
 #include "nt_record_bundle.h"
 #include "format/nt_version.h"
+#include "runtime/nt_write_all.h"
 
-static int write_all(int fd, const void *data, size_t len, off_t off)
+/* 0, or -1 with errno set (EIO for a write of nothing). */
+static int write_at(int fd, const void *data, size_t len, off_t off)
 {
-	const char *p = data;
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
+	uint64_t at = (uint64_t)off;
+	int e = nt_write_all(fd, data, len, &at);
+	errno = e;
+	return e ? -1 : 0;
 }
 
 static int64_t wall_ns(void)
@@ -44,7 +38,7 @@ static int fresh_preamble(int fd)
 {
 	nt_bundle_preamble pre;
 	nt_bundle_preamble_init(&pre, wall_ns());
-	return write_all(fd, &pre, sizeof(pre), 0);
+	return write_at(fd, &pre, sizeof(pre), 0);
 }
 
 /* The end of the last whole frame after the preamble; *ended when an END frame is there. */
@@ -109,9 +103,9 @@ int nt_record_bundle_salvage(int fd, int end_state, const char *message, uint32_
 	f.message_len = (uint16_t)strnlen(message, NT_BUNDLE_MAX_MESSAGE);
 	f.end_wall_ns = wall_ns();
 	static const char zero[8];
-	if (ftruncate(fd, (off_t)off) != 0 || write_all(fd, &f, sizeof(f), (off_t)off) != 0 ||
-	    write_all(fd, message, f.message_len, (off_t)(off + sizeof(f))) != 0 ||
-	    write_all(fd, zero, NT_BUNDLE_PAD8(f.message_len) - f.message_len,
+	if (ftruncate(fd, (off_t)off) != 0 || write_at(fd, &f, sizeof(f), (off_t)off) != 0 ||
+	    write_at(fd, message, f.message_len, (off_t)(off + sizeof(f))) != 0 ||
+	    write_at(fd, zero, NT_BUNDLE_PAD8(f.message_len) - f.message_len,
 		      (off_t)(off + sizeof(f) + f.message_len)) != 0) {
 		snprintf(why, whylen, "ending the bundle: %s", strerror(errno));
 		return -1;

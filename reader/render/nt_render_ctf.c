@@ -29,6 +29,7 @@
 
 #include "nt_render_ctf.h"
 #include "nt_render_util.h"
+#include "runtime/nt_write_all.h"
 
 #define PACKET_MAX (64u * 1024u)
 /* More streams than this and a stream's file is opened for each packet it writes, instead
@@ -72,22 +73,6 @@ static void fail(ctf_ctx *c, int e, const char *what, const char *name)
 			 name ? "/" : "", name ? name : "", strerror(c->failed));
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += w, n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
@@ -108,11 +93,10 @@ static int write_packet(ctf_ctx *c, ctf_stream *s)
 			return -1;
 		}
 	}
-	int rc = write_all(fd, s->buf, s->len);
-	int e = errno;
+	int e = nt_write_all(fd, s->buf, s->len, NULL);
 	if (!c->keep_open)
 		close(fd);
-	if (rc != 0) {
+	if (e != 0) {
 		fail(c, e, c->dir, s->file);
 		return -1;
 	}

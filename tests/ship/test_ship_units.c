@@ -26,6 +26,7 @@
 #include "format/nt_record.h"
 #include "format/nt_version.h"
 #include "ship/nt_ship_internal.h"
+#include "tests/support/nt_stream_header_test.h"
 
 /* ---- protobuf, written here ---------------------------------------------------------------- */
 
@@ -376,12 +377,7 @@ static int count_emit(void *ctx, nt_otlp_signal signal, const uint8_t *msg, size
 static nt_reader *empty_archive(uint32_t pid, uint8_t *buf, size_t cap)
 {
 	nt_archive_info in;
-	memset(&in, 0, sizeof(in));
-	in.format_major = NT_FORMAT_MAJOR;
-	in.format_minor = NT_FORMAT_MINOR;
-	in.ticks_per_second = 1000000000;
-	in.chunk_size = 16384;
-	in.chunks_per_half = 4;
+	test_stream_header(&in);
 	in.pid = pid;
 	in.start_realtime_ns = 1700000000000000000ull;
 	size_t n = nt_header_encode_stream(&in, buf, cap);

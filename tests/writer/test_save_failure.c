@@ -24,6 +24,7 @@
 #include "tests/support/nt_cmocka.h"
 #include "tests/support/nt_test_util.h"
 #include "tests/support/nt_finish_test.h"
+#include "tests/support/nt_stream_header_test.h"
 
 /* Events made by emit(): one Instant each, with an argument (so pieces hold many). */
 static void emit(uint64_t n, int paced)
@@ -209,12 +210,7 @@ static nt_reader *forged(uint64_t dropped, uint64_t unsaved, uint32_t err, uint8
 			 size_t cap)
 {
 	nt_archive_info in;
-	memset(&in, 0, sizeof(in));
-	in.format_major = NT_FORMAT_MAJOR;
-	in.format_minor = NT_FORMAT_MINOR;
-	in.ticks_per_second = 1000000000;
-	in.chunk_size = 16384;
-	in.chunks_per_half = 4;
+	test_stream_header(&in);
 	in.events_dropped = dropped;
 	in.dropped_unsaved = unsaved;
 	in.save_errno = err;

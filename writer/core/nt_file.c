@@ -2,7 +2,7 @@
  * nt_file.c - the writer's file helpers: every file the writer creates is made by
  * nt_create_beside() and renamed into place by nt_file_publish() (runtime/nt_private_file.h: the
  * same mechanism as trace-import's and trace-record's), and every write of a buffer goes
- * through nt_write_all().
+ * through nt_write_all() (runtime/nt_write_all.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,23 +29,6 @@ int nt_file_publish(const char *tmp, const char *path)
 const char *nt_file_strerror(int err)
 {
 	return nt_private_strerror(err);
-}
-
-int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset)
-{
-	const uint8_t *p = data;
-	while (len > 0) {
-		ssize_t w = offset ? pwrite(fd, p, len, (off_t)*offset) : write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? errno : EIO; /* a write of nothing would repeat forever */
-		p += w;
-		len -= (size_t)w;
-		if (offset)
-			*offset += (uint64_t)w;
-	}
-	return 0;
 }
 
 int nt_private_arena_path(char *path, size_t cap, const char *name)

@@ -34,6 +34,7 @@
 #include "format/nt_zchunk.h"
 #include "format/nt_format.h"
 #include "format/nt_record.h"
+#include "runtime/nt_write_all.h"
 
 /* nt_env_warn.c: the compression level a session uses (0 = none) for nt_config's
  * compression_level `cfg_level` (checked): 0 takes NANOTRACE_COMPRESSION, whose garbage
@@ -201,10 +202,7 @@ int nt_create_beside(const char *path, char **name_out);
 int nt_file_publish(const char *tmp, const char *path);
 /* strerror(), with ELOOP worded as nt_file_publish() means it. */
 const char *nt_file_strerror(int err);
-/* Write all `len` bytes of `data` to `fd`: at *offset with pwrite() (and *offset advanced
- * by what was written) when offset is not NULL, else at the file position. Interrupted and
- * short writes go on. Returns 0, or the errno of the failure (EIO for a write of nothing). */
-int nt_write_all(int fd, const void *data, size_t len, uint64_t *offset);
+/* Every write of a buffer: nt_write_all() (runtime/nt_write_all.h). */
 /* A private arena (NANOTRACE_EVENT without NANOTRACE): makes a fresh directory, mode 0700,
  * "nanotrace-event-XXXXXX" under $XDG_RUNTIME_DIR, else $TMPDIR, else /tmp (mkdtemp: never
  * a name another user planted), writes "<that directory>/<name>" to path[cap] and records
