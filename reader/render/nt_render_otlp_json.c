@@ -24,10 +24,11 @@ typedef struct ot_row {
 	uint8_t msg, wire, kind, sub, rep;
 	uint32_t num;
 	const char *json;
+	size_t json_len;
 } ot_row;
 
 #define OT_ROW(c, m, pm, f, j, number, w, jk, s, r)                                            \
-	{ OT_M_##m, NT_PF_WIRE_##w, J_##jk, OT_M_##s, OT_##r, number, j },
+	{ OT_M_##m, NT_PF_WIRE_##w, J_##jk, OT_M_##s, OT_##r, number, j, sizeof(j) - 1 },
 static const ot_row rows[] = { NT_OT_FIELDS(OT_ROW) };
 #undef OT_ROW
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
@@ -148,9 +149,9 @@ static int occurrence(ot_walk *w, const ot_row *r, int count, int first, uint64_
 {
 	nt_out *o = w->o;
 	if (count == 0) {
-		nt_out_str(o, first ? "\"" : ",\"");
-		nt_out_str(o, r->json);
-		nt_out_str(o, r->rep ? "\":[" : "\":");
+		nt_out_bytes(o, first ? "\"" : ",\"", first ? 1 : 2);
+		nt_out_bytes(o, r->json, r->json_len);
+		nt_out_bytes(o, "\":[", r->rep ? 3 : 2);
 	} else if (r->rep) {
 		nt_out_char(o, ',');
 	} else {
@@ -194,24 +195,34 @@ typedef struct ot_occ {
 	size_t row;
 } ot_occ;
 
-/* 1: every field of [p, p + len) with a row in [lo, hi) is in occ[0 .. *count); 0: more
- * than OT_OCC_MAX; -1: bytes that are no message. */
+/* The row of field `num` of wire type `wire` among rows [lo, hi), looked for from `from`
+ * on (the exporter writes a message's fields in the order of its rows, so the row after the
+ * last one found is nearly always the next); hi when none. */
+static size_t row_of(size_t lo, size_t hi, size_t from, uint32_t num, uint32_t wire)
+{
+	for (size_t k = 0, i = from; k < hi - lo; k++, i = i + 1 < hi ? i + 1 : lo)
+		if (rows[i].num == num && rows[i].wire == wire)
+			return i;
+	return hi;
+}
+
+/* 1: every field of [p, p + len) with a row in [lo, hi) is in occ[0 .. *count), in the
+ * order of the bytes; 0: more than OT_OCC_MAX; -1: bytes that are no message. */
 static int index_fields(const uint8_t *p, size_t len, size_t lo, size_t hi, ot_occ *occ,
 			size_t *count)
 {
 	const uint8_t *q = p, *end = p + len, *s = NULL;
 	uint32_t num, wire;
 	uint64_t v;
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, from = lo;
 	int fits = 1;
 	while (q < end) {
 		if (!field(&q, end, &num, &wire, &v, &s, &n))
 			return -1;
-		size_t i = lo;
-		while (i < hi && (rows[i].num != num || rows[i].wire != wire))
-			i++;
+		size_t i = row_of(lo, hi, from, num, wire);
 		if (i == hi)
 			continue;
+		from = i;
 		if (k == OT_OCC_MAX)
 			fits = 0; /* walked on to the end: bytes that are no message are still -1 */
 		else
@@ -221,21 +232,34 @@ static int index_fields(const uint8_t *p, size_t len, size_t lo, size_t hi, ot_o
 	return fits;
 }
 
-/* Row i's occurrences among the indexed fields, as row() writes them. */
-static int row_indexed(ot_walk *w, size_t i, const ot_occ *occ, size_t nocc, int first,
-		       int depth)
+/* The indexed fields in the order of their rows, each row's in the order of the bytes
+ * (a stable insertion sort: the exporter's order is nearly always this one already, so it
+ * costs one comparison a field). */
+static void sort_by_row(ot_occ *occ, size_t n)
 {
-	int count = 0;
-	for (size_t k = 0; k < nocc; k++) {
-		if (occ[k].row != i)
-			continue;
-		if (occurrence(w, &rows[i], count, first, occ[k].v, occ[k].s, occ[k].n, depth) < 0)
-			return -1;
-		count++;
+	for (size_t i = 1; i < n; i++) {
+		ot_occ x = occ[i];
+		size_t j = i;
+		for (; j > 0 && occ[j - 1].row > x.row; j--)
+			occ[j] = occ[j - 1];
+		occ[j] = x;
 	}
-	if (count && rows[i].rep)
-		nt_out_char(w->o, ']');
-	return count;
+}
+
+/* Each row's occurrences among the indexed fields (sorted by row), as row() writes them. */
+static int rows_indexed(ot_walk *w, ot_occ *occ, size_t nocc, int depth)
+{
+	sort_by_row(occ, nocc);
+	for (size_t k = 0; k < nocc;) {
+		const ot_row *r = &rows[occ[k].row];
+		int count = 0;
+		for (size_t i = occ[k].row; k < nocc && occ[k].row == i; k++, count++)
+			if (occurrence(w, r, count, k == 0, occ[k].v, occ[k].s, occ[k].n, depth) < 0)
+				return -1;
+		if (r->rep)
+			nt_out_char(w->o, ']');
+	}
+	return 0;
 }
 
 static int message(ot_walk *w, uint32_t m, const uint8_t *p, size_t len, int depth)
@@ -250,14 +274,18 @@ static int message(ot_walk *w, uint32_t m, const uint8_t *p, size_t len, int dep
 	if (indexed < 0)
 		return -1;
 	nt_out_char(w->o, '{');
-	int first = 1;
-	for (size_t i = lo; i < hi; i++) {
-		int n = indexed ? row_indexed(w, i, occ, nocc, first, depth)
-				: row(w, &rows[i], p, len, first, depth);
-		if (n < 0)
+	if (indexed) {
+		if (rows_indexed(w, occ, nocc, depth) < 0)
 			return -1;
-		if (n)
-			first = 0;
+	} else {
+		int first = 1;
+		for (size_t i = lo; i < hi; i++) {
+			int n = row(w, &rows[i], p, len, first, depth);
+			if (n < 0)
+				return -1;
+			if (n)
+				first = 0;
+		}
 	}
 	nt_out_char(w->o, '}');
 	return 0;
