@@ -166,15 +166,25 @@ static uint32_t walk_chunk(const nt_arena_saver *s, uint32_t slot, slot_progress
  * compressed piece a few bytes; the walk, a chain of loads of lines another core has just
  * written, cost as much as compressing them (perf: 18% of the samples of one thread
  * streaming zones, zstd 18%). Returns 0 (walk instead) when the count shows no new event:
- * a piece of zeros is not worth a frame. A lying count gives a piece the reader reports. */
+ * a piece of zeros is not worth a frame. A lying count gives a piece the reader reports.
+ * A chunk whose middle word is zero was closed early (its thread or process ended) and
+ * holds records in its first half at most: it is walked too, so that its piece ends where
+ * its records do. Whole, it cost every reader a decompression and a checksum of the full
+ * chunk: the last chunk of each of a bundle's short processes was 4 KiB of which about 600
+ * bytes were records, and decompressing it took 1.9 us against 0.9 (zstd 1.5.4). */
 static uint32_t closed_chunk_end(const nt_arena_saver *s, uint32_t slot, slot_progress *p)
 {
 	const nt_chunk_header *h = (const nt_chunk_header *)(const void *)slot_at(s, slot);
 	uint32_t count = __atomic_load_n(&h->event_count, __ATOMIC_RELAXED);
 	if (count <= p->events)
 		return 0;
+	const uint32_t cap = s->layout.chunk_size - (uint32_t)sizeof(nt_chunk_header);
+	const uint64_t *middle = (const uint64_t *)(const void *)((const uint8_t *)(h + 1) +
+								   (cap / 2 & ~7u));
+	if (__atomic_load_n(middle, __ATOMIC_RELAXED) == 0)
+		return 0;
 	p->after = (nt_chunk_clock){ p->ticks, count };
-	return s->layout.chunk_size - (uint32_t)sizeof(nt_chunk_header);
+	return cap;
 }
 
 nt_arena_saver *nt_arena_saver_new(uint8_t *map, const nt_arena_layout *layout, uint64_t start)

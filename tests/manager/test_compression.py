@@ -68,6 +68,25 @@ def test_trace_record_sections_compressed(tmp_path):
             assert mode == 'streaming' or s[3] * 2 < s[4], (mode, s)
 
 
+def test_a_short_process_chunk_is_saved_to_its_records_end(tmp_path):
+    """A chunk closed early (here: the process ends after 40 events) is saved up to the end
+    of its records, not as the whole chunk of mostly zeros: a reader decompresses and
+    checksums every byte a piece holds, and a bundle of thousands of short processes is
+    made of such chunks (runtime/nt_arena_saver.c, closed_chunk_end)."""
+    for mode in ('oneshot', 'streaming'):
+        out = str(tmp_path / ('short-' + mode))
+        p = subprocess.run([RECORD, '-o', out, '--buffering-mode', mode, '--buffer-size', '256K',
+                            '--', PROG, '--sync', '--threads', '1', '--events', '40', '--finish'],
+                           env=recorder_env(tmp_path), capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        events, z, chunks, disk, plain = stats(out)
+        assert events == 40 and z == chunks == 1, (mode, events, z, chunks)
+        # 40 header bytes and 40 instants of at most 16 bytes each; the chunk is 4 KiB at
+        # the least (it was saved whole before).
+        assert 40 + 40 * 4 <= plain <= 40 + 40 * 16, (mode, plain)
+
+
 def test_trace_record_bad_level(tmp_path):
     for bad in ('23', 'fast', '1.5', ''):
         p = subprocess.run([RECORD, '-o', str(tmp_path / 'x'), '--compression-level', bad,
