@@ -211,6 +211,7 @@ typedef struct thread_stream {
 	nt_reader_gap gap;   /* delivered before ev when has_gap */
 	int has_gap;
 	uint8_t *buf;        /* its decompressed chunk (NULL until it meets a compressed one) */
+	int lazy;            /* waiting by its first chunk's base time, that chunk not opened */
 } thread_stream;
 
 /* A stream's pending event (valid when has_event) and its arguments: a waiting stream has
@@ -443,9 +444,14 @@ static void time_free(nt_reader_cursor *cu)
 	cu->tm = NULL;
 }
 
+static void stream_end(time_merge *tm, thread_stream *s);
+
 /* A waiting stream's start: its arguments' room, its chunk decompressed again when it is a
  * compressed one, and its first event decoded again from where the setup found it (the
- * same bytes: the same event, no damage before it). -1 when memory runs out. */
+ * same bytes: the same event, no damage before it); a lazy one's first chunk opened and
+ * its first event found now, as any later one's (its damage reported, a gap before it).
+ * 1 when it has an event, 0 when a lazy one has none (it has ended), -1 when memory runs
+ * out or damage stops the visit. */
 static int stream_start(time_merge *tm, thread_stream *s)
 {
 	const char *why;
@@ -456,10 +462,18 @@ static int stream_start(time_merge *tm, thread_stream *s)
 				       : malloc(sizeof(*s->room));
 	if (s->room == NULL)
 		return -1;
+	if (s->lazy) {
+		s->lazy = 0;
+		if (stream_advance(s, &s->buf, NULL) < 0)
+			return -1;
+		if (!s->has_event)
+			stream_end(tm, s);
+		return s->has_event;
+	}
 	if (s->c.report != UINT64_MAX && nt_visit_reload(s->v, &s->c, &s->buf) != NULL)
 		return -1;
 	return nt_visit_next_event(s->v->r, &s->c, &s->room->ev, s->room->args, &why, &at) > 0
-		       ? 0 : -1;
+		       ? 1 : -1;
 }
 
 /* A stream at its end gives its buffers back (kept for the next to start, or freed). */
@@ -477,8 +491,34 @@ static void stream_end(time_merge *tm, thread_stream *s)
 	s->room = NULL;
 }
 
+/* A stream whose first chunk is a compressed one in the record stream: 1, s->scan at that
+ * chunk and *key its base time, at or before its first event's (a chunk's records only move
+ * its clock on); 0 when its first chunk is a plain or an arena one, or it has none. Such a
+ * stream waits by that key and decompresses the chunk when the merge reaches it, once:
+ * finding its first event here took a decompression that its start did again, and in a
+ * bundle of short processes each one's only chunk is compressed (2 of the 3 decompressions
+ * of trace-dump's text of a bundle). */
+static int first_zchunk(thread_stream *s, int64_t *key)
+{
+	visit *v = s->v;
+	const nt_reader *r = v->r;
+	uint64_t off = s->scan, size;
+	int stopped = 0;
+	for (; (size = nt_visit_next_top(v, &off, 1, &stopped)) != 0; off += size) {
+		if (!nt_kind_is_chunk(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
+			continue;
+		if (r->data[off] != NT_KIND_ZCHUNK)
+			return 0;
+		s->scan = off;
+		*key = nt_ticks_to_ns(r, nt_chunk_at(r, off)->base_ticks);
+		return 1;
+	}
+	return 0;
+}
+
 /* Reports the framing damage, sets the streams up and finds each one's first event, which
- * places it among the waiting. */
+ * places it among the waiting (a stream whose first chunk is compressed by that chunk's
+ * base time: first_zchunk). */
 static int time_setup(nt_reader_cursor *cu)
 {
 	visit *vs = cu->vs;
@@ -513,6 +553,12 @@ static int time_setup(nt_reader_cursor *cu)
 	start_ahead_by_time(vs, cu->nv, tm->streams, tm->n);
 	for (uint32_t i = 0; i < tm->n; i++) {
 		thread_stream *s = &tm->streams[i];
+		int64_t key;
+		if (first_zchunk(s, &key)) {
+			s->lazy = 1;
+			tm->waiting[tm->wn++] = (heap_entry){ key, s->rank, s };
+			continue;
+		}
 		chunk_cursor before;
 		s->room = tm->scratch_room;
 		int rc = stream_advance(s, &tm->scratch, &before);
@@ -554,13 +600,16 @@ static int time_next(nt_reader_cursor *cu, nt_reader_event **ev, const push_sink
 			sift_down(heap, hn, 0);
 		}
 		while (tm->wi < tm->wn && (hn == 0 || earlier(&tm->waiting[tm->wi], &heap[0]))) {
-			heap_entry e = tm->waiting[tm->wi++];
-			if (stream_start(tm, e.s) < 0) {
+			thread_stream *w = tm->waiting[tm->wi++].s;
+			int started = stream_start(tm, w);
+			if (started < 0) {
 				s = NULL;
 				rc = -1;
 				goto out;
 			}
-			heap[hn] = e;
+			if (started == 0)
+				continue;
+			heap[hn] = entry_of(w); /* a lazy one's first event: at or after its key */
 			sift_up(heap, hn++);
 		}
 		if (hn == 0) {
