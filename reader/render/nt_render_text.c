@@ -210,18 +210,22 @@ static void print_header(text_ctx *t)
  * arena, circular overwrites before the oldest chunk kept), and saving that stopped. */
 static void print_losses(text_ctx *t, const nt_reader *r)
 {
-	char line[256];
+	char line[256], line2[256];
 	uint32_t n = nt_reader_section_count(r);
 	for (uint32_t i = 0; i < n; i++) {
 		const nt_reader_section *sec = nt_reader_section_at(r, i);
 		const nt_archive_info *in = n == 1 ? nt_reader_info(r) : sec->info;
+		const char *lost = nt_render_losses(in, line, sizeof(line));
+		const char *stopped = nt_render_save_stopped(in, line2, sizeof(line2));
+		if (lost == NULL && stopped == NULL)
+			continue; /* the usual case, once per process of a bundle */
 		char who[32] = ""; /* one line per process that lost some: whose, by the PID column */
 		if (n > 1)
 			snprintf(who, sizeof(who), "pid %" PRIu32 ": ", sec->pid);
-		if (nt_render_losses(in, line, sizeof(line)) != NULL)
-			nt_out_printf(&t->out, "-- %slost: %s\n", who, line);
-		if (nt_render_save_stopped(in, line, sizeof(line)) != NULL)
-			nt_out_printf(&t->out, "-- %s%s\n", who, line);
+		if (lost != NULL)
+			nt_out_printf(&t->out, "-- %slost: %s\n", who, lost);
+		if (stopped != NULL)
+			nt_out_printf(&t->out, "-- %s%s\n", who, stopped);
 	}
 }
 
