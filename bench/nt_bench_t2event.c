@@ -140,7 +140,6 @@ static int run_child(const char *self, int setting, const char *dir, const char 
 
 int main(int argc, char **argv)
 {
-	long rounds = 7, pairs = 200000, quiet_ms = 2000;
 	int json = 0;
 	char reader_dir[PATH_MAX] = "";
 	if (argc >= 4 && strcmp(argv[1], "--child") == 0)
@@ -156,7 +155,7 @@ int main(int argc, char **argv)
 	};
 	if (!NT_BENCH_PARSE("nt_bench_t2event", argc, argv, opts))
 		return 2;
-	rounds = (long)nrounds, pairs = (long)npairs, quiet_ms = (long)nquiet;
+	long rounds = (long)nrounds, pairs = (long)npairs, quiet_ms = (long)nquiet;
 	if (reader_arg != NULL)
 		snprintf(reader_dir, sizeof(reader_dir), "%s", reader_arg);
 	char self[PATH_MAX];
