@@ -3,7 +3,10 @@
  * section of a many-process reader, by kind, the records that carry no event included
  * (timestamps, padding, chunk headers, compressed chunks), by the one framing of
  * format/nt_record.h. For --stats: what the archive is made of. nt_reader_count_blocked()
- * is the same walk summing the BlockedRecords by their chunk's thread.
+ * is the same walk summing the BlockedRecords by their chunk's thread. A stream-order visit
+ * that met no damage counts the same records as it goes and keeps the count in the reader
+ * (r->counted), which is then the answer: --stats visits and then counts, and each chunk
+ * is decompressed once instead of twice.
  */
 #include <stdlib.h>
 
@@ -140,6 +143,12 @@ static void count_all(const nt_reader *r, tally *t)
 
 void nt_count_records(const nt_reader *r, uint64_t counts[256])
 {
+	const uint64_t *kept = __atomic_load_n(&r->counted, __ATOMIC_ACQUIRE);
+	if (kept != NULL) { /* a clean stream-order visit counted them (nt_reader_cursor.c) */
+		for (int k = 0; k < 256; k++)
+			counts[k] += kept[k];
+		return;
+	}
 	tally t = { counts, NULL, 0, 0, 0 };
 	count_all(r, &t);
 }
@@ -150,4 +159,39 @@ uint64_t nt_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uin
 	tally t = { scratch, per_thread, n, 0, 0 };
 	count_all(r, &t);
 	return t.blocked_records;
+}
+
+/* ---- the count a stream-order visit keeps ------------------------------------------- */
+
+/* Every section (or the archive) a record stream: an Arena layout's durable region is read
+ * at open and its slots hold chunks the visit takes in another way, so its walk here is
+ * not what the visit walks. */
+int nt_count_wanted(const nt_reader *r)
+{
+	if (__atomic_load_n(&r->counted, __ATOMIC_ACQUIRE) != NULL)
+		return 0;
+	if (r->many == NULL)
+		return !r->arena;
+	for (size_t i = 0; i < r->many->nsections; i++) {
+		const nt_reader *s = r->many->sections[i].reader;
+		if (s != NULL && s->arena)
+			return 0;
+	}
+	return 1;
+}
+
+/* As count_stream counts a top-level record that frames: a compressed chunk also as the
+ * chunk it holds (one that does not decompress is damage, and then nothing is kept). */
+void nt_count_top(uint64_t *tally, uint8_t kind)
+{
+	tally[kind]++;
+	if (kind == NT_KIND_ZCHUNK)
+		tally[NT_KIND_CHUNK]++;
+}
+
+int nt_count_keep(nt_reader *r, uint64_t *tally)
+{
+	uint64_t *none = NULL;
+	return __atomic_compare_exchange_n(&r->counted, &none, tally, 0, __ATOMIC_RELEASE,
+					   __ATOMIC_RELAXED);
 }

@@ -38,6 +38,7 @@ struct nt_reader_cursor {
 	uint64_t off;           /* its next top-level record */
 	uint32_t arena_i;       /* then its next arena chunk */
 	chunk_cursor c;
+	uint64_t *tally;        /* stream order: what nt_reader_count_records counts (c.tally) */
 	struct time_merge *tm;  /* time order */
 	char msg[NT_VISIT_MSG_BYTES]; /* the visits' damage messages (visit.msg) */
 };
@@ -172,6 +173,8 @@ static int stream_section_next(nt_reader_cursor *cu, const push_sink *push)
 				continue;
 			}
 			cu->off += size;
+			if (cu->tally != NULL)
+				nt_count_top(cu->tally, r->data[off]);
 			if (nt_kind_is_chunk(r->data[off]) && stream_open(cu, v, off, size, 0) < 0)
 				return -1;
 		} else {
@@ -696,6 +699,24 @@ static int cursor_sections(nt_reader_cursor *cu, const visit *proto)
 	return 0;
 }
 
+/* Stream order counts what it walks for nt_reader_count_records (nt_reader_count.c),
+ * and its count becomes the reader's when the visit meets no damage. No memory for it:
+ * no count, nothing else changes. */
+static void tally_setup(nt_reader_cursor *cu)
+{
+	if (nt_count_wanted(cu->r))
+		cu->c.tally = cu->tally = calloc(256, sizeof(*cu->tally));
+}
+
+static void tally_keep(nt_reader_cursor *cu)
+{
+	for (uint32_t i = 0; i < cu->nv; i++)
+		if (cu->vs[i].damaged)
+			return;
+	if (nt_count_keep(cu->r, cu->tally))
+		cu->tally = NULL;
+}
+
 /* The first call's work: the visits, what the open found, the merge's first events. */
 static int cursor_setup(nt_reader_cursor *cu)
 {
@@ -717,6 +738,7 @@ static int cursor_setup(nt_reader_cursor *cu)
 	}
 	if (cu->order == NT_ORDER_TIME)
 		return time_setup(cu);
+	tally_setup(cu);
 	return (cu->args = malloc(sizeof(*cu->args) * MAX_ARGS)) == NULL ? -1 : 0;
 }
 
@@ -756,6 +778,8 @@ static int cursor_step(nt_reader_cursor *cu, const nt_reader_event **event,
 	if (rc == 0)
 		rc = cu->order == NT_ORDER_TIME ? time_next(cu, &ev, push) : stream_next(cu, push);
 	if (rc != 1) { /* the end, damage, or a sink that asked to stop */
+		if (rc == 0 && cu->tally != NULL)
+			tally_keep(cu);
 		cu->state = CURSOR_DONE;
 		cu->result = rc;
 		return rc;
@@ -782,6 +806,7 @@ void nt_reader_cursor_close(nt_reader_cursor *cu)
 	free(cu->vs);
 	free(cu->args);
 	free(cu->buf);
+	free(cu->tally);
 	free(cu);
 }
 

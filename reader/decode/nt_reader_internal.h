@@ -55,6 +55,12 @@ typedef struct reader_problem {
 	char *message; /* "<file>: <problem>" */
 } reader_problem;
 
+/* Where a many-process reader packs its sections' readers (nt_reader_pack.c): blocks
+ * freed together at its close. */
+typedef struct nt_reader_slab {
+	struct nt_reader_slab_block *head;
+} nt_reader_slab;
+
 typedef struct reader_many {
 	nt_reader_section *sections;
 	size_t nsections, sections_cap;
@@ -67,6 +73,7 @@ typedef struct reader_many {
 	size_t nmaps, maps_cap;
 	char **sources;          /* the input files' names: the sections' source */
 	size_t nsources, sources_cap;
+	nt_reader_slab slab;     /* the sections' readers, packed */
 } reader_many;
 
 /* The archive's clock conversion, prepared once at open (nt_reader_prepare_clock) for the
@@ -100,6 +107,7 @@ struct nt_reader {
 	const uint8_t *data;
 	size_t size;
 	int mapped;
+	int packed;             /* its tables live in a many-process reader's slab */
 	char *name;             /* as given to open (NUL-terminated, owned) */
 	nt_archive_info info;
 	nt_clock_conv clock;
@@ -170,6 +178,10 @@ struct nt_reader {
 	int ahead_setting;
 	/* A zstd decoder kept between visits and counts (nt_reader_decoder.c); NULL: none. */
 	nt_zchunk_decoder *spare_decoder;
+	/* nt_reader_count_records()'s answer (256 counts), kept by the first stream-order
+	 * visit that read every record without damage (nt_reader_cursor.c), so --stats
+	 * decompresses each chunk once; NULL until then. Set once, atomically. */
+	uint64_t *counted;
 };
 
 /* The header decoder is format/'s (nt_archive_header_decode.h), shared with the manager. */
@@ -194,8 +206,19 @@ int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_
  * *err when it is no archive (a mapping is unmapped then too). Not for bundles. */
 nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
 			  nt_reader_error *err);
-/* Frees a reader of one archive (nt_reader_over's; NULL is nothing). */
+/* Frees a reader of one archive (nt_reader_over's; NULL is nothing). A packed one gives
+ * back only what is its own (mapping, notes, covered table, spare decoder): its slab goes
+ * with the many-process reader. */
 void nt_single_close(nt_reader *r);
+/* Describes a plain archive as its own one section (r->self), from its tables. */
+void nt_reader_describe_self(nt_reader *r);
+
+/* nt_reader_pack.c: r, just opened (no visit has run: no spare decoder, no count kept),
+ * moved into one block of `slab` and its old parts freed; returns the packed reader, or r
+ * itself when memory runs out (it is then closed as before). nt_reader_slab_free frees
+ * every block. */
+nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab);
+void nt_reader_slab_free(nt_reader_slab *slab);
 
 /* nt_reader_count.c: adds the records of one archive, or of every section of a
  * many-process reader that opened, by kind, to counts. */
@@ -203,6 +226,14 @@ void nt_count_records(const nt_reader *r, uint64_t counts[256]);
 /* nt_reader_count_blocked's walk (nt_reader_count.c): adds into per_thread[0..n) and
  * returns the BlockedRecords found. */
 uint64_t nt_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uint32_t n);
+/* The count a stream-order visit of r makes as it goes (nt_reader_count.c), to be kept as
+ * nt_count_records' answer: wanted when r keeps none yet and the visit walks what the
+ * count walks (no Arena layout); each top-level record that frames goes to nt_count_top,
+ * each record of a chunk that is no event to tally[kind] (chunk_cursor.tally); kept (1:
+ * r owns `tally` now) only by a visit that met no damage, the first to finish. */
+int nt_count_wanted(const nt_reader *r);
+void nt_count_top(uint64_t *tally, uint8_t kind);
+int nt_count_keep(nt_reader *r, uint64_t *tally);
 
 /* nt_reader_many.c: is this the start of a bundle? */
 int nt_is_bundle(const uint8_t *data, size_t size);

@@ -114,9 +114,10 @@ static void replace(const char **field, char *value)
 	*field = value;
 }
 
-/* Open a section's archive: a slice of a bundle or a whole mapped file. The reader is named
- * after the section, so its own messages say which one. */
-static int open_section(nt_reader_section *s, const uint8_t *data, size_t size, int mapped)
+/* Open a section's archive: a slice of a bundle or a whole mapped file, packed into the
+ * slab. The reader is named after the section, so its own messages say which one. */
+static int open_section(reader_many *mm, nt_reader_section *s, const uint8_t *data,
+			size_t size, int mapped)
 {
 	char label[256];
 	if (s->end_state != 0)
@@ -140,6 +141,7 @@ static int open_section(nt_reader_section *s, const uint8_t *data, size_t size, 
 		replace(&s->error, why);
 		return 1;
 	}
+	s->reader = nt_reader_pack(s->reader, &mm->slab);
 	s->reader->in_many = 1;
 	s->reader->file_base = s->offset;
 	s->info = nt_reader_info(s->reader);
@@ -277,7 +279,7 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 		goto oom;
 	for (size_t i = first; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
-		if (!open_section(s, data + s->offset, s->size, 0))
+		if (!open_section(mm, s, data + s->offset, s->size, 0))
 			goto oom;
 	}
 	return 1;
@@ -307,7 +309,7 @@ static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
 		return 0;
 	}
 	s->size = size;
-	if (!open_section(s, data, size, 1)) {
+	if (!open_section(mm, s, data, size, 1)) {
 		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
@@ -588,6 +590,7 @@ void nt_many_close(nt_reader *m)
 		free(mm->problems[i].message);
 	for (size_t i = 0; i < mm->nmaps; i++)
 		munmap((void *)(uintptr_t)mm->maps[i].data, mm->maps[i].size);
+	nt_reader_slab_free(&mm->slab);
 	free(mm->sections);
 	free(mm->problems);
 	free(mm->maps);
@@ -596,6 +599,7 @@ void nt_many_close(nt_reader *m)
 	free(m->thread_order);
 	free(m->processes); /* their SIDs are the sections' */
 	nt_reader_decoder_free(m);
+	free(m->counted);
 	free(m->name);
 	free(m);
 }

@@ -411,8 +411,7 @@ static int finish_tables(nt_reader *r, const pending_names *pn)
 	return 1;
 }
 
-/* A plain archive is its own one section. */
-static void describe_self(nt_reader *r)
+void nt_reader_describe_self(nt_reader *r)
 {
 	nt_reader_section *s = &r->self;
 	s->pid = r->info.pid;
@@ -460,7 +459,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		nt_single_close(r);
 		return NULL;
 	}
-	describe_self(r);
+	nt_reader_describe_self(r);
 	nt_reader_prepare_clock(r);
 	return r;
 }
@@ -530,6 +529,11 @@ void nt_single_close(nt_reader *r)
 	if (r->mapped)
 		munmap((void *)(uintptr_t)r->data, r->mapped_size);
 	free(r->covered);
+	free(r->notes);
+	free(r->counted);
+	nt_reader_decoder_free(r);
+	if (r->packed)
+		return;
 	free(r->strings);
 	free(r->pool);
 	free(r->threads);
@@ -539,8 +543,6 @@ void nt_single_close(nt_reader *r)
 	free(r->processes);
 	free(r->callsites);
 	free(r->chunks);
-	free(r->notes);
 	free(r->name);
-	nt_reader_decoder_free(r);
 	free(r);
 }

@@ -25,6 +25,7 @@ typedef struct chunk_cursor {
 	uint64_t offset;     /* of the chunk header */
 	const nt_reader_thread *thread;
 	int active;
+	uint64_t *tally;     /* stream order: records that are no event, by kind (NULL: none) */
 } chunk_cursor;
 
 typedef struct visit {
@@ -109,10 +110,13 @@ static inline int nt_visit_next_event(const nt_reader *r, chunk_cursor *c,
 		nt_chunk_clock_step(&clock, p, bytes);
 		c->ticks = clock.ticks;
 		c->ordinal = clock.events;
-		if (!nt_kind_is_known_event(kind))
+		if (!nt_kind_is_known_event(kind)) {
+			if (c->tally != NULL)
+				c->tally[kind]++;
 			continue; /* padding, a clock escape, or a kind this reader does not know
 				     (an event of 64..127 took its ordinal and delta above; it is
 				     counted by nt_reader_count_records) */
+		}
 		/* An event, even if damaged below: it took its ordinal and its delta. */
 		uint32_t head = compact ? 4u : nt_event_head_bytes(kind);
 		if (bytes < head) {

@@ -520,6 +520,96 @@ static void test_open_many(void **state)
 	unlink(empty);
 }
 
+/* A bundle of the finished processes' archives only (record streams, no arena), the
+ * first one with a byte of its first chunk changed when `damage`. */
+static uint8_t *stream_bundle(size_t *size, int damage)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, size);
+	bw_preamble(f, 1);
+	const int which[] = { 0, 3 };
+	for (int k = 0; k < 2; k++) {
+		int i = which[k];
+		uint8_t *copy = malloc(arch_size[i]);
+		memcpy(copy, arch[i], arch_size[i]);
+		if (damage && k == 0) {
+			/* the first event's chunk (a CompressedChunk): a byte of its zstd frame */
+			nt_reader *one = nt_reader_open_memory(copy, arch_size[i], "one", NULL);
+			assert_non_null(one);
+			nt_reader_cursor *c = nt_reader_cursor_open(one, NULL, NULL, NT_ORDER_STREAM,
+								    NT_ON_CORRUPT_SKIP);
+			const nt_reader_event *ev;
+			assert_int_equal(nt_reader_cursor_next(c, &ev), 1);
+			uint64_t at = ev->offset + sizeof(nt_zchunk_record) + 8;
+			assert_int_equal(copy[ev->offset], NT_KIND_ZCHUNK);
+			nt_reader_cursor_close(c);
+			nt_reader_close(one);
+			assert_true(at < arch_size[i]);
+			copy[at] ^= 0x5a;
+		}
+		bw_section s = { copy, arch_size[i], NT_SECTION_FINISHED, NT_MODE_ONESHOT,
+				 (uint32_t)pids[i], (uint32_t)k + 1, names[i], "", 0 };
+		bw_section_write(f, &s);
+		free(copy);
+	}
+	bw_end(f, NT_SECTION_FINISHED, 2, "");
+	fclose(f);
+	return (uint8_t *)buf;
+}
+
+/* nt_reader_count_records after a stream-order visit: a visit that met no damage keeps the
+ * count it made as it decompressed the chunks (so --stats decompresses each once), and it
+ * must be exactly the walk's; one that met damage keeps none, and the walk answers. Both
+ * for one archive and a bundle, and never changed by a time-order visit. */
+static void check_count_after_visits(const uint8_t *data, size_t size, int damaged)
+{
+	uint64_t walked[256], kept[256];
+	nt_reader *r = nt_reader_open_memory(data, size, "count", NULL);
+	assert_non_null(r);
+	nt_reader_count_records(r, walked);
+	merge_check t = visit(r, NT_ORDER_TIME);
+	merge_check m = visit(r, NT_ORDER_STREAM);
+	assert_int_equal(m.errors != 0, damaged);
+	assert_int_equal(t.errors != 0, damaged);
+	nt_reader_count_records(r, kept);
+	assert_memory_equal(walked, kept, sizeof(kept));
+	nt_reader_count_records(r, kept); /* asked again: the same */
+	assert_memory_equal(walked, kept, sizeof(kept));
+	nt_reader_close(r);
+	/* a fresh reader's walk: the same again */
+	r = nt_reader_open_memory(data, size, "count", NULL);
+	nt_reader_count_records(r, kept);
+	assert_memory_equal(walked, kept, sizeof(kept));
+	nt_reader_close(r);
+}
+
+static void test_count_kept_by_a_clean_visit(void **state)
+{
+	(void)state;
+	check_count_after_visits(arch[0], arch_size[0], 0);
+	size_t size;
+	uint8_t *b = stream_bundle(&size, 0);
+	check_count_after_visits(b, size, 0);
+	uint64_t counts[256];
+	nt_reader *r = nt_reader_open_memory(b, size, "count", NULL);
+	nt_reader_count_records(r, counts);
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	/* what the count is made of: every chunk, compressed ones both as themselves and as
+	 * the chunks they hold, the durable records */
+	assert_int_equal(counts[NT_KIND_CHUNK], sum.chunks);
+	assert_true(counts[NT_KIND_ZCHUNK] > 0);
+	assert_true(counts[NT_KIND_STRING] >= sum.strings && sum.strings > 0);
+	nt_reader_close(r);
+	free(b);
+	b = stream_bundle(&size, 1);
+	check_count_after_visits(b, size, 1);
+	free(b);
+	b = bundle(&size, 1, NULL); /* arena sections: no count is kept, the walk answers */
+	check_count_after_visits(b, size, 0);
+	free(b);
+}
+
 /* A plain archive is one section that describes itself. */
 static void test_plain_is_one_section(void **state)
 {
@@ -680,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_bit_flips),
 		cmocka_unit_test(test_open_many),
 		cmocka_unit_test(test_plain_is_one_section),
+		cmocka_unit_test(test_count_kept_by_a_clean_visit),
 		cmocka_unit_test(test_stream_defines_a_later_thread),
 		cmocka_unit_test(test_many_sections_start_when_reached),
 	};

@@ -311,8 +311,11 @@ const char *nt_reader_problem_at(const nt_reader *r, uint32_t i, uint64_t *offse
  * newer writer's kinds of 64..127: the visit skips them, keeping the ordinals after them;
  * nt_kind_is_known() tells them apart, and trace-dump --stats lists them). Events are what nt_reader_visit() delivers; they
  * are not counted here. Damage is skipped the way the visit skips it, and not reported.
- * Cost: one pass over the records, O(file size) time, no allocation. r == NULL or
- * counts == NULL: does nothing. */
+ * Cost: one pass over the records, O(file size) time, no allocation; O(1) once a
+ * stream-order visit of r has read every record without meeting damage (in an archive
+ * without an Arena layout section), since that visit keeps the count it made as it went
+ * (2 KiB, freed at close): the same numbers, each chunk decompressed once for both.
+ * r == NULL or counts == NULL: does nothing. */
 void nt_reader_count_records(const nt_reader *r, uint64_t counts[256]);
 
 /* A thread's waits for its streaming saver (nt_config.blocking_timeout_us; BlockedRecord). */
@@ -360,9 +363,10 @@ int nt_reader_visit(nt_reader *r, const nt_reader_callbacks *cb, void *ctx, nt_o
  *   nt_reader_cursor_open() keeps cb's on_error and on_gap (cb may be NULL: none; on_event
  *   is never called) and ctx, and allocates the cursor alone (cost: one small allocation);
  *   it returns NULL when r is NULL, order or policy is not one of the enums' values, or
- *   memory runs out. Visits do not change the reader: several cursors (and visits) may run
- *   over one reader at once, interleaved on one thread; the reader must stay open until
- *   its cursors are closed.
+ *   memory runs out. Visits do not change what the reader reports (one may keep what
+ *   nt_reader_count_records() answers, published atomically): several cursors (and
+ *   visits) may run over one reader at once, interleaved on one thread; the reader must
+ *   stay open until its cursors are closed.
  *   nt_reader_cursor_next() returns 1 and sets *event to the next event, valid (with its
  *   arguments) until the next call or the close; 0 at the end of the archive; -1 when
  *   damage stopped the visit (NT_ON_CORRUPT_STOP) or memory ran out. Every damaged place

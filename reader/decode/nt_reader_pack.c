@@ -1,0 +1,152 @@
+/*
+ * nt_reader_pack.c - a section's reader moved into one block of its many-process reader's
+ * slab, so that a bundle of 20,000 short processes costs 20,000 blocks, not 200,000
+ * allocations.
+ *
+ * Why: an open builds its tables by doubling (nt_grow) and trims them, so each section's
+ * reader was about ten allocations: their headers and the trims' slack were a third of a
+ * small section's memory, and freeing them at close, scattered over a heap of tens of
+ * megabytes, took as long as the open itself (glibc's consolidation walks). Packed, the
+ * growth buffers are freed as soon as the section is open (the next section's open reuses
+ * them from malloc's thread cache) and the close frees the slab's few large blocks.
+ *
+ * What moves: the reader itself, its name and its tables (strings, pool, threads, the
+ * thread order, Trace2 processes with their SIDs, call sites, arena chunks). What stays a
+ * separate allocation, freed by nt_single_close as before: the open's damage notes and a
+ * streaming arena's covered table (few readers have either), the mapping and the spare
+ * decoder. Every pointer into a moved table is moved with it.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nt_reader_internal.h"
+
+/* Blocks of the slab: at least this much, so a small section's block is one bump. */
+#define SLAB_BLOCK_BYTES (256u * 1024u)
+
+struct nt_reader_slab_block {
+	struct nt_reader_slab_block *next;
+	size_t used, size;
+	max_align_t data[]; /* aligned as malloc's */
+};
+
+/* `n` bytes from the slab, aligned as malloc's; NULL when memory runs out. */
+static void *slab_alloc(nt_reader_slab *s, size_t n)
+{
+	const size_t align = _Alignof(max_align_t);
+	n = (n + align - 1) & ~(align - 1);
+	struct nt_reader_slab_block *b = s->head;
+	if (b == NULL || b->size - b->used < n) {
+		size_t size = n > SLAB_BLOCK_BYTES ? n : SLAB_BLOCK_BYTES;
+		if ((b = malloc(sizeof(*b) + size)) == NULL)
+			return NULL;
+		b->used = 0;
+		b->size = size;
+		b->next = s->head;
+		s->head = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+void nt_reader_slab_free(nt_reader_slab *s)
+{
+	struct nt_reader_slab_block *b = s->head;
+	while (b != NULL) {
+		struct nt_reader_slab_block *next = b->next;
+		free(b);
+		b = next;
+	}
+	s->head = NULL;
+}
+
+/* Lays the packed reader's parts out one after the other. */
+typedef struct layout {
+	char *at;
+} layout;
+
+static void *place(layout *l, const void *src, size_t bytes)
+{
+	void *dst = l->at;
+	if (bytes != 0)
+		memcpy(dst, src, bytes);
+	l->at += (bytes + 7) & ~(size_t)7;
+	return dst;
+}
+
+static size_t rounded(size_t bytes)
+{
+	return (bytes + 7) & ~(size_t)7;
+}
+
+/* A pointer into the old pool, moved to the same place in the new one (compared as
+ * addresses: a thread's name may be a pointer elsewhere). */
+static const char *moved(const char *p, const char *from, size_t n, const char *to)
+{
+	uintptr_t at = (uintptr_t)p, base = (uintptr_t)from;
+	return p != NULL && at >= base && at - base < n ? to + (at - base) : p;
+}
+
+/* The bytes the parts take, each rounded to 8. */
+static size_t packed_size(const nt_reader *r, size_t name_len)
+{
+	size_t n = rounded(sizeof(*r)) + rounded(name_len + 1);
+	n += rounded(r->nstrings * sizeof(*r->strings)) + rounded(r->pool_cap);
+	n += rounded(r->nthreads * sizeof(*r->threads));
+	n += rounded(r->summary.threads * sizeof(*r->thread_order));
+	n += rounded(r->nprocesses * sizeof(*r->processes));
+	for (size_t i = 0; i < r->nprocesses; i++)
+		if (r->processes[i].sid != NULL)
+			n += rounded((size_t)r->processes[i].sid_len + 1);
+	n += rounded(r->ncallsites * sizeof(*r->callsites));
+	n += rounded((size_t)r->nchunks * sizeof(*r->chunks));
+	return n;
+}
+
+/* The old reader's moved parts, freed (what nt_single_close frees of them). */
+static void free_moved(nt_reader *r)
+{
+	free(r->strings);
+	free(r->pool);
+	free(r->threads);
+	free(r->thread_order);
+	for (size_t i = 0; i < r->nprocesses; i++)
+		free((char *)(uintptr_t)r->processes[i].sid);
+	free(r->processes);
+	free(r->callsites);
+	free(r->chunks);
+	free(r->name);
+	free(r);
+}
+
+nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
+{
+	size_t name_len = strlen(r->name);
+	layout l = { slab_alloc(slab, packed_size(r, name_len)) };
+	if (l.at == NULL)
+		return r; /* stays as it was: nt_single_close frees it part by part */
+	nt_reader *p = place(&l, r, sizeof(*r));
+	p->packed = 1;
+	p->name = place(&l, r->name, name_len + 1);
+	p->strings = place(&l, r->strings, r->nstrings * sizeof(*r->strings));
+	p->pool = place(&l, r->pool, r->pool_cap);
+	for (size_t i = 0; i < p->nstrings; i++)
+		p->strings[i].str = moved(r->strings[i].str, r->pool, r->pool_cap, p->pool);
+	p->threads = place(&l, r->threads, r->nthreads * sizeof(*r->threads));
+	for (size_t i = 0; i < p->nthreads; i++)
+		p->threads[i].name = moved(r->threads[i].name, r->pool, r->pool_cap, p->pool);
+	p->thread_order = place(&l, r->thread_order, r->summary.threads * sizeof(*r->thread_order));
+	p->processes = place(&l, r->processes, r->nprocesses * sizeof(*r->processes));
+	for (size_t i = 0; i < p->nprocesses; i++)
+		if (r->processes[i].sid != NULL)
+			p->processes[i].sid = place(&l, r->processes[i].sid,
+						    (size_t)r->processes[i].sid_len + 1);
+	p->callsites = place(&l, r->callsites, r->ncallsites * sizeof(*r->callsites));
+	p->chunks = place(&l, r->chunks, (size_t)r->nchunks * sizeof(*r->chunks));
+	nt_reader_describe_self(p);
+	free_moved(r);
+	return p;
+}
