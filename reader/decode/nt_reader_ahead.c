@@ -142,7 +142,7 @@ static void find_next(ahead_queue *q)
 {
 	const nt_reader *r = q->r;
 	q->has_next = 0;
-	while (q->scan < r->size) {
+	while (q->scan < nt_chunks_to(r)) {
 		const char *why;
 		uint64_t off = q->scan, size = nt_top_record_size(r, off, &why);
 		if (size == 0) {
@@ -369,7 +369,7 @@ nt_ahead *nt_ahead_start(const nt_ahead_source *src, uint32_t n, int by_time, ui
 	for (uint32_t i = 0; ok && i < n; i++) {
 		a->q[i].r = src[i].r;
 		a->q[i].thread = src[i].thread;
-		a->q[i].scan = nt_stream_start(src[i].r);
+		a->q[i].scan = nt_chunks_from(src[i].r);
 		ok = (a->q[i].ring = calloc(buffers, sizeof(ahead_entry))) != NULL;
 	}
 	if (!ok || pthread_create(&a->thread, NULL, helper_main, a) != 0) {

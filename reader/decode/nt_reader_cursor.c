@@ -247,7 +247,8 @@ static int stream_next_chunk(visit *v, thread_stream *s, uint8_t **buf)
 		s->expected = s->c.ordinal;
 	int stopped = 0;
 	for (;;) { /* the record stream first (all of it for the Stream layout) */
-		uint64_t size = nt_visit_next_top(v, &s->scan, 1, &stopped);
+		uint64_t size = s->scan < nt_chunks_to(r) ? nt_visit_next_top(v, &s->scan, 1, &stopped)
+							  : 0;
 		if (size == 0)
 			break;
 		uint64_t off = s->scan;
@@ -376,6 +377,8 @@ static int by_entry(const void *a, const void *b)
 static int report_framing(visit *v)
 {
 	nt_reader *r = v->r;
+	if (nt_stream_whole(r))
+		return 0; /* the open walked it with the same framing and found nothing */
 	uint64_t off = nt_stream_start(r);
 	int stopped = 0;
 	uint64_t size;
@@ -505,9 +508,9 @@ static int first_zchunk(thread_stream *s, int64_t *key)
 {
 	visit *v = s->v;
 	const nt_reader *r = v->r;
-	uint64_t off = s->scan, size;
+	uint64_t off = s->scan, size, to = nt_chunks_to(r);
 	int stopped = 0;
-	for (; (size = nt_visit_next_top(v, &off, 1, &stopped)) != 0; off += size) {
+	for (; off < to && (size = nt_visit_next_top(v, &off, 1, &stopped)) != 0; off += size) {
 		if (!nt_kind_is_chunk(r->data[off]) || nt_chunk_at(r, off)->thread != s->thread)
 			continue;
 		if (r->data[off] != NT_KIND_ZCHUNK)
@@ -550,7 +553,7 @@ static int time_setup(nt_reader_cursor *cu)
 			s->v = &vs[i];
 			s->rank = k;
 			s->thread = r->thread_order[j];
-			s->scan = nt_stream_start(r);
+			s->scan = nt_chunks_from(r);
 		}
 	}
 	start_ahead_by_time(vs, cu->nv, tm->streams, tm->n);

@@ -156,6 +156,9 @@ struct nt_reader {
 	int notes_lost;
 	/* The events the top-level chunks' headers count. */
 	uint64_t chunk_events;
+	/* The record stream's first chunk record and the end of its last (both the file's size
+	 * when it has none): nt_chunks_from/nt_chunks_to. */
+	uint64_t chunks_from, chunks_to;
 	/* A live oneshot or circular arena: the events its closed chunks' headers count (its
 	 * header's events_written counts those that closed, overwritten ones included). */
 	uint64_t closed_events;
@@ -262,6 +265,25 @@ int nt_chunk_header_ok(const nt_reader *r, uint64_t off, uint64_t size, const ch
 static inline uint64_t nt_stream_start(const nt_reader *r)
 {
 	return r->arena && !r->tail ? r->size : r->records_start;
+}
+
+/* Where a scan for a thread's chunks looks: the whole record stream, or, when the open
+ * found nothing damaged (and no Arena layout: its slots are not in the stream), only from
+ * its first chunk record to the end of its last. Before and after them lie the durable
+ * records, which the open has read and validated: a scan for a chunk would validate them
+ * again for every thread (three times per section of a bundle in time order), and the same
+ * framing from the same start finds the same records. */
+static inline int nt_stream_whole(const nt_reader *r)
+{
+	return !r->arena && r->summary.open_errors == 0;
+}
+static inline uint64_t nt_chunks_from(const nt_reader *r)
+{
+	return nt_stream_whole(r) ? r->chunks_from : nt_stream_start(r);
+}
+static inline uint64_t nt_chunks_to(const nt_reader *r)
+{
+	return nt_stream_whole(r) ? r->chunks_to : r->size;
 }
 
 /* The chunk header of the chunk record at `off` (a Chunk's own, a CompressedChunk's copy,

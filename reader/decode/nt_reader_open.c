@@ -238,6 +238,9 @@ static int walk_chunk(nt_reader *r, uint64_t off, uint64_t size)
 		return 1;
 	}
 	const nt_chunk_header *h = nt_chunk_at(r, off);
+	if (r->summary.chunks == 0)
+		r->chunks_from = off;
+	r->chunks_to = off + size;
 	r->summary.chunks++;
 	r->summary.chunk_bytes += size;
 	r->zchunks += r->data[off] == NT_KIND_ZCHUNK;
@@ -445,6 +448,8 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	}
 	if (step == STEP_OK && !walk_records(r, &off, &pn))
 		step = STEP_NO_MEMORY;
+	if (r->summary.chunks == 0)
+		r->chunks_from = r->chunks_to = r->size;
 	if (step == STEP_OK) {
 		check_truncation(r);
 		check_save_account(r);
