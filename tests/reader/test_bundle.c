@@ -564,6 +564,17 @@ static uint8_t *stream_bundle(size_t *size, int damage)
 static void check_count_after_visits(const uint8_t *data, size_t size, int damaged)
 {
 	uint64_t walked[256], kept[256];
+	for (int ahead = 0; ahead < 2; ahead++) { /* chunks decompressed by the visit, a helper */
+		nt_reader *r = nt_reader_open_memory(data, size, "count", NULL);
+		assert_non_null(r);
+		nt_reader_count_records(r, walked);
+		assert_int_equal(nt_reader_set_decompress_ahead(r, ahead ? 2 : NT_READER_AHEAD_OFF), 0);
+		merge_check m = visit(r, NT_ORDER_STREAM);
+		assert_int_equal(m.errors != 0, damaged);
+		nt_reader_count_records(r, kept);
+		assert_memory_equal(walked, kept, sizeof(kept));
+		nt_reader_close(r);
+	}
 	nt_reader *r = nt_reader_open_memory(data, size, "count", NULL);
 	assert_non_null(r);
 	nt_reader_count_records(r, walked);
