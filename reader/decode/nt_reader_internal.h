@@ -213,6 +213,9 @@ nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const ch
  * back only what is its own (mapping, notes, covered table, spare decoder): its slab goes
  * with the many-process reader. */
 void nt_single_close(nt_reader *r);
+/* Frees the reader and the parts of it a pack moves (its name and tables): the rest of
+ * nt_single_close for a reader that is not packed, and the old copy of one just packed. */
+void nt_reader_free_tables(nt_reader *r);
 /* Describes a plain archive as its own one section (r->self), from its tables. */
 void nt_reader_describe_self(nt_reader *r);
 

@@ -537,8 +537,12 @@ void nt_single_close(nt_reader *r)
 	free(r->notes);
 	free(r->counted);
 	nt_reader_decoder_free(r);
-	if (r->packed)
-		return;
+	if (!r->packed)
+		nt_reader_free_tables(r);
+}
+
+void nt_reader_free_tables(nt_reader *r)
+{
 	free(r->strings);
 	free(r->pool);
 	free(r->threads);

@@ -13,8 +13,9 @@
  * What moves: the reader itself, its name and its tables (strings, pool, threads, the
  * thread order, Trace2 processes with their SIDs, call sites, arena chunks). What stays a
  * separate allocation, freed by nt_single_close as before: the open's damage notes and a
- * streaming arena's covered table (few readers have either), the mapping and the spare
- * decoder. Every pointer into a moved table is moved with it.
+ * streaming arena's covered table (few readers have either), the mapping, and what visits
+ * leave (the spare decoder, the kept record count). Every pointer into a moved table is
+ * moved with it.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -106,22 +107,6 @@ static size_t packed_size(const nt_reader *r, size_t name_len)
 	return n;
 }
 
-/* The old reader's moved parts, freed (what nt_single_close frees of them). */
-static void free_moved(nt_reader *r)
-{
-	free(r->strings);
-	free(r->pool);
-	free(r->threads);
-	free(r->thread_order);
-	for (size_t i = 0; i < r->nprocesses; i++)
-		free((char *)(uintptr_t)r->processes[i].sid);
-	free(r->processes);
-	free(r->callsites);
-	free(r->chunks);
-	free(r->name);
-	free(r);
-}
-
 nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
 {
 	size_t name_len = strlen(r->name);
@@ -147,6 +132,6 @@ nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
 	p->callsites = place(&l, r->callsites, r->ncallsites * sizeof(*r->callsites));
 	p->chunks = place(&l, r->chunks, (size_t)r->nchunks * sizeof(*r->chunks));
 	nt_reader_describe_self(p);
-	free_moved(r);
+	nt_reader_free_tables(r);
 	return p;
 }
