@@ -7,7 +7,8 @@
  *                      nt_reader_access.c (accessors), nt_follow_snapshot.c,
  *                      nt_reader_decoder.c (the spare zstd decoder)
  *   mechanisms         nt_reader_open.c (one archive), nt_reader_count.c, nt_reader_ahead.c,
- *                      nt_reader_visit.c, then nt_reader_many.c and nt_reader_cursor.c
+ *                      nt_reader_visit.c, then nt_reader_many.c, nt_reader_time.c and
+ *                      nt_reader_cursor.c (which drives nt_reader_time.c)
  *   top                nt_reader.c (every call that differs for one archive and for many),
  *                      nt_reader_follow.c (built on the public calls)
  *

@@ -1,6 +1,6 @@
 /*
  * nt_reader_visit.c - decodes chunks into events; nt_reader_cursor.c puts them in stream
- * or timestamp order.
+ * order, nt_reader_time.c in timestamp order.
  *
  * A chunk cursor walks one chunk's records, keeping the running tick count (deltas and
  * Timestamp escapes).

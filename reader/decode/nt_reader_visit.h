@@ -1,6 +1,6 @@
 /* nt_reader_visit.h - decoding chunks into events (nt_reader_visit.c), what the visit's
- * orders (nt_reader_cursor.c: stream order, the time-ordered merge, the public cursor and
- * nt_reader_visit) build on. Not installed. */
+ * orders (nt_reader_cursor.c: stream order, the public cursor and nt_reader_visit;
+ * nt_reader_time.c: the time-ordered merge) build on. Not installed. */
 #ifndef NT_READER_VISIT_H
 #define NT_READER_VISIT_H
 
