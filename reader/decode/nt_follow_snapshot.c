@@ -455,6 +455,23 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 	return copy_stream(s, fd, map_len, file_size, next, nnext);
 }
 
+uint64_t nt_follow_snapshot_fingerprint(const nt_follow_snapshot *s)
+{
+	/* xxHash64's round and primes over each word: what a torn store changes (a word or a
+	 * few) changes the result, but for a collision. */
+	const uint64_t p1 = 0x9E3779B185EBCA87ull, p2 = 0xC2B2AE3D27D4EB4Full;
+	uint64_t h = p2 ^ s->size, w;
+	size_t i = 0;
+	for (; i + 8 <= s->size; i += 8) {
+		memcpy(&w, s->buf + i, 8);
+		h ^= w * p2;
+		h = ((h << 31) | (h >> 33)) * p1;
+	}
+	for (; i < s->size; i++)
+		h = (h ^ s->buf[i]) * p1;
+	return h ^ (h >> 29);
+}
+
 void nt_follow_snapshot_free(nt_follow_snapshot *s)
 {
 	if (s->buf != NULL)

@@ -49,6 +49,11 @@ const char *nt_follow_snapshot_take(nt_follow_snapshot *s, int fd, const uint8_t
 				    size_t map_len, uint64_t file_size, const uint64_t *next,
 				    size_t nnext);
 
+/* A 64-bit hash of the image's bytes: two copies with the same one hold the same bytes (but
+ * for a collision, odds 2^-64 for copies that differ by a torn store). Cost: one pass over
+ * the image. */
+uint64_t nt_follow_snapshot_fingerprint(const nt_follow_snapshot *s);
+
 void nt_follow_snapshot_free(nt_follow_snapshot *s);
 
 #endif /* NT_FOLLOW_SNAPSHOT_H */

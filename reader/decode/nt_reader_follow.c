@@ -65,6 +65,10 @@ struct nt_follower {
 	size_t nbytes, capbytes;
 	uint64_t lost;
 	int damaged, oom;
+	/* A failed look at a live copy (torn: a fresh copy may not fail) and the fingerprint
+	 * of the image that failed, so that a retry that copies the same bytes stops there. */
+	int torn, failed_image_set;
+	uint64_t failed_image;
 	char error[512];
 };
 
@@ -452,6 +456,16 @@ static nt_reader *open_replacement(nt_follower *f, int *replaced)
 	return r;
 }
 
+/* A live copy failed to open or to visit: a copy that met a writer's half-done store (a
+ * count moved before the stream end it goes with) may fail where a fresh one does not, so
+ * the poll copies again, unless that copy is these same bytes. */
+static void live_failed(nt_follower *f)
+{
+	f->torn = 1;
+	f->failed_image = nt_follow_snapshot_fingerprint(&f->snap);
+	f->failed_image_set = 1;
+}
+
 /* The live arena as a reader over a fresh copy; *finished when the header says the writer
  * made it a finished archive meanwhile (a streaming file's last step). */
 static nt_reader *open_live(nt_follower *f, int *finished)
@@ -465,6 +479,7 @@ static nt_reader *open_live(nt_follower *f, int *finished)
 	const char *why = nt_follow_snapshot_take(&f->snap, f->fd, f->map, f->map_len,
 						  (uint64_t)st.st_size, f->next, f->nthreads);
 	if (why != NULL) {
+		f->torn = 1;
 		fail(f, "%s", why);
 		return NULL;
 	}
@@ -472,10 +487,18 @@ static nt_reader *open_live(nt_follower *f, int *finished)
 		*finished = 1;
 		return open_finished(f, f->fd);
 	}
+	/* The bytes of the copy that failed: opening and visiting them again fails again, as
+	 * it did (the message is the one kept from then). */
+	if (f->failed_image_set && nt_follow_snapshot_fingerprint(&f->snap) == f->failed_image) {
+		f->state = NT_FOLLOW_FAILED;
+		return NULL;
+	}
 	nt_reader_error err;
 	nt_reader *r = nt_reader_open_memory(f->snap.buf, f->snap.size, f->path, &err);
-	if (r == NULL)
+	if (r == NULL) {
+		live_failed(f);
 		fail_reader(f, &err);
+	}
 	return r;
 }
 
@@ -483,6 +506,7 @@ static nt_reader *open_live(nt_follower *f, int *finished)
 static int look(nt_follower *f)
 {
 	int alive = writer_alive(f->pid), replaced = 0, finished = 0;
+	f->torn = 0;
 	nt_reader *r = open_replacement(f, &replaced);
 	if (replaced) {
 		finished = 1;
@@ -499,6 +523,8 @@ static int look(nt_follower *f)
 	if (collect(f, r) < 0) {
 		if (f->oom)
 			fail(f, "%s", "out of memory");
+		else if (!finished)
+			live_failed(f);
 		f->state = NT_FOLLOW_FAILED;
 		return NT_FOLLOW_FAILED;
 	}
@@ -518,12 +544,14 @@ int nt_follow_poll(nt_follower *f, const nt_reader_callbacks *cb, void *ctx)
 		return f->state;
 	/* A copy can meet a header between two of the writer's stores (a count moved before
 	 * the stream end it goes with): damage that a fresh copy does not show again was that.
-	 * Damage that stays is the file's. */
+	 * Damage that stays is the file's. A finished archive does not change, nor does a
+	 * live copy that is the same bytes as the one that failed: neither is looked at again. */
 	int st = NT_FOLLOW_FAILED;
+	f->failed_image_set = 0;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		f->state = NT_FOLLOW_RUNNING;
 		st = look(f);
-		if (st != NT_FOLLOW_FAILED || f->oom)
+		if (st != NT_FOLLOW_FAILED || f->oom || !f->torn)
 			break;
 		usleep(1000);
 	}

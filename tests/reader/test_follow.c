@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,17 @@
 #pragma GCC diagnostic pop
 
 #define MAX_THREADS 16
+
+/* The follower's pauses between looks at a file (nt_follow_poll's retries), counted: this
+ * executable's usleep is the one the library calls. */
+static unsigned long pauses;
+
+int usleep(useconds_t us)
+{
+	__atomic_add_fetch(&pauses, 1, __ATOMIC_RELAXED);
+	struct timespec ts = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000 };
+	return nanosleep(&ts, NULL);
+}
 
 typedef struct writer_arg {
 	int events, pace_every;
@@ -380,6 +392,109 @@ static void test_stop_within_a_poll(void **state)
 	assert_int_equal(nt_finish(NULL), NT_OK);
 }
 
+/* A child that records `events` of writer_main's into `path` in `mode` and then either
+ * finishes (the archive a finished file) or exits without finishing (a killed writer's
+ * file, its arena as it was). */
+static void record_in_child(const char *path, int mode, int events, int finish)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		nt_config cfg;
+		nt_config_init(&cfg);
+		cfg.path = path;
+		cfg.mode = mode;
+		cfg.buffer_size = 256u << 10;
+		cfg.handle_signals = 0;
+		if (nt_start(&cfg) != NT_OK)
+			_exit(1);
+		writer_arg a = { events, 0 };
+		writer_main(&a);
+		_exit(finish && nt_finish(NULL) != NT_OK ? 1 : 0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* 64 bytes at `at` of the file inverted. */
+static void damage_at(const char *path, long at)
+{
+	FILE *io = fopen(path, "r+b");
+	assert_non_null(io);
+	uint8_t b[64];
+	assert_int_equal(fseek(io, at, SEEK_SET), 0);
+	assert_int_equal(fread(b, 1, sizeof(b), io), sizeof(b));
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] ^= 0xff;
+	assert_int_equal(fseek(io, at, SEEK_SET), 0);
+	assert_int_equal(fwrite(b, 1, sizeof(b), io), sizeof(b));
+	fclose(io);
+}
+
+static void count_damage(void *ctx, uint64_t off, const char *msg)
+{
+	(void)off;
+	(void)msg;
+	++*(int *)ctx;
+}
+
+/* A file whose damage the reader finds in a visit (checked first, so that the case is what
+ * it says): a poll fails, naming it, after `want_pauses` pauses. */
+static void poll_damaged(const char *path, unsigned long want_pauses, const char *what)
+{
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	assert_msg(r != NULL, "%s", err.message);
+	int found = 0;
+	nt_reader_callbacks vcb = { .on_error = count_damage };
+	nt_reader_visit(r, &vcb, &found, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP);
+	nt_reader_close(r);
+	assert_msg(found > 0, "%s: the damage made is not found by a visit", what);
+	nt_follower *f = nt_follow_open(path, &err);
+	assert_msg(f != NULL, "%s", err.message);
+	seen *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	nt_reader_callbacks cb = { .on_event = on_event, .on_gap = on_gap };
+	unsigned long before = __atomic_load_n(&pauses, __ATOMIC_RELAXED);
+	assert_int_equal(nt_follow_poll(f, &cb, s), NT_FOLLOW_FAILED);
+	unsigned long paused = __atomic_load_n(&pauses, __ATOMIC_RELAXED) - before;
+	assert_msg(paused == want_pauses, "%s: the poll paused %lu times to look again, not %lu",
+		   what, paused, want_pauses);
+	assert_non_null(strstr(nt_follow_error(f), path));
+	nt_follow_close(f);
+	free(s);
+}
+
+/* Damage is looked at again only where a fresh copy can differ. A finished archive does not
+ * change: its damage fails the poll at once. A killed streaming writer's file (its saved
+ * stream damaged) is copied again once, and that copy, the same bytes, fails as the first
+ * did, without being opened and visited again (before: three looks, two pauses, each). */
+static void test_damage_looked_at_once(void **state)
+{
+	(void)state;
+	char path[300];
+	in_dir(path, sizeof(path), "finished-damaged.ntrace");
+	record_in_child(path, NT_MODE_ONESHOT, 20000, 1);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	damage_at(path, (long)st.st_size / 2); /* among the compressed chunks */
+	poll_damaged(path, 0, "a finished archive");
+
+	in_dir(path, sizeof(path), "killed-streaming.ntrace");
+	record_in_child(path, NT_MODE_STREAMING, 200000, 0);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open(path, &err);
+	assert_msg(r != NULL, "%s", err.message);
+	const nt_archive_info *in = nt_reader_info(r);
+	assert_msg(in->stream_end > in->stream_offset + 4096,
+		   "the saver saved %" PRIu64 " bytes before the writer exited",
+		   in->stream_end - in->stream_offset);
+	long mid = (long)(in->stream_offset + (in->stream_end - in->stream_offset) / 2);
+	nt_reader_close(r);
+	damage_at(path, mid);
+	poll_damaged(path, 1, "a killed streaming writer's file");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_streaming_overrun),
 		cmocka_unit_test(test_stop_within_a_poll),
+		cmocka_unit_test(test_damage_looked_at_once),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -440,9 +440,12 @@ int nt_reader_set_decompress_ahead(nt_reader *r, int buffers);
  *     interpolates between its start and finish, which can move a time by the calibration's
  *     error (NT_CLOCK_MONOTONIC archives are exact).
  *   The file is untrusted as any archive is: every size is taken from a copy of the header
- *   and checked against the file's size at each poll; damage that a fresh copy shows again
- *   (three copies, 1 ms apart) fails the poll. The file mapped shared must not be truncated
- *   while a poll copies it (SIGBUS, as for any mapped reader).
+ *   and checked against the file's size at each poll. Damage in a copy of a live arena is
+ *   looked for again in a fresh copy, 1 ms later (a copy can meet a writer between two
+ *   stores): the poll fails when three copies show damage, or at once when a fresh copy
+ *   holds the same bytes as the one that showed it; damage in a finished archive, which
+ *   no longer changes, fails it at once. The file mapped shared must not be truncated while a poll copies it (SIGBUS, as
+ *   for any mapped reader).
  *
  * nt_follow_open(): opens `path` (a live arena, a streaming file or a finished archive) and
  * reads its header; NULL and *err (if not NULL) when path is NULL or the file is missing,
