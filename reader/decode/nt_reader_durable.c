@@ -53,29 +53,6 @@ static durable_result durable_string(nt_reader *r, const uint8_t *p, uint64_t si
 	return DURABLE_OK;
 }
 
-/* The thread table (by index) made to hold `need` entries: capacities double from 16, as
- * nt_grow's do, but each table is a new one from calloc with the old copied in, so the
- * entries no thread defines stay zero pages never written (malloc's large blocks, and
- * ASan's, are fresh mappings): an index near MAX_THREAD_INDEX costs address space, not 32
- * MiB zeroed per open. Returns 0 when memory runs out (the table unchanged). */
-static int grow_threads(nt_reader *r, size_t need)
-{
-	if (need <= r->nthreads)
-		return 1;
-	size_t n = r->nthreads ? r->nthreads : 16;
-	while (n < need)
-		n *= 2; /* need <= MAX_THREAD_INDEX: no overflow */
-	nt_reader_thread *t = calloc(n, sizeof(*t));
-	if (t == NULL)
-		return 0;
-	if (r->nthreads)
-		memcpy(t, r->threads, r->nthreads * sizeof(*t));
-	free(r->threads);
-	r->threads = t;
-	r->nthreads = n;
-	return 1;
-}
-
 static durable_result durable_thread(nt_reader *r, const uint8_t *p, uint64_t size,
 				     pending_names *pn, const char **why)
 {
@@ -85,7 +62,7 @@ static durable_result durable_thread(nt_reader *r, const uint8_t *p, uint64_t si
 	if (t->index == 0 || t->index >= MAX_THREAD_INDEX)
 		return damaged(why, "thread record index is out of range");
 	int first = t->index >= r->nthreads || r->threads[t->index].name == NULL;
-	if (!grow_threads(r, (size_t)t->index + 1) ||
+	if (!nt_grow(&r->threads, &r->nthreads, (size_t)t->index + 1, sizeof(*r->threads)) ||
 	    !nt_grow(&pn->thread_defs, &pn->thread_defs_cap, pn->nthread_defs + 1,
 		     sizeof(*pn->thread_defs)) ||
 	    (first && !nt_grow(&r->thread_order, &pn->order_cap, (size_t)r->summary.threads + 1,

@@ -222,7 +222,8 @@ void nt_reader_describe_self(nt_reader *r);
 
 /* nt_reader_pack.c: r, just opened (no visit has run: no spare decoder, no count kept),
  * moved into one block of `slab` and its old parts freed; returns the packed reader, or r
- * itself when memory runs out (it is then closed as before). nt_reader_slab_free frees
+ * itself when memory runs out or a table by index is a sparse one's (it is then closed as
+ * before). nt_reader_slab_free frees
  * every block. */
 nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab);
 void nt_reader_slab_free(nt_reader_slab *slab);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reader/common/nt_grow.h"
 #include "nt_reader_internal.h"
 
 /* Blocks of the slab: at least this much, so a small section's block is one bump. */
@@ -107,8 +108,22 @@ static size_t packed_size(const nt_reader *r, size_t name_len)
 	return n;
 }
 
+/* A table by index as large as nt_grow allocates fresh is a sparse one's (an index near a
+ * limit, one entry defined): its untouched pages cost nothing, and copying it would write
+ * every one of them (32 MiB for a thread index near 2^20, in a section of a few hundred
+ * bytes). Such a reader is not packed. */
+static int has_sparse_table(const nt_reader *r)
+{
+	return r->nstrings * sizeof(*r->strings) >= NT_GROW_FRESH_BYTES ||
+	       r->nthreads * sizeof(*r->threads) >= NT_GROW_FRESH_BYTES ||
+	       r->nprocesses * sizeof(*r->processes) >= NT_GROW_FRESH_BYTES ||
+	       r->ncallsites * sizeof(*r->callsites) >= NT_GROW_FRESH_BYTES;
+}
+
 nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
 {
+	if (has_sparse_table(r))
+		return r;
 	size_t name_len = strlen(r->name);
 	layout l = { slab_alloc(slab, packed_size(r, name_len)) };
 	if (l.at == NULL)
