@@ -360,7 +360,9 @@ static void check_save_account(nt_reader *r)
 static void trim(void *arr, size_t *n, size_t keep, size_t elem)
 {
 	void **p = (void **)arr;
-	if (keep >= *n)
+	/* A table nt_grow allocated fresh keeps its slack as pages never touched, which cost
+	 * nothing; a realloc that moves it (a sanitizer's always does) would touch them all. */
+	if (keep >= *n || *n * elem >= NT_GROW_FRESH_BYTES)
 		return;
 	void *q = realloc(*p, keep * elem);
 	if (q != NULL) {
