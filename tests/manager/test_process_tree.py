@@ -178,6 +178,13 @@ def test_manager_killed_providers_keep_running(workdir):
         prog = subprocess.Popen([PROG, '--sync', '--events', '2000', '--hold-ms', '1500'],
                                 env=m.env(), stdout=open(log, 'w'))
         assert m.wait_log('(provider_prog, pid %d) started' % prog.pid), m.log()
+        # The manager logs the start when it sends it: the provider is recording once its
+        # events are made (it then holds 1.5 s). Killed before that, the provider never
+        # heard the start (--sync then exits 3), which a loaded machine made happen.
+        deadline = time.monotonic() + 30
+        while prog.pid not in made_lines(log) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert prog.pid in made_lines(log), 'the provider made no events: ' + m.log()
         m.proc.kill()
         _, err = rec.communicate(timeout=30)
         assert rec.returncode == 3, err
