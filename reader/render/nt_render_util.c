@@ -198,22 +198,21 @@ int nt_balance_admit(nt_balance *b, const nt_reader_event *e)
 		return 1;
 	if (nt_event_opens(e)) {
 		b->open[t]++;
+		b->unended++;
 	} else if (nt_event_closes(e)) {
 		if (b->open[t] == 0) {
 			b->unmatched_ends++;
 			return 0;
 		}
 		b->open[t]--;
+		b->unended--;
 	}
 	return 1;
 }
 
 uint64_t nt_balance_unended(const nt_balance *b)
 {
-	uint64_t n = 0;
-	for (uint32_t t = 0; t < b->nthreads; t++)
-		n += b->open[t];
-	return n;
+	return b->unended;
 }
 
 void nt_balance_free(nt_balance *b)

@@ -58,12 +58,13 @@ typedef struct nt_balance {
 	uint64_t *open; /* Begins still open, by thread index */
 	uint32_t nthreads;
 	uint64_t unmatched_ends;
+	uint64_t unended; /* the sum of open[]: a hostile archive's index limit is near 2^20 */
 } nt_balance;
 /* Sized by nt_reader_thread_index_limit(); 0 when memory runs out. */
 int nt_balance_init(nt_balance *b, const nt_reader *r);
 /* Feed every event in its thread's order; 0 for an unmatched End (counted), else 1. */
 int nt_balance_admit(nt_balance *b, const nt_reader_event *e);
-/* Begins never ended (the trace stops inside them), over all threads. */
+/* Begins never ended (the trace stops inside them), over all threads. O(1). */
 uint64_t nt_balance_unended(const nt_balance *b);
 void nt_balance_free(nt_balance *b);
 
