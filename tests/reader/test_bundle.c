@@ -802,7 +802,7 @@ static long rss_anon_kib(void)
 }
 
 /* A section's durable records with each index moved to the top of its field: every string,
- * call site and thread still defined once, at 65,535 - i and 2^20 - 1. */
+ * call site and thread still defined once, at 65,535 - i and 2^20 - i. */
 static void indices_at_their_limits(uint8_t *a, size_t n)
 {
 	size_t off = ((size_t)(a[0] | a[1] << 8 | a[2] << 16) + 4 + 7) & ~(size_t)7;

@@ -468,7 +468,7 @@ static void poll_damaged(const char *path, unsigned long want_pauses, const char
 /* Damage is looked at again only where a fresh copy can differ. A finished archive does not
  * change: its damage fails the poll at once. A killed streaming writer's file (its saved
  * stream damaged) is copied again once, and that copy, the same bytes, fails as the first
- * did, without being opened and visited again (before: three looks, two pauses, each). */
+ * did, without being opened and visited again (before: three looks and three pauses each). */
 static void test_damage_looked_at_once(void **state)
 {
 	(void)state;
