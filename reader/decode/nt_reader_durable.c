@@ -38,12 +38,15 @@ static durable_result durable_string(nt_reader *r, const uint8_t *p, uint64_t si
 	if (s->index == 0 || s->index > NT_MAX_STRING_INDEX)
 		return damaged(why, "string record index is out of range");
 	if (!nt_grow(&r->strings, &r->nstrings, (size_t)s->index + 1, sizeof(*r->strings)) ||
-	    !nt_grow(&pn->string_at, &pn->nstring, (size_t)s->index + 1, sizeof(long)))
+	    !nt_grow(&pn->string_defs, &pn->string_defs_cap, pn->nstring_defs + 1,
+		     sizeof(*pn->string_defs)))
 		return DURABLE_NO_MEMORY;
 	long at = pool_add(r, p + 8, s->length);
 	if (at < 0)
 		return DURABLE_NO_MEMORY;
-	pn->string_at[s->index] = at + 1;
+	pn->string_defs[pn->nstring_defs++] = (struct pending_name){ s->index, at };
+	if (s->index >= pn->string_limit)
+		pn->string_limit = s->index + 1;
 	r->strings[s->index].len = s->length;
 	/* Strings defined, not records: a killed streaming process's saved stream repeats its
 	 * arena's (the records are counted by kind elsewhere). */
@@ -75,7 +78,7 @@ static durable_result durable_thread(nt_reader *r, const uint8_t *p, uint64_t si
 		r->thread_order[r->summary.threads++] = t->index;
 	if (t->index >= r->thread_limit)
 		r->thread_limit = t->index + 1;
-	pn->thread_defs[pn->nthread_defs++] = (struct pending_thread){ t->index, at };
+	pn->thread_defs[pn->nthread_defs++] = (struct pending_name){ t->index, at };
 	r->threads[t->index] = (nt_reader_thread){ t->index, t->pid, t->tid, "", t->process, 0 };
 	if (t->name_length > r->max_name_len)
 		r->max_name_len = t->name_length;
@@ -106,7 +109,7 @@ static durable_result durable_process(nt_reader *r, const uint8_t *p, uint64_t s
 }
 
 static durable_result durable_callsite(nt_reader *r, const uint8_t *p, uint64_t size,
-				       const char **why)
+				       pending_names *pn, const char **why)
 {
 	const nt_callsite_record *c = (const void *)p;
 	if (size < sizeof(*c))
@@ -118,11 +121,18 @@ static durable_result durable_callsite(nt_reader *r, const uint8_t *p, uint64_t 
 		if (refs[i] == 0 || refs[i] >= r->nstrings || r->strings[refs[i]].str == NULL)
 			return damaged(why, "call site references a string the archive never "
 					    "defined");
-	if (!nt_grow(&r->callsites, &r->ncallsites, (size_t)c->index + 1, sizeof(*r->callsites)))
+	int first = c->index >= r->ncallsites || !r->callsites[c->index].defined;
+	if (!nt_grow(&r->callsites, &r->ncallsites, (size_t)c->index + 1, sizeof(*r->callsites)) ||
+	    (first && !nt_grow(&pn->callsite_defs, &pn->callsite_defs_cap, pn->ncallsite_defs + 1,
+			       sizeof(*pn->callsite_defs))))
 		return DURABLE_NO_MEMORY;
 	reader_callsite *cs = &r->callsites[c->index];
-	if (!cs->defined)
+	if (first) {
 		r->summary.callsites++;
+		pn->callsite_defs[pn->ncallsite_defs++] = c->index;
+		if (c->index >= pn->callsite_limit)
+			pn->callsite_limit = c->index + 1;
+	}
 	/* Its CallSiteArgs record, if any, follows it: a new definition forgets the old one's.
 	 * The same definition again keeps them: a killed streaming process's saved stream
 	 * repeats its arena's durable records, and a save may have taken the CallSite record
@@ -182,7 +192,7 @@ durable_result nt_durable_record(nt_reader *r, uint64_t off, uint64_t size,
 	case NT_KIND_STRING: return durable_string(r, p, size, pn, why);
 	case NT_KIND_THREAD: return durable_thread(r, p, size, pn, why);
 	case NT_KIND_PROCESS: return durable_process(r, p, size, why);
-	case NT_KIND_CALLSITE: return durable_callsite(r, p, size, why);
+	case NT_KIND_CALLSITE: return durable_callsite(r, p, size, pn, why);
 	case NT_KIND_CALLSITE_ARGS: return durable_callsite_args(r, p, size, why);
 	default: return DURABLE_OK;
 	}

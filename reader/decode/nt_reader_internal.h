@@ -319,18 +319,25 @@ typedef enum durable_result {
 	DURABLE_NO_MEMORY,
 } durable_result;
 
-/* Pool offsets are turned into pointers once the pool stops moving. */
+/* Pool offsets are turned into pointers once the pool stops moving. Every list here is
+ * O(the records that define), never O(the highest index defined): a hostile archive names
+ * an index at the top of its field while defining one entry (a table by index of such an
+ * archive is a fresh allocation whose untouched pages cost nothing, and a walk of it at
+ * open would read every page: 3.4 MB of call sites for index 65,535). */
 typedef struct pending_names {
-	long *string_at; /* by string index; pool offset + 1, 0 = undefined */
-	size_t nstring;
-	/* Every thread definition, in file order (a later one of an index names it): O(thread
-	 * records), never O(the highest index), as is r->thread_order, grown as indices are
-	 * first defined and sorted at the walk's end (order_cap: its entries allocated). */
-	struct pending_thread {
+	/* Every string and thread definition, in file order (a later one of an index names
+	 * it). r->thread_order is grown as thread indices are first defined and sorted at the
+	 * walk's end (order_cap: its entries allocated). */
+	struct pending_name {
 		uint32_t index;
-		long at; /* pool offset of its name */
-	} *thread_defs;
-	size_t nthread_defs, thread_defs_cap, order_cap;
+		long at; /* pool offset of the name */
+	} *string_defs, *thread_defs;
+	size_t nstring_defs, string_defs_cap, nthread_defs, thread_defs_cap, order_cap;
+	uint32_t string_limit;   /* highest defined string index + 1 (1: none) */
+	/* Call-site indices as first defined, and the highest + 1 (1: none). */
+	uint32_t *callsite_defs;
+	size_t ncallsite_defs, callsite_defs_cap;
+	uint32_t callsite_limit;
 } pending_names;
 
 /* A durable record (string, thread, process, call site, call-site arguments) into the

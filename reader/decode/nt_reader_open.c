@@ -374,15 +374,10 @@ static void trim(void *arr, size_t *n, size_t keep, size_t elem)
 /* The tables to what the archive defines, before names point into the pool. */
 static void trim_tables(nt_reader *r, const pending_names *pn)
 {
-	size_t strings = 1, callsites = 1;
-	for (size_t i = 0; i < r->nstrings && i < pn->nstring; i++)
-		if (pn->string_at[i])
-			strings = i + 1;
-	for (size_t i = 1; i < r->ncallsites; i++)
-		if (r->callsites[i].defined)
-			callsites = i + 1;
-	trim(&r->strings, &r->nstrings, strings, sizeof(*r->strings));
-	trim(&r->callsites, &r->ncallsites, callsites, sizeof(*r->callsites));
+	trim(&r->strings, &r->nstrings, pn->string_limit ? pn->string_limit : 1,
+	     sizeof(*r->strings));
+	trim(&r->callsites, &r->ncallsites, pn->callsite_limit ? pn->callsite_limit : 1,
+	     sizeof(*r->callsites));
 	trim(&r->threads, &r->nthreads, r->thread_limit ? r->thread_limit : 1, sizeof(*r->threads));
 	trim(&r->pool, &r->pool_cap, r->pool_len ? r->pool_len : 1, 1);
 }
@@ -398,14 +393,14 @@ static int by_index(const void *a, const void *b)
 static int finish_tables(nt_reader *r, const pending_names *pn)
 {
 	trim_tables(r, pn);
-	for (size_t i = 0; i < r->nstrings && i < pn->nstring; i++)
-		if (pn->string_at[i])
-			r->strings[i].str = r->pool + pn->string_at[i] - 1;
-	for (size_t i = 0; i < pn->nthread_defs; i++) /* in file order: the last one names it */
+	/* In file order: the last definition of an index names it. */
+	for (size_t i = 0; i < pn->nstring_defs; i++)
+		r->strings[pn->string_defs[i].index].str = r->pool + pn->string_defs[i].at;
+	for (size_t i = 0; i < pn->nthread_defs; i++)
 		r->threads[pn->thread_defs[i].index].name = r->pool + pn->thread_defs[i].at;
-	for (size_t i = 1; i < r->ncallsites; i++) {
-		const reader_callsite *c = &r->callsites[i];
-		if (c->defined && r->strings[c->name].len > r->max_event_name_len)
+	for (size_t i = 0; i < pn->ncallsite_defs; i++) {
+		const reader_callsite *c = &r->callsites[pn->callsite_defs[i]];
+		if (r->strings[c->name].len > r->max_event_name_len)
 			r->max_event_name_len = r->strings[c->name].len;
 	}
 	/* nt_reader_thread_at() is O(1): the defined indices (each once, as first defined),
@@ -458,8 +453,9 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	}
 	if (step == STEP_OK && (!finish_tables(r, &pn) || r->notes_lost))
 		step = STEP_NO_MEMORY;
-	free(pn.string_at);
+	free(pn.string_defs);
 	free(pn.thread_defs);
+	free(pn.callsite_defs);
 	if (step == STEP_NO_MEMORY)
 		nt_reader_fail(err, r->name, off, "%s", "out of memory while reading the durable tables");
 	if (step != STEP_OK) {
