@@ -60,6 +60,7 @@ typedef struct reader_problem {
  * freed together at its close. */
 typedef struct nt_reader_slab {
 	struct nt_reader_slab_block *head;
+	size_t bytes; /* of all its blocks */
 } nt_reader_slab;
 
 typedef struct reader_many {

@@ -21,12 +21,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "reader/common/nt_grow.h"
 #include "nt_reader_internal.h"
 
 /* Blocks of the slab: at least this much, so a small section's block is one bump. */
 #define SLAB_BLOCK_BYTES (256u * 1024u)
+/* Past 8 MiB of blocks, each further block is a whole number of 2 MiB pages, aligned and
+ * marked for transparent huge pages (madvise: the kernel may decline, and nothing changes).
+ * Why: a bundle's sections are packed once and written in full, and a fault per 4 KiB page
+ * was a fifth of trace-dump --stats's time on 20,000 sections (46 MB of slab, 14,000
+ * faults; 5,800 with huge pages, 125 -> 101 ms of CPU, perf stat -r 20). Why not sooner:
+ * a huge page is resident whole, and a small bundle's last block would cost up to 2 MiB
+ * it does not use; past 8 MiB that is at most a fifth more. */
+#define SLAB_HUGE_AFTER (8u << 20)
+#define SLAB_HUGE_BYTES (2u << 20)
 
 struct nt_reader_slab_block {
 	struct nt_reader_slab_block *next;
@@ -42,8 +52,18 @@ static void *slab_alloc(nt_reader_slab *s, size_t n)
 	struct nt_reader_slab_block *b = s->head;
 	if (b == NULL || b->size - b->used < n) {
 		size_t size = n > SLAB_BLOCK_BYTES ? n : SLAB_BLOCK_BYTES;
-		if ((b = malloc(sizeof(*b) + size)) == NULL)
+		void *m = NULL;
+		if (s->bytes >= SLAB_HUGE_AFTER) {
+			size = (sizeof(*b) + n + SLAB_HUGE_BYTES - 1) & ~(size_t)(SLAB_HUGE_BYTES - 1);
+			if (posix_memalign(&m, SLAB_HUGE_BYTES, size) != 0)
+				return NULL;
+			(void)madvise(m, size, MADV_HUGEPAGE);
+			size -= sizeof(*b);
+		} else if ((m = malloc(sizeof(*b) + size)) == NULL) {
 			return NULL;
+		}
+		b = m;
+		s->bytes += size;
 		b->used = 0;
 		b->size = size;
 		b->next = s->head;

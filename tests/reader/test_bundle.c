@@ -727,35 +727,42 @@ static seen_list collect_all(nt_reader *r, nt_order order, int ahead)
 	return l;
 }
 
-/* Many sections, each thread's stream waiting until the merge reaches its first event, its
- * first chunk decompressed again then (the setup's buffer is shared): the time order is
- * exactly every thread's events merged by (time, thread), each event with its arguments,
- * with and without decompressing ahead. The sections repeat the four processes' archives,
- * so threads tie in time and several are started at once. */
-static void test_many_sections_start_when_reached(void **state)
+/* `sections` sections repeating the archives from `first` on (all four, or the last one
+ * alone): the time order is exactly every thread's events merged by (time, thread), each
+ * event with its arguments, with and without decompressing ahead. */
+static void sections_merge_exactly(int sections, int first)
 {
-	(void)state;
-	enum { SECTIONS = 48 };
 	char *buf = NULL;
 	size_t size;
 	FILE *f = open_memstream(&buf, &size);
 	bw_preamble(f, 1);
-	for (int i = 0; i < SECTIONS; i++) {
-		int a = i % NPROC;
+	for (int i = 0; i < sections; i++) {
+		int a = first + i % (NPROC - first);
 		bw_section sec = { arch[a], arch_size[a], states[a], modes[a], (uint32_t)pids[a] + i,
 				   (uint32_t)i + 1, names[a], "", 0 };
 		bw_section_write(f, &sec);
 	}
-	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	bw_end(f, NT_SECTION_FINISHED, (uint32_t)sections, "");
 	fclose(f);
 	nt_reader_error err;
 	nt_reader *r = nt_reader_open_memory(buf, size, "many", &err);
 	assert_msg(r != NULL, "%s", err.message);
-	assert_int_equal(nt_reader_section_count(r), SECTIONS);
+	assert_int_equal(nt_reader_section_count(r), sections);
+	for (int i = 0; i < sections; i++) {
+		const nt_reader *s = nt_reader_section_at(r, (uint32_t)i)->reader;
+		assert_non_null(s);
+		const nt_reader_thread *t = nt_reader_thread_at(s, 0), *all;
+		assert_non_null(t);
+		all = nt_reader_thread_by_index(r, nt_reader_section_at(r, (uint32_t)i)->thread_base +
+							   t->index);
+		assert_non_null(all);
+		assert_string_equal(all->name, t->name);
+	}
 	uint64_t zchunks = 0;
 	nt_reader_get_compression(r, &zchunks, NULL);
-	assert_true(zchunks > 0); /* the oneshot sections' chunks are compressed */
+	assert_true(first > 0 || zchunks > 0); /* the oneshot sections' chunks are compressed */
 	seen_list want = collect_all(r, NT_ORDER_STREAM, NT_READER_AHEAD_OFF);
+	assert_true(want.n >= (size_t)sections * made[NPROC - 1]);
 	qsort(want.v, want.n, sizeof(*want.v), by_time_then_thread);
 	for (int ahead = 0; ahead <= 4; ahead += 4) {
 		seen_list got = collect_all(r, NT_ORDER_TIME, ahead);
@@ -770,6 +777,24 @@ static void test_many_sections_start_when_reached(void **state)
 	free(want.v);
 	nt_reader_close(r);
 	free(buf);
+}
+
+/* Many sections, each thread's stream waiting until the merge reaches its first event, its
+ * first chunk decompressed again then (the setup's buffer is shared). The sections repeat
+ * the four processes' archives, so threads tie in time and several are started at once. */
+static void test_many_sections_start_when_reached(void **state)
+{
+	(void)state;
+	sections_merge_exactly(48, 0);
+}
+
+/* Thousands of sections: their packed readers fill the slab past the point where its blocks
+ * become 2 MiB pages of their own (nt_reader_pack.c), and every table, name and chunk read
+ * from them is still the section's own. */
+static void test_thousands_of_sections(void **state)
+{
+	(void)state;
+	sections_merge_exactly(6000, NPROC - 1);
 }
 
 /* Sanitizers' allocators write shadow or metadata for the pages of every block, touched or
@@ -886,6 +911,7 @@ int main(void)
 		cmocka_unit_test(test_count_kept_by_a_clean_visit),
 		cmocka_unit_test(test_stream_defines_a_later_thread),
 		cmocka_unit_test(test_many_sections_start_when_reached),
+		cmocka_unit_test(test_thousands_of_sections),
 		cmocka_unit_test(test_indices_at_their_limits_cost_address_space),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
