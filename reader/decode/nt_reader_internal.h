@@ -331,11 +331,11 @@ typedef struct pending_names {
 	 * walk's end (order_cap: its entries allocated). */
 	struct pending_name {
 		uint32_t index;
-		long at; /* pool offset of the name */
+		long at; /* pool offset of the string, or of the thread's name */
 	} *string_defs, *thread_defs;
 	size_t nstring_defs, string_defs_cap, nthread_defs, thread_defs_cap, order_cap;
-	uint32_t string_limit;   /* highest defined string index + 1 (1: none) */
-	/* Call-site indices as first defined, and the highest + 1 (1: none). */
+	uint32_t string_limit;   /* highest defined string index + 1 (0: none) */
+	/* Call-site indices as first defined, and the highest + 1 (0: none). */
 	uint32_t *callsite_defs;
 	size_t ncallsite_defs, callsite_defs_cap;
 	uint32_t callsite_limit;
