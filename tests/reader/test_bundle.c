@@ -21,6 +21,7 @@
 #include <nanotrace/nanotrace.h>
 #include "tests/support/bundle_writer.h"
 #include "tests/support/nt_cmocka.h"
+#include "tests/support/nt_sanitizer_test.h"
 #include "format/nt_record.h"
 #include "tests/support/nt_test_util.h"
 
@@ -801,16 +802,7 @@ static void test_thousands_of_sections(void **state)
  * not: what an allocation costs in memory is measured only without them. So does glibc's
  * calloc when MALLOC_PERTURB_ is set (meson test sets it): it is turned off around the
  * measurement (mallopt M_PERTURB). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NT_PLAIN_ALLOCATOR 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define NT_PLAIN_ALLOCATOR 0
-#endif
-#endif
-#ifndef NT_PLAIN_ALLOCATOR
-#define NT_PLAIN_ALLOCATOR 1
-#endif
+#define NT_PLAIN_ALLOCATOR (!NT_SANITIZED)
 
 /* Resident anonymous memory of this process, in KiB (/proc/self/status). */
 static long rss_anon_kib(void)

@@ -478,16 +478,20 @@ nt_result nt_stream_finish(void)
 	if (st.failure != NT_OK)
 		return stream_finish_failed();
 	/* The saved stream is the archive: the header now points at it, and the arena's
-	 * blocks are given back (a hole). */
+	 * blocks are given back (a hole). The stop saved every chunk, so the hole is made
+	 * before the sync: every arena page is dirty (map_file_pages), and a sync first would
+	 * write all of them (16 MiB by default: 2 ms -> 16-22 ms for nt_finish) only to free
+	 * them after. A reader never needs them: the header it sees, in the page cache, says
+	 * the stream already. */
 	*nt_header_u64(NT_HDR_DATA_OFFSET) = *nt_header_u64(NT_HDR_STREAM_OFFSET);
 	*nt_header_u64(NT_HDR_EVENTS_WRITTEN) = nt_arena_saver_events(st.saver);
 	nt_fence_full();
 	*nt_header_u8(NT_HDR_LAYOUT) = NT_LAYOUT_STREAM;
+	fallocate(nt_S.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, NT_ARENA_HEADER_BYTES,
+		  (off_t)(nt_S.map_size - NT_ARENA_HEADER_BYTES));
 	if (msync(nt_S.map, NT_ARENA_HEADER_BYTES, MS_SYNC) != 0 || fdatasync(nt_S.fd) != 0) {
 		nt_set_error("nt_finish: syncing '%s': %s", nt_S.path, strerror(errno));
 		return NT_ERR_IO;
 	}
-	fallocate(nt_S.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, NT_ARENA_HEADER_BYTES,
-		  (off_t)(nt_S.map_size - NT_ARENA_HEADER_BYTES));
 	return NT_OK;
 }
