@@ -7,7 +7,10 @@
  * each SAVE_BUFFER with BUFFER_SAVED echoing both values once the data is in the archive.
  * Writers do not wait for the answer to reuse space: a slot is theirs again once the saver
  * has marked its chunk saved (its saved-claim word), and a saver also saves unasked while a
- * half fills (nt_saver_pace.h); SAVE_BUFFER is what wakes it when a half is full.
+ * half fills (nt_saver_pace.h); SAVE_BUFFER is what wakes it when a half is full, and also,
+ * for the half still being filled (its wrap count not yet complete, answered as any), when
+ * the writers find the saver a sixteenth of the arena behind (NT_SAVER_NUDGE_DIV). Only a
+ * full half's answer counts in the header's buffers_saved.
  * In-process the two ends are threads on a socketpair; a manager process can speak the same
  * packets over a pipe or socket.
  */

@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "nt_arena_saver.h"
+#include "nt_saver_pace.h"
 #include "format/nt_record.h"
 #include "format/nt_zchunk.h"
 
@@ -453,8 +454,8 @@ static void save_durable(nt_arena_saver *s, const nt_saver_output *out)
  * bound compresses more under load and loses more. With closed_chunk_end and the pace of
  * nt_saver_pace.h added, the same runs (the machine loaded 9 deep): off 2.8% / 3.7%,
  * compressing at an eighth 0.0% / 0.16%: a compressed piece is fewer bytes to write, and
- * compression never costs the writers an event. */
-#define NT_SAVER_Z_BACKLOG_DIV 8
+ * compression never costs the writers an event. (NT_SAVER_Z_BACKLOG_DIV is in
+ * nt_saver_pace.h: the writers' nudge is derived from it.) */
 
 static int writers_outrun(nt_arena_saver *s, uint64_t seq)
 {

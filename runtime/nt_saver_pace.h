@@ -28,6 +28,25 @@
 #define NT_SAVER_POLL_MIN_MS 1
 #define NT_SAVER_POLL_MAX_MS 256
 
+/* A saver stores a piece uncompressed while the writers are more than this fraction of the
+ * arena ahead of it (runtime/nt_arena_saver.c, writers_outrun, says why an eighth). */
+#define NT_SAVER_Z_BACKLOG_DIV 8
+
+/* But a saver asleep between saves (up to NT_SAVER_POLL_MAX_MS when the writers were idle)
+ * learns of writers that start again only from the request of a full half: a burst after a
+ * pause was half an arena ahead before the saver looked, and it stored pieces raw until it
+ * caught up. A process traced by trace-record starts so (the manager's saver waited 4 to 16
+ * ms while the process started): one writer of the mixed shape at full rate had 343 to 816
+ * of its 817 pieces compressed, 1.0x to 7.5x the oneshot bytes. So the claim that starts
+ * each sixteenth of the arena also wakes the provider thread when the chunk a sixteenth
+ * back is not saved yet (writer/core/nt_arena.c, nudge_due), and the provider asks for a
+ * save of the half being filled (SAVE_BUFFER of the generation not yet complete, which the
+ * saver answers as any: it saves what is published). A saver that keeps up is never behind
+ * by that much, so its writers make no more system calls than before; the others make one
+ * per sixteenth of the arena (16 KiB chunks in 16 MiB: one per 1 MiB of records). Half the
+ * backlog past which pieces are stored raw: the saver wakes before that backlog. */
+#define NT_SAVER_NUDGE_DIV (2 * NT_SAVER_Z_BACKLOG_DIV)
+
 /* The wait before the next save of one's own, after one that appended (saved != 0) or not
  * and took `took_ns`, with `prev_ms` the previous wait. */
 static inline int nt_saver_next_poll_ms(int prev_ms, int saved, uint64_t took_ns)

@@ -24,6 +24,10 @@
  *       never waits again (waits == timeouts <= writers, time >= waits x timeout).
  *   stop_ends_a_wait_at_once  a writer waiting (10 s timeout) on a silent manager is
  *       released by nt_provider_stop() within the stop's own budget, not the timeout.
+ *   a_saver_behind_is_asked_before_a_half_fills  a manager that saves only when asked: once
+ *       the writers are a sixteenth of the arena ahead of it, they wake the provider, which
+ *       asks for a save of the half being filled (runtime/nt_saver_pace.h,
+ *       NT_SAVER_NUDGE_DIV), not only once the half is full; no half counts as saved for it.
  *   signal_during_a_wait_small_event, _large_event  a signal handler's event on a thread
  *       waiting for a chunk is dropped and counted: every saved chunk's count agrees with
  *       its records, decoded + dropped == made.
@@ -153,6 +157,7 @@ typedef struct run {
 } run;
 
 static long long blocking_us; /* nt_config.blocking_timeout_us of the next record() */
+static size_t arena_bytes;    /* nt_config.buffer_size of the next record(): 0 = 64 KiB */
 
 /* The session's blocked_* header totals. */
 static void blocked_totals(uint64_t *waits, uint64_t *timeouts, uint64_t *ns)
@@ -172,7 +177,7 @@ static void record_start(run *r, int behaviour, const char *tag, int sv[2])
 	nt_config_init(&cfg);
 	cfg.path = r->path;
 	cfg.mode = NT_MODE_STREAMING;
-	cfg.buffer_size = 64u << 10;
+	cfg.buffer_size = arena_bytes ? arena_bytes : 64u << 10;
 	cfg.chunk_size = 4096;
 	cfg.blocking_timeout_us = blocking_us ? blocking_us : NT_BLOCKING_OFF;
 	assert_int_equal(nt_provider_initialize(&cfg), NT_OK);
@@ -365,6 +370,47 @@ static void blocking_on_a_silent_manager_waits_once_per_thread(void **state)
 }
 
 /* Writes until it has waited (and been released). */
+static void a_saver_behind_is_asked_before_a_half_fills(void **state)
+{
+	(void)state;
+	arena_bytes = 1u << 20; /* 4 KiB chunks: a sixteenth is a dozen of them */
+	run r;
+	int sv[2];
+	record_start(&r, ANSWER, "remote-nudge", sv);
+	arena_bytes = 0;
+	const uint64_t cph = nt_S.chunks_per_half;
+	assert_msg(nt_S.nslots >= 4 * 16, "%u slots", nt_S.nslots);
+	per_writer = 0;
+	while (nt_load_64(&nt_S.next_seq) < cph / 2) { /* a quarter of the arena, no half */
+		NT_INSTANT("remote", "ev", NT_U32("t", 0), NT_U64("seq", per_writer));
+		per_writer++;
+	}
+	unsigned asked = 0;
+	for (int ms = 0; ms < 2000 && asked == 0; ms++) {
+		asked = __atomic_load_n(&r.m.save_requests, __ATOMIC_ACQUIRE);
+		usleep(1000);
+	}
+	assert_msg(asked > 0, "%llu chunks of a %llu-chunk half claimed, the saver not asked",
+		   (unsigned long long)nt_load_64(&nt_S.next_seq), (unsigned long long)cph);
+	uint64_t halves = *nt_S.buffers_saved;
+	assert_int_equal(nt_provider_stop(), NT_OK);
+	pthread_join(r.manager, NULL);
+	close(sv[0]);
+	assert_int_equal(halves, 0); /* an early save counts no half */
+	assert_int_equal(r.m.out_of_order, 0);
+	test_trace tr;
+	assert_int_equal(test_read_saved(nt_S.map, nt_arena_saver_events(r.m.saver), r.m.out.data,
+					 r.m.out.len, NT_ORDER_STREAM, &tr), 0);
+	assert_msg(tr.errors == 0, "%s", tr.first_error);
+	assert_msg(tr.n == per_writer && tr.info.events_dropped == 0,
+		   "%zu of %llu events saved, %llu dropped", tr.n, (unsigned long long)per_writer,
+		   (unsigned long long)tr.info.events_dropped);
+	print_message("%u saves asked for %llu events\n", r.m.save_requests,
+		      (unsigned long long)per_writer);
+	test_trace_free(&tr);
+	end(&r);
+}
+
 static void *waiting_writer(void *arg)
 {
 	(void)arg;
@@ -512,6 +558,7 @@ int main(void)
 		cmocka_unit_test(blocking_on_an_answering_manager_loses_nothing),
 		cmocka_unit_test(blocking_on_a_silent_manager_waits_once_per_thread),
 		cmocka_unit_test(stop_ends_a_wait_at_once),
+		cmocka_unit_test(a_saver_behind_is_asked_before_a_half_fills),
 		cmocka_unit_test(signal_during_a_wait_small_event),
 		cmocka_unit_test(signal_during_a_wait_large_event),
 	};

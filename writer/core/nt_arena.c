@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "nt_internal.h"
+#include "runtime/nt_saver_pace.h"
 
 /* The name a file-backed arena has until nt_arena_publish() renames it into place. */
 static char *pending_name;
@@ -413,6 +414,19 @@ static nt_chunk_header *chunk_init(nt_chunk_header *h, uint64_t seq, uint64_t ol
 	return h;
 }
 
+/* Does the claim of `seq` wake the saver (runtime/nt_saver_pace.h, NT_SAVER_NUDGE_DIV):
+ * it starts a sixteenth of the arena, and the chunk a sixteenth back is not saved in full.
+ * Not in an arena of fewer than 32 chunks: its halves, of 16 chunks at most, are asked for
+ * often enough, and a nudge would come with nearly every claim. */
+static int nudge_due(uint64_t seq, uint32_t nslots)
+{
+	const uint32_t step = nslots / NT_SAVER_NUDGE_DIV;
+	if (step < 2 || seq < step || seq % step != 0)
+		return 0;
+	const uint64_t back = seq - step;
+	return nt_load_acquire_64(&nt_S.saved_claim[back % nslots]) != (back + 1) << 1;
+}
+
 /* Streaming: the sequence advances by CAS, and only onto a slot whose chunk the saver holds
  * in full (its saved-claim word), so a full arena drops events without consuming sequence
  * numbers. Slots are given back one by one as the saver saves them, not a rolling half at a
@@ -444,6 +458,8 @@ static nt_chunk_header *claim_streaming(uint32_t thread, uint64_t base_ticks, ui
 			continue;
 		if (seq % cph == 0 && seq >= cph)
 			nt_stream_notify_full(seq / cph); /* generation seq / cph - 1 is complete */
+		else if (nudge_due(seq, nslots))
+			nt_stream_nudge();
 		old = nt_load_64(&h->claim);
 		if ((old & 1u) || (old >> 1) > seq + 1)
 			continue; /* a writer still holds it, or a newer claim took it */

@@ -143,7 +143,8 @@ nt_result nt_stream_start(int fresh);
  * here). All the streaming packets of a run are the stream code's: STARTED is sent by its
  * thread once the caller has stored the session tag (so the manager never sees STARTED
  * before recording is on), and before every SAVE_BUFFER; SAVE_BUFFER(wrap count, durable
- * head) each time a half fills, counted in buffers_saved when BUFFER_SAVED echoes it; and at
+ * head) each time a half fills, counted in buffers_saved when BUFFER_SAVED echoes it, and
+ * for the half being filled when writers nudge (nt_stream_nudge), not counted; and at
  * nt_stream_stop() the final SAVE_BUFFER(NT_FIFO_SAVE_ALL) and then STOPPED. The caller sends
  * neither STARTED nor STOPPED for a streaming run. Never blocks the program: sends do not
  * wait; a manager that closes, errs or answers wrongly is not asked again this run (writers
@@ -152,6 +153,7 @@ nt_result nt_stream_start(int fresh);
 nt_result nt_stream_start_remote(int fresh, int fifo_fd);
 void nt_stream_stop(void);        /* saves everything, stops and joins the threads */
 void nt_stream_notify_full(uint64_t generations); /* called by the claim completing a half */
+void nt_stream_nudge(void); /* the claim of a sixteenth the saver is behind (nt_saver_pace.h) */
 nt_result nt_stream_finish(void); /* the saved stream becomes the archive: header in place */
 void nt_stream_forget(void);      /* a fork() child: the saver threads stayed in the parent */
 /* Blocking writers (nt_chunk_claim_wait). May a writer of session tag `tag` wait for the

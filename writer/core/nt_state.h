@@ -82,7 +82,8 @@ typedef struct nt_session {
 	 * (sequences g * cph ... (g + 1) * cph - 1). Generation g may be written once g - 2 is
 	 * saved; a slot may be reused once the saver holds all of its closed chunk. */
 	uint64_t full_gens __attribute__((aligned(NT_CACHELINE))); /* generations complete */
-	uint32_t full_signal;  /* futex word: bumped when full_gens grows */
+	uint32_t full_signal;  /* futex word: bumped when full_gens or nudges grows */
+	uint32_t nudges;       /* writers found the saver a sixteenth behind (nt_saver_pace.h) */
 	uint64_t saved_gens __attribute__((aligned(NT_CACHELINE))); /* generations saved */
 	uint64_t *saved_claim; /* per slot, in the mapping after the overwrite counters: the
 				  claim word of the chunk the saver holds in full (written by the

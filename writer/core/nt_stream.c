@@ -15,7 +15,9 @@
  *             (nt_stream_start) it is a second thread on a socketpair that appends to the
  *             archive file after the arena; remote (nt_stream_start_remote) it is the trace
  *             manager, on the FIFO it gave, saving from its own mapping of the memfd.
- * The only system call a writer makes is the futex wake of the claim that completes a half;
+ * The only system calls a writer makes are the futex wakes of the claim that completes a half
+ * and of a claim that finds the saver a sixteenth of the arena behind (nt_stream_nudge:
+ * the provider then asks for a save early, runtime/nt_saver_pace.h);
  * with blocking on (nt_config.blocking_timeout_us), a writer that finds no free chunk may
  * also sleep on the progress word (nt_S.saved_progress), which this file bumps and wakes
  * after each save it learns of: every save of the in-process saver, every BUFFER_SAVED of a
@@ -61,6 +63,8 @@ static struct {
 	int manager_gone;       /* it closed, lied or was late at a stop: no more requests */
 	int64_t stop_deadline;  /* remote: when a stop stops waiting for answers (-1: none) */
 	uint32_t stop;          /* futex-woken flag for the provider */
+	uint32_t nudged;        /* nt_S.nudges when the run started: a nudge made before its
+				   provider thread runs is one (writers may start first) */
 	nt_arena_saver *saver;  /* in-process */
 	uint64_t tail;          /* end of the archive file */
 	/* The first failure, which stops the saving: NT_ERR_IO (a write; failure_errno says
@@ -131,6 +135,13 @@ void nt_stream_notify_full(uint64_t generations)
 	uint64_t cur = nt_load_64(&nt_S.full_gens);
 	while (cur < generations && !nt_cas_64(&nt_S.full_gens, cur, generations))
 		cur = nt_load_64(&nt_S.full_gens);
+	__atomic_fetch_add(&nt_S.full_signal, 1, __ATOMIC_RELEASE);
+	futex_wake(&nt_S.full_signal);
+}
+
+void nt_stream_nudge(void)
+{
+	__atomic_fetch_add(&nt_S.nudges, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&nt_S.full_signal, 1, __ATOMIC_RELEASE);
 	futex_wake(&nt_S.full_signal);
 }
@@ -288,16 +299,24 @@ static void *provider_main(void *arg)
 		nanosleep(&ts, NULL);
 	}
 	st.manager_gone = !send_to_manager(NT_FIFO_STARTED, NT_FIFO_PROTOCOL_VERSION, 0);
+	uint32_t nudged = st.nudged;
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&nt_S.full_signal, __ATOMIC_ACQUIRE);
 		uint64_t saved = nt_load_64(&nt_S.saved_gens);
-		if (!st.manager_gone && nt_load_acquire_64(&nt_S.full_gens) > saved) {
+		int full = nt_load_acquire_64(&nt_S.full_gens) > saved;
+		uint32_t nudges = __atomic_load_n(&nt_S.nudges, __ATOMIC_RELAXED);
+		if (!st.manager_gone && (full || nudges != nudged)) {
+			/* A nudge asks early for the half being filled: the saver saves what is
+			 * published, and the half is asked for again once full. */
+			nudged = nudges;
 			if (!request_save((uint32_t)saved)) {
 				st.manager_gone = 1;
 				continue;
 			}
-			nt_add_64(nt_S.buffers_saved, 1);
-			nt_store_release_64(&nt_S.saved_gens, saved + 1);
+			if (full) {
+				nt_add_64(nt_S.buffers_saved, 1);
+				nt_store_release_64(&nt_S.saved_gens, saved + 1);
+			}
 			if (st.remote)
 				progress_publish(); /* the manager saved: slots are free */
 			continue;
@@ -358,6 +377,7 @@ nt_result nt_stream_start(int fresh)
 	st.remote = 0;
 	st.stop_deadline = -1;
 	st.manager_gone = 0; /* STARTED: provider_main */
+	st.nudged = __atomic_load_n(&nt_S.nudges, __ATOMIC_RELAXED);
 	if (pthread_create(&st.manager, NULL, manager_main, NULL) != 0 ||
 	    pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
 		nt_set_error("nt_start: cannot start the streaming threads");
@@ -392,6 +412,7 @@ nt_result nt_stream_start_remote(int fresh, int fifo_fd)
 	for (int i = 0; i < 64 && nt_sock_fifo_recv(fifo_fd, &stale, 1) > 0; i++)
 		;
 	st.manager_gone = 0; /* STARTED: provider_main, once recording is on */
+	st.nudged = __atomic_load_n(&nt_S.nudges, __ATOMIC_RELAXED);
 	if (pthread_create(&st.provider, NULL, provider_main, NULL) != 0) {
 		nt_set_error("nt_start: cannot start the streaming thread");
 		return NT_ERR_NO_MEMORY;

@@ -29,7 +29,9 @@
  *   use, so afterwards an event costs: one load of the session tag, one load of the site's
  *   cached state, one clock read, one store. No lock, no system call and no allocation happens
  *   on that path; the first event of a thread or of a call site takes a lock and makes a few
- *   system calls (thread id, thread name) to register it.
+ *   system calls (thread id, thread name) to register it. In streaming mode a chunk claim
+ *   that completes a rolling half, or finds the saver a sixteenth of the arena behind, also
+ *   wakes the saver's thread (one futex call; at most 18 in a lap of the arena).
  *
  * COMPILE-TIME OFF SWITCH
  *   Define NTRACE before including this header and every NT_* event macro expands to nothing
