@@ -93,7 +93,7 @@ static void *manager_main(void *arg)
 			continue;
 		}
 		m->out_of_order += !m->started;
-		m->save_requests++;
+		__atomic_fetch_add(&m->save_requests, 1, __ATOMIC_RELEASE); /* read while it runs */
 		m->save_all += pk.data32 == NT_FIFO_SAVE_ALL;
 		if (m->behaviour == SILENT)
 			continue;
