@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -174,10 +175,32 @@ static void circular_event_path(void **state)
 	check_mode(NT_MODE_CIRCULAR, "circular");
 }
 
-/* A file-backed arena (cfg.path) is faulted in writable by nt_start() (map_file_pages in
- * writer/core/nt_arena.c). Without that, every 4 KiB page the loop reaches faults once:
- * 2,840 here, in each mode. */
-static void check_file_arena(int mode, const char *name)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Does this kernel fault a shared file mapping in writable (Linux 5.14)? Without it
+ * nt_start read-populates the arena, as before, and every page faults once. */
+static int kernel_populates_writable(void)
+{
+	char path[] = "/tmp/nt-hot-probe-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return 0;
+	unlink(path);
+	void *m = ftruncate(fd, 4096) == 0
+			  ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+			  : MAP_FAILED;
+	int ok = m != MAP_FAILED && madvise(m, 4096, MADV_POPULATE_WRITE) == 0;
+	if (m != MAP_FAILED)
+		munmap(m, 4096);
+	close(fd);
+	return ok;
+}
+
+/* One session of `mode` in a file-backed arena: the writer thread's page faults over the
+ * loop. */
+static long file_arena_faults(int mode, const char *name)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/tmp/nt-hot-file-%d.ntrace", (int)getpid());
@@ -204,8 +227,27 @@ static void check_file_arena(int mode, const char *name)
 	assert_msg(st.chunks_claimed > 400 && st.events_dropped == 0,
 		   "%s: %llu chunks claimed, %llu events dropped", name,
 		   (unsigned long long)st.chunks_claimed, (unsigned long long)st.events_dropped);
-	assert_msg(NT_SANITIZED || faults < 8, "%s: %ld page faults on the event path", name,
-		   faults);
+	return faults;
+}
+
+/* A file-backed arena (cfg.path) is faulted in writable by nt_start() (map_file_pages in
+ * writer/core/nt_arena.c). Without that, every 4 KiB page the loop reaches faults once:
+ * 2,840 here, in each mode. A page written back meanwhile (the kernel's writeback, another
+ * program's sync) faults once more, as it must: up to three sessions are tried, and one
+ * without such faults passes. */
+static void check_file_arena(int mode, const char *name)
+{
+	long faults = 0;
+	for (int attempt = 0; attempt < 3; attempt++)
+		if ((faults = file_arena_faults(mode, name)) < 8)
+			return;
+	if (NT_SANITIZED || !kernel_populates_writable()) {
+		printf("%s: not judged (%s)\n", name,
+		       NT_SANITIZED ? "a sanitizer's shadow memory faults"
+				    : "this kernel has no MADV_POPULATE_WRITE");
+		return;
+	}
+	fail_msg("%s: %ld page faults on the event path, in each of 3 sessions", name, faults);
 }
 
 static void file_arena_event_path(void **state)

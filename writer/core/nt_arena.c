@@ -63,31 +63,48 @@ static void arena_unmap(void)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* Maps the arena's file with every page present and writable. MAP_POPULATE maps a shared
- * file's pages read-only, so the kernel learns which get dirty: the writer's first store to
- * each 4 KiB page then took a write fault (ext4's page_mkwrite), about 2 us, or 2 ns an
- * event of 4 bytes (begin/end in a file-backed oneshot arena: 11.4-16.6 ns an event against
- * 9.5-9.9 in an anonymous one, 3,916 faults in 4 M events; streaming beside oneshot,
- * `nt_bench_peers --part disk`: the writer at 1.21-1.34x oneshot's ns/event, 1.00-1.06x
- * with this). The cost moves to nt_start(), once: about 0.3 ms a MiB. Every page is then
- * dirty, which costs no write while the session runs (the kernel writes back pages dirty
- * for 30 s: a long session's arena is written back once in a while, as its used pages
- * were before), and none at a successful nt_finish(): the archive is written anew and
- * replaces the arena file (oneshot, circular), or the arena is punched out before the sync
- * (streaming). On a kernel without MADV_POPULATE_WRITE (before 5.14) the pages fault on
- * first write. Returns MAP_FAILED with errno set. */
+/* The first this many bytes of a file-backed arena are faulted in writable at nt_start (see
+ * map_file_pages): every default arena whole. Dirtying more would have the kernel start
+ * writing an arena of gigabytes (zeros) back while nt_start waits on it. */
+#define NT_ARENA_WRITE_PREFAULT_MAX (64u << 20)
+
+/* Maps the arena's file with its pages present, and writable up to
+ * NT_ARENA_WRITE_PREFAULT_MAX. MAP_POPULATE maps a shared file's pages read-only, so the
+ * kernel learns which get dirty: the writer's first store to each 4 KiB page then took a
+ * write fault (ext4's page_mkwrite), about 2 us, or 2 ns an event of 4 bytes (begin/end in
+ * a file-backed oneshot arena: 11.4-16.6 ns an event against 9.5-9.9 in an anonymous one,
+ * 3,916 faults in 4 M events; streaming beside oneshot, `nt_bench_peers --part disk`: the
+ * writer at 1.21-1.34x oneshot's ns/event, 1.00-1.06x with this). The cost moves to
+ * nt_start(), once: about 0.3 ms a MiB. The pages are then dirty: the kernel writes a page
+ * back once it has been dirty 30 s (a long session's whole arena, as its used pages were
+ * before) and maps it read-only again, so a page written back takes the fault once more;
+ * a successful nt_finish() throws them away (nt_arena_discard, and streaming's hole)
+ * instead of having them written. Where MADV_POPULATE_WRITE is refused (a kernel before
+ * 5.14, a sandbox) the pages are read-populated as before. EFAULT (a file system that
+ * could not give a page its block: a sparse file on a full disk) fails, as ENOSPC: it would
+ * have been a SIGBUS on the event path. Returns MAP_FAILED with errno set. */
 static void *map_file_pages(int fd, size_t size)
 {
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	/* EINVAL: an older kernel. Anything else (EFAULT: a file system that could not give
-	 * a page its block) would have been a SIGBUS on the event path. */
-	if (m != MAP_FAILED && madvise(m, size, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
-		int err = errno;
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	size_t writable = size < NT_ARENA_WRITE_PREFAULT_MAX ? size : NT_ARENA_WRITE_PREFAULT_MAX;
+	if (m != MAP_FAILED && madvise(m, writable, MADV_POPULATE_WRITE) != 0 &&
+	    (errno == EFAULT || errno == ENOMEM)) {
+		int err = errno == EFAULT ? ENOSPC : errno;
 		munmap(m, size);
 		errno = err;
 		return MAP_FAILED;
 	}
 	return m;
+}
+
+void nt_arena_discard(void)
+{
+	if (!nt_S.file_backed || nt_S.manager_buffer || nt_S.map == NULL)
+		return;
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t from = ((size_t)nt_S.layout.rolling_offset + page - 1) / page * page;
+	if (from < nt_S.map_size)
+		madvise(nt_S.map + from, nt_S.map_size - from, MADV_REMOVE);
 }
 
 static nt_result map_file(const char *path, size_t size)
@@ -415,7 +432,8 @@ static nt_chunk_header *chunk_init(nt_chunk_header *h, uint64_t seq, uint64_t ol
 }
 
 /* Does the claim of `seq` wake the saver (runtime/nt_saver_pace.h, NT_SAVER_NUDGE_DIV):
- * it starts a sixteenth of the arena, and the chunk a sixteenth back is not saved in full.
+ * it starts a sixteenth of the arena, and the chunk a sixteenth back is closed but not saved
+ * in full.
  * Not in an arena of fewer than 32 chunks: its halves, of 16 chunks at most, are asked for
  * often enough, and a nudge would come with nearly every claim. */
 static int nudge_due(uint64_t seq, uint32_t nslots)
@@ -423,8 +441,12 @@ static int nudge_due(uint64_t seq, uint32_t nslots)
 	const uint32_t step = nslots / NT_SAVER_NUDGE_DIV;
 	if (step < 2 || seq < step || seq % step != 0)
 		return 0;
-	const uint64_t back = seq - step;
-	return nt_load_acquire_64(&nt_S.saved_claim[back % nslots]) != (back + 1) << 1;
+	const uint64_t back = seq - step, closed = (back + 1) << 1;
+	const uint32_t slot = (uint32_t)(back % nslots);
+	/* A chunk still open (a slow thread's) cannot be saved in full: no sign of a saver
+	 * behind. */
+	return nt_load_64(&nt_chunk_slot(slot)->claim) == closed &&
+	       nt_load_acquire_64(&nt_S.saved_claim[slot]) != closed;
 }
 
 /* Streaming: the sequence advances by CAS, and only onto a slot whose chunk the saver holds

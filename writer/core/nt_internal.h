@@ -75,6 +75,9 @@ nt_result nt_arena_map_fd(int fd, size_t buffer_size, size_t chunk_size, int mod
 /* Write the header for `info` into the mapping, point the counters at it and, for a
  * file-backed arena, move the file into place. */
 nt_result nt_arena_publish(nt_archive_info *info);
+/* After a successful nt_finish() of a oneshot or circular file-backed arena, whose file the
+ * archive replaced: its chunks' dirty pages are thrown away (a hole), never written back. */
+void nt_arena_discard(void);
 /* In a fork() child: let go of the parent's file, fd and mapping (nt_arena.c). */
 void nt_arena_forget(void);
 /* The reason an event finds no chunk to write into: saving stopped (a streaming saver's

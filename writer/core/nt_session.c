@@ -393,6 +393,8 @@ nt_result nt_session_finish(const char *path, uint8_t reason)
 	int rc = nt_archive_write(target, &info);
 	if (rc == NT_OK && nt_S.file_backed && strcmp(target, nt_S.path) != 0)
 		unlink(nt_S.path); /* the archive moved to `path` */
+	if (rc == NT_OK)
+		nt_arena_discard();
 	nt_S.started = rc == NT_OK ? SESSION_DONE : SESSION_FINISHED;
 	return rc;
 }

@@ -475,11 +475,11 @@ static nt_result stream_finish_failed(void)
 	*nt_header_u64(NT_HDR_EVENTS_WRITTEN) = saved;
 	nt_fence_full();
 	*nt_header_u8(NT_HDR_LAYOUT) = NT_LAYOUT_STREAM;
-	int sync = msync(nt_S.map, NT_ARENA_HEADER_BYTES, MS_SYNC) == 0 && fdatasync(nt_S.fd) == 0
-			   ? 0 : errno;
-	if (cut == 0 && sync == 0)
+	if (cut == 0) /* before the sync, as in nt_stream_finish */
 		fallocate(nt_S.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, NT_ARENA_HEADER_BYTES,
 			  (off_t)(nt_S.map_size - NT_ARENA_HEADER_BYTES));
+	int sync = msync(nt_S.map, NT_ARENA_HEADER_BYTES, MS_SYNC) == 0 && fdatasync(nt_S.fd) == 0
+			   ? 0 : errno;
 	if (cut != 0 || sync != 0)
 		nt_set_error("nt_finish: writing the stream to '%s': %s; recording why in its "
 			     "header failed too (%s)", nt_S.path, why, strerror(cut ? cut : sync));

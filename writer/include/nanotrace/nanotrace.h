@@ -31,7 +31,7 @@
  *   on that path; the first event of a thread or of a call site takes a lock and makes a few
  *   system calls (thread id, thread name) to register it. In streaming mode a chunk claim
  *   that completes a rolling half, or finds the saver a sixteenth of the arena behind, also
- *   wakes the saver's thread (one futex call; at most 18 in a lap of the arena).
+ *   wakes the saver's thread (one futex call; at most one per sixteenth of the arena).
  *
  * COMPILE-TIME OFF SWITCH
  *   Define NTRACE before including this header and every NT_* event macro expands to nothing
@@ -260,9 +260,11 @@ const char *nt_version(void);
  * call nt_finish()"): its events would otherwise vanish without a word.
  * Cost: one mmap of buffer_size bytes, touching every page, and about 2 ms of clock
  * calibration when the TSC is used; a file-backed arena also reserves its blocks and has
- * every page faulted in writable and dirty (about 0.3 ms a MiB), so that no event takes
- * the file system's first-write fault: the kernel may write a long session's arena back
- * (every page, used or not) as it writes back any file's dirty pages.
+ * its first 64 MiB faulted in writable and dirty (about 0.3 ms a MiB), so that no event
+ * takes the file system's first-write fault there: the kernel writes a session's arena
+ * back once it has been dirty 30 s, as it does any file's dirty pages (a page written back
+ * faults once more when next written), and a successful nt_finish() throws those pages
+ * away instead.
  * Errors: NT_ERR_INVALID_ARGUMENT for cfg == NULL, a cfg not filled by nt_config_init()
  * (its struct_size), sizes out of range (the message names the field and the allowed
  * range), a malformed category pattern (the message names it and the position) or
