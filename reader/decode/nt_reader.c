@@ -79,9 +79,11 @@ void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
 {
 	uint64_t z = 0, plain = 0;
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-		const nt_reader *s = nt_reader_section_at(r, i)->reader;
+		const nt_reader *s = nt_reader_section_peek(r, i)->reader;
 		if (s != NULL)
 			z += s->zchunks, plain += s->plain_chunk_bytes;
+		else if (nt_many_section_closed(r, i))
+			z += r->many->lazy[i].zchunks, plain += r->many->lazy[i].plain_chunk_bytes;
 	}
 	if (compressed_chunks != NULL)
 		*compressed_chunks = z;
@@ -94,11 +96,37 @@ uint32_t nt_reader_section_count(const nt_reader *r)
 	return r == NULL ? 0 : r->many ? (uint32_t)r->many->nsections : 1;
 }
 
-const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i)
+const nt_reader_section *nt_reader_section_peek(const nt_reader *r, uint32_t i)
 {
 	if (r == NULL || i >= nt_reader_section_count(r))
 		return NULL;
 	return r->many ? &r->many->sections[i] : &r->self;
+}
+
+const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i)
+{
+	const nt_reader_section *s = nt_reader_section_peek(r, i);
+	if (s != NULL && r->many != NULL)
+		(void)nt_many_section_pin(r, i); /* a closed one opened for the reader's life */
+	return s;
+}
+
+int nt_reader_section_header(const nt_reader *r, uint32_t i, nt_archive_info *out)
+{
+	const nt_reader_section *s = nt_reader_section_peek(r, i);
+	if (s == NULL || out == NULL)
+		return -1;
+	const nt_archive_info *info = __atomic_load_n(&s->info, __ATOMIC_ACQUIRE);
+	if (info != NULL) {
+		*out = *info;
+		return 0;
+	}
+	if (!nt_many_section_closed(r, i))
+		return -1; /* it could not be opened */
+	const lazy_section *lz = &r->many->lazy[i];
+	char why[160];
+	uint64_t where;
+	return nt_header_decode(lz->data, lz->size, out, why, sizeof(why), &where) != 0 ? 0 : -1;
 }
 
 uint32_t nt_reader_problem_count(const nt_reader *r)

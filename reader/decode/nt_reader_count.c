@@ -127,12 +127,18 @@ static void count_all(const nt_reader *r, tally *t)
 {
 	zcount z = { r, NULL, NULL };
 	if (r->many) {
-		for (size_t i = 0; i < r->many->nsections; i++) {
-			const nt_reader *s = r->many->sections[i].reader;
-			if (s == NULL || (t->blocked != NULL && s->info.blocked_waits == 0))
+		for (uint32_t i = 0; i < r->many->nsections; i++) {
+			const char *why;
+			int closed = nt_many_section_closed(r, i);
+			if (closed && t->blocked != NULL && r->many->lazy[i].blocked_waits == 0)
 				continue;
-			t->thread_base = r->many->sections[i].thread_base;
-			count_archive(s, &z, t);
+			nt_reader *s = nt_many_section_open(r, i, &why); /* skipped as a visit skips it */
+			if (s != NULL && (t->blocked == NULL || s->info.blocked_waits != 0)) {
+				t->thread_base = r->many->sections[i].thread_base;
+				count_archive(s, &z, t);
+			}
+			if (closed)
+				nt_many_section_done(r, i, s);
 		}
 	} else if (t->blocked == NULL || r->info.blocked_waits != 0) {
 		count_archive(r, &z, t);

@@ -102,11 +102,16 @@ static int stream_chunk_next(nt_reader_cursor *cu, visit *v, const push_sink *pu
 	return rc;
 }
 
-/* Starts stream order over section vi: its table of ordinals and its helper. */
+/* Starts stream order over section vi: its reader (a closed one's opened), its table of
+ * ordinals and its helper. 1, 0 when it cannot be opened (reported), -1 to stop. */
 static int stream_section_begin(nt_reader_cursor *cu)
 {
 	visit *v = &cu->vs[cu->vi];
+	int rc = nt_visit_open_section(v);
+	if (rc <= 0)
+		return rc;
 	nt_reader *r = v->r;
+	cu->section_open = 1;
 	cu->expected = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
 	if (cu->expected == NULL)
 		return -1;
@@ -115,8 +120,7 @@ static int stream_section_begin(nt_reader_cursor *cu)
 	cu->off = nt_stream_start(r);
 	cu->arena_i = 0;
 	cu->arena_phase = cu->in_chunk = 0;
-	cu->section_open = 1;
-	return 0;
+	return 1;
 }
 
 static void stream_section_end(nt_reader_cursor *cu)
@@ -128,6 +132,7 @@ static void stream_section_end(nt_reader_cursor *cu)
 	free(cu->expected);
 	cu->expected = NULL;
 	cu->section_open = 0;
+	nt_visit_close_section(&cu->vs[cu->vi]);
 }
 
 /* Next event of section vi in file order (its record stream, then an Arena layout's
@@ -166,8 +171,15 @@ static int stream_section_next(nt_reader_cursor *cu, const push_sink *push)
 static int stream_next(nt_reader_cursor *cu, const push_sink *push)
 {
 	while (cu->vi < cu->nv) {
-		if (!cu->section_open && stream_section_begin(cu) < 0)
-			return -1;
+		if (!cu->section_open) {
+			int begun = stream_section_begin(cu);
+			if (begun < 0)
+				return -1;
+			if (begun == 0) {
+				cu->vi++;
+				continue;
+			}
+		}
 		int rc = stream_section_next(cu, push);
 		if (rc != 0)
 			return rc;
@@ -199,7 +211,7 @@ static int report_many_problems(nt_reader *m, visit *v)
 		if (v->cb->on_error)
 			v->cb->on_error(v->ctx, mm->problems[i].offset, mm->problems[i].message);
 	for (size_t i = 0; i < mm->nsections; i++)
-		if (mm->sections[i].reader == NULL) {
+		if (mm->sections[i].reader == NULL && !nt_many_section_closed(m, (uint32_t)i)) {
 			found = 1;
 			if (v->cb->on_error)
 				v->cb->on_error(v->ctx, mm->sections[i].error_offset,
@@ -221,15 +233,19 @@ static int cursor_sections(nt_reader_cursor *cu, const visit *proto)
 		return -1;
 	for (size_t i = 0; i < mm->nsections; i++) {
 		const nt_reader_section *s = &mm->sections[i];
-		if (s->reader == NULL)
+		nt_reader *r = __atomic_load_n(&s->reader, __ATOMIC_ACQUIRE);
+		int closed = r == NULL && nt_many_section_closed(m, (uint32_t)i);
+		if (r == NULL && !closed)
 			continue;
 		visit *v = &cu->vs[cu->nv++];
 		*v = *proto;
-		v->r = s->reader;
+		v->r = r;
 		v->many = 1;
 		v->threads = m->threads + s->thread_base;
-		v->base = s->reader->file_base;
-		if (report_open_damage(v) < 0)
+		v->base = s->offset;
+		v->closed = closed;
+		v->section = (uint32_t)i;
+		if (!closed && report_open_damage(v) < 0) /* a closed one had none */
 			return -1;
 	}
 	return 0;

@@ -24,6 +24,7 @@
 #ifndef NT_READER_INTERNAL_H
 #define NT_READER_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,9 +64,33 @@ typedef struct nt_reader_slab {
 	size_t bytes; /* of all its blocks */
 } nt_reader_slab;
 
+/* A section opened on demand (nt_reader_lazy.c): what a visit needs to open it again, and
+ * what the reader's calls need while it is closed. Its string pool is kept for the
+ * reader's life, and every reader of it opened later points its strings there, so that an
+ * event's names stay valid as long as a plain archive's do. */
+typedef struct lazy_section {
+	int lazy;                  /* 0: open for the reader's life (sections[i].reader) */
+	const uint8_t *data;       /* its archive, in a mapping the many-process reader owns */
+	size_t size;
+	const char *pool;          /* its strings as the first open laid them out */
+	size_t pool_len;
+	uint64_t zchunks, plain_chunk_bytes, blocked_waits;
+	nt_reader_thread *threads; /* its threads as its reader had them (names in the pool) */
+	int64_t *keys;             /* each one's first chunk's base time, INT64_MAX for none: what
+	                              a time-ordered merge waits by */
+	uint32_t thread_limit;     /* its nt_reader_thread_index_limit */
+} lazy_section;
+
 typedef struct reader_many {
 	nt_reader_section *sections;
 	size_t nsections, sections_cap;
+	lazy_section *lazy;       /* one per section, NULL until a section is kept closed */
+	size_t lazy_cap;
+	nt_reader_slab kept;      /* what the closed sections keep */
+	int sections_mode;        /* NT_SECTIONS_*: NANOTRACE_READER_SECTIONS */
+	nt_archive_info sum;      /* merging the sections' headers as they open ... */
+	int have_first;           /* ... and the earliest one's, in m->info */
+	pthread_mutex_t pin_lock; /* nt_many_section_pin's: sections[i].reader set once */
 	reader_problem *problems;
 	size_t nproblems, problems_cap;
 	struct reader_map {
@@ -221,6 +246,35 @@ void nt_reader_free_tables(nt_reader *r);
 /* Describes a plain archive as its own one section (r->self), from its tables. */
 void nt_reader_describe_self(nt_reader *r);
 
+/* nt_reader_lazy.c: sections opened on demand. A section of a bundle of more than
+ * NT_SECTIONS_KEPT_OPEN sections is read once at open and closed (nt_many_keep_closed),
+ * unless its archive is one a visit reads with what only its open finds (damage, an Arena
+ * layout, Trace2 processes). NANOTRACE_READER_SECTIONS=open keeps every section open,
+ * =closed closes every one it can, in any bundle. */
+#define NT_SECTIONS_KEPT_OPEN 64
+enum { NT_SECTIONS_AUTO, NT_SECTIONS_OPEN, NT_SECTIONS_CLOSED };
+int nt_many_sections_mode(void);
+/* Does that rule close s, just opened, of a bundle of `bundle_sections` (0: not of a
+ * bundle)? Then nt_many_close_now keeps what the reader's tables and its visits need (its
+ * string pool, its threads, their first chunks) and closes it: -1 when memory runs out. */
+int nt_many_section_may_close(const nt_reader *m, const nt_reader *s, size_t bundle_sections);
+int nt_many_close_now(nt_reader *m, uint32_t i);
+/* Section i's thread index limit, and its j-th thread (j < its summary.threads), open or
+ * closed. */
+uint32_t nt_many_section_thread_limit(const nt_reader *m, uint32_t i);
+const nt_reader_thread *nt_many_section_thread(const nt_reader *m, uint32_t i, uint32_t j);
+/* Is section i closed between visits? */
+int nt_many_section_closed(const nt_reader *m, uint32_t i);
+/* Section i's reader for one visit or count: its own when it is open for the reader's life,
+ * else one opened now (NULL, and *why, when it cannot be, which a file that changed under
+ * its mapping or memory running out cause); give it back with nt_many_section_done. */
+nt_reader *nt_many_section_open(const nt_reader *m, uint32_t i, const char **why);
+void nt_many_section_done(const nt_reader *m, uint32_t i, nt_reader *s);
+/* nt_reader_section_at's: section i opened for the reader's life; NULL when it cannot be. */
+nt_reader *nt_many_section_pin(const nt_reader *m, uint32_t i);
+/* The name a section's reader has, which its damage messages start with. */
+void nt_many_section_label(const nt_reader_section *s, char *label, size_t n);
+
 /* nt_reader_pack.c: r, just opened (no visit has run: no spare decoder, no count kept),
  * moved into one block of `slab` and its old parts freed; returns the packed reader, or r
  * itself when memory runs out or a table by index is a sparse one's (it is then closed as
@@ -228,6 +282,10 @@ void nt_reader_describe_self(nt_reader *r);
  * every block. */
 nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab);
 void nt_reader_slab_free(nt_reader_slab *slab);
+/* `n` bytes of `slab`, aligned as malloc's; NULL when memory runs out. */
+void *nt_reader_slab_alloc(nt_reader_slab *slab, size_t n);
+/* Points r's strings and thread names at `pool`, a copy of r->pool laid out the same. */
+void nt_reader_use_pool(nt_reader *r, const char *pool);
 
 /* nt_reader_count.c: adds the records of one archive, or of every section of a
  * many-process reader that opened, by kind, to counts. */

@@ -35,6 +35,10 @@ static nt_reader *many_new(const char *name, nt_reader_error *err)
 		free(m);
 		m = NULL;
 	}
+	if (m != NULL) {
+		pthread_mutex_init(&m->many->pin_lock, NULL);
+		m->many->sections_mode = nt_many_sections_mode();
+	}
 	if (m == NULL) {
 		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		return NULL;
@@ -116,15 +120,14 @@ static void replace(const char **field, char *value)
 
 /* Open a section's archive: a slice of a bundle or a whole mapped file, packed into the
  * slab. The reader is named after the section, so its own messages say which one. */
-static int open_section(reader_many *mm, nt_reader_section *s, const uint8_t *data,
-			size_t size, int mapped)
+static int merge_section(nt_reader *m, nt_reader_section *s, size_t bundle_sections);
+
+static int open_section(nt_reader *m, nt_reader_section *s, const uint8_t *data, size_t size,
+			int mapped, size_t bundle_sections)
 {
+	reader_many *mm = m->many;
 	char label[256];
-	if (s->end_state != 0)
-		snprintf(label, sizeof(label), "%.150s section %u (pid %u, %.60s)", s->source,
-			 s->index, s->pid, s->name);
-	else
-		snprintf(label, sizeof(label), "%.200s", s->source);
+	nt_many_section_label(s, label, sizeof(label));
 	nt_reader_error err;
 	if (size == 0) {
 		snprintf(err.message, sizeof(err.message), "%s: no archive was saved for it", label);
@@ -141,7 +144,8 @@ static int open_section(reader_many *mm, nt_reader_section *s, const uint8_t *da
 		replace(&s->error, why);
 		return 1;
 	}
-	s->reader = nt_reader_pack(s->reader, &mm->slab);
+	if (!nt_many_section_may_close(m, s->reader, bundle_sections))
+		s->reader = nt_reader_pack(s->reader, &mm->slab);
 	s->reader->in_many = 1;
 	s->reader->file_base = s->offset;
 	s->info = nt_reader_info(s->reader);
@@ -154,7 +158,7 @@ static int open_section(reader_many *mm, nt_reader_section *s, const uint8_t *da
 			return 0;
 		replace(&s->name, name);
 	}
-	return 1;
+	return merge_section(m, s, bundle_sections);
 }
 
 /* One SECTION frame's description (name, message, numbers) into a new section. */
@@ -279,7 +283,7 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 		goto oom;
 	for (size_t i = first; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
-		if (!open_section(mm, s, data + s->offset, s->size, 0))
+		if (!open_section(m, s, data + s->offset, s->size, 0, mm->nsections - first))
 			goto oom;
 	}
 	return 1;
@@ -309,7 +313,7 @@ static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
 		return 0;
 	}
 	s->size = size;
-	if (!open_section(mm, s, data, size, 1)) {
+	if (!open_section(m, s, data, size, 1, 0)) {
 		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
@@ -387,15 +391,18 @@ static int add_path(nt_reader *m, const char *path, nt_reader_error *err)
 
 /* ---- the tables of all sections ------------------------------------------------------ */
 
-/* The sections' threads, renumbered: section i's thread t is thread_base + t. */
+/* The sections' threads, renumbered: section i's thread t is thread_base + t. A closed
+ * section's come from what it kept (nt_reader_lazy.c). One table of the whole size, so that
+ * a hostile section's index near its field's top costs address space, not a copy. */
 static int merge_threads(nt_reader *m)
 {
 	reader_many *mm = m->many;
 	uint64_t limit = 0;
-	for (size_t i = 0; i < mm->nsections; i++) {
+	m->summary.threads = 0;
+	for (uint32_t i = 0; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
 		s->thread_base = (uint32_t)limit;
-		limit += nt_reader_thread_index_limit(s->reader);
+		limit += nt_many_section_thread_limit(m, i);
 		m->summary.threads += s->summary.threads;
 	}
 	if (limit > UINT32_MAX / 2)
@@ -406,10 +413,10 @@ static int merge_threads(nt_reader *m)
 	if (m->threads == NULL || m->thread_order == NULL)
 		return 0;
 	uint32_t k = 0;
-	for (size_t i = 0; i < mm->nsections; i++) {
+	for (uint32_t i = 0; i < mm->nsections; i++) {
 		const nt_reader_section *s = &mm->sections[i];
 		for (uint32_t j = 0; j < s->summary.threads && k < m->summary.threads; j++) {
-			nt_reader_thread t = *nt_reader_thread_at(s->reader, j);
+			nt_reader_thread t = *nt_many_section_thread(m, i, j);
 			t.index += s->thread_base;
 			t.process += s->process_base;
 			t.section = s->index;
@@ -422,7 +429,8 @@ static int merge_threads(nt_reader *m)
 	return 1;
 }
 
-/* The sections' Trace2 processes, renumbered the same way (SIDs stay the sections'). */
+/* The sections' Trace2 processes, renumbered the same way (SIDs stay the sections': a
+ * section that has any stays open). */
 static int merge_processes(nt_reader *m)
 {
 	reader_many *mm = m->many;
@@ -479,58 +487,76 @@ static void add_summary(nt_reader_summary *to, const nt_reader_summary *in)
 	to->open_errors += in->open_errors;
 }
 
-/* The summary header: the earliest section's clock, every section's losses summed. */
-static void merge_info(nt_reader *m)
+/* Section s's header into the summary header: the earliest section's clock (kept in
+ * m->info as the sections open), every section's losses summed (mm->sum). */
+static void merge_info(nt_reader *m, const nt_reader_section *s, const nt_reader *r)
 {
 	reader_many *mm = m->many;
-	const nt_archive_info *first = NULL;
-	for (size_t i = 0; i < mm->nsections; i++) {
-		const nt_reader_section *s = &mm->sections[i];
-		if (s->info && (first == NULL || s->info->start_monotonic_ns < first->start_monotonic_ns))
-			first = s->info;
+	const nt_archive_info *in = nt_reader_info(r);
+	if (!mm->have_first || in->start_monotonic_ns < m->info.start_monotonic_ns) {
+		m->info = *in;
+		mm->have_first = 1;
 	}
-	if (first == NULL)
-		return;
-	m->info = *first;
-	m->info.pid = 0;
-	m->info.process_name[0] = '\0';
-	m->info.events_written = m->info.events_dropped = m->info.events_overwritten = 0;
-	m->info.wraps = m->info.durable_dropped = m->info.chunks_claimed = 0;
-	m->info.dropped_rolling_full = m->info.dropped_durable_full = m->info.dropped_stopped = 0;
-	m->info.dropped_unsaved = 0;
-	m->info.save_errno = 0;
-	m->info.buffers_saved = m->info.values_truncated = 0;
-	for (size_t i = 0; i < mm->nsections; i++) {
-		const nt_reader_section *s = &mm->sections[i];
-		if (s->reader == NULL)
-			continue;
-		add_counts(&m->info, s->info);
-		add_summary(&m->summary, &s->summary);
-		if (nt_reader_max_category_len(s->reader) > m->max_category_len)
-			m->max_category_len = nt_reader_max_category_len(s->reader);
-		if (nt_reader_max_name_len(s->reader) > m->max_name_len)
-			m->max_name_len = nt_reader_max_name_len(s->reader);
-		if (nt_reader_max_event_name_len(s->reader) > m->max_event_name_len)
-			m->max_event_name_len = nt_reader_max_event_name_len(s->reader);
+	add_counts(&mm->sum, in);
+	add_summary(&m->summary, &s->summary);
+	if (nt_reader_max_category_len(r) > m->max_category_len)
+		m->max_category_len = nt_reader_max_category_len(r);
+	if (nt_reader_max_name_len(r) > m->max_name_len)
+		m->max_name_len = nt_reader_max_name_len(r);
+	if (nt_reader_max_event_name_len(r) > m->max_event_name_len)
+		m->max_event_name_len = nt_reader_max_event_name_len(r);
+}
+
+/* A section just opened: its header into the reader's, then closed until a visit needs it
+ * where nt_reader_lazy.c's rule says so (its tables are merged at the end, from what it
+ * kept). 0 when memory runs out. */
+static int merge_section(nt_reader *m, nt_reader_section *s, size_t bundle_sections)
+{
+	merge_info(m, s, s->reader);
+	return !nt_many_section_may_close(m, s->reader, bundle_sections) ||
+	       nt_many_close_now(m, s->index) == 0;
+}
+
+static void trim(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	void **p = (void **)arr;
+	if (n > 0 && n < *cap) { /* grown by doubling */
+		void *fit = realloc(*p, n * elem);
+		if (fit != NULL) {
+			*p = fit;
+			*cap = n;
+		}
 	}
 }
 
 static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
 {
 	reader_many *mm = m->many;
-	if (mm->nsections > 0 && mm->nsections < mm->sections_cap) { /* grown by doubling */
-		void *fit = realloc(mm->sections, mm->nsections * sizeof(*mm->sections));
-		if (fit != NULL) {
-			mm->sections = fit;
-			mm->sections_cap = mm->nsections;
-		}
-	}
+	trim(&mm->sections, &mm->sections_cap, mm->nsections, sizeof(*mm->sections));
+	trim(&mm->lazy, &mm->lazy_cap, mm->nsections, sizeof(*mm->lazy));
 	if (!merge_processes(m) || !merge_threads(m)) {
 		nt_reader_fail(err, m->name, 0, "%s", "out of memory while merging the sections' tables");
 		nt_many_close(m);
 		return NULL;
 	}
-	merge_info(m);
+	if (mm->have_first) {
+		const nt_archive_info *sum = &mm->sum;
+		m->info.pid = 0;
+		m->info.process_name[0] = '\0';
+		m->info.events_written = sum->events_written;
+		m->info.events_dropped = sum->events_dropped;
+		m->info.events_overwritten = sum->events_overwritten;
+		m->info.wraps = sum->wraps;
+		m->info.durable_dropped = sum->durable_dropped;
+		m->info.chunks_claimed = sum->chunks_claimed;
+		m->info.dropped_rolling_full = sum->dropped_rolling_full;
+		m->info.dropped_durable_full = sum->dropped_durable_full;
+		m->info.dropped_stopped = sum->dropped_stopped;
+		m->info.dropped_unsaved = sum->dropped_unsaved;
+		m->info.save_errno = sum->save_errno;
+		m->info.buffers_saved = sum->buffers_saved;
+		m->info.values_truncated = sum->values_truncated;
+	}
 	m->summary.file_bytes = m->size;
 	return m;
 }
@@ -578,7 +604,7 @@ void nt_many_close(nt_reader *m)
 	reader_many *mm = m->many;
 	for (size_t i = 0; i < mm->nsections; i++) {
 		nt_reader_section *s = &mm->sections[i];
-		nt_single_close(s->reader);
+		nt_single_close(s->reader); /* open for life: from the start, or pinned since */
 		free_text(s->name);
 		free_text(s->message);
 		free_text(s->error);
@@ -591,6 +617,9 @@ void nt_many_close(nt_reader *m)
 	for (size_t i = 0; i < mm->nmaps; i++)
 		munmap((void *)(uintptr_t)mm->maps[i].data, mm->maps[i].size);
 	nt_reader_slab_free(&mm->slab);
+	nt_reader_slab_free(&mm->kept);
+	free(mm->lazy);
+	pthread_mutex_destroy(&mm->pin_lock);
 	free(mm->sections);
 	free(mm->problems);
 	free(mm->maps);

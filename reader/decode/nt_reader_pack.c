@@ -44,8 +44,7 @@ struct nt_reader_slab_block {
 	max_align_t data[]; /* aligned as malloc's */
 };
 
-/* `n` bytes from the slab, aligned as malloc's; NULL when memory runs out. */
-static void *slab_alloc(nt_reader_slab *s, size_t n)
+void *nt_reader_slab_alloc(nt_reader_slab *s, size_t n)
 {
 	const size_t align = _Alignof(max_align_t);
 	n = (n + align - 1) & ~(align - 1);
@@ -112,6 +111,14 @@ static const char *moved(const char *p, const char *from, size_t n, const char *
 	return p != NULL && at >= base && at - base < n ? to + (at - base) : p;
 }
 
+void nt_reader_use_pool(nt_reader *r, const char *pool)
+{
+	for (size_t i = 0; i < r->nstrings; i++)
+		r->strings[i].str = moved(r->strings[i].str, r->pool, r->pool_cap, pool);
+	for (size_t i = 0; i < r->nthreads; i++)
+		r->threads[i].name = moved(r->threads[i].name, r->pool, r->pool_cap, pool);
+}
+
 /* The bytes the parts take, each rounded to 8. */
 static size_t packed_size(const nt_reader *r, size_t name_len)
 {
@@ -145,19 +152,17 @@ nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
 	if (has_sparse_table(r))
 		return r;
 	size_t name_len = strlen(r->name);
-	layout l = { slab_alloc(slab, packed_size(r, name_len)) };
+	layout l = { nt_reader_slab_alloc(slab, packed_size(r, name_len)) };
 	if (l.at == NULL)
 		return r; /* stays as it was: nt_single_close frees it part by part */
 	nt_reader *p = place(&l, r, sizeof(*r));
 	p->packed = 1;
 	p->name = place(&l, r->name, name_len + 1);
 	p->strings = place(&l, r->strings, r->nstrings * sizeof(*r->strings));
-	p->pool = place(&l, r->pool, r->pool_cap);
-	for (size_t i = 0; i < p->nstrings; i++)
-		p->strings[i].str = moved(r->strings[i].str, r->pool, r->pool_cap, p->pool);
+	char *pool = place(&l, r->pool, r->pool_cap);
 	p->threads = place(&l, r->threads, r->nthreads * sizeof(*r->threads));
-	for (size_t i = 0; i < p->nthreads; i++)
-		p->threads[i].name = moved(r->threads[i].name, r->pool, r->pool_cap, p->pool);
+	nt_reader_use_pool(p, pool); /* p->pool is still r's: what they point into */
+	p->pool = pool;
 	p->thread_order = place(&l, r->thread_order, r->summary.threads * sizeof(*r->thread_order));
 	p->processes = place(&l, r->processes, r->nprocesses * sizeof(*r->processes));
 	for (size_t i = 0; i < p->nprocesses; i++)

@@ -24,6 +24,7 @@ typedef struct thread_stream {
 	int has_gap;
 	uint8_t *buf;        /* its decompressed chunk (NULL until it meets a compressed one) */
 	int lazy;            /* waiting by its first chunk's base time, that chunk not opened */
+	int closed;          /* of a closed section (v->closed): opened with its first stream */
 } thread_stream;
 
 /* A stream's pending event (valid when has_event) and its arguments: a waiting stream has
@@ -200,8 +201,12 @@ static int report_framing(visit *v)
 static void start_ahead_by_time(visit *vs, uint32_t nv, const thread_stream *streams, uint32_t n)
 {
 	uint64_t zchunks = 0;
-	for (uint32_t i = 0; i < nv; i++)
+	for (uint32_t i = 0; i < nv; i++) {
+		if (vs[i].closed)
+			return; /* its sources would come and go: a closed section is one of many
+				   small ones (nt_reader_lazy.c), which decompress serially anyway */
 		zchunks += vs[i].r->zchunks;
+	}
 	nt_ahead_source *src = malloc((n ? n : 1) * sizeof(*src));
 	nt_ahead *a = NULL;
 	if (src != NULL) {
@@ -239,8 +244,11 @@ void nt_time_close(time_merge *tm, visit *vs, uint32_t nv)
 	if (tm == NULL)
 		return;
 	nt_ahead_stop(vs[0].ahead); /* before the buffers it swapped into the streams go */
-	for (uint32_t i = 0; i < nv; i++)
+	for (uint32_t i = 0; i < nv; i++) {
 		vs[i].ahead = NULL;
+		vs[i].users = 0;
+		nt_visit_close_section(&vs[i]); /* a visit stopped before its streams ended */
+	}
 	for (uint32_t i = 0; tm->streams != NULL && i < tm->n; i++) {
 		free(tm->streams[i].buf);
 		free(tm->streams[i].room);
@@ -275,6 +283,15 @@ static int stream_start(time_merge *tm, thread_stream *s)
 				       : malloc(sizeof(*s->room));
 	if (s->room == NULL)
 		return -1;
+	if (s->closed) {
+		int open = nt_visit_open_section(s->v);
+		if (open <= 0) {
+			stream_end(tm, s);
+			return open;
+		}
+		s->v->users++;
+		s->scan = nt_chunks_from(s->v->r);
+	}
 	if (s->lazy) {
 		s->lazy = 0;
 		if (stream_advance(s, &s->buf, NULL) < 0)
@@ -302,6 +319,9 @@ static void stream_end(time_merge *tm, thread_stream *s)
 		free(s->room);
 	s->buf = NULL;
 	s->room = NULL;
+	if (s->closed && s->v->r != NULL && --s->v->users == 0)
+		nt_visit_close_section(s->v);
+	s->closed = 0;
 }
 
 /* A stream whose first chunk is a compressed one in the record stream: 1, s->scan at that
@@ -329,12 +349,36 @@ static int first_zchunk(thread_stream *s, int64_t *key)
 	return 0;
 }
 
+/* The streams of a closed section's threads, as an open one's would be ranked, each
+ * waiting by its first chunk's base time (kept when the section was closed): the section
+ * is opened when the first of them starts, and closed when the last ends. A thread without
+ * a chunk has no stream to start. */
+static void closed_streams(time_merge *tm, visit *v, uint32_t *k)
+{
+	const nt_reader *m = v->top;
+	const nt_reader_section *sec = &m->many->sections[v->section];
+	const lazy_section *lz = &m->many->lazy[v->section];
+	for (uint32_t j = 0; j < sec->summary.threads; j++, (*k)++) {
+		thread_stream *s = &tm->streams[*k];
+		s->v = v;
+		s->rank = *k;
+		s->thread = lz->threads[j].index;
+		s->closed = s->lazy = 1;
+		if (lz->keys[j] != INT64_MAX)
+			tm->waiting[tm->wn++] = (heap_entry){ lz->keys[j], s->rank, s };
+	}
+}
+
 /* A stream's first event places it among the waiting (one whose first chunk is compressed
  * by that chunk's base time: first_zchunk). */
 int nt_time_open(visit *vs, uint32_t nv, time_merge **out)
 {
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < nv; i++) {
+		if (vs[i].closed) { /* read whole at open, with nothing damaged */
+			n += vs[i].top->many->sections[vs[i].section].summary.threads;
+			continue;
+		}
 		if (report_framing(&vs[i]) < 0)
 			return -1;
 		n += vs[i].r->summary.threads;
@@ -352,6 +396,10 @@ int nt_time_open(visit *vs, uint32_t nv, time_merge **out)
 		return -1;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < nv; i++) {
+		if (vs[i].closed) {
+			closed_streams(tm, &vs[i], &k);
+			continue;
+		}
 		nt_reader *r = vs[i].r;
 		for (uint32_t j = 0; j < r->summary.threads; j++, k++) {
 			thread_stream *s = &tm->streams[k];
@@ -365,6 +413,8 @@ int nt_time_open(visit *vs, uint32_t nv, time_merge **out)
 	for (uint32_t i = 0; i < tm->n; i++) {
 		thread_stream *s = &tm->streams[i];
 		int64_t key;
+		if (s->closed)
+			continue; /* waiting already, or without a chunk */
 		if (first_zchunk(s, &key)) {
 			s->lazy = 1;
 			tm->waiting[tm->wn++] = (heap_entry){ key, s->rank, s };

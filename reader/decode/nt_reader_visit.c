@@ -32,6 +32,33 @@ void nt_visit_report(visit *v, uint64_t off, const char *msg)
 	}
 }
 
+int nt_visit_open_section(visit *v)
+{
+	if (v->r != NULL)
+		return 1;
+	if (v->open_failed)
+		return 0;
+	const char *why = "out of memory";
+	if ((v->r = nt_many_section_open(v->top, v->section, &why)) != NULL)
+		return 1;
+	v->open_failed = v->damaged = 1;
+	if (v->cb->on_error != NULL) {
+		char label[256];
+		nt_many_section_label(&v->top->many->sections[v->section], label, sizeof(label));
+		snprintf(v->msg, NT_VISIT_MSG_BYTES, "%s: %s", label, why);
+		v->cb->on_error(v->ctx, v->base, v->msg);
+	}
+	return v->policy == NT_ON_CORRUPT_STOP ? -1 : 0;
+}
+
+void nt_visit_close_section(visit *v)
+{
+	if (v->closed && v->r != NULL) {
+		nt_many_section_done(v->top, v->section, v->r);
+		v->r = NULL;
+	}
+}
+
 void nt_visit_emit_gap(visit *v, const nt_reader_gap *gap)
 {
 	if (v->cb->on_gap == NULL)

@@ -48,10 +48,21 @@ typedef struct visit {
 	int ahead_forced;
 	nt_ahead *ahead;          /* decompressing ahead (NULL: serially) */
 	char *msg;                /* NT_VISIT_MSG_BYTES, the cursor's: one for all its visits */
+	/* A section closed between visits (nt_reader_lazy.c): r is NULL but while the visit
+	 * reads it (stream order: from its first record to its last; time order: while one of
+	 * its threads' streams has started and not ended, `users` of them). */
+	int closed, open_failed;
+	uint32_t section, users;
 } visit;
 
 /* A damage message naming the section: "<section's reader name>: <problem>". */
 #define NT_VISIT_MSG_BYTES 768
+
+/* A closed section's reader for its visit: 1 when v->r is open, 0 when it cannot be opened
+ * (reported once, as damage at the section's start), -1 when that stops the visit. */
+int nt_visit_open_section(visit *v);
+/* Closes it again (nothing for a visit of a section that stays open). */
+void nt_visit_close_section(visit *v);
 
 /* Damage at `off`, to the visit's on_error (naming the section in a many-process reader). */
 void nt_visit_report(visit *v, uint64_t off, const char *msg);

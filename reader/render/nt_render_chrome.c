@@ -300,8 +300,8 @@ static void write_metadata(chrome_ctx *c, nt_reader *r)
 {
 	nt_out *out = &c->out;
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) { /* one per process */
-		const nt_reader_section *sec = nt_reader_section_at(r, i);
-		if (sec->reader == NULL)
+		const nt_reader_section *sec = nt_reader_section_peek(r, i);
+		if (sec->error[0] != '\0')
 			continue; /* unreadable: no events of its own to name */
 		begin_event(c);
 		nt_out_printf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32

@@ -134,7 +134,7 @@ static ctf_stream *stream_of(ctf_ctx *c, const nt_reader_thread *t)
 	ctf_stream *s = stream_slot(c, t);
 	if (s == NULL || s->made)
 		return s;
-	const nt_reader_section *sec = nt_reader_section_at(c->r, t->section);
+	const nt_reader_section *sec = nt_reader_section_peek(c->r, t->section);
 	const char *proc = sec && sec->name ? sec->name : "";
 	size_t need = CTF_PC_STRINGS + strlen(proc) + strlen(t->name) + 2;
 	s->cap = need + PACKET_MAX;
@@ -470,9 +470,9 @@ static void free_ctx(ctf_ctx *c)
 static void close_with_losses(ctf_ctx *c)
 {
 	for (uint32_t sec = 0; sec < nt_reader_section_count(c->r) && !c->failed; sec++) {
-		const nt_reader_section *in = nt_reader_section_at(c->r, sec);
+		nt_archive_info hdr;
 		const nt_archive_info *h = nt_reader_section_count(c->r) == 1 ? nt_reader_info(c->r)
-										 : in->info;
+				: nt_reader_section_header(c->r, sec, &hdr) == 0 ? &hdr : NULL;
 		if (h == NULL)
 			continue;
 		uint64_t lost = h->events_dropped + h->events_overwritten, shown = 0, found = 0;

@@ -523,8 +523,8 @@ static void write_clock(pf_ctx *c)
 static void write_tracks(pf_ctx *c)
 {
 	for (uint32_t i = 0; i < nt_reader_section_count(c->r); i++) {
-		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
-		if (sec->reader == NULL)
+		const nt_reader_section *sec = nt_reader_section_peek(c->r, i);
+		if (sec->error[0] != '\0')
 			continue; /* unreadable: no events of its own (its damage is reported) */
 		size_t td = pf_track_begin(c, PF_SEQ_GLOBAL, PF_UUID(PF_UUID_PROCESS, i), 0, NULL, 0);
 		size_t pd = nt_pb_open(&c->aux, PF_TD_PROCESS);
@@ -592,9 +592,11 @@ static void write_losses(pf_ctx *c)
 {
 	uint32_t n = nt_reader_section_count(c->r);
 	for (uint32_t i = 0; i < n; i++) {
-		const nt_reader_section *sec = nt_reader_section_at(c->r, i);
-		const nt_archive_info *info = n == 1 ? nt_reader_info(c->r) : sec->info;
-		if (sec->reader == NULL || info == NULL)
+		const nt_reader_section *sec = nt_reader_section_peek(c->r, i);
+		nt_archive_info hdr;
+		const nt_archive_info *info = n == 1 ? nt_reader_info(c->r)
+				: nt_reader_section_header(c->r, i, &hdr) == 0 ? &hdr : NULL;
+		if (sec->error[0] != '\0' || info == NULL)
 			continue;
 		nt_pb *b = &c->pkt;
 		b->len = 0;

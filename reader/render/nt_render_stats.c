@@ -245,7 +245,7 @@ static void print_thread_blocked(FILE *out, const nt_reader_blocked *b)
 
 static int is_many(const nt_reader *r)
 {
-	return nt_reader_section_count(r) != 1 || nt_reader_section_at(r, 0)->reader != r;
+	return nt_reader_section_count(r) != 1 || nt_reader_section_peek(r, 0)->reader != r;
 }
 
 /* A many-process reader: what it was read from and what it found about its inputs. */
@@ -282,7 +282,7 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 	}
 	fprintf(out, "providers: %" PRIu32 "\n", nsections);
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-		const nt_reader_section *sec = nt_reader_section_at(r, i);
+		const nt_reader_section *sec = nt_reader_section_peek(r, i);
 		char shown[NT_HDR_MAX_STRING + 1];
 		fprintf(out, "  section %" PRIu32 ": pid %" PRIu32 " %s", i, sec->pid,
 			nt_unctrl_copy(shown, sizeof(shown), sec->name));
@@ -293,13 +293,14 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		if (sec->message[0])
 			fprintf(out, ", message: %s",
 				nt_unctrl_copy(shown, sizeof(shown), sec->message));
-		if (sec->info == NULL) {
+		nt_archive_info hdr; /* a closed section's, decoded again: none is kept open */
+		if (nt_reader_section_header(r, i, &hdr) != 0) {
 			char why[1024];
 			fprintf(out, "; not readable: %s\n", nt_unctrl_copy(why, sizeof(why), sec->error));
 			continue;
 		}
 		uint64_t dec = decoded[i];
-		const nt_archive_info *in = sec->info;
+		const nt_archive_info *in = &hdr;
 		fprintf(out, "; events decoded %" PRIu64 ", dropped %" PRIu64 " (rolling full %" PRIu64
 			     ", durable full %" PRIu64 ", stopped %" PRIu64 ", not saved %" PRIu64
 			     "), overwritten %" PRIu64 ", written %" PRIu64 ", bytes %" PRIu64 "\n",
@@ -328,8 +329,8 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 static int any_blocked(const nt_reader *r)
 {
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-		const nt_reader_section *sec = nt_reader_section_at(r, i);
-		if (sec != NULL && sec->info != NULL && sec->info->blocked_waits != 0)
+		nt_archive_info hdr;
+		if (nt_reader_section_header(r, i, &hdr) == 0 && hdr.blocked_waits != 0)
 			return 1;
 	}
 	return 0;

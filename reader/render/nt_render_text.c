@@ -213,8 +213,10 @@ static void print_losses(text_ctx *t, const nt_reader *r)
 	char line[256], line2[256];
 	uint32_t n = nt_reader_section_count(r);
 	for (uint32_t i = 0; i < n; i++) {
-		const nt_reader_section *sec = nt_reader_section_at(r, i);
-		const nt_archive_info *in = n == 1 ? nt_reader_info(r) : sec->info;
+		const nt_reader_section *sec = nt_reader_section_peek(r, i);
+		nt_archive_info hdr;
+		const nt_archive_info *in = n == 1 ? nt_reader_info(r)
+				: nt_reader_section_header(r, i, &hdr) == 0 ? &hdr : NULL;
 		const char *lost = nt_render_losses(in, line, sizeof(line));
 		const char *stopped = nt_render_save_stopped(in, line2, sizeof(line2));
 		if (lost == NULL && stopped == NULL)

@@ -329,8 +329,10 @@ static void warn_save_stopped(const dump_args *d, const nt_reader *r)
 {
 	char line[256];
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-		const nt_reader_section *s = nt_reader_section_at(r, i);
-		if (nt_render_save_stopped(s->info, line, sizeof(line)) == NULL)
+		const nt_reader_section *s = nt_reader_section_peek(r, i);
+		nt_archive_info hdr;
+		if (nt_reader_section_header(r, i, &hdr) != 0 ||
+		    nt_render_save_stopped(&hdr, line, sizeof(line)) == NULL)
 			continue;
 		if (s->reader == r)
 			fprintf(stderr, "trace-dump: %s: %s\n", shown(0, input_name(d)), line);
@@ -347,8 +349,11 @@ static void warn_losses(const dump_args *d, const nt_reader *r)
 	char line[256];
 	uint32_t n = nt_reader_section_count(r);
 	for (uint32_t i = 0; i < n; i++) {
-		const nt_reader_section *s = nt_reader_section_at(r, i);
-		if (nt_render_losses(n == 1 ? nt_reader_info(r) : s->info, line, sizeof(line)) == NULL)
+		const nt_reader_section *s = nt_reader_section_peek(r, i);
+		nt_archive_info hdr;
+		const nt_archive_info *in = n == 1 ? nt_reader_info(r)
+				: nt_reader_section_header(r, i, &hdr) == 0 ? &hdr : NULL;
+		if (nt_render_losses(in, line, sizeof(line)) == NULL)
 			continue;
 		if (n == 1)
 			fprintf(stderr, "trace-dump: %s: lost: %s\n", shown(0, input_name(d)), line);
@@ -363,7 +368,7 @@ static void warn_losses(const dump_args *d, const nt_reader *r)
 static err_ctx damage_ctx(dump_args *d, nt_reader *r)
 {
 	err_ctx ec = { nt_reader_section_count(r) == 1 &&
-				       nt_reader_section_at(r, 0)->reader == r ? input_name(d) : NULL,
+				       nt_reader_section_peek(r, 0)->reader == r ? input_name(d) : NULL,
 		       0 };
 	return ec;
 }

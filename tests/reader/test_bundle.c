@@ -890,6 +890,104 @@ static void test_indices_at_their_limits_cost_address_space(void **state)
 	free(buf);
 }
 
+/* A rendering of r by `render` (nt_render_text or nt_render_stats), as one string. */
+static char *rendered(nt_reader *r, int (*render)(nt_reader *, FILE *, const nt_render_options *))
+{
+	char *out = NULL;
+	size_t n;
+	FILE *f = open_memstream(&out, &n);
+	nt_render_options opt;
+	nt_render_options_init(&opt);
+	assert_int_equal(render(r, f, &opt), 0);
+	fclose(f);
+	return out;
+}
+
+/* The reader of `buf` with NANOTRACE_READER_SECTIONS set to `mode` while it opens. */
+static nt_reader *open_sections(const char *buf, size_t size, const char *mode)
+{
+	setenv("NANOTRACE_READER_SECTIONS", mode, 1);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(buf, size, "many", &err);
+	unsetenv("NANOTRACE_READER_SECTIONS");
+	assert_msg(r != NULL, "%s", err.message);
+	return r;
+}
+
+/* A bundle of more than 64 sections keeps them closed between visits (nt_reader_lazy.c):
+ * every visit, count and rendering is what it is with every section open, a closed section
+ * costs its reader a few hundred bytes, not a reader's 2.5 KiB, and nt_reader_section_at()
+ * still gives its reader for the reader's life. The four archives repeat, so some sections
+ * (an Arena layout, damage) stay open among the closed. */
+static void test_closed_sections_read_as_open_ones(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 2000 };
+	char *buf = NULL;
+	size_t size;
+	FILE *f = open_memstream(&buf, &size);
+	bw_preamble(f, 1);
+	for (int i = 0; i < SECTIONS; i++) {
+		int a = i % NPROC;
+		bw_section sec = { arch[a], arch_size[a], states[a], modes[a], (uint32_t)pids[a] + i,
+				   (uint32_t)i + 1, names[a], "", 0 };
+		bw_section_write(f, &sec);
+	}
+	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	fclose(f);
+	const char *perturb = getenv("MALLOC_PERTURB_");
+	mallopt(M_PERTURB, 0);
+	long before = rss_anon_kib();
+	nt_reader *closed = open_sections(buf, size, "auto");
+	long grown = rss_anon_kib() - before;
+	mallopt(M_PERTURB, perturb != NULL ? atoi(perturb) : 0);
+	nt_reader *open = open_sections(buf, size, "open");
+	uint32_t shut = 0;
+	for (uint32_t i = 0; i < SECTIONS; i++)
+		shut += nt_reader_section_peek(closed, i)->reader == NULL &&
+			nt_reader_section_peek(closed, i)->error[0] == '\0';
+	assert_true(shut >= SECTIONS / 2);
+	assert_msg(!NT_PLAIN_ALLOCATOR || (before > 0 && grown < SECTIONS),
+		   "%d sections (%u closed): the reader took %ld KiB", SECTIONS, shut, grown);
+	for (int order = NT_ORDER_STREAM; order <= NT_ORDER_TIME; order++)
+		for (int ahead = 0; ahead <= 4; ahead += 4) {
+			seen_list want = collect_all(open, (nt_order)order, ahead);
+			seen_list got = collect_all(closed, (nt_order)order, ahead);
+			assert_int_equal(got.n, want.n);
+			assert_true(memcmp(got.v, want.v, want.n * sizeof(*want.v)) == 0);
+			free(want.v);
+			free(got.v);
+		}
+	uint64_t want_counts[256], got_counts[256];
+	nt_reader_count_records(open, want_counts);
+	nt_reader_count_records(closed, got_counts);
+	assert_memory_equal(got_counts, want_counts, sizeof(want_counts));
+	int (*const renders[])(nt_reader *, FILE *, const nt_render_options *) = {
+		nt_render_text, nt_render_stats, nt_render_chrome
+	};
+	for (size_t k = 0; k < sizeof(renders) / sizeof(*renders); k++) {
+		char *want = rendered(open, renders[k]), *got = rendered(closed, renders[k]);
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+	}
+	nt_archive_info hdr;
+	for (uint32_t i = 0; i < SECTIONS; i += 97) { /* pinned: what it always was */
+		assert_int_equal(nt_reader_section_header(closed, i, &hdr), 0);
+		const nt_reader_section *s = nt_reader_section_at(closed, i);
+		assert_non_null(s->reader);
+		assert_int_equal(hdr.pid, s->info->pid);
+		assert_int_equal(hdr.events_written, nt_reader_section_at(open, i)->info->events_written);
+	}
+	char *want = rendered(open, nt_render_text), *got = rendered(closed, nt_render_text);
+	assert_string_equal(got, want); /* pinned and closed sections mixed */
+	free(want);
+	free(got);
+	nt_reader_close(open);
+	nt_reader_close(closed);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -904,6 +1002,7 @@ int main(void)
 		cmocka_unit_test(test_stream_defines_a_later_thread),
 		cmocka_unit_test(test_many_sections_start_when_reached),
 		cmocka_unit_test(test_thousands_of_sections),
+		cmocka_unit_test(test_closed_sections_read_as_open_ones),
 		cmocka_unit_test(test_indices_at_their_limits_cost_address_space),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
