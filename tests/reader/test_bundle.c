@@ -1002,8 +1002,8 @@ int main(void)
 		cmocka_unit_test(test_stream_defines_a_later_thread),
 		cmocka_unit_test(test_many_sections_start_when_reached),
 		cmocka_unit_test(test_thousands_of_sections),
-		cmocka_unit_test(test_closed_sections_read_as_open_ones),
 		cmocka_unit_test(test_indices_at_their_limits_cost_address_space),
+		cmocka_unit_test(test_closed_sections_read_as_open_ones),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
