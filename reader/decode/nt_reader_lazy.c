@@ -35,11 +35,17 @@
 
 int nt_many_sections_mode(void)
 {
+	static int warned;
 	const char *e = getenv("NANOTRACE_READER_SECTIONS");
-	if (e != NULL && strcmp(e, "open") == 0)
+	if (e == NULL || e[0] == '\0')
+		return NT_SECTIONS_AUTO;
+	if (strcmp(e, "open") == 0)
 		return NT_SECTIONS_OPEN;
-	if (e != NULL && strcmp(e, "closed") == 0)
+	if (strcmp(e, "closed") == 0)
 		return NT_SECTIONS_CLOSED;
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "nanotrace: NANOTRACE_READER_SECTIONS=\"%.40s\" is not open or "
+			"closed: sections are kept open as by default\n", e);
 	return NT_SECTIONS_AUTO;
 }
 

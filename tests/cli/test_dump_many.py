@@ -303,3 +303,27 @@ def test_one_section_is_singular(work):
     assert rc == 0 and re.search(r'^processes: 1 section$', out, re.M), out[:300]
     rc, out, err = run('--stats', work['bundle'])
     assert re.search(r'^processes: 3 sections$', out, re.M), out[:300]
+
+
+def run_sections(mode, *args):
+    env = dict(os.environ, NANOTRACE_READER_SECTIONS=mode)
+    p = subprocess.run([DUMP] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env)
+    return p.returncode, p.stdout, p.stderr.decode('utf-8', 'replace')
+
+
+@pytest.mark.parametrize('fmt', [[], ['--stats'], ['--format', 'chrome'], ['--format', 'normal']])
+def test_sections_closed_or_open_read_the_same(work, trace2, fmt):
+    """NANOTRACE_READER_SECTIONS=closed closes every section it can between visits (the reader's
+    rule for bundles of more than 64 sections), =open keeps them open: every output is the
+    same; a value that is neither is one line on stderr and the default."""
+    for bundle in (work['bundle'], trace2['bundle']):
+        want = run_sections('open', *fmt, bundle)
+        got = run_sections('closed', *fmt, bundle)
+        assert got[0] == want[0] and got[1] == want[1]
+        assert 'NANOTRACE_READER_SECTIONS' not in got[2]
+        odd = run_sections('shut', *fmt, bundle)
+        assert odd[0] == want[0] and odd[1] == want[1]
+        assert ('nanotrace: NANOTRACE_READER_SECTIONS="shut" is not open or closed'
+                in odd[2])
+

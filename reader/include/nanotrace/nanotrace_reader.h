@@ -300,7 +300,8 @@ typedef struct nt_reader_section {
  * stays NULL when memory runs out); nt_reader_section_peek() opens nothing, and gives a
  * closed section with .reader and .info NULL and .error "" (what one that could not be
  * opened never has). The environment's NANOTRACE_READER_SECTIONS=open keeps every section
- * open from the start, =closed closes every one it can in a bundle of any size. */
+ * open from the start, =closed closes every one it can in a bundle of any size (any other
+ * value: one line on stderr, once per process, and the default). */
 uint32_t nt_reader_section_count(const nt_reader *r);
 const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i);
 const nt_reader_section *nt_reader_section_peek(const nt_reader *r, uint32_t i);
