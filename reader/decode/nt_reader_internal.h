@@ -247,10 +247,10 @@ void nt_reader_free_tables(nt_reader *r);
 void nt_reader_describe_self(nt_reader *r);
 
 /* nt_reader_lazy.c: sections opened on demand. A section of a bundle of more than
- * NT_SECTIONS_KEPT_OPEN sections is read once at open and closed (nt_many_keep_closed),
+ * NT_SECTIONS_KEPT_OPEN sections is read once at open and closed (nt_many_close_now),
  * unless its archive is one a visit reads with what only its open finds (damage, an Arena
- * layout, Trace2 processes). NANOTRACE_READER_SECTIONS=open keeps every section open,
- * =closed closes every one it can, in any bundle. */
+ * layout, Trace2 processes) or has a table by a sparse index. NANOTRACE_READER_SECTIONS=open
+ * keeps every section open, =closed closes every one it can, in any bundle. */
 #define NT_SECTIONS_KEPT_OPEN 64
 enum { NT_SECTIONS_AUTO, NT_SECTIONS_OPEN, NT_SECTIONS_CLOSED };
 int nt_many_sections_mode(void);
