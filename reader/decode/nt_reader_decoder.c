@@ -4,8 +4,10 @@
  * (ZSTD_createDCtx and its tables) costs more than decoding a small archive's chunks, so a
  * reader keeps the last one given back and hands it to the next visit or count. Taking and
  * giving back are atomic exchanges: cursors of one reader on other threads each take their
- * own (whoever finds none spare makes one), so a decoder is never used by two at once. The
- * read-ahead helper (nt_reader_ahead.c) keeps its own decoder. Calls nothing in the folder.
+ * own (whoever finds none spare makes one), so a decoder is never used by two at once. A
+ * section of a many-process reader shares that reader's spare (sections are closed before
+ * it, so the spare outlives their visits). The read-ahead helper (nt_reader_ahead.c) keeps
+ * its own decoder. Calls nothing in the folder.
  */
 #include <stdint.h>
 
@@ -15,6 +17,8 @@
  * (never const objects), and the exchange is atomic, so the cast is sound. */
 static nt_zchunk_decoder **spare_of(const nt_reader *r)
 {
+	if (r->decoder_owner != NULL) /* a section: its many-process reader's spare */
+		r = r->decoder_owner;
 	return &((nt_reader *)(uintptr_t)r)->spare_decoder;
 }
 

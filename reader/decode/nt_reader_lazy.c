@@ -176,6 +176,7 @@ static nt_reader *reopen(const nt_reader *m, uint32_t i, const char **why)
 	nt_reader_use_pool(s, lz->pool);
 	s->in_many = 1;
 	s->file_base = sec->offset;
+	s->decoder_owner = m;
 	return s;
 }
 

@@ -148,6 +148,7 @@ static int open_section(nt_reader *m, nt_reader_section *s, const uint8_t *data,
 		s->reader = nt_reader_pack(s->reader, &mm->slab);
 	s->reader->in_many = 1;
 	s->reader->file_base = s->offset;
+	s->reader->decoder_owner = m;
 	s->info = nt_reader_info(s->reader);
 	nt_reader_get_summary(s->reader, &s->summary);
 	if (s->end_state == 0) { /* a plain file: it describes itself */

@@ -303,8 +303,8 @@ void ot_batch_maybe_flush(ot_ctx *c);
  * its Trace2 SID as trace2.cmd.sid and service.instance.id when t2 is not NULL, as
  * trace2receiver names a git process) (KeyValue rows of field
  * OT_RES_ATTRS) into b: service.name, process.*, telemetry.sdk.*, OTEL_RESOURCE_ATTRIBUTES
- * and what the section's header says its writer lost (nanotrace.*). */
-void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid,
+ * and what the section's header says its writer lost (nanotrace.*). `section` is r's. */
+void ot_resource(nt_pb *b, const nt_reader *r, uint32_t section, uint32_t pid,
 		 const nt_reader_process *t2);
 /* One attribute (a KeyValue in field `field` of the message being written) of each type;
  * strings that are not UTF-8 get U+FFFD for each bad byte (pf_string). */

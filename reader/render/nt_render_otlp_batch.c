@@ -226,8 +226,7 @@ static const nt_pb *resource_of(ot_ctx *c, uint32_t res)
 {
 	nt_pb *b = &c->res[res].pb;
 	if (b->len == 0 && c->r) { /* between parts every Resource is built (end_part) */
-		ot_resource(b, nt_reader_section_at(c->r, c->res[res].section), c->res[res].pid,
-			    c->res[res].t2);
+		ot_resource(b, c->r, c->res[res].section, c->res[res].pid, c->res[res].t2);
 		if (b->oom)
 			c->oom = 1;
 	}

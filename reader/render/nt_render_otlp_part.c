@@ -29,16 +29,23 @@ struct nt_otlp_exporter {
 /* The section's parent context: the TRACEPARENT its process was started with (the header's,
  * format 2.4), else the exporting program's own, as an SDK reads it. A header's value is
  * checked again: a section's header is as untrusted as the rest. */
-static void traceparent(ot_tp *t, const nt_reader_section *sec)
+static void traceparent(ot_tp *t, const nt_archive_info *info)
 {
-	t->has = sec && sec->info && nt_traceparent_parse(sec->info->traceparent, &t->tp);
+	t->has = info && nt_traceparent_parse(info->traceparent, &t->tp);
 	if (!t->has)
 		t->has = nt_traceparent_parse(secure_getenv("TRACEPARENT"), &t->tp);
 }
 
-static uint64_t salt_of(const nt_reader_section *s)
+/* Section i's header into *hdr, or NULL when it could not be opened. A closed section of a
+ * bundle stays closed (nt_reader_section_at would open it for the reader's life). */
+static const nt_archive_info *header_of(const nt_reader *r, uint32_t i, nt_archive_info *hdr)
 {
-	return ot_mix(s->pid) ^ (s->info ? ot_mix(s->info->start_realtime_ns) : 0);
+	return nt_reader_section_header(r, i, hdr) == 0 ? hdr : NULL;
+}
+
+static uint64_t salt_of(uint32_t pid, const nt_archive_info *info)
+{
+	return ot_mix(pid) ^ (info ? ot_mix(info->start_realtime_ns) : 0);
 }
 
 /* *arr made n elements of `elem` bytes, those from `old` zeroed (old <= n). 0: out of
@@ -72,8 +79,10 @@ static int grow_sections(void *arr, uint32_t old, uint32_t n, size_t elem)
 static int add_sections(ot_ctx *c, nt_reader *r)
 {
 	uint32_t n = nt_reader_section_count(r), old = c->nsections;
+	nt_archive_info hdr;
 	for (uint32_t i = 0; i < old && i < n; i++)
-		if (c->sec_salt[i] != salt_of(nt_reader_section_at(r, i)))
+		if (c->sec_salt[i] !=
+		    salt_of(nt_reader_section_peek(r, i)->pid, header_of(r, i, &hdr)))
 			return EINVAL;
 	if (n <= old && c->sec_salt != NULL)
 		return 0;
@@ -85,12 +94,13 @@ static int add_sections(ot_ctx *c, nt_reader *r)
 	    !grow_sections(&c->tp, old, n, sizeof(*c->tp)))
 		return ENOMEM;
 	for (uint32_t i = old; i < n; i++) {
-		const nt_reader_section *s = nt_reader_section_at(r, i);
-		c->sec_salt[i] = salt_of(s);
+		const nt_reader_section *s = nt_reader_section_peek(r, i);
+		const nt_archive_info *info = header_of(r, i, &hdr);
+		c->sec_salt[i] = salt_of(s->pid, info);
 		c->sec_pid[i] = s->pid;
-		if (s->info)
-			c->last_wall[i] = (int64_t)s->info->start_realtime_ns;
-		traceparent(&c->tp[i], s);
+		if (info)
+			c->last_wall[i] = (int64_t)info->start_realtime_ns;
+		traceparent(&c->tp[i], info);
 	}
 	c->nsections = n;
 	return 0;
@@ -167,8 +177,7 @@ static void end_part(ot_ctx *c)
 		if (res->pb.len == 0 || !res->of_t2) { /* this part's header: its latest counts */
 			res->pb.len = 0;
 			res->of_t2 = res->t2 != NULL;
-			ot_resource(&res->pb, nt_reader_section_at(c->r, res->section), res->pid,
-				    res->t2);
+			ot_resource(&res->pb, c->r, res->section, res->pid, res->t2);
 		}
 		if (res->pb.oom)
 			c->oom = 1;

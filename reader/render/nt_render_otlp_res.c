@@ -159,9 +159,8 @@ static void loss(nt_pb *b, const char *key, uint64_t n)
 		ot_attr_int(b, OT_RES_ATTRS, key, (int64_t)n);
 }
 
-static void losses(nt_pb *b, const nt_reader_section *s)
+static void losses(nt_pb *b, const nt_reader_section *s, const nt_archive_info *in)
 {
-	const nt_archive_info *in = s->info;
 	if (in == NULL) {
 		ot_attr_str(b, OT_RES_ATTRS, "nanotrace.section_error", s->error, strlen(s->error));
 		return;
@@ -189,9 +188,14 @@ static void losses(nt_pb *b, const nt_reader_section *s)
 			    strlen(s->message));
 }
 
-void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid,
+void ot_resource(nt_pb *b, const nt_reader *r, uint32_t section, uint32_t pid,
 		 const nt_reader_process *t2)
 {
+	/* peek and header, not nt_reader_section_at: that would open a closed section of a
+	 * bundle for the reader's life, and a big bundle's memory with it */
+	const nt_reader_section *s = nt_reader_section_peek(r, section);
+	nt_archive_info hdr;
+	const nt_archive_info *in = nt_reader_section_header(r, section, &hdr) == 0 ? &hdr : NULL;
 	const char *svc = secure_getenv("OTEL_SERVICE_NAME");
 	if (svc == NULL || svc[0] == '\0')
 		svc = s->name[0] ? s->name : "unknown_service";
@@ -216,5 +220,5 @@ void ot_resource(nt_pb *b, const nt_reader_section *s, uint32_t pid,
 			ot_attr_bool(b, OT_RES_ATTRS, "nanotrace.otel_resource_attributes_invalid",
 				     1);
 	}
-	losses(b, s);
+	losses(b, s, in);
 }

@@ -491,6 +491,12 @@ static int render_processes(nt_reader *const *readers, size_t n, FILE *out,
 		int v = nt_reader_visit(readers[i], &cb, &rd[i], order, opt->policy);
 		if (rd[i].oom || v < 0)
 			rc = -1;
+		/* its lines are in rd[i].text: the model and the line buffer go now, so that a
+		 * bundle of thousands of processes holds one of each at a time */
+		t2_model_free(rd[i].model);
+		rd[i].model = NULL;
+		free(rd[i].line.p);
+		rd[i].line = (t2_buf){ 0 };
 	}
 	if (rc >= 0 && n > 1) {
 		/* Merge: each archive in its own order, interleaved by time (ties: the earlier

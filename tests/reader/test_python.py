@@ -239,6 +239,43 @@ def test_many_processes(work, demo):
         assert trace.stats()['events'] == len(events)
 
 
+def test_bundle_sections_closed_between_visits(work, demo):
+    """A bundle of more than 64 processes keeps most sections closed between visits
+    (nanotrace_reader.h): the package reads it exactly as with every section open (events in
+    both orders, summary with each section 'opened', stats), and --stats agrees."""
+    other = record(work, 'closed-b.ntrace', '--threads', '1', '--requests', '15')
+    bundle = os.path.join(work, 'closed.ntbundle')
+    sections = ['%s,pid=%d,name=p%d' % ((demo, other)[i % 2], 1000 + i, i) for i in range(80)]
+    subprocess.run([program('NT_MAKE_BUNDLE'), bundle, *sections], check=True)
+
+    def fields(ev):
+        return (ev.offset, ev.time_ns, ev.kind, ev.category, ev.name, ev.thread, ev.process,
+                ev.id, ev.args)
+
+    def read(mode):
+        os.environ['NANOTRACE_READER_SECTIONS'] = mode
+        try:
+            with nanotrace.open(bundle) as trace:
+                return ([fields(ev) for ev in trace.events('stream')],
+                        [fields(ev) for ev in trace.events('time')],
+                        trace.summary, trace.stats())
+        finally:
+            del os.environ['NANOTRACE_READER_SECTIONS']
+
+    closed, opened = read('closed'), read('open')
+    assert closed == opened
+    summary, stats = closed[2], closed[3]
+    assert [(s['pid'], s['name'], s['opened']) for s in summary['sections']] == \
+        [(1000 + i, 'p%d' % i, True) for i in range(80)]
+    assert_stats_match_counts(stats, stats_text(bundle))
+
+
+def assert_stats_match_counts(st, text):
+    assert [st['events']] == field(text, r'^events: (\d+)$')
+    assert [st['written']] == field(text, r'^written: (\d+) events')
+    assert len(st['threads']) == field(text, r'^threads: (\d+)$')[0]
+
+
 def stats_text(path):
     rc, out, err = dump('--stats', path)
     assert rc == 0, err

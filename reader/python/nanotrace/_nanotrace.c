@@ -219,7 +219,7 @@ static int fill_threads(reader_obj *ro)
 	}
 	for (uint32_t i = 0; i < nt_reader_thread_count(ro->r); i++) {
 		const nt_reader_thread *t = nt_reader_thread_at(ro->r, i);
-		const nt_reader_section *s = nt_reader_section_at(ro->r, t->section);
+		const nt_reader_section *s = nt_reader_section_peek(ro->r, t->section);
 		thread_objs *o = &ro->threads[t->index];
 		o->tid = PyLong_FromUnsignedLong(t->tid);
 		o->pid = PyLong_FromUnsignedLong(t->pid);
@@ -519,7 +519,7 @@ static void on_error(void *ctx, uint64_t offset, const char *message)
  * many-process reader's messages name their file and section themselves. */
 static const char *damage_prefix(const reader_obj *ro)
 {
-	const nt_reader_section *s = nt_reader_section_at(ro->r, 0);
+	const nt_reader_section *s = nt_reader_section_peek(ro->r, 0);
 	return nt_reader_section_count(ro->r) == 1 && s != NULL && s->reader == ro->r
 		       ? nt_reader_name(ro->r) : NULL;
 }

@@ -90,6 +90,8 @@ static PyObject *reader_summary(reader_obj *ro, PyObject *unused)
 	return d;
 }
 
+/* "opened": the section could be read (a closed section of a big bundle was read at open,
+ * and a visit opens it again; nt_reader_section_peek keeps it closed here). */
 static PyObject *section_dict(const nt_reader_section *s)
 {
 	PyObject *d = PyDict_New();
@@ -105,7 +107,7 @@ static PyObject *section_dict(const nt_reader_section *s)
 	    dict_put(d, "size", info_u64(s->size)) < 0 ||
 	    dict_put(d, "error", info_str(s->error)) < 0 ||
 	    dict_put(d, "error_offset", info_u64(s->error_offset)) < 0 ||
-	    dict_put(d, "opened", PyBool_FromLong(s->reader != NULL)) < 0 ||
+	    dict_put(d, "opened", PyBool_FromLong(s->error[0] == '\0')) < 0 ||
 	    summary_put(d, &s->summary) < 0) {
 		Py_XDECREF(d);
 		return NULL;
@@ -122,7 +124,7 @@ static PyObject *reader_sections(reader_obj *ro, PyObject *unused)
 	uint32_t n = nt_reader_section_count(ro->r);
 	PyObject *l = PyList_New(n);
 	for (uint32_t i = 0; l != NULL && i < n; i++) {
-		PyObject *d = section_dict(nt_reader_section_at(ro->r, i));
+		PyObject *d = section_dict(nt_reader_section_peek(ro->r, i));
 		if (d == NULL)
 			Py_CLEAR(l);
 		else
