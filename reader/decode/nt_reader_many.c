@@ -475,6 +475,13 @@ static void add_counts(nt_archive_info *to, const nt_archive_info *in)
 		to->save_errno = in->save_errno; /* the first section's reason that saving stopped */
 	to->buffers_saved += in->buffers_saved;
 	to->values_truncated += in->values_truncated;
+	/* what the writers' waits for a streaming saver cost, summed like the losses (each
+	 * rendering of a bundle showed the first section's); the longest wait allowed */
+	to->blocked_waits += in->blocked_waits;
+	to->blocked_timeouts += in->blocked_timeouts;
+	to->blocked_ns += in->blocked_ns;
+	if (in->blocking_timeout_us > to->blocking_timeout_us)
+		to->blocking_timeout_us = in->blocking_timeout_us;
 }
 
 static void add_summary(nt_reader_summary *to, const nt_reader_summary *in)
@@ -557,6 +564,10 @@ static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
 		m->info.save_errno = sum->save_errno;
 		m->info.buffers_saved = sum->buffers_saved;
 		m->info.values_truncated = sum->values_truncated;
+		m->info.blocked_waits = sum->blocked_waits;
+		m->info.blocked_timeouts = sum->blocked_timeouts;
+		m->info.blocked_ns = sum->blocked_ns;
+		m->info.blocking_timeout_us = sum->blocking_timeout_us;
 	}
 	m->summary.file_bytes = m->size;
 	return m;

@@ -325,17 +325,6 @@ static void print_providers(const nt_reader *r, FILE *out, const uint64_t *by_th
 		     ", overwritten %" PRIu64 ", bytes %" PRIu64 "\n", tdec, tdrop, tover, tbytes);
 }
 
-/* Nonzero when a section's header counts a wait for the saver. */
-static int any_blocked(const nt_reader *r)
-{
-	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-		nt_archive_info hdr;
-		if (nt_reader_section_header(r, i, &hdr) == 0 && hdr.blocked_waits != 0)
-			return 1;
-	}
-	return 0;
-}
-
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -379,7 +368,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	fprintf(out, "threads: %" PRIu32 "\n", sum.threads);
 	/* Each thread's waits for the saver: read only when a header counts some (the table
 	 * is by thread index, which a hostile archive can set near 2^20). */
-	nt_reader_blocked *blocked = any_blocked(r) ? calloc(nthreads, sizeof(*blocked)) : NULL;
+	nt_reader_blocked *blocked = nt_reader_info(r)->blocked_waits != 0 /* every section's */
+					     ? calloc(nthreads, sizeof(*blocked)) : NULL;
 	if (blocked != NULL && nt_reader_count_blocked(r, blocked, nthreads) == 0) {
 		free(blocked);
 		blocked = NULL;
@@ -407,8 +397,7 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	char stopped[256];
 	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
 		fprintf(out, "%s\n", stopped);
-	if (!is_many(r))
-		print_blocked(out, in);
+	print_blocked(out, in); /* a bundle's: every section's waits */
 	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
 	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
 	if (in->buffering_mode == NT_MODE_STREAMING)

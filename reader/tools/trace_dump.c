@@ -328,6 +328,8 @@ static const char *input_name(const dump_args *d)
 static void warn_save_stopped(const dump_args *d, const nt_reader *r)
 {
 	char line[256];
+	if (nt_reader_info(r)->save_errno == 0)
+		return; /* a many-process reader's is the first section's reason: none stopped */
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
 		const nt_reader_section *s = nt_reader_section_peek(r, i);
 		nt_archive_info hdr;

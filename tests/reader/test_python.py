@@ -153,11 +153,13 @@ def test_circular_and_streaming(work, mode):
     assert sum(g[1] for g in trace.gaps) == stats['gap_events']
 
 
-def test_blocked_waits_in_every_rendering(work):
+def test_blocked_waits_in_every_rendering(work, demo):
     """A streaming archive whose 2 writers waited for the saver (stress --blocking: it
     writes until the header counts a wait, and drops nothing): stats() has the header's
     totals and each thread's, which add up to them; trace-dump --stats, Chrome's otherData,
-    OTLP's resource attributes and the Python stats agree."""
+    OTLP's resource attributes and the Python stats agree. In a bundle behind a process
+    that never waited, the bundle's totals are still that archive's (they were the first
+    section's: none)."""
     stress = os.environ.get('NT_STRESS')
     if not stress:
         pytest.skip('the stress program is not built (cmocka missing)')
@@ -200,6 +202,18 @@ def test_blocked_waits_in_every_rendering(work):
             ('nanotrace.blocked_waits', 'nanotrace.blocked_ns')} == {
         'nanotrace.blocked_waits': b['waits'], 'nanotrace.blocked_ns': b['ns']}
     assert 'nanotrace.blocked_timeouts' not in attrs  # none ran out: zero is left out
+    bundle = os.path.join(work, 'blocking.ntbundle')
+    subprocess.run([program('NT_MAKE_BUNDLE'), bundle, demo, path], check=True)
+    with nanotrace.open(bundle) as both:
+        assert both.stats()['blocked'] == b
+    text = stats_text(bundle)
+    assert [b['waits'], b['ended_in_drop'], b['timeout_us']] == field(
+        text, r'^blocked: (\d+) waits for the saver, .* in all, (\d+) ended in a drop '
+              r'\(timeout (\d+) us\)$')
+    rc, out, err = dump('--format', 'chrome', bundle)
+    assert rc == 0, err
+    assert json.loads(out)['otherData']['blocked'] == other['blocked']
+    os.unlink(bundle)
     os.unlink(path)
 
 

@@ -37,7 +37,8 @@
  *     section after section. Event and damage offsets are byte offsets in the file that
  *     holds the section, and damage messages start with the file and the section;
  *   - nt_reader_info() is a summary: the earliest section's clock and start (so times
- *     count from the first process's start), the loss counters summed over the sections,
+ *     count from the first process's start), the loss counters and the writers' waits for
+ *     the saver (blocked_*) summed over the sections, blocking_timeout_us the largest,
  *     pid 0 and process name "" (see the sections for each process's own header);
  *     nt_reader_ticks_to_ns() uses that clock: convert a section's ticks with the section's
  *     own reader;
