@@ -207,7 +207,8 @@ nt_reader *nt_reader_open_many(const char *const *paths, size_t n, nt_reader_err
 
 /* Closes every section's reader and frees the zstd decoder (a context of ~100 KiB and a
  * 64 KiB buffer) that the reader keeps from the first visit or count that decompressed a
- * chunk, so that later visits and counts do not make their own. NULL is ignored. */
+ * chunk, so that later visits and counts do not make their own (visits of its sections'
+ * readers share it too). NULL is ignored. */
 void nt_reader_close(nt_reader *r);
 
 
