@@ -48,6 +48,10 @@ def test_blocking_provider_loses_nothing(tmp_path):
     per_thread = [int(w) for w in re.findall(r'^  thread \d+ .*: \d+ events, blocked (\d+) '
                                              r'waits', text, re.M)]
     assert sum(per_thread) == waits, text
+    # the bundle's own line: every section's waits (its one provider's)
+    m = re.search(r'^blocked: (\d+) waits for the saver, .* in all, (\d+) ended in a drop '
+                  r'\(timeout (\d+) us\)$', text, re.M)
+    assert m and tuple(int(g) for g in m.groups()) == (waits, dropped_waits, timeout), text
 
 
 def test_without_the_variable_nothing_waits(tmp_path):
