@@ -476,7 +476,12 @@ def async_flow(args, size):
     keys = {'async_vs_zone': 'async_vs_zone', 'flow_vs_zone': 'flow_vs_zone',
             'disk_file_bytes_async': 'disk_bytes_per_event_async',
             'disk_file_bytes_flow': 'disk_bytes_per_event_flow'}
-    return {ours: got[theirs] for theirs, ours in keys.items() if theirs in got}
+    out = {ours: got[theirs] for theirs, ours in keys.items() if theirs in got}
+    for key in ('async_vs_zone', 'flow_vs_zone'):
+        if key not in out and 'floor_spread' in got:  # it ran, and withheld its ratios
+            null(out, key, 'floors spread %.2fx, beyond the band of %.2fx: ratios not trusted'
+                 % (got['floor_spread'], got.get('floor_band', 0)))
+    return out
 
 
 def blocking(args, size):
