@@ -17,10 +17,15 @@ static durable_result damaged(const char **why, const char *what)
 	return DURABLE_DAMAGED;
 }
 
+/* The pool's first size: a small process's names in one allocation (doubling from 16
+ * bytes took four reallocs an open, and a bundle opens each section twice). */
+#define POOL_FIRST_BYTES 512u
+
 /* Copy bytes into the NUL-terminated pool; returns the pool offset or -1. */
 static long pool_add(nt_reader *r, const uint8_t *s, uint32_t len)
 {
-	if (!nt_grow(&r->pool, &r->pool_cap, r->pool_len + len + 1, 1))
+	size_t need = r->pool_len + len + 1;
+	if (!nt_grow(&r->pool, &r->pool_cap, need > POOL_FIRST_BYTES ? need : POOL_FIRST_BYTES, 1))
 		return -1;
 	long at = (long)r->pool_len;
 	memcpy(r->pool + at, s, len);

@@ -372,11 +372,11 @@ static void trim(void *arr, size_t *n, size_t keep, size_t elem)
 }
 
 /* The tables to what the archive defines, before names point into the pool. */
-static void trim_tables(nt_reader *r, const pending_names *pn)
+static void trim_tables(nt_reader *r)
 {
-	trim(&r->strings, &r->nstrings, pn->string_limit ? pn->string_limit : 1,
+	trim(&r->strings, &r->nstrings, r->string_limit ? r->string_limit : 1,
 	     sizeof(*r->strings));
-	trim(&r->callsites, &r->ncallsites, pn->callsite_limit ? pn->callsite_limit : 1,
+	trim(&r->callsites, &r->ncallsites, r->callsite_limit ? r->callsite_limit : 1,
 	     sizeof(*r->callsites));
 	trim(&r->threads, &r->nthreads, r->thread_limit ? r->thread_limit : 1, sizeof(*r->threads));
 	trim(&r->pool, &r->pool_cap, r->pool_len ? r->pool_len : 1, 1);
@@ -392,7 +392,10 @@ static int by_index(const void *a, const void *b)
  * walk are built. Returns 0 when memory runs out. */
 static int finish_tables(nt_reader *r, const pending_names *pn)
 {
-	trim_tables(r, pn);
+	r->string_limit = pn->string_limit;
+	r->callsite_limit = pn->callsite_limit;
+	if (!r->untrimmed)
+		trim_tables(r);
 	/* In file order: the last definition of an index names it. */
 	for (size_t i = 0; i < pn->nstring_defs; i++)
 		r->strings[pn->string_defs[i].index].str = r->pool + pn->string_defs[i].at;
@@ -411,6 +414,21 @@ static int finish_tables(nt_reader *r, const pending_names *pn)
 	return 1;
 }
 
+uint32_t nt_header_notes(const nt_archive_info *in)
+{
+	uint32_t notes = 0;
+	if (in->events_dropped || in->dropped_rolling_full || in->dropped_durable_full ||
+	    in->dropped_stopped || in->dropped_unsaved || in->events_overwritten)
+		notes |= NT_HEADER_NOTE_LOSSES;
+	if (in->save_errno)
+		notes |= NT_HEADER_NOTE_SAVE_STOPPED;
+	if (in->blocking_timeout_us || in->blocked_waits)
+		notes |= NT_HEADER_NOTE_BLOCKED;
+	if (in->traceparent[0])
+		notes |= NT_HEADER_NOTE_TRACEPARENT;
+	return notes;
+}
+
 void nt_reader_describe_self(nt_reader *r)
 {
 	nt_reader_section *s = &r->self;
@@ -423,6 +441,16 @@ void nt_reader_describe_self(nt_reader *r)
 	s->reader = r;
 	s->info = &r->info;
 	s->summary = r->summary;
+	s->events_written = r->info.events_written;
+	s->header_notes = nt_header_notes(&r->info);
+}
+
+static void free_pending(pending_names *pn)
+{
+	free(pn->string_defs);
+	free(pn->thread_defs);
+	free(pn->callsite_defs);
+	memset(pn, 0, sizeof(*pn));
 }
 
 static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
@@ -431,11 +459,11 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		nt_single_close(r);
 		return NULL;
 	}
-	pending_names pn = { 0 };
+	pending_names *pn = &r->pending; /* empty: a new reader's, or emptied by a recycle */
 	uint64_t off = r->records_start;
 	open_step step = STEP_OK;
 	if (r->info.layout == NT_LAYOUT_ARENA) {
-		step = start_arena(r, &pn, &off, err);
+		step = start_arena(r, pn, &off, err);
 	} else if (r->info.layout != NT_LAYOUT_STREAM) {
 		nt_reader_fail(err, r->name, 0, "%s", "unknown archive layout in the header");
 		step = STEP_FAILED;
@@ -443,7 +471,7 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		   r->info.data_offset % 8 == 0) {
 		off = r->records_start = r->info.data_offset;
 	}
-	if (step == STEP_OK && !walk_records(r, &off, &pn))
+	if (step == STEP_OK && !walk_records(r, &off, pn))
 		step = STEP_NO_MEMORY;
 	if (r->summary.chunks == 0)
 		r->chunks_from = r->chunks_to = r->size;
@@ -451,11 +479,10 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 		check_truncation(r);
 		check_save_account(r);
 	}
-	if (step == STEP_OK && (!finish_tables(r, &pn) || r->notes_lost))
+	if (step == STEP_OK && (!finish_tables(r, pn) || r->notes_lost))
 		step = STEP_NO_MEMORY;
-	free(pn.string_defs);
-	free(pn.thread_defs);
-	free(pn.callsite_defs);
+	if (!r->untrimmed)
+		free_pending(pn); /* nothing grows them again: only a recycle would use them */
 	if (step == STEP_NO_MEMORY)
 		nt_reader_fail(err, r->name, off, "%s", "out of memory while reading the durable tables");
 	if (step != STEP_OK) {
@@ -467,19 +494,14 @@ static nt_reader *reader_init(nt_reader *r, nt_reader_error *err)
 	return r;
 }
 
-nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
-			  nt_reader_error *err)
+/* A reader (new and zeroed, or a recycled one, emptied) over `data`, named `name`. */
+static nt_reader *reader_start(nt_reader *r, const uint8_t *data, size_t size, int mapped,
+			       const char *name, int untrimmed, nt_reader_error *err)
 {
-	nt_reader *r = calloc(1, sizeof(*r));
-	if (r == NULL) {
-		if (mapped)
-			munmap((void *)(uintptr_t)data, size);
-		nt_reader_fail(err, name, 0, "%s", "out of memory");
-		return NULL;
-	}
 	r->data = data;
 	r->size = r->mapped_size = size;
 	r->mapped = mapped;
+	r->untrimmed = untrimmed;
 	if ((r->name = strdup(name)) == NULL) {
 		nt_reader_fail(err, name, 0, "%s", "out of memory");
 		nt_single_close(r);
@@ -491,6 +513,92 @@ nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const ch
 		return NULL;
 	}
 	return reader_init(r, err);
+}
+
+static nt_reader *reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
+			      int untrimmed, nt_reader_error *err)
+{
+	nt_reader *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		if (mapped)
+			munmap((void *)(uintptr_t)data, size);
+		nt_reader_fail(err, name, 0, "%s", "out of memory");
+		return NULL;
+	}
+	return reader_start(r, data, size, mapped, name, untrimmed, err);
+}
+
+nt_reader *nt_reader_over(const uint8_t *data, size_t size, int mapped, const char *name,
+			  nt_reader_error *err)
+{
+	return reader_over(data, size, mapped, name, 0, err);
+}
+
+nt_reader *nt_section_over(nt_reader **spare, const uint8_t *data, size_t size,
+			   const char *name, nt_reader_error *err)
+{
+	nt_reader *r = spare != NULL ? __atomic_exchange_n(spare, NULL, __ATOMIC_ACQ_REL) : NULL;
+	return r != NULL ? reader_start(r, data, size, 0, name, 1, err)
+			 : reader_over(data, size, 0, name, 1, err);
+}
+
+/* *p (*cap entries of `elem` bytes) emptied for a recycled reader: its first `used`
+ * entries zeroed (the rest are as nt_grow made them: zero), or the whole freed (and *p and
+ * *cap 0) when nt_grow allocated it fresh. A table by index must read as undefined again;
+ * one only appended to passes used = 0. */
+static void empty_table(void *p, size_t *cap, size_t elem, size_t used)
+{
+	void **t = (void **)p;
+	if (*cap * elem >= NT_GROW_FRESH_BYTES) {
+		free(*t);
+		*t = NULL;
+		*cap = 0;
+	} else if (used != 0 && *t != NULL) {
+		memset(*t, 0, (used < *cap ? used : *cap) * elem);
+	}
+}
+
+void nt_section_recycle(nt_reader **spare, nt_reader *r)
+{
+	if (r == NULL)
+		return;
+	if (spare == NULL || !r->untrimmed || r->packed || r->mapped || r->many != NULL) {
+		nt_single_close(r);
+		return;
+	}
+	free(r->covered);
+	free(r->notes);
+	free(r->counted);
+	nt_reader_decoder_free(r);
+	for (uint32_t i = 0; i < r->nprocesses; i++)
+		free((char *)(uintptr_t)r->processes[i].sid);
+	free(r->processes);
+	free(r->chunks);
+	free(r->name);
+	pending_names pn = r->pending;
+	/* the entries by index: every one written lies below its table's highest defined */
+	empty_table(&r->strings, &r->nstrings, sizeof(*r->strings), r->string_limit);
+	empty_table(&r->threads, &r->nthreads, sizeof(*r->threads), r->thread_limit);
+	empty_table(&r->callsites, &r->ncallsites, sizeof(*r->callsites), r->callsite_limit);
+	empty_table(&r->pool, &r->pool_cap, 1, 0);
+	empty_table(&r->thread_order, &pn.order_cap, sizeof(*r->thread_order), 0);
+	empty_table(&pn.string_defs, &pn.string_defs_cap, sizeof(*pn.string_defs), 0);
+	empty_table(&pn.thread_defs, &pn.thread_defs_cap, sizeof(*pn.thread_defs), 0);
+	empty_table(&pn.callsite_defs, &pn.callsite_defs_cap, sizeof(*pn.callsite_defs), 0);
+	nt_reader kept = { .strings = r->strings, .nstrings = r->nstrings,
+			   .threads = r->threads, .nthreads = r->nthreads,
+			   .callsites = r->callsites, .ncallsites = r->ncallsites,
+			   .pool = r->pool, .pool_cap = r->pool_cap,
+			   .thread_order = r->thread_order,
+			   .pending = { .string_defs = pn.string_defs,
+					.string_defs_cap = pn.string_defs_cap,
+					.thread_defs = pn.thread_defs,
+					.thread_defs_cap = pn.thread_defs_cap,
+					.order_cap = pn.order_cap,
+					.callsite_defs = pn.callsite_defs,
+					.callsite_defs_cap = pn.callsite_defs_cap } };
+	*r = kept;
+	nt_single_close(__atomic_exchange_n(spare, r, __ATOMIC_ACQ_REL));
 }
 
 int nt_map_path(const char *path, const uint8_t **data, size_t *size, nt_reader_error *err)
@@ -541,6 +649,9 @@ void nt_single_close(nt_reader *r)
 
 void nt_reader_free_tables(nt_reader *r)
 {
+	free(r->pending.string_defs);
+	free(r->pending.thread_defs);
+	free(r->pending.callsite_defs);
 	free(r->strings);
 	free(r->pool);
 	free(r->threads);

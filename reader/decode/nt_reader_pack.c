@@ -119,18 +119,27 @@ void nt_reader_use_pool(nt_reader *r, const char *pool)
 		r->threads[i].name = moved(r->threads[i].name, r->pool, r->pool_cap, pool);
 }
 
+/* Entries of a table by index that its archive uses: up to the highest index defined (a
+ * section's tables are not trimmed: nt_section_over), at least one. */
+static size_t used(size_t limit, size_t allocated)
+{
+	size_t n = limit ? limit : 1;
+	return n < allocated ? n : allocated;
+}
+
 /* The bytes the parts take, each rounded to 8. */
 static size_t packed_size(const nt_reader *r, size_t name_len)
 {
 	size_t n = rounded(sizeof(*r)) + rounded(name_len + 1);
-	n += rounded(r->nstrings * sizeof(*r->strings)) + rounded(r->pool_cap);
-	n += rounded(r->nthreads * sizeof(*r->threads));
+	n += rounded(used(r->string_limit, r->nstrings) * sizeof(*r->strings));
+	n += rounded(r->pool_len);
+	n += rounded(used(r->thread_limit, r->nthreads) * sizeof(*r->threads));
 	n += rounded(r->summary.threads * sizeof(*r->thread_order));
 	n += rounded(r->nprocesses * sizeof(*r->processes));
 	for (size_t i = 0; i < r->nprocesses; i++)
 		if (r->processes[i].sid != NULL)
 			n += rounded((size_t)r->processes[i].sid_len + 1);
-	n += rounded(r->ncallsites * sizeof(*r->callsites));
+	n += rounded(used(r->callsite_limit, r->ncallsites) * sizeof(*r->callsites));
 	n += rounded((size_t)r->nchunks * sizeof(*r->chunks));
 	return n;
 }
@@ -157,10 +166,14 @@ nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
 		return r; /* stays as it was: nt_single_close frees it part by part */
 	nt_reader *p = place(&l, r, sizeof(*r));
 	p->packed = 1;
+	memset(&p->pending, 0, sizeof(p->pending)); /* r's, freed with its tables below */
 	p->name = place(&l, r->name, name_len + 1);
-	p->strings = place(&l, r->strings, r->nstrings * sizeof(*r->strings));
-	char *pool = place(&l, r->pool, r->pool_cap);
-	p->threads = place(&l, r->threads, r->nthreads * sizeof(*r->threads));
+	p->nstrings = used(r->string_limit, r->nstrings);
+	p->strings = place(&l, r->strings, p->nstrings * sizeof(*r->strings));
+	char *pool = place(&l, r->pool, r->pool_len);
+	p->pool_cap = r->pool_len;
+	p->nthreads = used(r->thread_limit, r->nthreads);
+	p->threads = place(&l, r->threads, p->nthreads * sizeof(*r->threads));
 	nt_reader_use_pool(p, pool); /* p->pool is still r's: what they point into */
 	p->pool = pool;
 	p->thread_order = place(&l, r->thread_order, r->summary.threads * sizeof(*r->thread_order));
@@ -169,7 +182,8 @@ nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab)
 		if (r->processes[i].sid != NULL)
 			p->processes[i].sid = place(&l, r->processes[i].sid,
 						    (size_t)r->processes[i].sid_len + 1);
-	p->callsites = place(&l, r->callsites, r->ncallsites * sizeof(*r->callsites));
+	p->ncallsites = used(r->callsite_limit, r->ncallsites);
+	p->callsites = place(&l, r->callsites, p->ncallsites * sizeof(*r->callsites));
 	p->chunks = place(&l, r->chunks, (size_t)r->nchunks * sizeof(*r->chunks));
 	nt_reader_describe_self(p);
 	nt_reader_free_tables(r);

@@ -25,7 +25,14 @@ void nt_visit_report(visit *v, uint64_t off, const char *msg)
 	if (v->cb->on_error == NULL)
 		return;
 	if (v->many) {
-		snprintf(v->msg, NT_VISIT_MSG_BYTES, "%s: %s", v->r->name, msg);
+		char label[256];
+		const char *name = v->r->name;
+		if (v->closed && name[0] == '\0') { /* a closed section's reader has no name */
+			nt_many_section_label(&v->top->many->sections[v->section], label,
+					      sizeof(label));
+			name = label;
+		}
+		snprintf(v->msg, NT_VISIT_MSG_BYTES, "%s: %s", name, msg);
 		v->cb->on_error(v->ctx, v->base + off, v->msg);
 	} else {
 		v->cb->on_error(v->ctx, off, msg);

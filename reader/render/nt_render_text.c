@@ -214,13 +214,15 @@ static void print_losses(text_ctx *t, const nt_reader *r)
 	uint32_t n = nt_reader_section_count(r);
 	for (uint32_t i = 0; i < n; i++) {
 		const nt_reader_section *sec = nt_reader_section_peek(r, i);
+		if ((sec->header_notes & (NT_HEADER_NOTE_LOSSES | NT_HEADER_NOTE_SAVE_STOPPED)) == 0)
+			continue; /* the usual case, once per process of a bundle: no header decoded */
 		nt_archive_info hdr;
 		const nt_archive_info *in = n == 1 ? nt_reader_info(r)
 				: nt_reader_section_header(r, i, &hdr) == 0 ? &hdr : NULL;
 		const char *lost = nt_render_losses(in, line, sizeof(line));
 		const char *stopped = nt_render_save_stopped(in, line2, sizeof(line2));
 		if (lost == NULL && stopped == NULL)
-			continue; /* the usual case, once per process of a bundle */
+			continue;
 		char who[32] = ""; /* one line per process that lost some: whose, by the PID column */
 		if (n > 1)
 			snprintf(who, sizeof(who), "pid %" PRIu32 ": ", sec->pid);

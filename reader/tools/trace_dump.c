@@ -333,7 +333,8 @@ static void warn_save_stopped(const dump_args *d, const nt_reader *r)
 	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
 		const nt_reader_section *s = nt_reader_section_peek(r, i);
 		nt_archive_info hdr;
-		if (nt_reader_section_header(r, i, &hdr) != 0 ||
+		if ((s->header_notes & NT_HEADER_NOTE_SAVE_STOPPED) == 0 ||
+		    nt_reader_section_header(r, i, &hdr) != 0 ||
 		    nt_render_save_stopped(&hdr, line, sizeof(line)) == NULL)
 			continue;
 		if (s->reader == r)
@@ -352,6 +353,8 @@ static void warn_losses(const dump_args *d, const nt_reader *r)
 	uint32_t n = nt_reader_section_count(r);
 	for (uint32_t i = 0; i < n; i++) {
 		const nt_reader_section *s = nt_reader_section_peek(r, i);
+		if ((s->header_notes & NT_HEADER_NOTE_LOSSES) == 0)
+			continue; /* no header decoded for a section that lost nothing */
 		nt_archive_info hdr;
 		const nt_archive_info *in = n == 1 ? nt_reader_info(r)
 				: nt_reader_section_header(r, i, &hdr) == 0 ? &hdr : NULL;

@@ -7,6 +7,7 @@
  * and bit flips are reported, never a crash (ASan+UBSan in the suite).
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -973,6 +974,89 @@ static void test_sections_visited_one_by_one_share_a_decoder(void **state)
 	free(buf);
 }
 
+typedef struct error_list {
+	char text[8192];
+	size_t len;
+	uint64_t n;
+} error_list;
+
+static void keep_error(void *ctx, uint64_t off, const char *msg)
+{
+	error_list *l = ctx;
+	l->n++;
+	int n = snprintf(l->text + l->len, sizeof(l->text) - l->len, "%" PRIu64 " %s\n", off, msg);
+	if (n > 0 && (size_t)n < sizeof(l->text) - l->len)
+		l->len += (size_t)n;
+}
+
+static int ignore_event(void *ctx, const nt_reader_event *e)
+{
+	(void)ctx;
+	(void)e;
+	return 0;
+}
+
+static error_list visit_errors(nt_reader *r, nt_order order)
+{
+	error_list l = { .len = 0 };
+	nt_reader_callbacks cb = { .on_event = ignore_event, .on_error = keep_error };
+	nt_reader_visit(r, &cb, &l, order, NT_ON_CORRUPT_SKIP);
+	return l;
+}
+
+/* A closed section is read for a visit by an unnamed reader: damage the visit finds in it
+ * (a compressed chunk whose bytes changed: its checksum fails, which its open does not
+ * check) is named exactly as in a section kept open, in both orders. */
+static void test_closed_section_damage_is_named(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 100, BAD = 70 };
+	const int a = 3;
+	/* the small archive's first CompressedChunk, by the top-level framing */
+	uint64_t off = (nt_load_le32(arch[a]) + 4 + 7) & ~(uint64_t)7, zchunk = 0;
+	while (off + 8 <= arch_size[a] && zchunk == 0) {
+		uint64_t size = arch[a][off + 1] ? arch[a][off + 1] * 8u : nt_load_le32(arch[a] + off + 4);
+		if (size < 8 || size > arch_size[a] - off)
+			break;
+		if (arch[a][off] == NT_KIND_ZCHUNK)
+			zchunk = off + size / 2;
+		off += size;
+	}
+	assert_true(zchunk != 0);
+	char *buf = NULL;
+	size_t size;
+	FILE *f = open_memstream(&buf, &size);
+	bw_preamble(f, 1);
+	uint8_t *bad = malloc(arch_size[a]);
+	memcpy(bad, arch[a], arch_size[a]);
+	bad[zchunk] ^= 0x5a;
+	for (int i = 0; i < SECTIONS; i++) {
+		bw_section sec = { i == BAD ? bad : arch[a], arch_size[a], states[a], modes[a],
+				   (uint32_t)pids[a] + i, (uint32_t)i + 1, names[a], "", 0 };
+		bw_section_write(f, &sec);
+	}
+	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	fclose(f);
+	free(bad);
+	nt_reader *closed = open_sections(buf, size, "auto");
+	nt_reader *open = open_sections(buf, size, "open");
+	const nt_reader_section *s = nt_reader_section_peek(closed, BAD);
+	assert_true(s->reader == NULL && s->error[0] == '\0'); /* closed: its open found nothing */
+	char named[256];
+	snprintf(named, sizeof(named), "many section %d (pid %u, %s): ", BAD,
+		 (unsigned)pids[a] + BAD, names[a]);
+	for (int order = NT_ORDER_STREAM; order <= NT_ORDER_TIME; order++) {
+		error_list want = visit_errors(open, (nt_order)order);
+		error_list got = visit_errors(closed, (nt_order)order);
+		assert_true(want.n > 0);
+		assert_non_null(strstr(want.text, named));
+		assert_string_equal(got.text, want.text);
+	}
+	nt_reader_close(open);
+	nt_reader_close(closed);
+	free(buf);
+}
+
 /* A bundle of more than 64 sections keeps them closed between visits (nt_reader_lazy.c):
  * every visit, count and rendering is what it is with every section open, a closed section
  * costs its reader a few hundred bytes, not a reader's 2.5 KiB, and nt_reader_section_at()
@@ -1039,6 +1123,25 @@ static void test_closed_sections_read_as_open_ones(void **state)
 		assert_int_equal(hdr.pid, s->info->pid);
 		assert_int_equal(hdr.events_written, nt_reader_section_at(open, i)->info->events_written);
 	}
+	/* what a listing of sections reads without decoding a header (stats, text's losses) */
+	uint32_t lossy = 0;
+	for (uint32_t i = 0; i < SECTIONS; i++) {
+		const nt_reader_section *c = nt_reader_section_peek(closed, i);
+		assert_int_equal(nt_reader_section_header(closed, i, &hdr), 0);
+		uint32_t notes = (hdr.events_dropped || hdr.dropped_rolling_full ||
+				  hdr.dropped_durable_full || hdr.dropped_stopped ||
+				  hdr.dropped_unsaved || hdr.events_overwritten
+				  ? NT_HEADER_NOTE_LOSSES : 0) |
+				 (hdr.save_errno ? NT_HEADER_NOTE_SAVE_STOPPED : 0) |
+				 (hdr.blocking_timeout_us || hdr.blocked_waits
+				  ? NT_HEADER_NOTE_BLOCKED : 0) |
+				 (hdr.traceparent[0] ? NT_HEADER_NOTE_TRACEPARENT : 0);
+		assert_int_equal(c->header_notes, notes);
+		assert_int_equal(c->events_written, hdr.events_written);
+		assert_int_equal(nt_reader_section_peek(open, i)->header_notes, notes);
+		lossy += (notes & NT_HEADER_NOTE_LOSSES) != 0;
+	}
+	assert_true(lossy > 0 && lossy < SECTIONS); /* the killed circular process overwrote */
 	char *want = rendered(open, nt_render_text), *got = rendered(closed, nt_render_text);
 	assert_string_equal(got, want); /* pinned and closed sections mixed */
 	free(want);
@@ -1065,6 +1168,7 @@ int main(void)
 		cmocka_unit_test(test_indices_at_their_limits_cost_address_space),
 		cmocka_unit_test(test_sections_visited_one_by_one_share_a_decoder),
 		cmocka_unit_test(test_closed_sections_read_as_open_ones),
+		cmocka_unit_test(test_closed_section_damage_is_named),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -294,6 +294,41 @@ static void garbage_and_empty_fail_to_open(void **state)
 	free(copy);
 }
 
+/* The header decoder keeps the plan of the last vtable it checked (each thread's), so that a
+ * bundle's thousands of headers laid out alike are checked once: a header with that vtable
+ * but a smaller table, or a string offset out of the buffer, must still fail, and the next
+ * good one still open. */
+static void header_laid_out_like_the_last_is_still_checked(void **state)
+{
+	(void)state;
+	nt_reader_error err;
+	uint8_t *copy = malloc(archive_size);
+	assert_non_null(copy);
+	uint64_t table = 4 + (uint64_t)nt_load_le32(archive + 4);
+	uint64_t vtable = table - (uint64_t)(int64_t)(int32_t)nt_load_le32(archive + table);
+	uint16_t table_size = nt_load_le16(archive + vtable + 2);
+	uint16_t producer_at = nt_load_le16(archive + vtable + 4 + 2 * 2); /* field 2 */
+	assert_true(table_size > 8 && producer_at != 0);
+	for (int round = 0; round < 2; round++) {
+		nt_reader *r = nt_reader_open_memory(archive, archive_size, "good", &err);
+		if (r == NULL)
+			fail_msg("%s", err.message);
+		nt_reader_close(r);
+
+		memcpy(copy, archive, archive_size);
+		copy[vtable + 2] = 4, copy[vtable + 3] = 0; /* the same vtable, a 4-byte table */
+		assert_null(nt_reader_open_memory(copy, archive_size, "small table", &err));
+		assert_non_null(strstr(err.message, "small table: header field out of bounds"));
+
+		memcpy(copy, archive, archive_size);
+		uint64_t at = table + producer_at; /* the same layout, the string past the end */
+		copy[at] = copy[at + 1] = copy[at + 2] = 0xff, copy[at + 3] = 0x0f;
+		assert_null(nt_reader_open_memory(copy, archive_size, "far string", &err));
+		assert_non_null(strstr(err.message, "far string: header string out of bounds"));
+	}
+	free(copy);
+}
+
 /* Offset of the first record of `kind` at top level. */
 static size_t find_top(uint8_t kind)
 {
@@ -615,6 +650,7 @@ int main(void)
 		cmocka_unit_test(truncation_at_every_byte),
 		cmocka_unit_test(bit_flips_everywhere),
 		cmocka_unit_test(garbage_and_empty_fail_to_open),
+		cmocka_unit_test(header_laid_out_like_the_last_is_still_checked),
 		cmocka_unit_test(damaged_references_are_reported_with_offsets),
 		cmocka_unit_test(thread_lookups_and_record_counts),
 		cmocka_unit_test(sparse_thread_indices_out_of_order),

@@ -287,7 +287,20 @@ typedef struct nt_reader_section {
 	uint32_t thread_base;  /* its thread i is the reader's thread thread_base + i */
 	uint32_t process_base; /* its Trace2 process i is the reader's process_base + i */
 	nt_reader_summary summary;   /* its counts (zero when it could not be opened) */
+	/* From its header, kept so that a list of many sections needs no header decoded for
+	 * the usual one that lost nothing (both zero when it could not be opened): */
+	uint64_t events_written; /* the header's events_written */
+	uint32_t header_notes;   /* NT_HEADER_NOTE_*: what else the header counts */
 } nt_reader_section;
+
+/* nt_reader_section.header_notes: set when the header has any of these nonzero; clear means
+ * each of them is 0 (or "") in nt_reader_section_header()'s copy. */
+enum {
+	NT_HEADER_NOTE_LOSSES = 1,       /* events_dropped, its four reasons, events_overwritten */
+	NT_HEADER_NOTE_SAVE_STOPPED = 2, /* save_errno */
+	NT_HEADER_NOTE_BLOCKED = 4,      /* blocking_timeout_us, blocked_waits */
+	NT_HEADER_NOTE_TRACEPARENT = 8,  /* traceparent */
+};
 
 /* Sections: 1 for a plain archive (describing it), one per process otherwise, in the order
  * read (a bundle's frames, then files by the order given, a directory's by name); the i-th,
@@ -309,8 +322,10 @@ const nt_reader_section *nt_reader_section_at(const nt_reader *r, uint32_t i);
 const nt_reader_section *nt_reader_section_peek(const nt_reader *r, uint32_t i);
 
 /* The i-th section's decoded header into *out, opening nothing (a closed section's is
- * decoded from its bytes again: O(header)). 0, or -1 when the section could not be opened,
- * i >= count, r == NULL or out == NULL. */
+ * decoded from its bytes again: O(header), a cold read of the file among thousands). A list
+ * of sections reads .events_written and .header_notes first and decodes only the headers
+ * whose notes say there is more (trace-dump's --stats, text and warnings do). 0, or -1
+ * when the section could not be opened, i >= count, r == NULL or out == NULL. */
 int nt_reader_section_header(const nt_reader *r, uint32_t i, nt_archive_info *out);
 
 /* What a many-process reader found about its inputs as wholes, besides their sections: a
@@ -741,8 +756,11 @@ int nt_render_otlp(nt_reader *r, FILE *out, nt_otlp_format format,
  * something unpaired, "  category C: A async spans never ended, B async ends never begun,
  * F flows never finished, G flow steps or ends never begun" (by (scope, pid of a process
  * id, category, name, id), whatever the order); records of kinds this reader does not know
- * as "unknown kinds: N records skipped (kinds a newer writer made: K ...)". Memory: one
- * entry per async span and flow. */
+ * as "unknown kinds: N records skipped (kinds a newer writer made: K ...)". Its lines per
+ * thread and per section (a many-process reader's providers) are formatted as OUTPUT says,
+ * the others with stdio. Returns nt_reader_visit's result, or -1 when memory runs out or a
+ * write of those lists fails (errno set; a failed write of any line leaves ferror(out)
+ * set). Memory: one entry per async span and flow. */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* SAVING STOPPED. A writer whose archive could not be written whole (a full disk, a file
