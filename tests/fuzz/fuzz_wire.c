@@ -25,11 +25,27 @@
  * by the manager: CTL_START buffers above 4 MiB (or 0: the default) are made 256 KiB, so an
  * execution stays fast.
  *
+ * The harness skips the system calls that cannot change what happens: a step polls the
+ * manager's descriptors only when a peer has acted since a poll that found none ready, or
+ * the manager polls others (manager_quiet), and the peers' sockets only when the manager has
+ * sent or closed something since they were read (peers_quiet: its sends counted through
+ * -Wl,--wrap=nt_mgr_send) or a peer connected; a socket the manager closed is not polled
+ * after its end of file; a message other than CTL_START carries /dev/null, opened once,
+ * rather than a new output file (the manager closes it unread). Each skipped poll would
+ * have found nothing ready, so every input runs as it did with a poll per step (most steps
+ * are hang-ups of peers not connected, which do nothing). What lasts from one input to the
+ * next: /dev/null (held before the first descriptor count, so each count includes it), the
+ * scratch directory, and the sends and closes counted (only compared for a change); both
+ * memos are cleared when an input starts.
+ *
  * Built a second time as fuzz_wire_msg (fuzz_wire_msg.c, WIRE_MESSAGES_ONLY): the same steps
  * without the arena (no INITIALIZE buffer mapped, so no arena write and nothing for the
  * saver to read; CTL_START buffers made 64 KiB; no descriptor count): the message and FIFO
  * packet handling alone, so its corpus holds only what reaches new message paths. It is no
- * faster: both spend their time in system calls (socketpairs, buffers, the output's sync).
+ * faster: what is left of both, beside libFuzzer's own bookkeeping of features (a fifth to a
+ * quarter of their time, clang 14's entropic scheduling), is the manager's own system calls
+ * and page faults (socketpairs, buffers and their pages, saver threads started and joined,
+ * /proc reads of a peer's process, output and stream files made and destroyed).
  */
 #include "manager/core/nt_mgr_loop.c"
 
@@ -53,12 +69,60 @@
 
 typedef struct peer {
 	int sock;      /* -1: not connected */
+	int ended;     /* the manager closed its end: sock reads nothing but EOF from now on */
 	int fifo;      /* from INITIALIZE, or -1 */
 	uint8_t *arena; /* the buffer INITIALIZE gave, mapped shared, or NULL */
 	size_t arena_size;
 } peer;
 
 static char scratch_dir[512];
+static int stand_in = -1; /* /dev/null: what a message other than CTL_START carries */
+
+/* The manager's descriptors as serve() last polled them when none was ready, and whether a
+ * peer has acted since (sent, written its FIFO, hung up, taken answers, connected). Only a
+ * peer makes one of the manager's sockets or FIFOs readable (or a controller's writable):
+ * the manager's own work (timers, compact, the saver threads' FIFO answers) reads, writes
+ * toward the peers and closes. So while no peer acts and the manager polls the same
+ * descriptors for the same events, that poll would find none ready again: serve() skips it
+ * (most steps are such, a hang-up of a peer not connected above all). Reset per input. */
+static struct {
+	int valid;
+	nfds_t n;
+	struct pollfd pfd[2 * NT_MGR_MAX_CONNS];
+} manager_quiet;
+
+/* A peer acted: serve() polls again. */
+static void peer_acted(void)
+{
+	manager_quiet.valid = 0;
+}
+
+/* Messages the manager sent and connections it closed, counted from the start of the
+ * process: only these make a peer's socket readable. Every message the manager sends a peer
+ * goes through nt_mgr_send (the saver threads write only FIFOs, which the peers never
+ * read), and tests/fuzz/meson.build links these targets with -Wl,--wrap=nt_mgr_send so
+ * that the calls come here first; connections are closed by compact(), which serve() calls
+ * (nt_manager_free's are after the last drain). Both are touched only by the loop's
+ * thread. */
+static unsigned long manager_sends, manager_closes;
+
+/* The peers' sockets as drain_all() last left them: each read until nothing was left (or
+ * its end of file), with the counts above at that time. While those counts and the peers
+ * polled stay the same, a poll would find none readable: drain_all() skips it. */
+static struct {
+	int valid;
+	int n;
+	int sock[PEERS];
+	unsigned long sends, closes;
+} peers_quiet;
+
+int __real_nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds);
+int __wrap_nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds);
+int __wrap_nt_mgr_send(int sock, const nt_wire_msg *msg, const int *fds, int nfds)
+{
+	manager_sends++;
+	return __real_nt_mgr_send(sock, msg, fds, nfds);
+}
 
 /* Up to `want` bytes of the input into out (the rest of out is left as it was). */
 static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t want)
@@ -99,7 +163,9 @@ static void hang_up(peer *p)
 		close(p->fifo);
 	if (p->arena != NULL)
 		munmap(p->arena, p->arena_size);
-	*p = (peer){ -1, -1, NULL, 0 };
+	if (p->sock >= 0 || p->fifo >= 0)
+		peer_acted();
+	*p = (peer){ -1, 0, -1, NULL, 0 };
 }
 
 /* What a provider writes at the start of the buffer INITIALIZE gave it (as
@@ -156,6 +222,9 @@ static int connect_peer(nt_manager *m, peer *p)
 		return 0;
 	}
 	p->sock = sv[1];
+	p->ended = 0;
+	peer_acted();
+	peers_quiet.valid = 0; /* a new socket (perhaps under a closed one's number) */
 	return 1;
 }
 
@@ -197,20 +266,31 @@ static void send_message(peer *pr, const uint8_t **p, const uint8_t *end, int op
 	if (msg.type == NT_WIRE_CTL_START &&
 	    (msg.b == 0 || msg.b > (WIRE_MESSAGES_ONLY ? START_BUFFER_CAP : 4u << 20)))
 		msg.b = START_BUFFER_CAP;
-	int fd = op & 0x10 ? output_file() : -1;
-	nt_mgr_send(pr->sock, &msg, &fd, fd >= 0 ? 1 : 0);
-	if (fd >= 0)
+	/* Only CTL_START's descriptor is looked at (the manager writes the bundle into it); any
+	 * other message's is closed unread, so it gets a copy of a file held for the process
+	 * (stand_in, opened before the first descriptor count) instead of a new file made and
+	 * destroyed. */
+	int fd = !(op & 0x10) ? -1 : msg.type == NT_WIRE_CTL_START ? output_file() : stand_in;
+	__real_nt_mgr_send(pr->sock, &msg, &fd, fd >= 0 ? 1 : 0); /* not the manager's */
+	peer_acted();
+	if (fd >= 0 && fd != stand_in)
 		close(fd);
 }
 
-/* The peer takes its answers; the FIFO of an INITIALIZE is kept, other descriptors closed. */
+/* The peer takes its answers; the FIFO of an INITIALIZE is kept, other descriptors closed.
+ * End of file (the manager closed the connection, and never sends an empty message) is
+ * noted: nothing can come after it, so drain_all() no longer polls that socket. */
 static void drain(peer *pr)
 {
 	for (;;) {
 		nt_wire_msg msg;
 		int fds[4], nfds;
-		if (pr->sock < 0 || nt_sock_recv(pr->sock, &msg, sizeof(msg), fds, 4, &nfds, 1) <= 0)
+		ssize_t n = pr->sock < 0 ? -1
+			    : nt_sock_recv(pr->sock, &msg, sizeof(msg), fds, 4, &nfds, 1);
+		pr->ended |= n == 0;
+		if (n <= 0)
 			return;
+		peer_acted(); /* room in its socket (a controller owed answers), FIFOs closed */
 		for (int i = 0; i < nfds; i++) {
 			if (msg.type == NT_WIRE_INITIALIZE && i == 0 && !WIRE_MESSAGES_ONLY)
 				provider_arena(pr, &msg, fds[i]);
@@ -228,22 +308,37 @@ static void drain(peer *pr)
 
 /* Each peer takes its answers, as drain(): one poll() of the connected peers, then only
  * those with something to read are read (a failing recvmsg per peer and step was a third of
- * the system calls of a fuzz_wire_msg execution). */
+ * the system calls of a fuzz_wire_msg execution); no poll while none can have anything
+ * (peers_quiet: most steps, the manager having sent nothing). */
 static void drain_all(peer *peers)
 {
 	struct pollfd pfd[PEERS];
-	int who[PEERS], n = 0;
+	int who[PEERS], sock[PEERS], n = 0;
 	for (int i = 0; i < PEERS; i++) {
-		if (peers[i].sock < 0)
+		if (peers[i].sock < 0 || peers[i].ended)
 			continue;
 		who[n] = i;
+		sock[n] = peers[i].sock;
 		pfd[n++] = (struct pollfd){ .fd = peers[i].sock, .events = POLLIN };
 	}
-	if (n == 0 || poll(pfd, (nfds_t)n, 0) <= 0)
+	if (peers_quiet.valid && peers_quiet.n == n &&
+	    memcmp(peers_quiet.sock, sock, (size_t)n * sizeof(sock[0])) == 0 &&
+	    peers_quiet.sends == manager_sends && peers_quiet.closes == manager_closes)
 		return;
-	for (int k = 0; k < n; k++)
-		if (pfd[k].revents != 0)
-			drain(&peers[who[k]]);
+	if (n > 0 && poll(pfd, (nfds_t)n, 0) > 0)
+		for (int k = 0; k < n; k++)
+			if (pfd[k].revents != 0)
+				drain(&peers[who[k]]);
+	/* Read to EAGAIN or end of file, each of the sockets: none is readable now (one that
+	 * ended is left out of the next poll, so the set is taken after the reads). */
+	n = 0;
+	for (int i = 0; i < PEERS; i++)
+		if (peers[i].sock >= 0 && !peers[i].ended)
+			peers_quiet.sock[n++] = peers[i].sock;
+	peers_quiet.n = n;
+	peers_quiet.sends = manager_sends;
+	peers_quiet.closes = manager_closes;
+	peers_quiet.valid = 1;
 }
 
 /* One turn of the loop as turn() takes it, without its listening socket and stop eventfd
@@ -265,8 +360,19 @@ static void serve(nt_manager *m)
 			pfd[n++] = (struct pollfd){ .fd = c->prov->fifo, .events = POLLIN };
 		}
 	}
-	if (n > 0 && poll(pfd, (nfds_t)n, 0) < 0)
-		n = 0;
+	if (manager_quiet.valid && manager_quiet.n == (nfds_t)n &&
+	    memcmp(manager_quiet.pfd, pfd, (size_t)n * sizeof(pfd[0])) == 0) {
+		n = 0; /* none would be ready (manager_quiet) */
+	} else if (n > 0) {
+		int ready = poll(pfd, (nfds_t)n, 0);
+		manager_quiet.valid = ready == 0;
+		if (ready == 0) {
+			manager_quiet.n = (nfds_t)n;
+			memcpy(manager_quiet.pfd, pfd, (size_t)n * sizeof(pfd[0]));
+		}
+		if (ready <= 0)
+			n = 0;
+	}
 	for (int k = 0; k < n; k++) {
 		nt_mgr_conn *c = &m->conns[who[k] / 2];
 		if (pfd[k].revents == 0 || c->closing)
@@ -279,7 +385,9 @@ static void serve(nt_manager *m)
 			nt_mgr_provider_fifo(m, c);
 	}
 	timers(m);
+	int before = m->nconns;
 	compact(m);
+	manager_closes += (unsigned long)(before - m->nconns);
 }
 
 /* Descriptors this process holds (a leak shows as a count that grows across one run). */
@@ -297,11 +405,15 @@ static int open_fds(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	if (stand_in < 0 && (stand_in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		abort();
 	int fds_before = WIRE_MESSAGES_ONLY ? 0 : open_fds();
 	nt_manager *m = manager_new();
 	peer peers[PEERS];
 	for (int i = 0; i < PEERS; i++)
-		peers[i] = (peer){ -1, -1, NULL, 0 };
+		peers[i] = (peer){ -1, 0, -1, NULL, 0 };
+	peer_acted(); /* nothing of the last input's manager is known */
+	peers_quiet.valid = 0;
 	const uint8_t *p = data, *end = data + size;
 	while (p < end) {
 		int op = *p++;
@@ -315,8 +427,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			nt_fifo_packet pkt;
 			memset(&pkt, 0, sizeof(pkt));
 			take(&p, end, &pkt, sizeof(pkt));
-			if (pr->fifo >= 0 && write(pr->fifo, &pkt, sizeof(pkt)) < 0)
-				break;
+			if (pr->fifo >= 0) {
+				ssize_t w = write(pr->fifo, &pkt, sizeof(pkt));
+				(void)w; /* a full FIFO drops it, as a provider's would */
+				peer_acted();
+			}
 			break;
 		}
 		case 2:
