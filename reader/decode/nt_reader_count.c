@@ -132,13 +132,13 @@ static void count_all(const nt_reader *r, tally *t)
 			int closed = nt_many_section_closed(r, i);
 			if (closed && t->blocked != NULL && r->many->lazy[i].blocked_waits == 0)
 				continue;
-			nt_reader *s = nt_many_section_open(r, i, &why); /* skipped as a visit skips it */
+			nt_reader *s = nt_many_section_open(r, i, NULL, &why); /* skipped as a visit skips it */
 			if (s != NULL && (t->blocked == NULL || s->info.blocked_waits != 0)) {
 				t->thread_base = r->many->sections[i].thread_base;
 				count_archive(s, &z, t);
 			}
 			if (closed)
-				nt_many_section_done(r, i, s);
+				nt_many_section_done(r, i, s, NULL);
 		}
 	} else if (t->blocked == NULL || r->info.blocked_waits != 0) {
 		count_archive(r, &z, t);

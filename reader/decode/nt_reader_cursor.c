@@ -38,6 +38,7 @@ struct nt_reader_cursor {
 	chunk_cursor c;
 	uint64_t *tally;        /* stream order: what nt_reader_count_records counts (c.tally) */
 	time_merge *tm;         /* time order (nt_reader_time.c) */
+	sections_ahead *sa;     /* stream order: closed sections opened ahead (NULL: none) */
 	char msg[NT_VISIT_MSG_BYTES]; /* the visits' damage messages (visit.msg) */
 };
 
@@ -107,9 +108,14 @@ static int stream_chunk_next(nt_reader_cursor *cu, visit *v, const push_sink *pu
 static int stream_section_begin(nt_reader_cursor *cu)
 {
 	visit *v = &cu->vs[cu->vi];
+	if (v->closed)
+		v->given = nt_sections_ahead_take(cu->sa, cu->vi);
 	int rc = nt_visit_open_section(v);
-	if (rc <= 0)
+	if (rc <= 0) {
+		nt_sections_ahead_done(cu->sa, cu->vi);
+		v->given = NULL;
 		return rc;
+	}
 	nt_reader *r = v->r;
 	cu->section_open = 1;
 	cu->expected = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
@@ -132,7 +138,12 @@ static void stream_section_end(nt_reader_cursor *cu)
 	free(cu->expected);
 	cu->expected = NULL;
 	cu->section_open = 0;
-	nt_visit_close_section(&cu->vs[cu->vi]);
+	visit *v = &cu->vs[cu->vi];
+	nt_visit_close_section(v);
+	if (v->given != NULL) {
+		nt_sections_ahead_done(cu->sa, cu->vi);
+		v->given = NULL;
+	}
 }
 
 /* Next event of section vi in file order (its record stream, then an Arena layout's
@@ -291,6 +302,8 @@ static int cursor_setup(nt_reader_cursor *cu)
 	if (cu->order == NT_ORDER_TIME)
 		return nt_time_open(cu->vs, cu->nv, &cu->tm);
 	tally_setup(cu);
+	if (r->many)
+		cu->sa = nt_sections_ahead_start(cu->vs, cu->nv, proto.ahead_buffers);
 	return (cu->args = malloc(sizeof(*cu->args) * MAX_ARGS)) == NULL ? -1 : 0;
 }
 
@@ -353,6 +366,7 @@ void nt_reader_cursor_close(nt_reader_cursor *cu)
 		return;
 	if (cu->section_open)
 		stream_section_end(cu);
+	nt_sections_ahead_stop(cu->sa);
 	nt_time_close(cu->tm, cu->vs, cu->nv);
 	nt_reader_decoder_give(cu->r, cu->zdec);
 	free(cu->vs);

@@ -81,6 +81,16 @@ typedef struct lazy_section {
 	uint32_t thread_limit;     /* its nt_reader_thread_index_limit */
 } lazy_section;
 
+/* The sections' headers added up as they open (nt_reader_merge.c): the reader's, or a
+ * thread's that opens a range of a bundle's sections, added to the reader's after. */
+typedef struct open_totals {
+	nt_archive_info first;   /* the earliest section's header */
+	int have_first;
+	nt_archive_info sum;     /* every section's counts summed */
+	nt_reader_summary summary;
+	uint32_t max_category_len, max_name_len, max_event_name_len;
+} open_totals;
+
 typedef struct reader_many {
 	nt_reader_section *sections;
 	size_t nsections, sections_cap;
@@ -88,8 +98,7 @@ typedef struct reader_many {
 	size_t lazy_cap;
 	nt_reader_slab kept;      /* what the closed sections keep */
 	int sections_mode;        /* NT_SECTIONS_*: NANOTRACE_READER_SECTIONS */
-	nt_archive_info sum;      /* merging the sections' headers as they open ... */
-	int have_first;           /* ... and the earliest one's, in m->info */
+	open_totals totals;       /* the sections' headers as they open, into m->info at the end */
 	pthread_mutex_t pin_lock; /* nt_many_section_pin's: sections[i].reader set once */
 	/* A closed section's reader given back, whose allocations the next section opened
 	 * takes over (nt_section_recycle); exchanged atomically, NULL when none. */
@@ -306,7 +315,9 @@ int nt_many_sections_mode(void);
  * bundle)? Then nt_many_close_now keeps what the reader's tables and its visits need (its
  * string pool, its threads, their first chunks) and closes it: -1 when memory runs out. */
 int nt_many_section_may_close(const nt_reader *m, const nt_reader *s, size_t bundle_sections);
-int nt_many_close_now(nt_reader *m, uint32_t i);
+/* What it keeps goes into `kept`, its reader into *spare (nt_section_recycle): the reader's
+ * own, or those of a thread opening a range of sections. */
+int nt_many_close_now(nt_reader *m, uint32_t i, nt_reader_slab *kept, nt_reader **spare);
 /* Section i's thread index limit, and its j-th thread (j < its summary.threads), open or
  * closed. */
 uint32_t nt_many_section_thread_limit(const nt_reader *m, uint32_t i);
@@ -315,9 +326,12 @@ const nt_reader_thread *nt_many_section_thread(const nt_reader *m, uint32_t i, u
 int nt_many_section_closed(const nt_reader *m, uint32_t i);
 /* Section i's reader for one visit or count: its own when it is open for the reader's life,
  * else one opened now (NULL, and *why, when it cannot be, which a file that changed under
- * its mapping or memory running out cause); give it back with nt_many_section_done. */
-nt_reader *nt_many_section_open(const nt_reader *m, uint32_t i, const char **why);
-void nt_many_section_done(const nt_reader *m, uint32_t i, nt_reader *s);
+ * its mapping or memory running out cause); give it back with nt_many_section_done. A
+ * reader opened now takes over the allocations of the one given back into *spare (NULL:
+ * the reader's own slot, shared by every thread; a helper keeps its own, nearer). */
+nt_reader *nt_many_section_open(const nt_reader *m, uint32_t i, nt_reader **spare,
+				const char **why);
+void nt_many_section_done(const nt_reader *m, uint32_t i, nt_reader *s, nt_reader **spare);
 /* nt_reader_section_at's: section i opened for the reader's life; NULL when it cannot be. */
 nt_reader *nt_many_section_pin(const nt_reader *m, uint32_t i);
 /* The name a section's reader has, which its damage messages start with. */
@@ -332,6 +346,8 @@ nt_reader *nt_reader_pack(nt_reader *r, nt_reader_slab *slab);
 void nt_reader_slab_free(nt_reader_slab *slab);
 /* `n` bytes of `slab`, aligned as malloc's; NULL when memory runs out. */
 void *nt_reader_slab_alloc(nt_reader_slab *slab, size_t n);
+/* Every block of `from` moved into `to` (freed with it); `from` is empty after. */
+void nt_reader_slab_adopt(nt_reader_slab *to, nt_reader_slab *from);
 /* Points r's strings and thread names at `pool`, a copy of r->pool laid out the same. */
 void nt_reader_use_pool(nt_reader *r, const char *pool);
 
@@ -358,6 +374,13 @@ nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, con
 /* A many-process reader of `n` (> 0) paths, each a file or a directory of archives. */
 nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_error *err);
 void nt_many_close(nt_reader *r);
+
+/* nt_reader_merge.c: section s (its reader r, just opened) into the totals; a range's
+ * totals into those of the sections before it; and, every section open, the reader's
+ * tables and header made from theirs (1; 0 and *err when memory runs out). */
+void nt_open_totals_add_section(open_totals *t, const nt_reader_section *s, const nt_reader *r);
+void nt_open_totals_add(open_totals *to, const open_totals *later);
+int nt_many_finish(nt_reader *m, nt_reader_error *err);
 
 /* nt_reader_frame.c: the top-level records (format/nt_record.h's framing).
  * Size in bytes of the top-level record at `off` (RecordPrefix or LargePrefix), or 0 when it

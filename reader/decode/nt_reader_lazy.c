@@ -113,11 +113,12 @@ int nt_many_section_may_close(const nt_reader *m, const nt_reader *s, size_t bun
 /* Its threads in index order (their names pointed at `pool`), and each one's first chunk by
  * its base time: where a time-ordered merge starts the thread's stream (a chunk's records
  * only move its clock on). */
-static int keep_threads(reader_many *mm, lazy_section *lz, const nt_reader *s, const char *pool)
+static int keep_threads(nt_reader_slab *kept, lazy_section *lz, const nt_reader *s,
+			const char *pool)
 {
 	uint32_t n = s->summary.threads;
-	lz->threads = nt_reader_slab_alloc(&mm->kept, (n ? n : 1) * sizeof(*lz->threads));
-	lz->keys = nt_reader_slab_alloc(&mm->kept, (n ? n : 1) * sizeof(*lz->keys));
+	lz->threads = nt_reader_slab_alloc(kept, (n ? n : 1) * sizeof(*lz->threads));
+	lz->keys = nt_reader_slab_alloc(kept, (n ? n : 1) * sizeof(*lz->keys));
 	if (lz->threads == NULL || lz->keys == NULL)
 		return -1;
 	for (uint32_t j = 0; j < n; j++) {
@@ -142,7 +143,7 @@ static int keep_threads(reader_many *mm, lazy_section *lz, const nt_reader *s, c
 	return 0;
 }
 
-int nt_many_close_now(nt_reader *m, uint32_t i)
+int nt_many_close_now(nt_reader *m, uint32_t i, nt_reader_slab *kept, nt_reader **spare)
 {
 	reader_many *mm = m->many;
 	nt_reader_section *sec = &mm->sections[i];
@@ -151,8 +152,8 @@ int nt_many_close_now(nt_reader *m, uint32_t i)
 	if (!nt_grow(&mm->lazy, &mm->lazy_cap, mm->sections_cap, sizeof(*mm->lazy)))
 		return -1;
 	lazy_section *lz = &mm->lazy[i];
-	char *pool = nt_reader_slab_alloc(&mm->kept, s->pool_len ? s->pool_len : 1);
-	if (pool == NULL || keep_threads(mm, lz, s, pool) < 0)
+	char *pool = nt_reader_slab_alloc(kept, s->pool_len ? s->pool_len : 1);
+	if (pool == NULL || keep_threads(kept, lz, s, pool) < 0)
 		return -1;
 	memcpy(pool, s->pool, s->pool_len);
 	lz->pool = pool;
@@ -165,7 +166,7 @@ int nt_many_close_now(nt_reader *m, uint32_t i)
 	lz->blocked_waits = s->info.blocked_waits;
 	sec->reader = NULL;
 	sec->info = NULL;
-	nt_section_recycle(&mm->spare_section, s);
+	nt_section_recycle(spare, s);
 	return 0;
 }
 
@@ -193,7 +194,8 @@ int nt_many_section_closed(const nt_reader *m, uint32_t i)
 /* Section i read again from its bytes, its strings pointed at the pool its first open
  * kept; NULL and *why when it cannot be. `pin`: for the reader's life, named as its
  * first open was; else for one visit or count, a reader named "". */
-static nt_reader *reopen(const nt_reader *m, uint32_t i, int pin, const char **why)
+static nt_reader *reopen(const nt_reader *m, uint32_t i, int pin, nt_reader **spare,
+			 const char **why)
 {
 	const reader_many *mm = m->many;
 	const nt_reader_section *sec = &mm->sections[i];
@@ -205,9 +207,7 @@ static nt_reader *reopen(const nt_reader *m, uint32_t i, int pin, const char **w
 		nt_many_section_label(sec, label, sizeof(label));
 		s = nt_reader_over(lz->data, lz->size, 0, label, &err);
 	} else { /* unnamed: its visit names the section in a message when it has one */
-		/* the slot is a cache the const reader's calls share (atomically) */
-		s = nt_section_over((nt_reader **)(uintptr_t)&mm->spare_section, lz->data, lz->size,
-				    "", &err);
+		s = nt_section_over(spare, lz->data, lz->size, "", &err);
 	}
 	if (s == NULL) {
 		*why = "the section can no longer be read (its file changed since it was opened, "
@@ -228,18 +228,26 @@ static nt_reader *reopen(const nt_reader *m, uint32_t i, int pin, const char **w
 	return s;
 }
 
-nt_reader *nt_many_section_open(const nt_reader *m, uint32_t i, const char **why)
+/* The reader's own slot for a reader given back: a cache the const reader's calls share
+ * (atomically). */
+static nt_reader **shared_spare(const nt_reader *m)
+{
+	return (nt_reader **)(uintptr_t)&m->many->spare_section;
+}
+
+nt_reader *nt_many_section_open(const nt_reader *m, uint32_t i, nt_reader **spare,
+				const char **why)
 {
 	nt_reader *pinned = __atomic_load_n(&m->many->sections[i].reader, __ATOMIC_ACQUIRE);
 	if (pinned != NULL || !nt_many_section_closed(m, i))
 		return pinned;
-	return reopen(m, i, 0, why);
+	return reopen(m, i, 0, spare != NULL ? spare : shared_spare(m), why);
 }
 
-void nt_many_section_done(const nt_reader *m, uint32_t i, nt_reader *s)
+void nt_many_section_done(const nt_reader *m, uint32_t i, nt_reader *s, nt_reader **spare)
 {
 	if (s != NULL && s != __atomic_load_n(&m->many->sections[i].reader, __ATOMIC_ACQUIRE))
-		nt_section_recycle((nt_reader **)(uintptr_t)&m->many->spare_section, s);
+		nt_section_recycle(spare != NULL ? spare : shared_spare(m), s);
 }
 
 nt_reader *nt_many_section_pin(const nt_reader *m, uint32_t i)
@@ -252,7 +260,7 @@ nt_reader *nt_many_section_pin(const nt_reader *m, uint32_t i)
 	pthread_mutex_lock(&mm->pin_lock);
 	if ((s = sec->reader) == NULL) {
 		const char *why;
-		if ((s = reopen(m, i, 1, &why)) != NULL) {
+		if ((s = reopen(m, i, 1, NULL, &why)) != NULL) {
 			sec->info = nt_reader_info(s);
 			__atomic_store_n(&sec->reader, s, __ATOMIC_RELEASE);
 		}

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "reader/common/nt_grow.h"
 #include "format/nt_bundle.h"
+#include "nt_reader_ahead.h"
 #include "nt_reader_internal.h"
 
 int nt_is_bundle(const uint8_t *data, size_t size)
@@ -98,18 +100,24 @@ static const char *add_source(reader_many *mm, const char *file)
 	return mm->sources[mm->nsources++] = copy;
 }
 
-/* A new section, zeroed but for its strings ("" until set); NULL when memory runs out. */
+/* Section i of the table, zeroed but for its strings ("" until set). */
+static nt_reader_section *init_section(reader_many *mm, size_t i, const char *source)
+{
+	nt_reader_section *s = &mm->sections[i];
+	s->source = source;
+	s->name = s->message = s->error = s->end_text = nothing;
+	s->index = (uint32_t)i;
+	return s;
+}
+
+/* A new section; NULL when memory runs out. */
 static nt_reader_section *add_section(reader_many *mm, const char *file)
 {
 	const char *source = add_source(mm, file);
 	if (source == NULL ||
 	    !nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + 1, sizeof(*mm->sections)))
 		return NULL;
-	nt_reader_section *s = &mm->sections[mm->nsections];
-	s->source = source;
-	s->name = s->message = s->error = s->end_text = nothing;
-	s->index = (uint32_t)mm->nsections++;
-	return s;
+	return init_section(mm, mm->nsections++, source);
 }
 
 static void replace(const char **field, char *value)
@@ -118,14 +126,39 @@ static void replace(const char **field, char *value)
 	*field = value;
 }
 
-/* Open a section's archive: a slice of a bundle or a whole mapped file, packed into the
- * slab. The reader is named after the section, so its own messages say which one. */
-static int merge_section(nt_reader *m, nt_reader_section *s, size_t bundle_sections);
+/* Where an opened section's parts go: the reader's own slabs, spare reader and totals, or
+ * those of a thread opening a range of a bundle's sections (open_range), which touches
+ * nothing else of the reader's but its sections in that range. */
+typedef struct section_opener {
+	nt_reader *m;
+	nt_reader_slab *slab;  /* readers packed (the sections kept open) */
+	nt_reader_slab *kept;  /* what the closed sections keep */
+	nt_reader **spare;     /* a section's reader recycled for the next */
+	open_totals *totals;
+} section_opener;
 
-static int open_section(nt_reader *m, nt_reader_section *s, const uint8_t *data, size_t size,
-			int mapped, size_t bundle_sections)
+static section_opener own_opener(nt_reader *m)
 {
 	reader_many *mm = m->many;
+	return (section_opener){ m, &mm->slab, &mm->kept, &mm->spare_section, &mm->totals };
+}
+
+/* A section just opened: its header into the totals, then closed until a visit needs it
+ * where nt_reader_lazy.c's rule says so (its tables are merged at the end, from what it
+ * kept). 0 when memory runs out. */
+static int merge_section(const section_opener *o, nt_reader_section *s, size_t bundle_sections)
+{
+	nt_open_totals_add_section(o->totals, s, s->reader);
+	return !nt_many_section_may_close(o->m, s->reader, bundle_sections) ||
+	       nt_many_close_now(o->m, s->index, o->kept, o->spare) == 0;
+}
+
+/* Open a section's archive: a slice of a bundle or a whole mapped file, packed into the
+ * slab. The reader is named after the section, so its own messages say which one. */
+static int open_section(const section_opener *o, nt_reader_section *s, const uint8_t *data,
+			size_t size, int mapped, size_t bundle_sections)
+{
+	nt_reader *m = o->m;
 	char label[256];
 	nt_many_section_label(s, label, sizeof(label));
 	nt_reader_error err;
@@ -135,7 +168,7 @@ static int open_section(nt_reader *m, nt_reader_section *s, const uint8_t *data,
 		s->reader = NULL;
 	} else {
 		s->reader = mapped ? nt_reader_over(data, size, mapped, label, &err)
-				   : nt_section_over(&mm->spare_section, data, size, label, &err);
+				   : nt_section_over(o->spare, data, size, label, &err);
 	}
 	if (s->reader == NULL) {
 		s->error_offset = s->offset + err.offset;
@@ -146,7 +179,7 @@ static int open_section(nt_reader *m, nt_reader_section *s, const uint8_t *data,
 		return 1;
 	}
 	if (!nt_many_section_may_close(m, s->reader, bundle_sections))
-		s->reader = nt_reader_pack(s->reader, &mm->slab);
+		s->reader = nt_reader_pack(s->reader, o->slab);
 	s->reader->in_many = 1;
 	s->reader->file_base = s->offset;
 	s->reader->decoder_owner = m;
@@ -162,15 +195,14 @@ static int open_section(nt_reader *m, nt_reader_section *s, const uint8_t *data,
 			return 0;
 		replace(&s->name, name);
 	}
-	return merge_section(m, s, bundle_sections);
+	return merge_section(o, s, bundle_sections);
 }
 
-/* One SECTION frame's description (name, message, numbers) into a new section. */
-static nt_reader_section *frame_section(reader_many *mm, const char *file,
-					const nt_bundle_frame *f, const uint8_t *text,
-					uint64_t archive_off)
+/* One SECTION frame's description (name, message, numbers) into section s; NULL when
+ * memory runs out. */
+static nt_reader_section *frame_section(nt_reader_section *s, const nt_bundle_frame *f,
+					const uint8_t *text, uint64_t archive_off)
 {
-	nt_reader_section *s = add_section(mm, file);
 	if (s == NULL)
 		return NULL;
 	char *name = copy_bytes(text, f->name_len);
@@ -240,16 +272,135 @@ static size_t count_sections(const uint8_t *data, size_t size)
 	return n;
 }
 
-/* Walk a bundle's frames, opening each section as it is read (`nsections` of them, as
- * count_sections found). 0: out of memory. */
-static int read_frames(nt_reader *m, const char *file, const uint8_t *data, size_t size,
-		       size_t nsections)
+/* ---- a large bundle's sections opened on two threads ---------------------------------- */
+
+/* From this many sections on (any number from 4 when NANOTRACE_READER_AHEAD forces
+ * helpers), a bundle's open is shared with a second thread (when the process may use two
+ * CPUs: nt_ahead_plan): a section's open is a function of its bytes, and on 20,000 short
+ * processes it was most of `nt_reader_open`'s 11 ms. */
+#define OPEN_RANGE_MIN 256
+
+/* Sections [first, end) of a bundle, opened by a thread of their own: frames that
+ * count_sections read whole (so no frame among them is a problem), each into its place in
+ * the table (reserved whole), with its own slabs, spare reader and totals, which the
+ * reader adopts when it reaches `first` (join_range): as if it had opened them itself. The
+ * last section is the reader's own, which is where the walk meets the END frame, or the
+ * bundle's end, and says what it finds there. */
+typedef struct open_range {
+	section_opener o;
+	nt_reader_slab slab, kept;
+	nt_reader *spare;
+	open_totals totals;
+	const uint8_t *data;
+	size_t size, bundle_sections;
+	const char *source;
+	uint64_t off;      /* its first frame, then the frame after its last */
+	size_t first, end; /* in the reader's table of sections */
+	int ok, joined;
+	pthread_t thread;
+} open_range;
+
+static void *open_range_main(void *arg)
+{
+	open_range *g = arg;
+	reader_many *mm = g->o.m->many;
+	g->ok = 1;
+	for (size_t i = g->first; i < g->end && g->ok; i++) {
+		nt_bundle_frame f;
+		uint64_t head, next;
+		memcpy(&f, g->data + g->off, sizeof(f));
+		(void)nt_bundle_frame_fit(&f, g->off, g->size, &head, &next);
+		nt_reader_section *s = frame_section(init_section(mm, i, g->source), &f,
+						     g->data + g->off + sizeof(f), g->off + head);
+		g->ok = s != NULL &&
+			open_section(&g->o, s, g->data + s->offset, s->size, 0, g->bundle_sections);
+		g->off = next;
+	}
+	return NULL;
+}
+
+/* The offset of the frame `k` SECTION frames after the one at `off` (count_sections read
+ * them whole). */
+static uint64_t frames_after(const uint8_t *data, size_t size, uint64_t off, size_t k)
+{
+	for (uint64_t head, next; k > 0; k--, off = next) {
+		nt_bundle_frame f;
+		memcpy(&f, data + off, sizeof(f));
+		(void)nt_bundle_frame_fit(&f, off, size, &head, &next);
+	}
+	return off;
+}
+
+/* The second thread's half of a bundle of `nsections` sections (its table reserved),
+ * started; NULL (open them all here) when not worth it or it cannot be. */
+static open_range *start_range(nt_reader *m, const char *file, const uint8_t *data,
+			       size_t size, size_t nsections)
 {
 	reader_many *mm = m->many;
+	int forced;
+	if (nt_ahead_plan(m, &forced) == 0 || nsections < (forced ? 4 : OPEN_RANGE_MIN))
+		return NULL;
+	const char *source = add_source(mm, file);
+	/* the lazy table whole now: no thread grows it under the other */
+	if (source == NULL ||
+	    (mm->sections_mode != NT_SECTIONS_OPEN &&
+	     !nt_grow(&mm->lazy, &mm->lazy_cap, mm->sections_cap, sizeof(*mm->lazy))))
+		return NULL;
+	open_range *g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return NULL;
+	g->o = (section_opener){ m, &g->slab, &g->kept, &g->spare, &g->totals };
+	g->data = data;
+	g->size = size;
+	g->bundle_sections = nsections;
+	g->source = source;
+	g->first = mm->nsections + nsections / 2;
+	g->end = mm->nsections + nsections - 1;
+	g->off = frames_after(data, size, sizeof(nt_bundle_preamble), nsections / 2);
+	if (pthread_create(&g->thread, NULL, open_range_main, g) != 0) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* The second thread's sections made the reader's (once the reader opened those before
+ * them, or when the open ends early: then the table counts them too, so that they are
+ * freed). 0 when memory ran out there. */
+static int join_range(nt_reader *m, open_range *g)
+{
+	reader_many *mm = m->many;
+	if (g->joined)
+		return g->ok;
+	pthread_join(g->thread, NULL);
+	g->joined = 1;
+	nt_reader_slab_adopt(&mm->slab, &g->slab);
+	nt_reader_slab_adopt(&mm->kept, &g->kept);
+	nt_single_close(g->spare);
+	nt_open_totals_add(&mm->totals, &g->totals);
+	if (mm->nsections < g->end)
+		mm->nsections = g->end;
+	return g->ok;
+}
+
+/* Walk a bundle's frames, opening each section as it is read (`nsections` of them, as
+ * count_sections found), but those of the second thread's range `g` (when not NULL), which
+ * it takes over when it reaches them. 0: out of memory. */
+static int read_frames(nt_reader *m, const char *file, const uint8_t *data, size_t size,
+		       size_t nsections, open_range *g)
+{
+	reader_many *mm = m->many;
+	section_opener own = own_opener(m);
 	uint64_t off = sizeof(nt_bundle_preamble);
 	uint32_t nsec = 0;
 	char what[256];
 	for (;;) {
+		if (g != NULL && mm->nsections == g->first) {
+			if (!join_range(m, g))
+				return 0;
+			nsec += (uint32_t)(g->end - g->first);
+			off = g->off;
+		}
 		if (size - off < sizeof(nt_bundle_frame)) {
 			snprintf(what, sizeof(what), "cut short after %u sections (%s)", nsec,
 				 off == size ? "no END frame" : "inside a frame header");
@@ -278,8 +429,8 @@ static int read_frames(nt_reader *m, const char *file, const uint8_t *data, size
 		const uint8_t *text = data + off + sizeof(f);
 		if (f.kind == NT_BUNDLE_END)
 			return read_end(mm, file, &f, text + f.name_len, off, next, size, nsec);
-		nt_reader_section *s = frame_section(mm, file, &f, text, off + head);
-		if (s == NULL || !open_section(m, s, data + s->offset, s->size, 0, nsections))
+		nt_reader_section *s = frame_section(add_section(mm, file), &f, text, off + head);
+		if (s == NULL || !open_section(&own, s, data + s->offset, s->size, 0, nsections))
 			return 0;
 		nsec++;
 		if (fit == NT_BUNDLE_FIT_CUT_PAD) { /* the archive is whole: the file ends */
@@ -313,7 +464,13 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 	if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + nsections,
 		     sizeof(*mm->sections)))
 		goto oom;
-	if (!read_frames(m, file, data, size, nsections))
+	open_range *g = start_range(m, file, data, size, nsections);
+	int ok = read_frames(m, file, data, size, nsections, g);
+	if (g != NULL) {
+		ok &= join_range(m, g); /* (the open may have ended before it) */
+		free(g);
+	}
+	if (!ok)
 		goto oom;
 	return 1;
 oom:
@@ -342,7 +499,8 @@ static int add_file(nt_reader *m, const char *path, nt_reader_error *err)
 		return 0;
 	}
 	s->size = size;
-	if (!open_section(m, s, data, size, 1, 0)) {
+	section_opener own = own_opener(m);
+	if (!open_section(&own, s, data, size, 1, 0)) {
 		nt_reader_fail(err, path, 0, "%s", "out of memory");
 		return 0;
 	}
@@ -418,187 +576,14 @@ static int add_path(nt_reader *m, const char *path, nt_reader_error *err)
 	return ok;
 }
 
-/* ---- the tables of all sections ------------------------------------------------------ */
-
-/* The sections' threads, renumbered: section i's thread t is thread_base + t. A closed
- * section's come from what it kept (nt_reader_lazy.c). One table of the whole size, so that
- * a hostile section's index near its field's top costs address space, not a copy. */
-static int merge_threads(nt_reader *m)
+/* Every input read: the reader's tables merged (nt_reader_merge.c); NULL and *err, the
+ * reader closed, when memory runs out. */
+static nt_reader *finish(nt_reader *m, nt_reader_error *err)
 {
-	reader_many *mm = m->many;
-	uint64_t limit = 0;
-	m->summary.threads = 0;
-	for (uint32_t i = 0; i < mm->nsections; i++) {
-		nt_reader_section *s = &mm->sections[i];
-		s->thread_base = (uint32_t)limit;
-		limit += nt_many_section_thread_limit(m, i);
-		m->summary.threads += s->summary.threads;
-	}
-	if (limit > UINT32_MAX / 2)
-		return 0;
-	m->nthreads = limit ? (size_t)limit : 1;
-	m->threads = calloc(m->nthreads, sizeof(*m->threads));
-	m->thread_order = malloc((m->summary.threads ? m->summary.threads : 1) * sizeof(uint32_t));
-	if (m->threads == NULL || m->thread_order == NULL)
-		return 0;
-	uint32_t k = 0;
-	for (uint32_t i = 0; i < mm->nsections; i++) {
-		const nt_reader_section *s = &mm->sections[i];
-		for (uint32_t j = 0; j < s->summary.threads && k < m->summary.threads; j++) {
-			nt_reader_thread t = *nt_many_section_thread(m, i, j);
-			t.index += s->thread_base;
-			t.process += s->process_base;
-			t.section = s->index;
-			m->threads[t.index] = t;
-			m->thread_order[k++] = t.index;
-			m->thread_limit = t.index + 1;
-		}
-	}
-	m->summary.threads = k;
-	return 1;
-}
-
-/* The sections' Trace2 processes, renumbered the same way (SIDs stay the sections': a
- * section that has any stays open). */
-static int merge_processes(nt_reader *m)
-{
-	reader_many *mm = m->many;
-	uint64_t n = 0;
-	for (size_t i = 0; i < mm->nsections; i++) {
-		mm->sections[i].process_base = (uint32_t)n;
-		n += nt_reader_process_count(mm->sections[i].reader);
-	}
-	if (n > UINT32_MAX / 2)
-		return 0;
-	m->nprocesses = (size_t)n;
-	m->processes = calloc(n ? (size_t)n : 1, sizeof(*m->processes));
-	if (m->processes == NULL)
-		return 0;
-	for (size_t i = 0; i < mm->nsections; i++) {
-		const nt_reader_section *s = &mm->sections[i];
-		for (uint32_t j = 0; j < nt_reader_process_count(s->reader); j++) {
-			const nt_reader_process *p = nt_reader_process_at(s->reader, j);
-			if (p != NULL) {
-				m->processes[s->process_base + j] = *p;
-				m->processes[s->process_base + j].index = s->process_base + j;
-			}
-		}
-	}
-	return 1;
-}
-
-static void add_counts(nt_archive_info *to, const nt_archive_info *in)
-{
-	to->events_written += in->events_written;
-	to->events_dropped += in->events_dropped;
-	to->events_overwritten += in->events_overwritten;
-	to->wraps += in->wraps;
-	to->durable_dropped += in->durable_dropped;
-	to->chunks_claimed += in->chunks_claimed;
-	to->dropped_rolling_full += in->dropped_rolling_full;
-	to->dropped_durable_full += in->dropped_durable_full;
-	to->dropped_stopped += in->dropped_stopped;
-	to->dropped_unsaved += in->dropped_unsaved;
-	if (to->save_errno == 0)
-		to->save_errno = in->save_errno; /* the first section's reason that saving stopped */
-	to->buffers_saved += in->buffers_saved;
-	to->values_truncated += in->values_truncated;
-	/* what the writers' waits for a streaming saver cost, summed like the losses (each
-	 * rendering of a bundle showed the first section's); the longest wait allowed */
-	to->blocked_waits += in->blocked_waits;
-	to->blocked_timeouts += in->blocked_timeouts;
-	to->blocked_ns += in->blocked_ns;
-	if (in->blocking_timeout_us > to->blocking_timeout_us)
-		to->blocking_timeout_us = in->blocking_timeout_us;
-}
-
-static void add_summary(nt_reader_summary *to, const nt_reader_summary *in)
-{
-	to->header_bytes += in->header_bytes;
-	to->durable_bytes += in->durable_bytes;
-	to->chunk_bytes += in->chunk_bytes;
-	to->chunks += in->chunks;
-	to->strings += in->strings;
-	to->callsites += in->callsites;
-	to->open_errors += in->open_errors;
-}
-
-/* Section s's header into the summary header: the earliest section's clock (kept in
- * m->info as the sections open), every section's losses summed (mm->sum). */
-static void merge_info(nt_reader *m, const nt_reader_section *s, const nt_reader *r)
-{
-	reader_many *mm = m->many;
-	const nt_archive_info *in = nt_reader_info(r);
-	if (!mm->have_first || in->start_monotonic_ns < m->info.start_monotonic_ns) {
-		m->info = *in;
-		mm->have_first = 1;
-	}
-	add_counts(&mm->sum, in);
-	add_summary(&m->summary, &s->summary);
-	if (nt_reader_max_category_len(r) > m->max_category_len)
-		m->max_category_len = nt_reader_max_category_len(r);
-	if (nt_reader_max_name_len(r) > m->max_name_len)
-		m->max_name_len = nt_reader_max_name_len(r);
-	if (nt_reader_max_event_name_len(r) > m->max_event_name_len)
-		m->max_event_name_len = nt_reader_max_event_name_len(r);
-}
-
-/* A section just opened: its header into the reader's, then closed until a visit needs it
- * where nt_reader_lazy.c's rule says so (its tables are merged at the end, from what it
- * kept). 0 when memory runs out. */
-static int merge_section(nt_reader *m, nt_reader_section *s, size_t bundle_sections)
-{
-	merge_info(m, s, s->reader);
-	return !nt_many_section_may_close(m, s->reader, bundle_sections) ||
-	       nt_many_close_now(m, s->index) == 0;
-}
-
-static void trim(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	void **p = (void **)arr;
-	if (n > 0 && n < *cap) { /* grown by doubling */
-		void *fit = realloc(*p, n * elem);
-		if (fit != NULL) {
-			*p = fit;
-			*cap = n;
-		}
-	}
-}
-
-static nt_reader *many_finish(nt_reader *m, nt_reader_error *err)
-{
-	reader_many *mm = m->many;
-	trim(&mm->sections, &mm->sections_cap, mm->nsections, sizeof(*mm->sections));
-	trim(&mm->lazy, &mm->lazy_cap, mm->nsections, sizeof(*mm->lazy));
-	if (!merge_processes(m) || !merge_threads(m)) {
-		nt_reader_fail(err, m->name, 0, "%s", "out of memory while merging the sections' tables");
-		nt_many_close(m);
-		return NULL;
-	}
-	if (mm->have_first) {
-		const nt_archive_info *sum = &mm->sum;
-		m->info.pid = 0;
-		m->info.process_name[0] = '\0';
-		m->info.events_written = sum->events_written;
-		m->info.events_dropped = sum->events_dropped;
-		m->info.events_overwritten = sum->events_overwritten;
-		m->info.wraps = sum->wraps;
-		m->info.durable_dropped = sum->durable_dropped;
-		m->info.chunks_claimed = sum->chunks_claimed;
-		m->info.dropped_rolling_full = sum->dropped_rolling_full;
-		m->info.dropped_durable_full = sum->dropped_durable_full;
-		m->info.dropped_stopped = sum->dropped_stopped;
-		m->info.dropped_unsaved = sum->dropped_unsaved;
-		m->info.save_errno = sum->save_errno;
-		m->info.buffers_saved = sum->buffers_saved;
-		m->info.values_truncated = sum->values_truncated;
-		m->info.blocked_waits = sum->blocked_waits;
-		m->info.blocked_timeouts = sum->blocked_timeouts;
-		m->info.blocked_ns = sum->blocked_ns;
-		m->info.blocking_timeout_us = sum->blocking_timeout_us;
-	}
-	m->summary.file_bytes = m->size;
-	return m;
+	if (nt_many_finish(m, err))
+		return m;
+	nt_many_close(m);
+	return NULL;
 }
 
 nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, const char *name,
@@ -615,7 +600,7 @@ nt_reader *nt_many_open_bundle(const uint8_t *data, size_t size, int mapped, con
 		nt_many_close(m);
 		return NULL;
 	}
-	return many_finish(m, err);
+	return finish(m, err);
 }
 
 nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_error *err)
@@ -636,7 +621,7 @@ nt_reader *nt_many_open_paths(const char *const *paths, size_t n, nt_reader_erro
 	}
 	for (size_t i = 0; i < m->many->nsections; i++)
 		m->size += m->many->sections[i].size;
-	return many_finish(m, err);
+	return finish(m, err);
 }
 
 void nt_many_close(nt_reader *m)

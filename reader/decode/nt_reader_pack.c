@@ -73,6 +73,20 @@ void *nt_reader_slab_alloc(nt_reader_slab *s, size_t n)
 	return p;
 }
 
+void nt_reader_slab_adopt(nt_reader_slab *to, nt_reader_slab *from)
+{
+	struct nt_reader_slab_block *tail = from->head;
+	if (tail == NULL)
+		return;
+	while (tail->next != NULL)
+		tail = tail->next;
+	tail->next = to->head;
+	to->head = from->head;
+	to->bytes += from->bytes;
+	from->head = NULL;
+	from->bytes = 0;
+}
+
 void nt_reader_slab_free(nt_reader_slab *s)
 {
 	struct nt_reader_slab_block *b = s->head;

@@ -12,6 +12,8 @@
  * decompress is damage at its offset, and its events (the header copy's count) are lost:
  * a gap. With a helper thread (nt_reader_ahead.c) the chunks are decompressed ahead of the
  * visit, which takes each one instead of decompressing it: the same buffer, the same answer.
+ * A bundle's small sections come opened, their chunks decompressed, the same way
+ * (nt_reader_section_ahead.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +48,15 @@ int nt_visit_open_section(visit *v)
 	if (v->open_failed)
 		return 0;
 	const char *why = "out of memory";
-	if ((v->r = nt_many_section_open(v->top, v->section, &why)) != NULL)
+	if (v->given != NULL) { /* opened ahead: the reader is the visit's now */
+		v->r = v->given->r;
+		v->given->r = NULL;
+		if (v->given->why != NULL)
+			why = v->given->why;
+	} else {
+		v->r = nt_many_section_open(v->top, v->section, NULL, &why);
+	}
+	if (v->r != NULL)
 		return 1;
 	v->open_failed = v->damaged = 1;
 	if (v->cb->on_error != NULL) {
@@ -61,7 +71,10 @@ int nt_visit_open_section(visit *v)
 void nt_visit_close_section(visit *v)
 {
 	if (v->closed && v->r != NULL) {
-		nt_many_section_done(v->top, v->section, v->r);
+		if (v->given != NULL) /* the helper recycles it when it next uses the slot */
+			v->given->used = v->r;
+		else
+			nt_many_section_done(v->top, v->section, v->r, NULL);
 		v->r = NULL;
 	}
 }
@@ -138,6 +151,16 @@ const char *nt_visit_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint32_t
 		return NULL;
 	}
 	const char *why;
+	section_given *g = v->given;
+	while (g != NULL && g->next < g->nz && g->z[g->next].off < off) /* one it skipped */
+		g->next++;
+	if (g != NULL && g->next < g->nz && g->z[g->next].off == off) {
+		why = g->z[g->next].why;
+		if (why == NULL)
+			cursor_open_buffer(r, c, g->buf[g->next], off);
+		g->next++;
+		return why;
+	}
 	if (v->ahead != NULL && nt_ahead_take(v->ahead, queue, off, buf, &why)) {
 		if (why == NULL)
 			cursor_open_buffer(r, c, *buf, off);

@@ -9,6 +9,7 @@
 #include "nt_reader_ahead.h"
 #include "nt_reader_args.h"
 #include "nt_reader_internal.h"
+#include "nt_reader_pipe.h"
 
 #define MAX_ARGS NT_MAX_RECORD_WORDS
 
@@ -27,6 +28,26 @@ typedef struct chunk_cursor {
 	int active;
 	uint64_t *tally;     /* stream order: records that are no event, by kind (NULL: none) */
 } chunk_cursor;
+
+/* A closed section opened again, and its first compressed chunks decompressed, ahead of
+ * its visit in stream order (nt_reader_section_ahead.c): the visit takes the reader (r
+ * becomes its own) and, as its walk meets them, the chunks (their buffers stay the
+ * helper's until the visit ends the section). */
+#define NT_GIVEN_CHUNKS 2
+typedef struct section_given {
+	uint32_t section;
+	int tried;       /* the helper opened it: r, or why it could not */
+	nt_reader *r;
+	const char *why;
+	uint32_t nz, next; /* chunks decompressed; the next one the visit has not met */
+	struct {
+		uint64_t off;    /* the CompressedChunk's */
+		const char *why; /* nt_zchunk_decode's answer */
+	} z[NT_GIVEN_CHUNKS];
+	uint8_t *buf[NT_GIVEN_CHUNKS]; /* NT_MAX_ZCHUNK_BYTES each, kept for the slot's next */
+	nt_reader *used;  /* the visit's reader of the section, given back as it was */
+	nt_reader *spare; /* one recycled, whose allocations the slot's next job takes over */
+} section_given;
 
 typedef struct visit {
 	nt_reader *r; /* the archive decoded: a plain reader, or a section's */
@@ -53,6 +74,7 @@ typedef struct visit {
 	 * its threads' streams has started and not ended, `users` of them). */
 	int closed, open_failed;
 	uint32_t section, users;
+	section_given *given; /* stream order: this section's, opened ahead (NULL: none) */
 } visit;
 
 /* A damage message naming the section: "<section's reader name>: <problem>". */
@@ -76,6 +98,18 @@ const char *nt_visit_open_top(visit *v, chunk_cursor *c, uint8_t **buf, uint32_t
  * the chunk decompressed again by the visit into *buf (allocated when NULL) and the cursor
  * pointed at it, where it was. NULL, or why it cannot be read. */
 const char *nt_visit_reload(visit *v, chunk_cursor *c, uint8_t **buf);
+/* The helper of a stream-order visit of a many-process reader's visits `vs`: NULL (open
+ * each section in turn) with fewer than 64 closed sections or no `buffers` (nt_ahead_plan:
+ * one CPU, NANOTRACE_READER_AHEAD=off), no memory or no thread. _take(vi): visit vi's
+ * section as the helper opened it (put it in vs[vi].given; NULL: open it yourself), asked
+ * for in increasing vi; _done(vi) once that visit ends; _stop joins and frees (NULL is
+ * ignored). */
+typedef struct sections_ahead sections_ahead;
+sections_ahead *nt_sections_ahead_start(const visit *vs, uint32_t nv, uint32_t buffers);
+section_given *nt_sections_ahead_take(sections_ahead *a, uint32_t vi);
+void nt_sections_ahead_done(sections_ahead *a, uint32_t vi);
+void nt_sections_ahead_stop(sections_ahead *a);
+
 /* Opens an arena chunk, skipping what the saved stream already delivered. */
 void nt_visit_open_arena(const nt_reader *r, chunk_cursor *c, uint64_t off);
 /* The events of the unreadable chunk at `off` as a gap from *expected (advanced): 1 when

@@ -330,6 +330,18 @@ static void frame_offsets(const uint8_t *b, size_t size, uint64_t *last_section,
 	}
 }
 
+/* The offset of the frame of section k (the END frame's for k = the count). */
+static uint64_t frame_offset_of(const uint8_t *b, size_t size, size_t k)
+{
+	uint64_t off = sizeof(nt_bundle_preamble);
+	for (; k > 0 && off + sizeof(nt_bundle_frame) <= size; k--) {
+		nt_bundle_frame f;
+		memcpy(&f, b + off, sizeof(f));
+		off += nt_bundle_frame_head(&f) + NT_BUNDLE_PAD8(f.archive_size);
+	}
+	return off;
+}
+
 static void test_cut_at_every_byte(void **state)
 {
 	(void)state;
@@ -1004,15 +1016,10 @@ static error_list visit_errors(nt_reader *r, nt_order order)
 	return l;
 }
 
-/* A closed section is read for a visit by an unnamed reader: damage the visit finds in it
- * (a compressed chunk whose bytes changed: its checksum fails, which its open does not
- * check) is named exactly as in a section kept open, in both orders. */
-static void test_closed_section_damage_is_named(void **state)
+/* A copy of archive a whose first CompressedChunk (found by the top-level framing) has a
+ * byte changed in its middle: its checksum fails, which an open does not check. */
+static uint8_t *chunk_damaged(int a)
 {
-	(void)state;
-	enum { SECTIONS = 100, BAD = 70 };
-	const int a = 3;
-	/* the small archive's first CompressedChunk, by the top-level framing */
 	uint64_t off = (nt_load_le32(arch[a]) + 4 + 7) & ~(uint64_t)7, zchunk = 0;
 	while (off + 8 <= arch_size[a] && zchunk == 0) {
 		uint64_t size = arch[a][off + 1] ? arch[a][off + 1] * 8u : nt_load_le32(arch[a] + off + 4);
@@ -1023,13 +1030,26 @@ static void test_closed_section_damage_is_named(void **state)
 		off += size;
 	}
 	assert_true(zchunk != 0);
+	uint8_t *bad = malloc(arch_size[a]);
+	assert_non_null(bad);
+	memcpy(bad, arch[a], arch_size[a]);
+	bad[zchunk] ^= 0x5a;
+	return bad;
+}
+
+/* A closed section is read for a visit by an unnamed reader: damage the visit finds in it
+ * (a compressed chunk whose bytes changed: its checksum fails, which its open does not
+ * check) is named exactly as in a section kept open, in both orders. */
+static void test_closed_section_damage_is_named(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 100, BAD = 70 };
+	const int a = 3;
 	char *buf = NULL;
 	size_t size;
 	FILE *f = open_memstream(&buf, &size);
 	bw_preamble(f, 1);
-	uint8_t *bad = malloc(arch_size[a]);
-	memcpy(bad, arch[a], arch_size[a]);
-	bad[zchunk] ^= 0x5a;
+	uint8_t *bad = chunk_damaged(a);
 	for (int i = 0; i < SECTIONS; i++) {
 		bw_section sec = { i == BAD ? bad : arch[a], arch_size[a], states[a], modes[a],
 				   (uint32_t)pids[a] + i, (uint32_t)i + 1, names[a], "", 0 };
@@ -1054,6 +1074,289 @@ static void test_closed_section_damage_is_named(void **state)
 	}
 	nt_reader_close(open);
 	nt_reader_close(closed);
+	free(buf);
+}
+
+/* ---- closed sections opened ahead (reader/decode/nt_reader_section_ahead.c) ------------ */
+
+typedef struct visit_log {
+	FILE *f;
+	char *text;
+	size_t len;
+	uint64_t events, stop_at; /* stop_at: the event after which on_event asks to stop */
+} visit_log;
+
+static void log_open(visit_log *l, uint64_t stop_at)
+{
+	memset(l, 0, sizeof(*l));
+	l->stop_at = stop_at;
+	l->f = open_memstream(&l->text, &l->len);
+	assert_non_null(l->f);
+}
+
+static int log_event(void *ctx, const nt_reader_event *e)
+{
+	visit_log *l = ctx;
+	fprintf(l->f, "E %u %" PRId64 " %" PRIu64 " %u %u", e->thread->index, e->time_ns,
+		e->offset, e->kind, e->arg_count);
+	for (uint32_t i = 0; i < e->arg_count; i++)
+		fprintf(l->f, " %s=%" PRIu64, e->args[i].name, e->args[i].value.u64);
+	fprintf(l->f, " %s %s\n", e->category, e->name);
+	return ++l->events == l->stop_at;
+}
+
+static void log_error(void *ctx, uint64_t off, const char *msg)
+{
+	fprintf(((visit_log *)ctx)->f, "X %" PRIu64 " %s\n", off, msg);
+}
+
+static void log_gap(void *ctx, const nt_reader_gap *g)
+{
+	fprintf(((visit_log *)ctx)->f, "G %u %" PRIu64 " %" PRId64 " %" PRIu64 "\n",
+		g->thread->index, g->events, g->time_ns, g->offset);
+}
+
+/* What a stream-order visit of r delivers, as text, and its result last; with the public
+ * cursor (`pull`) instead of nt_reader_visit when asked. `ahead`: r's setting for it, or
+ * KEEP_AHEAD (visits from several threads at once: the setting is not for during one). */
+#define KEEP_AHEAD (-100)
+static char *visit_text(nt_reader *r, int ahead, nt_corrupt_policy policy, uint64_t stop_at,
+			int pull)
+{
+	visit_log l;
+	log_open(&l, stop_at);
+	if (ahead != KEEP_AHEAD)
+		assert_int_equal(nt_reader_set_decompress_ahead(r, ahead), 0);
+	nt_reader_callbacks cb = { .on_event = log_event, .on_error = log_error,
+				   .on_gap = log_gap };
+	int rc;
+	if (pull) {
+		nt_reader_cursor *c = nt_reader_cursor_open(r, &cb, &l, NT_ORDER_STREAM, policy);
+		assert_non_null(c);
+		const nt_reader_event *e;
+		while ((rc = nt_reader_cursor_next(c, &e)) > 0)
+			if (log_event(&l, e))
+				break;
+		rc = rc > 0 ? 1 : rc;
+		nt_reader_cursor_close(c);
+	} else {
+		rc = nt_reader_visit(r, &cb, &l, NT_ORDER_STREAM, policy);
+	}
+	fprintf(l.f, "= %d\n", rc);
+	fclose(l.f);
+	return l.text;
+}
+
+/* Three visits of r on this thread; the last one's text (all three the same). */
+static void *visit_thrice(void *arg)
+{
+	char *text = NULL;
+	for (int k = 0; k < 3; k++) {
+		char *t = visit_text(arg, KEEP_AHEAD, NT_ON_CORRUPT_SKIP, 0, 0);
+		if (text != NULL && strcmp(text, t) != 0)
+			abort(); /* not cmocka's asserts: this is not the test's thread */
+		free(text);
+		text = t;
+	}
+	return text;
+}
+
+/* A bundle of short processes is visited in stream order with its closed sections opened,
+ * and their chunks decompressed, on a helper thread ahead of the visit: every event (each
+ * field, its argument), gap, damage report and the result are what the serial visit gives,
+ * in the same order. Among 400 sections: one whose compressed chunk's bytes are damaged
+ * (found by the visit), one whose strings changed after the open (it cannot be opened
+ * again), the four archives' kinds mixed in (sections kept open among the closed); with
+ * both damage policies, a callback that stops the visit at points all along it (what the
+ * helper made ahead is dropped: ASan), the public cursor, and two threads visiting the one
+ * reader at once (TSan). */
+static void test_sections_opened_ahead_read_as_serially(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 400, DAMAGED = 150, CHANGED = 290 };
+	const int a = 3;
+	uint8_t *bad = chunk_damaged(a);
+	char *buf = NULL;
+	size_t size;
+	FILE *f = open_memstream(&buf, &size);
+	bw_preamble(f, 1);
+	for (int i = 0; i < SECTIONS; i++) {
+		int k = i % 50 < NPROC && i != DAMAGED ? i % 50 : a;
+		bw_section sec = { i == DAMAGED ? bad : arch[k], arch_size[k], states[k], modes[k],
+				   (uint32_t)pids[k] + i, (uint32_t)i + 1, names[k], "", 0 };
+		bw_section_write(f, &sec);
+	}
+	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	fclose(f);
+	free(bad);
+	nt_reader *r = open_sections(buf, size, "auto");
+	assert_true(closed_sections(r) > SECTIONS / 2);
+	/* a string of the closed section CHANGED, after its open: "tick" -> "Tick" */
+	const nt_reader_section *ch = nt_reader_section_peek(r, CHANGED);
+	assert_true(ch->reader == NULL);
+	char *tick = memmem(buf + ch->offset, ch->size, "tick", 4);
+	assert_non_null(tick);
+	*tick = 'T';
+	for (int policy = NT_ON_CORRUPT_STOP; policy <= NT_ON_CORRUPT_SKIP; policy++) {
+		char *want = visit_text(r, NT_READER_AHEAD_OFF, (nt_corrupt_policy)policy, 0, 0);
+		char *got = visit_text(r, 4, (nt_corrupt_policy)policy, 0, 0);
+		assert_string_equal(got, want);
+		if (policy == NT_ON_CORRUPT_SKIP) {
+			assert_non_null(strstr(want, "strings are not what they were"));
+			assert_non_null(strstr(want, "many section 150 (pid")); /* DAMAGED's chunk */
+			assert_non_null(strstr(want, "G "));
+			char *pulled = visit_text(r, 4, NT_ON_CORRUPT_SKIP, 0, 1);
+			assert_string_equal(pulled, want);
+			free(pulled);
+		}
+		free(want);
+		free(got);
+	}
+	char *serial = visit_text(r, NT_READER_AHEAD_OFF, NT_ON_CORRUPT_SKIP, 0, 0);
+	assert_int_equal(nt_reader_set_decompress_ahead(r, 4), 0);
+	pthread_t th[2];
+	for (int t = 0; t < 2; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, visit_thrice, r), 0);
+	for (int t = 0; t < 2; t++) {
+		void *text;
+		assert_int_equal(pthread_join(th[t], &text), 0);
+		assert_string_equal(text, serial);
+		free(text);
+	}
+	free(serial);
+	for (uint64_t stop_at = 1; stop_at < 400 * 60; stop_at = stop_at * 3 + 7) {
+		char *want = visit_text(r, NT_READER_AHEAD_OFF, NT_ON_CORRUPT_SKIP, stop_at, 0);
+		char *got = visit_text(r, 4, NT_ON_CORRUPT_SKIP, stop_at, 0);
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+	}
+	nt_reader_close(r);
+	free(buf);
+}
+
+/* ---- a bundle's sections opened on two threads (nt_reader_many.c's open_range) -------- */
+
+/* Everything an open makes of a bundle, as text: each section's description, the header
+ * summed, the summary, the problems, and what --stats and a stream-order visit make of it. */
+static char *opened_text(const uint8_t *b, size_t size, const char *ahead)
+{
+	setenv("NANOTRACE_READER_AHEAD", ahead, 1);
+	nt_reader_error err;
+	nt_reader *r = nt_reader_open_memory(b, size, "halves", &err);
+	unsetenv("NANOTRACE_READER_AHEAD");
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	if (r == NULL) {
+		fprintf(f, "refused: %s at %" PRIu64 "\n", err.message, err.offset);
+		fclose(f);
+		return text;
+	}
+	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
+		const nt_reader_section *s = nt_reader_section_peek(r, i);
+		fprintf(f, "S %u %s|%s|%s|%s %u %u %u %u %llu %llu %llu %u %u %llu %llu %llu %llu "
+			   "%llu %u %d\n",
+			s->index, s->name, s->message, s->error, s->end_text, s->pid,
+			s->provider_id, s->end_state, s->mode, (unsigned long long)s->offset,
+			(unsigned long long)s->size, (unsigned long long)s->error_offset,
+			s->thread_base, s->process_base, (unsigned long long)s->summary.chunks,
+			(unsigned long long)s->summary.strings,
+			(unsigned long long)s->summary.durable_bytes,
+			(unsigned long long)s->summary.open_errors,
+			(unsigned long long)s->events_written, s->header_notes, s->reader != NULL);
+	}
+	const nt_archive_info *in = nt_reader_info(r);
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	fprintf(f, "H %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %" PRIu64
+		   " %u %u %u\n", in->start_monotonic_ns, in->events_written, in->events_dropped,
+		in->events_overwritten, in->wraps, in->save_errno, in->blocked_waits,
+		nt_reader_max_category_len(r), nt_reader_max_name_len(r),
+		nt_reader_max_event_name_len(r));
+	fprintf(f, "U %llu %llu %llu %llu %llu %llu\n", (unsigned long long)sum.header_bytes,
+		(unsigned long long)sum.durable_bytes, (unsigned long long)sum.chunk_bytes,
+		(unsigned long long)sum.chunks, (unsigned long long)sum.strings,
+		(unsigned long long)sum.threads);
+	for (uint32_t i = 0; i < nt_reader_problem_count(r); i++) {
+		uint64_t at;
+		const char *problem = nt_reader_problem_at(r, i, &at);
+		fprintf(f, "P %s at %" PRIu64 "\n", problem, at);
+	}
+	fclose(f);
+	char *stats = rendered(r, nt_render_stats);
+	char *visit = visit_text(r, NT_READER_AHEAD_OFF, NT_ON_CORRUPT_SKIP, 0, 0);
+	char *all;
+	assert_true(asprintf(&all, "%s%s%s", text, stats, visit) > 0);
+	free(text);
+	free(stats);
+	free(visit);
+	nt_reader_close(r);
+	return all;
+}
+
+/* A bundle's open shared with a second thread (forced here from 4 sections on; by default
+ * from 256) makes exactly what one thread makes, whatever the bundle holds: sections kept
+ * open and closed, a damaged section in each half, a cut at points all along the second
+ * half (inside a frame, an archive, the END frame), a frame that lies there, and bits
+ * flipped in the frames. */
+static void test_open_shared_by_two_threads(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 90 };
+	char *buf = NULL;
+	size_t size;
+	FILE *f = open_memstream(&buf, &size);
+	bw_preamble(f, 1);
+	uint8_t *bad = malloc(arch_size[0]);
+	memcpy(bad, arch[0], arch_size[0]);
+	smash_header(bad, arch_size[0]);
+	for (int i = 0; i < SECTIONS; i++) {
+		int k = i % 7 < NPROC ? i % 7 : 3;
+		bw_section sec = { i == 20 || i == 70 ? bad : arch[k], arch_size[k], states[k],
+				   modes[k], (uint32_t)pids[k] + i, (uint32_t)i + 1, names[k],
+				   i % 5 ? "" : "a message", 0 };
+		bw_section_write(f, &sec);
+	}
+	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	fclose(f);
+	free(bad);
+	uint8_t *b = (uint8_t *)buf;
+	uint64_t last = 0, end = 0;
+	frame_offsets(b, size, &last, &end);
+	uint64_t half = frame_offset_of(b, size, SECTIONS / 2);
+	int compared = 0;
+	uint8_t *copy = malloc(size);
+	srand(29);
+	for (int it = 0; it < 160; it++) {
+		memcpy(copy, b, size);
+		size_t n = size;
+		if (it == 0) {
+			/* whole */
+		} else if (it < 100) { /* a cut in the second half, the END frame's last */
+			n = it < 90 ? (size_t)(half + (size - half) * (uint64_t)it / 90)
+				    : (size_t)(end + (uint64_t)(it - 90) * 7);
+			n = n < size ? n : size - 1;
+		} else if (it < 110) { /* a frame there that lies about its archive's size */
+			uint64_t lie = (uint64_t)1 << (20 + it % 10);
+			uint64_t at = frame_offset_of(b, size, SECTIONS / 2 + 1 + (size_t)(it - 100) * 4);
+			memcpy(copy + at + offsetof(nt_bundle_frame, archive_size), &lie, 8);
+		} else { /* bits flipped in and around the frames of the second half */
+			for (int k = 0; k < 1 + it % 3; k++) {
+				uint64_t at = frame_offset_of(b, size, SECTIONS / 2 + (size_t)rand() % (SECTIONS / 2));
+				at += (uint64_t)rand() % 64;
+				copy[at] ^= (uint8_t)(1u << (rand() % 8));
+			}
+		}
+		char *serial = opened_text(copy, n, "off");
+		char *shared = opened_text(copy, n, "4");
+		assert_msg(strcmp(serial, shared) == 0, "case %d (%zu bytes): the open differs", it, n);
+		compared += strstr(serial, "refused") == NULL;
+		free(serial);
+		free(shared);
+	}
+	assert_true(compared > 100);
+	free(copy);
 	free(buf);
 }
 
@@ -1169,6 +1472,8 @@ int main(void)
 		cmocka_unit_test(test_sections_visited_one_by_one_share_a_decoder),
 		cmocka_unit_test(test_closed_sections_read_as_open_ones),
 		cmocka_unit_test(test_closed_section_damage_is_named),
+		cmocka_unit_test(test_sections_opened_ahead_read_as_serially),
+		cmocka_unit_test(test_open_shared_by_two_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

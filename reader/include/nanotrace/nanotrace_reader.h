@@ -46,7 +46,11 @@
  *   A section whose archive cannot be opened is kept with its reason, and reported to
  *   on_error first by every visit, as are a bundle cut short and a recording that ended
  *   early (END frame MANAGER_LOST); the other sections are read in full. Opening costs
- *   O(sections + their threads, strings and call sites); memory is never O(events).
+ *   O(sections + their threads, strings and call sites); memory is never O(events). A
+ *   bundle of 256 sections or more is opened on two threads when the process may run on
+ *   two CPUs (the second half of its sections by a thread that the open starts and joins
+ *   before it returns; NANOTRACE_READER_AHEAD=off keeps it to one, a number forces it
+ *   from 4 sections on): the reader is the same either way.
  */
 #ifndef NANOTRACE_READER_H
 #define NANOTRACE_READER_H
@@ -429,9 +433,18 @@ void nt_reader_cursor_close(nt_reader_cursor *c);
  *     helper stops within one chunk's decompression). Callbacks still run on the caller's
  *     thread, one at a time. Nothing outlives the visit: nt_reader_close() has no thread
  *     to wait for.
+ *   - Sections ahead: in NT_ORDER_STREAM over a bundle with at least 64 sections closed
+ *     between visits (MANY PROCESSES), a second helper opens those sections again, and
+ *     decompresses the first two compressed chunks of each, up to 64 sections ahead of the
+ *     visit (in a bundle of short processes that is most of a section's cost besides its
+ *     events). Same rules: the same events, gaps and messages in the same order, joined
+ *     before the visit returns, and its use is what this setting says (off: none).
  *   - Memory: besides the serial visit's buffers, at most 2 x `buffers` decompressed chunks
  *     of NT_MAX_ZCHUNK_BYTES (64 KiB) and one zstd context (~100 KiB), for the whole visit,
  *     whatever its size; a table of `buffers` small entries per thread in NT_ORDER_TIME.
+ *     Sections ahead: at most 64 sections' readers (about 2.5 KiB each) and 128 buffers of
+ *     NT_MAX_ZCHUNK_BYTES, allocated as sections with compressed chunks need them and
+ *     written only as far as a chunk decompresses, and a second zstd context.
  *   - When: NT_READER_AHEAD_AUTO (the default) decompresses ahead when the archive (all its
  *     sections in NT_ORDER_TIME; the section in NT_ORDER_STREAM) holds at least 8
  *     compressed chunks, in NT_ORDER_TIME at least two per thread (a bundle of short
