@@ -35,9 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "nt_reader_ahead.h"
+#include "nt_reader_spin.h"
 
 /* Fewer compressed chunks than this are decompressed serially by default: starting a thread
  * costs about as much as decompressing a few chunks. So are those of a time-ordered merge
@@ -268,22 +268,13 @@ static ahead_entry pop_front(nt_ahead *a, ahead_queue *q)
 	return e;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Spins (the lock released) until the helper makes progress past `seen` or `until`. */
 static void spin_for_progress(nt_ahead *a, uint32_t seen, uint64_t until)
 {
 	pthread_mutex_unlock(&a->lock);
 	for (uint32_t i = 1; __atomic_load_n(&a->progress, __ATOMIC_ACQUIRE) == seen; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-		if (i % 64 == 0 && now_ns() > until)
+		nt_spin_relax();
+		if (i % 64 == 0 && nt_spin_now_ns() > until)
 			break;
 	}
 	pthread_mutex_lock(&a->lock);
@@ -320,8 +311,8 @@ int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, cons
 		}
 		int coming = !a->stop && a->busy == q && a->busy_off == off;
 		if (coming && until == 0)
-			until = now_ns() + AHEAD_WAIT_NS;
-		if (!coming || now_ns() > until) {
+			until = nt_spin_now_ns() + AHEAD_WAIT_NS;
+		if (!coming || nt_spin_now_ns() > until) {
 			miss(a, q, off, coming);
 			pthread_mutex_unlock(&a->lock);
 			return 0;

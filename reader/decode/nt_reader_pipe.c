@@ -35,10 +35,9 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "nt_reader_pipe.h"
+#include "nt_reader_spin.h"
 
 #define PIPE_WAIT_NS 100000
 #define PIPE_GIVE_UP 32
@@ -84,20 +83,6 @@ static void *payload_of(nt_pipe *p, uint32_t i)
 static uint64_t load(const pipe_slot *s)
 {
 	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
 }
 
 /* The helper, its window full, sleeps until the consumer has freed half of it (or stop).
@@ -273,13 +258,13 @@ void *nt_pipe_take(nt_pipe *p, uint32_t i)
 		if (JOB(w) == i && STATE(w) == SLOT_READY)
 			break;
 		if (k % 64 == 0) {
-			uint64_t t = now_ns();
+			uint64_t t = nt_spin_now_ns();
 			if (until == 0)
 				until = t + PIPE_WAIT_NS;
 			else if (t > until && abandon(p, s, w, i))
 				return NULL;
 		}
-		cpu_relax();
+		nt_spin_relax();
 	}
 	__atomic_store_n(&s->word, WORD(i, SLOT_TAKEN), __ATOMIC_RELAXED);
 	p->hits++;

@@ -131,6 +131,15 @@ static const uint8_t states[NPROC] = { NT_SECTION_FINISHED, NT_SECTION_KILLED,
 static const uint8_t modes[NPROC] = { NT_MODE_ONESHOT, NT_MODE_CIRCULAR, NT_MODE_STREAMING,
 				      NT_MODE_ONESHOT };
 
+/* Section i of a bundle being written: process kind k's numbers (its pid + i, provider
+ * i + 1), its archive's bytes or `bytes` of the same size in their place. */
+static void write_section(FILE *f, int i, int k, const uint8_t *bytes, const char *message)
+{
+	bw_section sec = { bytes ? bytes : arch[k], arch_size[k], states[k], modes[k],
+			   (uint32_t)pids[k] + i, (uint32_t)i + 1, names[k], message, 0 };
+	bw_section_write(f, &sec);
+}
+
 /* A bundle of the three archives (the second damaged by `damage`, if given), in memory. */
 static uint8_t *bundle(size_t *size, int end, void (*damage)(uint8_t *, size_t))
 {
@@ -752,9 +761,7 @@ static void sections_merge_exactly(int sections, int first)
 	bw_preamble(f, 1);
 	for (int i = 0; i < sections; i++) {
 		int a = first + i % (NPROC - first);
-		bw_section sec = { arch[a], arch_size[a], states[a], modes[a], (uint32_t)pids[a] + i,
-				   (uint32_t)i + 1, names[a], "", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, a, NULL, "");
 	}
 	bw_end(f, NT_SECTION_FINISHED, (uint32_t)sections, "");
 	fclose(f);
@@ -873,9 +880,7 @@ static void test_indices_at_their_limits_cost_address_space(void **state)
 	FILE *f = open_memstream(&buf, &size);
 	bw_preamble(f, 1);
 	for (int i = 0; i < SECTIONS; i++) {
-		bw_section sec = { copy, arch_size[0], states[0], modes[0], (uint32_t)pids[0] + i,
-				   (uint32_t)i + 1, names[0], "", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, 0, copy, "");
 	}
 	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
 	fclose(f);
@@ -961,9 +966,7 @@ static void test_sections_visited_one_by_one_share_a_decoder(void **state)
 	FILE *f = open_memstream(&buf, &size);
 	bw_preamble(f, 1);
 	for (int i = 0; i < SECTIONS; i++) {
-		bw_section sec = { arch[0], arch_size[0], states[0], modes[0], (uint32_t)pids[0] + i,
-				   (uint32_t)i + 1, names[0], "", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, 0, NULL, "");
 	}
 	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
 	fclose(f);
@@ -1051,9 +1054,7 @@ static void test_closed_section_damage_is_named(void **state)
 	bw_preamble(f, 1);
 	uint8_t *bad = chunk_damaged(a);
 	for (int i = 0; i < SECTIONS; i++) {
-		bw_section sec = { i == BAD ? bad : arch[a], arch_size[a], states[a], modes[a],
-				   (uint32_t)pids[a] + i, (uint32_t)i + 1, names[a], "", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, a, i == BAD ? bad : NULL, "");
 	}
 	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
 	fclose(f);
@@ -1182,9 +1183,7 @@ static void test_sections_opened_ahead_read_as_serially(void **state)
 	bw_preamble(f, 1);
 	for (int i = 0; i < SECTIONS; i++) {
 		int k = i % 50 < NPROC && i != DAMAGED ? i % 50 : a;
-		bw_section sec = { i == DAMAGED ? bad : arch[k], arch_size[k], states[k], modes[k],
-				   (uint32_t)pids[k] + i, (uint32_t)i + 1, names[k], "", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, k, i == DAMAGED ? bad : NULL, "");
 	}
 	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
 	fclose(f);
@@ -1313,10 +1312,7 @@ static void test_open_shared_by_two_threads(void **state)
 	smash_header(bad, arch_size[0]);
 	for (int i = 0; i < SECTIONS; i++) {
 		int k = i % 7 < NPROC ? i % 7 : 3;
-		bw_section sec = { i == 20 || i == 70 ? bad : arch[k], arch_size[k], states[k],
-				   modes[k], (uint32_t)pids[k] + i, (uint32_t)i + 1, names[k],
-				   i % 5 ? "" : "a message", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, k, i == 20 || i == 70 ? bad : NULL, i % 5 ? "" : "a message");
 	}
 	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
 	fclose(f);
@@ -1377,9 +1373,7 @@ static void test_closed_sections_read_as_open_ones(void **state)
 	bw_preamble(f, 1);
 	for (int i = 0; i < SECTIONS; i++) {
 		int a = i % 100 < NPROC ? i % 100 : 3 * (i % 2);
-		bw_section sec = { arch[a], arch_size[a], states[a], modes[a], (uint32_t)pids[a] + i,
-				   (uint32_t)i + 1, names[a], "", 0 };
-		bw_section_write(f, &sec);
+		write_section(f, i, a, NULL, "");
 	}
 	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
 	fclose(f);
