@@ -12,9 +12,6 @@
  * The protocol. Job i has slot i % window, whose word holds a job and its state, changed
  * atomically (acquire/release: a result is written before READY is published, and read
  * after; a slot is FREE only once its last result is no longer read):
- *   - The helper claims job i = `next` when its slot is FREE, by moving `next` to i + 1
- *     (a compare-and-swap), then publishes (i, BUSY), does the job and moves the slot to
- *     (i, READY), unless the consumer abandoned it: then it drops the result, and frees it.
  *   - The helper claims job i = `next` when its slot is FREE: it moves `next` to i + 1 (a
  *     compare-and-swap), then publishes (i, BUSY) over the FREE word it saw, does the job
  *     and moves the slot to (i, READY). Where the consumer abandoned the job first, it

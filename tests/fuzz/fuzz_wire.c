@@ -45,7 +45,9 @@
  * faster: what is left of both, beside libFuzzer's own bookkeeping of features (a fifth to a
  * quarter of their time, clang 14's entropic scheduling), is the manager's own system calls
  * and page faults (socketpairs, buffers and their pages, saver threads started and joined,
- * /proc reads of a peer's process, output and stream files made and destroyed).
+ * /proc reads of a peer's process, output and stream files made and destroyed). What makes
+ * both run at thousands of executions a CPU-second is their scheduling: tests/fuzz/
+ * fuzz_flags.sh weighs each input by its execution time (-entropic_scale_per_exec_time).
  */
 #include "manager/core/nt_mgr_loop.c"
 

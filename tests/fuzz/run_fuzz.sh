@@ -7,8 +7,9 @@
 # libFuzzer stopped on a crash, a sanitizer report, a leak or an input that ran longer than
 # 10 s (the input is kept as build-fuzz/fuzz-findings/<target>/crash-..., ready to become a
 # regression input in tests/fuzz/corpus/<target>/ beside its fix); exits 1 if any did.
-# The targets and their flags (-max_len, -entropic=0, and why) are fuzz_flags.sh's;
-# run_fuzz_parallel.sh runs them all at once, one process per core.
+# The targets and their flags (-max_len, -entropic=0, -entropic_scale_per_exec_time=1, and
+# why) are fuzz_flags.sh's; run_fuzz_parallel.sh runs them all at once, one process per
+# core.
 #
 # Environment: NT_FUZZ_BUILD (default build-fuzz, beside the sources), NT_JOBS (ninja's
 # parallel jobs, default 2), NT_FUZZ_TARGETS (default: every target, as fuzz_flags.sh lists
