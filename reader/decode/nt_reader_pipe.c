@@ -23,20 +23,23 @@
  *   - Results of jobs the consumer skipped (it asked for a later one) are dropped by it,
  *     or by the helper when it finds one in the slot it needs (a compare-and-swap decides
  *     which of the two drops it).
- *   - The helper, its window full, sleeps until half of it is free (see wait_for_slot):
- *     it sets `sleeping` and checks the slot again, the consumer frees a slot and then
- *     checks `sleeping` (both sequentially consistent, so one of them sees the other).
+ *   - The helper, its window full, naps until the slot it needs is free (wait_for_slot):
+ *     the consumer never wakes it, so it never makes a system call for it.
  *   - The helper is stopped when the consumer abandoned more than PIPE_GIVE_UP jobs and
  *     more than it took: it gets too little CPU to pay.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "nt_reader_pipe.h"
 #include "nt_reader_spin.h"
 
 #define PIPE_WAIT_NS 100000
+#define PIPE_NAP_MIN_NS 20000
+#define PIPE_NAP_MAX_NS 1000000
 #define PIPE_GIVE_UP 32
 #define PIPE_MAX_WINDOW 256
 
@@ -67,9 +70,6 @@ struct nt_pipe {
 	uint32_t asked;   /* atomic: the job the consumer asked for last */
 	uint32_t next;    /* atomic: the next job the helper may claim */
 	int stop;         /* atomic */
-	int sleeping;     /* atomic */
-	pthread_mutex_t lock; /* for sleeping and waking only */
-	pthread_cond_t helper_cv;
 };
 
 static void *payload_of(nt_pipe *p, uint32_t i)
@@ -82,32 +82,28 @@ static uint64_t load(const pipe_slot *s)
 	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
 }
 
-/* The helper, its window full, sleeps until the consumer has freed half of it (or stop).
- * It does not spin: on a machine whose two CPUs are one core's hyperthreads, a spinning
- * helper slows the consumer down; and the consumer, half a window behind, does not wait
- * for its wake-up (measured: no faster with 2 or 50 us of spinning first). */
+/* The helper, its window full, naps until the slot it needs is free (or stop): from
+ * PIPE_NAP_MIN_NS, doubling to PIPE_NAP_MAX_NS while the consumer does not move (a
+ * consumer paused for long costs the helper a thousand wake-ups a second). Why not a
+ * condition variable the consumer signals, as until 2026-11-28: each signal to a waiting
+ * helper was a futex call on the consumer's thread, 10 to 12 us on a 2-core AMD guest
+ * (its wake-up of the other CPU; rdtsc around nt_pipe_done: 168 to 199 of them, 2 ms, in
+ * a --stats of 20,000 sections), and a signal to a helper not yet running again was
+ * another (up to 9,900 signals for 33 waits); a nap costs the helper's CPU only. The
+ * --stats took the same time on a quiet guest, 2 to 5 % less while its two CPUs
+ * contended. Nor spinning: on a machine whose two CPUs are one core's hyperthreads, a
+ * spinning helper slows the consumer down. The helper's timer slack is 1 us, so that its
+ * first nap is about what the consumer takes of its window (a microsecond a job), not the
+ * default 50 us more. */
 static void wait_for_slot(nt_pipe *p, const pipe_slot *s)
 {
-	pthread_mutex_lock(&p->lock);
-	__atomic_store_n(&p->sleeping, 1, __ATOMIC_SEQ_CST);
-	while (STATE(__atomic_load_n(&s->word, __ATOMIC_SEQ_CST)) != SLOT_FREE &&
-	       !__atomic_load_n(&p->stop, __ATOMIC_RELAXED))
-		pthread_cond_wait(&p->helper_cv, &p->lock);
-	__atomic_store_n(&p->sleeping, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&p->lock);
-}
-
-/* Wakes a sleeping helper when `now`, or once half its window is free (a wake-up is a
- * futex call here and a scheduler's trip there: one per half window). */
-static void wake_helper(nt_pipe *p, int now)
-{
-	if (!__atomic_load_n(&p->sleeping, __ATOMIC_SEQ_CST))
-		return;
-	if (!now && p->asked_own + p->window / 2 < __atomic_load_n(&p->next, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&p->lock);
-	pthread_cond_signal(&p->helper_cv);
-	pthread_mutex_unlock(&p->lock);
+	long nap = PIPE_NAP_MIN_NS;
+	while (STATE(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE)) != SLOT_FREE &&
+	       !__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+		struct timespec ts = { 0, nap };
+		nanosleep(&ts, NULL);
+		nap = nap * 2 < PIPE_NAP_MAX_NS ? nap * 2 : PIPE_NAP_MAX_NS;
+	}
 }
 
 static int drop_stale(nt_pipe *p, pipe_slot *s, uint64_t w, uint32_t asked);
@@ -115,6 +111,7 @@ static int drop_stale(nt_pipe *p, pipe_slot *s, uint64_t w, uint32_t asked);
 static void *helper_main(void *arg)
 {
 	nt_pipe *p = arg;
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	for (;;) {
 		uint32_t i = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE);
 		if (i >= p->n || __atomic_load_n(&p->stop, __ATOMIC_RELAXED))
@@ -152,8 +149,6 @@ static void pipe_free(nt_pipe *p)
 		p->ops->free_slot(p->ctx, p->payload + (size_t)k * p->slot_size);
 	free(p->payload);
 	free(p->slot_mem);
-	pthread_cond_destroy(&p->helper_cv);
-	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
 
@@ -165,8 +160,6 @@ nt_pipe *nt_pipe_start(const nt_pipe_ops *ops, void *ctx, uint32_t n, uint32_t w
 	nt_pipe *p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->helper_cv, NULL);
 	p->ops = ops;
 	p->ctx = ctx;
 	p->n = n;
@@ -195,7 +188,7 @@ static int drop_stale(nt_pipe *p, pipe_slot *s, uint64_t w, uint32_t asked)
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return 0;
 	p->ops->drop(p->ctx, payload_of(p, JOB(w)));
-	__atomic_store_n(&s->word, WORD(JOB(w), SLOT_FREE), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->word, WORD(JOB(w), SLOT_FREE), __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -209,8 +202,7 @@ static void drop_skipped(nt_pipe *p, uint32_t i)
 	__atomic_store_n(&p->asked, i, __ATOMIC_RELEASE);
 	for (uint32_t k = 0; k < n; k++) {
 		pipe_slot *s = &p->slot[(from + k) % p->window];
-		if (drop_stale(p, s, load(s), i))
-			wake_helper(p, 0);
+		(void)drop_stale(p, s, load(s), i);
 	}
 }
 
@@ -220,10 +212,8 @@ static int claimed(nt_pipe *p, uint32_t i)
 	uint32_t next = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE);
 	while (next <= i)
 		if (__atomic_compare_exchange_n(&p->next, &next, i + 1, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			wake_helper(p, 1); /* its slot may be another now */
+						__ATOMIC_ACQUIRE))
 			return 0;
-		}
 	return 1;
 }
 
@@ -275,19 +265,15 @@ void nt_pipe_done(nt_pipe *p, uint32_t i)
 	pipe_slot *s = &p->slot[i % p->window];
 	if (load(s) != WORD(i, SLOT_TAKEN))
 		return;
-	__atomic_store_n(&s->word, WORD(i, SLOT_FREE), __ATOMIC_SEQ_CST);
-	wake_helper(p, 0);
+	__atomic_store_n(&s->word, WORD(i, SLOT_FREE), __ATOMIC_RELEASE);
 }
 
 void nt_pipe_stop(nt_pipe *p)
 {
 	if (p == NULL)
 		return;
-	pthread_mutex_lock(&p->lock);
-	__atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
-	pthread_cond_signal(&p->helper_cv);
-	pthread_mutex_unlock(&p->lock);
-	/* (a helper stopped by the consumer's give-up sleeps no more: stop is checked first) */
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+	/* (within its job, or its nap: at most PIPE_NAP_MAX_NS) */
 	pthread_join(p->thread, NULL);
 	for (uint32_t k = 0; k < p->window; k++) {
 		int state = STATE(p->slot[k].word);

@@ -5,7 +5,8 @@
  * the helper or by the consumer itself; every result the helper made and the consumer did
  * not take is dropped exactly once; nothing outlives nt_pipe_stop. Under fast jobs, jobs
  * slow enough that the consumer gives up waiting for them, a consumer that skips jobs, a
- * slow consumer (the helper sleeps on a full window and is woken), a stop in the middle
+ * slow consumer (the helper naps on a full window until a slot is free, its naps growing
+ * while the consumer pauses), a stop in the middle
  * with results ready and taken, and bad arguments. TSan (the suite's tsan build) checks
  * the protocol's atomics; ASan that no result leaks.
  */
@@ -198,13 +199,17 @@ static void test_skipped_results_are_dropped(void **state)
 	run_case(30000, 8, 0, 0, 100, 0, 0, NULL); /* jumps past a whole window */
 }
 
-/* A consumer slower than the helper: the window fills, the helper sleeps until half of it
- * is free again, and every result still arrives. */
+/* A consumer slower than the helper: the window fills, the helper naps until a slot is
+ * free again, and every result still arrives; one that pauses 3 ms a job lets the helper's
+ * naps grow to their longest, and it still goes on (the consumer never wakes it). */
 static void test_slow_consumer_wakes_the_helper(void **state)
 {
 	(void)state;
 	outcome o;
 	run_case(2000, 16, 0, 0, 1, 50, 0, &o);
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		assert_true(o.taken > 0);
+	run_case(60, 8, 0, 0, 1, 3000, 0, &o);
 	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
 		assert_true(o.taken > 0);
 }
