@@ -196,9 +196,15 @@ static void follow_case(int mode, size_t buffer, int nthreads, int events, int p
 		delivered += s->delivered[t];
 		lost += s->lost[t];
 	}
-	/* Circular: a thread's every chunk can be overwritten before a poll copies one. */
-	assert_msg(mode == NT_MODE_CIRCULAR ? threads_seen >= 1 : threads_seen == nthreads,
-		   "%d of %d threads seen", threads_seen, nthreads);
+	/* Circular: a thread's every chunk can be overwritten before a poll copies one.
+	 * Streaming on a loaded machine: a thread can find every slot busy for all of its
+	 * events (CI, 2026-11-28: 3 of 4 seen), and then the writer counted them all dropped. */
+	assert_msg(threads_seen >= 1 &&
+			   (mode == NT_MODE_CIRCULAR || threads_seen == nthreads ||
+			    (uint64_t)(nthreads - threads_seen) * (uint64_t)events <=
+				    ws.events_dropped),
+		   "%d of %d threads seen, the writer dropped %" PRIu64 " events", threads_seen,
+		   nthreads, ws.events_dropped);
 	assert_int_equal(lost, nt_follow_lost(f));
 	if (mode != NT_MODE_CIRCULAR) {
 		/* Every event made was delivered, or dropped by the writer as its counters and the
