@@ -78,12 +78,12 @@ void nt_reader_get_compression(const nt_reader *r, uint64_t *compressed_chunks,
 			       uint64_t *chunk_bytes_uncompressed)
 {
 	uint64_t z = 0, plain = 0;
-	for (uint32_t i = 0; i < nt_reader_section_count(r); i++) {
-		const nt_reader *s = nt_reader_section_peek(r, i)->reader;
-		if (s != NULL)
-			z += s->zchunks, plain += s->plain_chunk_bytes;
-		else if (nt_many_section_closed(r, i))
-			z += r->many->lazy[i].zchunks, plain += r->many->lazy[i].plain_chunk_bytes;
+	if (r != NULL && r->many != NULL) { /* the sections' sums, as they opened */
+		z = r->many->totals.zchunks;
+		plain = r->many->totals.plain_chunk_bytes;
+	} else if (r != NULL) {
+		z = r->zchunks;
+		plain = r->plain_chunk_bytes;
 	}
 	if (compressed_chunks != NULL)
 		*compressed_chunks = z;

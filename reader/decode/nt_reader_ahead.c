@@ -31,11 +31,9 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "reader/common/nt_helpers.h"
 #include "nt_reader_ahead.h"
 #include "nt_reader_spin.h"
 
@@ -100,40 +98,13 @@ int nt_reader_set_decompress_ahead(nt_reader *r, int buffers)
 	return 0;
 }
 
-/* NANOTRACE_READER_AHEAD: -1 unset, "auto" or garbage (warned about once); else buffers. */
-static int ahead_from_env(void)
-{
-	static int warned;
-	const char *s = getenv("NANOTRACE_READER_AHEAD");
-	if (s == NULL || strcmp(s, "auto") == 0)
-		return -1;
-	if (strcmp(s, "off") == 0)
-		return 0;
-	char *end;
-	long n = strtol(s, &end, 10);
-	if (end != s && *end == '\0' && n >= 0 && n <= NT_READER_AHEAD_MAX_BUFFERS)
-		return (int)n;
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "nanotrace: NANOTRACE_READER_AHEAD=\"%s\" is not off, auto or 0..%d: "
-			"decompressing ahead as by default\n", s, NT_READER_AHEAD_MAX_BUFFERS);
-	return -1;
-}
-
-static int usable_cpus(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 1;
-	return CPU_COUNT(&set);
-}
-
 uint32_t nt_ahead_plan(const nt_reader *r, int *forced)
 {
-	int n = r->ahead_setting != 0 ? r->ahead_setting - 1 : ahead_from_env();
+	int n = r->ahead_setting != 0 ? r->ahead_setting - 1 : nt_helpers_env();
 	*forced = n >= 0;
 	if (n >= 0)
 		return (uint32_t)n;
-	return usable_cpus() > 1 ? NT_READER_AHEAD_BUFFERS : 0;
+	return nt_helpers_cpus() > 1 ? NT_READER_AHEAD_BUFFERS : 0;
 }
 
 /* The source's next compressed chunk, past q->scan (skipping damage quietly, as the visit's

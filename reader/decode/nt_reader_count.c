@@ -195,6 +195,15 @@ void nt_count_top(uint64_t *tally, uint8_t kind)
 		tally[NT_KIND_CHUNK]++;
 }
 
+int nt_count_outside(const nt_reader *r, uint64_t *tally)
+{
+	if (r->outside.full)
+		return 0;
+	for (unsigned i = 0; tally != NULL && i < r->outside.n; i++)
+		tally[r->outside.kind[i]] += r->outside.count[i];
+	return 1;
+}
+
 int nt_count_keep(nt_reader *r, uint64_t *tally)
 {
 	uint64_t *none = NULL;

@@ -13,6 +13,12 @@
 
 /* ---- the cursor ------------------------------------------------------------------------ */
 
+/* A section's table of ordinals (by thread index: as many as its thread table has room
+ * for, which starts at 16) is held in the cursor up to this many: a bundle of short
+ * processes visits thousands of one-thread sections, each a calloc and a free on the
+ * visit's thread otherwise. */
+#define EXPECTED_FEW 16
+
 /* A visit pulled one event at a time (nanotrace_reader.h's CURSOR): the sections' visits,
  * and the state of stream order (section vi, its next top-level record, then its arena
  * chunks, the chunk being decoded) or of time order (the thread streams and their heap). */
@@ -31,9 +37,11 @@ struct nt_reader_cursor {
 	nt_reader_event ev;     /* stream order's current event */
 	uint8_t *buf;           /* stream order's decompressed chunk */
 	uint64_t *expected;     /* stream order: per thread of section vi, where it ended */
+	uint64_t expected_few[EXPECTED_FEW]; /* its storage while nthreads <= EXPECTED_FEW */
 	uint32_t vi;            /* stream order: the section visited */
 	int section_open, arena_phase, in_chunk;
 	uint64_t off;           /* its next top-level record */
+	uint64_t stream_to;     /* the end of its records walked (the rest counted) */
 	uint32_t arena_i;       /* then its next arena chunk */
 	chunk_cursor c;
 	uint64_t *tally;        /* stream order: what nt_reader_count_records counts (c.tally) */
@@ -118,12 +126,23 @@ static int stream_section_begin(nt_reader_cursor *cu)
 	}
 	nt_reader *r = v->r;
 	cu->section_open = 1;
-	cu->expected = calloc(r->nthreads ? r->nthreads : 1, sizeof(uint64_t));
-	if (cu->expected == NULL)
+	if (r->nthreads <= EXPECTED_FEW) {
+		memset(cu->expected_few, 0, r->nthreads * sizeof(uint64_t));
+		cu->expected = cu->expected_few;
+	} else if ((cu->expected = calloc(r->nthreads, sizeof(uint64_t))) == NULL) {
 		return -1;
+	}
 	nt_ahead_source src = { r, NT_AHEAD_ANY_THREAD };
 	v->ahead = nt_ahead_start(&src, 1, 0, v->ahead_buffers, v->ahead_forced, r->zchunks);
 	cu->off = nt_stream_start(r);
+	cu->stream_to = r->size;
+	/* The records before its first chunk and after its last are durable ones, which its
+	 * open read and validated: counted from what the open kept, not walked again (in a
+	 * bundle of short processes they were most of the records the visit walked). */
+	if (nt_stream_whole(r) && r->summary.chunks != 0 && nt_count_outside(r, cu->tally)) {
+		cu->off = r->chunks_from;
+		cu->stream_to = r->chunks_to;
+	}
 	cu->arena_i = 0;
 	cu->arena_phase = cu->in_chunk = 0;
 	return 1;
@@ -135,7 +154,8 @@ static void stream_section_end(nt_reader_cursor *cu)
 		return;
 	nt_ahead_stop(cu->vs[cu->vi].ahead);
 	cu->vs[cu->vi].ahead = NULL;
-	free(cu->expected);
+	if (cu->expected != cu->expected_few)
+		free(cu->expected);
 	cu->expected = NULL;
 	cu->section_open = 0;
 	visit *v = &cu->vs[cu->vi];
@@ -158,6 +178,10 @@ static int stream_section_next(nt_reader_cursor *cu, const push_sink *push)
 			if (rc != 0)
 				return rc;
 		} else if (!cu->arena_phase) {
+			if (cu->off >= cu->stream_to) {
+				cu->arena_phase = 1;
+				continue;
+			}
 			int stopped = 0;
 			uint64_t size = nt_visit_next_top(v, &cu->off, 0, &stopped), off = cu->off;
 			if (stopped)

@@ -74,7 +74,7 @@ typedef struct lazy_section {
 	size_t size;
 	const char *pool;          /* its strings as the first open laid them out */
 	size_t pool_len;
-	uint64_t zchunks, plain_chunk_bytes, blocked_waits;
+	uint64_t blocked_waits;
 	nt_reader_thread *threads; /* its threads as its reader had them (names in the pool) */
 	int64_t *keys;             /* each one's first chunk's base time, INT64_MAX for none: what
 	                              a time-ordered merge waits by */
@@ -89,6 +89,7 @@ typedef struct open_totals {
 	nt_archive_info sum;     /* every section's counts summed */
 	nt_reader_summary summary;
 	uint32_t max_category_len, max_name_len, max_event_name_len;
+	uint64_t zchunks, plain_chunk_bytes; /* nt_reader_get_compression's sums */
 } open_totals;
 
 typedef struct reader_many {
@@ -147,6 +148,15 @@ typedef struct reader_notes {
  * an index at the top of its field while defining one entry (a table by index of such an
  * archive is a fresh allocation whose untouched pages cost nothing, and a walk of it at
  * open would read every page: 3.4 MB of call sites for index 65,535). */
+/* Records counted by kind, a few kinds at most (full: more kinds than that were met, and
+ * the count is not kept). */
+#define NT_KIND_TALLY_KINDS 6
+typedef struct nt_kind_tally {
+	uint8_t kind[NT_KIND_TALLY_KINDS];
+	uint8_t n, full;
+	uint64_t count[NT_KIND_TALLY_KINDS];
+} nt_kind_tally;
+
 typedef struct pending_names {
 	/* Every string and thread definition, in file order (a later one of an index names
 	 * it). r->thread_order is grown as thread indices are first defined and sorted at the
@@ -221,6 +231,11 @@ struct nt_reader {
 	/* The record stream's first chunk record and the end of its last (both the file's size
 	 * when it has none): nt_chunks_from/nt_chunks_to. */
 	uint64_t chunks_from, chunks_to;
+	/* The records before the first chunk record and after the last (the durable ones the
+	 * open read and validated), by kind, and those after the last chunk seen while the open
+	 * walks: a stream-order visit of a stream nt_stream_whole walks from chunks_from to
+	 * chunks_to and counts these from here (nt_count_outside). Not used otherwise. */
+	nt_kind_tally outside, after_chunk;
 	/* A live oneshot or circular arena: the events its closed chunks' headers count (its
 	 * header's events_written counts those that closed, overwritten ones included). */
 	uint64_t closed_events;
@@ -365,6 +380,10 @@ uint64_t nt_count_blocked(const nt_reader *r, nt_reader_blocked *per_thread, uin
 int nt_count_wanted(const nt_reader *r);
 void nt_count_top(uint64_t *tally, uint8_t kind);
 int nt_count_keep(nt_reader *r, uint64_t *tally);
+/* The open's count of the records outside the chunk range (r->outside) added into tally
+ * (NULL: nothing to add): 1, or 0 (nothing added) when the open could not keep it (more
+ * kinds than it holds): the visit walks those records itself then. */
+int nt_count_outside(const nt_reader *r, uint64_t *tally);
 
 /* nt_reader_many.c: is this the start of a bundle? */
 int nt_is_bundle(const uint8_t *data, size_t size);

@@ -161,8 +161,6 @@ int nt_many_close_now(nt_reader *m, uint32_t i, nt_reader_slab *kept, nt_reader 
 	lz->lazy = 1;
 	lz->data = s->data;
 	lz->size = s->size;
-	lz->zchunks = s->zchunks;
-	lz->plain_chunk_bytes = s->plain_chunk_bytes;
 	lz->blocked_waits = s->info.blocked_waits;
 	sec->reader = NULL;
 	sec->info = NULL;

@@ -19,11 +19,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "reader/common/nt_grow.h"
 #include "format/nt_bundle.h"
 #include "nt_reader_ahead.h"
 #include "nt_reader_internal.h"
+#include "nt_reader_spin.h"
 
 int nt_is_bundle(const uint8_t *data, size_t size)
 {
@@ -249,15 +251,20 @@ static int read_end(reader_many *mm, const char *file, const nt_bundle_frame *f,
 	return ok;
 }
 
-/* How many sections read_frames will find: the same walk, counting. So that the table of
- * sections is allocated once (grown by doubling, its copies and their page faults were a
- * twentieth of --stats's time on 20,000 sections) and each section is opened as its frame
- * is read, while the bytes of both are in the cache, knowing how many its bundle has. */
-static size_t count_sections(const uint8_t *data, size_t size)
+/* How many sections read_frames will find, up to `limit`: the same walk, counting. So that
+ * the table of sections is allocated once (grown by doubling, its copies and their page
+ * faults were a twentieth of --stats's time on 20,000 sections) and each section is opened
+ * as its frame is read, while the bytes of both are in the cache, knowing how many its
+ * bundle has. With `marks`, the offset of every RANGE_MARK-th frame is kept there (grown;
+ * *marks_ok = 0 when memory runs out). */
+#define RANGE_MARK 64
+
+static size_t count_sections(const uint8_t *data, size_t size, size_t limit, uint64_t **marks,
+			     size_t *marks_cap, int *marks_ok)
 {
 	size_t n = 0;
 	for (uint64_t off = sizeof(nt_bundle_preamble), head, next;
-	     size - off >= sizeof(nt_bundle_frame); off = next) {
+	     n < limit && size - off >= sizeof(nt_bundle_frame); off = next) {
 		nt_bundle_frame f;
 		memcpy(&f, data + off, sizeof(f));
 		if (nt_bundle_frame_problem(&f) != NULL || f.kind == NT_BUNDLE_END)
@@ -265,6 +272,12 @@ static size_t count_sections(const uint8_t *data, size_t size)
 		nt_bundle_fit fit = nt_bundle_frame_fit(&f, off, size, &head, &next);
 		if (fit == NT_BUNDLE_FIT_CUT_TEXT || fit == NT_BUNDLE_FIT_CUT_ARCHIVE)
 			break;
+		if (marks != NULL && n % RANGE_MARK == 0) {
+			if (nt_grow(marks, marks_cap, n / RANGE_MARK + 1, sizeof(**marks)))
+				(*marks)[n / RANGE_MARK] = off;
+			else
+				*marks_ok = 0;
+		}
 		n++;
 		if (fit == NT_BUNDLE_FIT_CUT_PAD)
 			break;
@@ -279,45 +292,44 @@ static size_t count_sections(const uint8_t *data, size_t size)
  * CPUs: nt_ahead_plan): a section's open is a function of its bytes, and on 20,000 short
  * processes it was most of `nt_reader_open`'s 11 ms. */
 #define OPEN_RANGE_MIN 256
+/* Fewer sections than this left when the count is known are not worth a hand-over. */
+#define OPEN_RANGE_LEFT_MIN 128
 
-/* Sections [first, end) of a bundle, opened by a thread of their own: frames that
- * count_sections read whole (so no frame among them is a problem), each into its place in
- * the table (reserved whole), with its own slabs, spare reader and totals, which the
- * reader adopts when it reaches `first` (join_range): as if it had opened them itself. The
- * last section is the reader's own, which is where the walk meets the END frame, or the
- * bundle's end, and says what it finds there. */
+/* The second thread first counts the bundle's frames (count_sections, keeping a mark every
+ * RANGE_MARK frames) while the reader opens sections from the front: the count is a walk of
+ * every frame, 1.2 ms of page faults and cache misses on 20,000 sections, which had to end
+ * before either thread opened anything. When the reader, between two sections, finds the
+ * count there (RANGE_COUNTED), it sizes the table for it and gives the second thread the
+ * later half of what is left, [first, end) (RANGE_GO); or, with too little left, or the
+ * reader's walk ended first, nothing (RANGE_CANCELLED). The thread opens those sections,
+ * frames count_sections read whole (so no frame among them is a problem), each into its
+ * place in the table, with its own slabs, spare reader and totals, which the reader adopts
+ * when its walk reaches `first` (join_range): as if it had opened them itself. Until
+ * RANGE_GO the thread touches nothing of the reader's, so the reader grows the table as it
+ * pleases; from then on it does not. The last section is the reader's own, which is where
+ * the walk meets the END frame, or the bundle's end, and says what it finds there. */
+enum { RANGE_COUNTING, RANGE_COUNTED, RANGE_GO, RANGE_CANCELLED };
+
 typedef struct open_range {
 	section_opener o;
 	nt_reader_slab slab, kept;
 	nt_reader *spare;
 	open_totals totals;
 	const uint8_t *data;
-	size_t size, bundle_sections;
+	size_t size;
 	const char *source;
-	uint64_t off;      /* its first frame, then the frame after its last */
-	size_t first, end; /* in the reader's table of sections */
+	uint64_t *marks; /* the count's: frame k * RANGE_MARK's offset at marks[k] */
+	size_t marks_cap;
+	size_t counted;    /* the bundle's sections (written before RANGE_COUNTED) */
+	size_t base;       /* the reader's sections before the bundle's */
+	uint64_t off;      /* the frame after its last, once it has opened them */
+	size_t first, end; /* in the reader's table of sections (set before RANGE_GO) */
+	int state;         /* RANGE_*, atomic */
+	int planned;       /* the reader's: it has answered the count */
+	int forced;        /* NANOTRACE_READER_AHEAD forces helpers (the tests) */
 	int ok, joined;
 	pthread_t thread;
 } open_range;
-
-static void *open_range_main(void *arg)
-{
-	open_range *g = arg;
-	reader_many *mm = g->o.m->many;
-	g->ok = 1;
-	for (size_t i = g->first; i < g->end && g->ok; i++) {
-		nt_bundle_frame f;
-		uint64_t head, next;
-		memcpy(&f, g->data + g->off, sizeof(f));
-		(void)nt_bundle_frame_fit(&f, g->off, g->size, &head, &next);
-		nt_reader_section *s = frame_section(init_section(mm, i, g->source), &f,
-						     g->data + g->off + sizeof(f), g->off + head);
-		g->ok = s != NULL &&
-			open_section(&g->o, s, g->data + s->offset, s->size, 0, g->bundle_sections);
-		g->off = next;
-	}
-	return NULL;
-}
 
 /* The offset of the frame `k` SECTION frames after the one at `off` (count_sections read
  * them whole). */
@@ -331,20 +343,80 @@ static uint64_t frames_after(const uint8_t *data, size_t size, uint64_t off, siz
 	return off;
 }
 
-/* The second thread's half of a bundle of `nsections` sections (its table reserved),
- * started; NULL (open them all here) when not worth it or it cannot be. */
+/* The second thread, counted, waits for the reader's answer: RANGE_GO or RANGE_CANCELLED.
+ * The reader looks between sections (a microsecond apart), so a short spin, then naps. */
+static int wait_for_answer(open_range *g)
+{
+	long nap = 20000;
+	for (unsigned turn = 0;; turn++) {
+		int st = __atomic_load_n(&g->state, __ATOMIC_ACQUIRE);
+		if (st != RANGE_COUNTED)
+			return st == RANGE_GO;
+		if (turn < 4096) {
+			nt_spin_relax();
+			continue;
+		}
+		struct timespec ts = { 0, nap };
+		nanosleep(&ts, NULL);
+		nap = nap * 2 < 1000000 ? nap * 2 : 1000000;
+	}
+}
+
+static void *open_range_main(void *arg)
+{
+	open_range *g = arg;
+	reader_many *mm = g->o.m->many;
+	int marks_ok = 1, counting = RANGE_COUNTING;
+	g->counted = count_sections(g->data, g->size, SIZE_MAX, &g->marks, &g->marks_cap,
+				    &marks_ok);
+	if (!__atomic_compare_exchange_n(&g->state, &counting,
+					 marks_ok ? RANGE_COUNTED : RANGE_CANCELLED, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	    !marks_ok || !wait_for_answer(g))
+		return NULL;
+	size_t k = g->first - g->base;
+	g->off = frames_after(g->data, g->size, g->marks[k / RANGE_MARK], k % RANGE_MARK);
+	for (size_t i = g->first; i < g->end && g->ok; i++) {
+		nt_bundle_frame f;
+		uint64_t head, next;
+		memcpy(&f, g->data + g->off, sizeof(f));
+		(void)nt_bundle_frame_fit(&f, g->off, g->size, &head, &next);
+		nt_reader_section *s = frame_section(init_section(mm, i, g->source), &f,
+						     g->data + g->off + sizeof(f), g->off + head);
+		g->ok = s != NULL &&
+			open_section(&g->o, s, g->data + s->offset, s->size, 0, g->counted);
+		g->off = next;
+	}
+	return NULL;
+}
+
+/* The second thread started on a bundle of at least OPEN_RANGE_MIN sections (its first
+ * `*seen` counted here), the table reserved for as many as the first ones' bytes promise;
+ * NULL (open them all here) when not worth it or it cannot be. */
 static open_range *start_range(nt_reader *m, const char *file, const uint8_t *data,
-			       size_t size, size_t nsections)
+			       size_t size, size_t *seen)
 {
 	reader_many *mm = m->many;
 	int forced;
-	if (nt_ahead_plan(m, &forced) == 0 || nsections < (forced ? 4 : OPEN_RANGE_MIN))
+	if (nt_ahead_plan(m, &forced) == 0)
 		return NULL;
+	size_t want = forced ? 4 : OPEN_RANGE_MIN;
+	uint64_t *marks = NULL;
+	size_t cap = 0;
+	int ok = 1;
+	*seen = count_sections(data, size, want + 1, &marks, &cap, &ok);
+	if (*seen < want || !ok) {
+		free(marks);
+		return NULL;
+	}
+	/* the frames so far, and their bytes: how many the bundle holds if the rest are alike
+	 * (a table too large stays untouched pages, and is trimmed at the end) */
+	uint64_t span = frames_after(data, size, marks[0], *seen) - marks[0];
+	free(marks);
+	size_t guess = (size_t)((size - sizeof(nt_bundle_preamble)) / (span / *seen + 1)) + 1;
 	const char *source = add_source(mm, file);
-	/* the lazy table whole now: no thread grows it under the other */
 	if (source == NULL ||
-	    (mm->sections_mode != NT_SECTIONS_OPEN &&
-	     !nt_grow(&mm->lazy, &mm->lazy_cap, mm->sections_cap, sizeof(*mm->lazy))))
+	    !nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + guess, sizeof(*mm->sections)))
 		return NULL;
 	open_range *g = calloc(1, sizeof(*g));
 	if (g == NULL)
@@ -352,33 +424,68 @@ static open_range *start_range(nt_reader *m, const char *file, const uint8_t *da
 	g->o = (section_opener){ m, &g->slab, &g->kept, &g->spare, &g->totals };
 	g->data = data;
 	g->size = size;
-	g->bundle_sections = nsections;
 	g->source = source;
-	g->first = mm->nsections + nsections / 2;
-	g->end = mm->nsections + nsections - 1;
-	g->off = frames_after(data, size, sizeof(nt_bundle_preamble), nsections / 2);
+	g->base = mm->nsections;
+	g->first = SIZE_MAX;
+	g->forced = forced;
+	g->ok = 1;
 	if (pthread_create(&g->thread, NULL, open_range_main, g) != 0) {
 		free(g);
 		return NULL;
 	}
+	/* forced (the tests): the split waits for the count, so it is the same every run */
+	while (forced && __atomic_load_n(&g->state, __ATOMIC_ACQUIRE) == RANGE_COUNTING)
+		nt_spin_relax();
 	return g;
+}
+
+/* The reader's answer to the count, between two of its sections: the table and the lazy
+ * table sized for the bundle, and the later half of what is left given to the second
+ * thread (RANGE_GO), or nothing when too little is left (RANGE_CANCELLED). 0: out of
+ * memory (the thread is told to stop). */
+static int plan_range(nt_reader *m, open_range *g)
+{
+	reader_many *mm = m->many;
+	g->planned = 1;
+	size_t n = g->counted, done = mm->nsections - g->base;
+	size_t left_min = g->forced ? 2 : OPEN_RANGE_LEFT_MIN;
+	if (n < done + 1 + left_min) {
+		__atomic_store_n(&g->state, RANGE_CANCELLED, __ATOMIC_RELEASE);
+		return 1;
+	}
+	if (!nt_grow(&mm->sections, &mm->sections_cap, g->base + n, sizeof(*mm->sections)) ||
+	    (mm->sections_mode != NT_SECTIONS_OPEN &&
+	     !nt_grow(&mm->lazy, &mm->lazy_cap, mm->sections_cap, sizeof(*mm->lazy)))) {
+		__atomic_store_n(&g->state, RANGE_CANCELLED, __ATOMIC_RELEASE);
+		return 0;
+	}
+	size_t left = n - 1 - done; /* but the last, the reader's own */
+	g->first = mm->nsections + left / 2;
+	g->end = g->base + n - 1;
+	__atomic_store_n(&g->state, RANGE_GO, __ATOMIC_RELEASE);
+	return 1;
 }
 
 /* The second thread's sections made the reader's (once the reader opened those before
  * them, or when the open ends early: then the table counts them too, so that they are
- * freed). 0 when memory ran out there. */
+ * freed). 0 when memory ran out there. A thread not given a range is told so first. */
 static int join_range(nt_reader *m, open_range *g)
 {
 	reader_many *mm = m->many;
 	if (g->joined)
 		return g->ok;
+	int going = __atomic_load_n(&g->state, __ATOMIC_ACQUIRE) == RANGE_GO;
+	if (!going)
+		__atomic_store_n(&g->state, RANGE_CANCELLED, __ATOMIC_RELEASE);
 	pthread_join(g->thread, NULL);
 	g->joined = 1;
+	free(g->marks);
+	g->marks = NULL;
 	nt_reader_slab_adopt(&mm->slab, &g->slab);
 	nt_reader_slab_adopt(&mm->kept, &g->kept);
 	nt_single_close(g->spare);
 	nt_open_totals_add(&mm->totals, &g->totals);
-	if (mm->nsections < g->end)
+	if (going && mm->nsections < g->end)
 		mm->nsections = g->end;
 	return g->ok;
 }
@@ -395,6 +502,12 @@ static int read_frames(nt_reader *m, const char *file, const uint8_t *data, size
 	uint32_t nsec = 0;
 	char what[256];
 	for (;;) {
+		if (g != NULL && !g->planned &&
+		    __atomic_load_n(&g->state, __ATOMIC_ACQUIRE) == RANGE_COUNTED) {
+			if (!plan_range(m, g))
+				return 0;
+			nsections = g->counted;
+		}
 		if (g != NULL && mm->nsections == g->first) {
 			if (!join_range(m, g))
 				return 0;
@@ -460,11 +573,14 @@ static int add_bundle(nt_reader *m, const char *file, const uint8_t *data, size_
 			goto oom;
 		mm->maps[mm->nmaps++] = (struct reader_map){ data, size };
 	}
-	size_t nsections = count_sections(data, size);
-	if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + nsections,
-		     sizeof(*mm->sections)))
-		goto oom;
-	open_range *g = start_range(m, file, data, size, nsections);
+	size_t nsections = 0;
+	open_range *g = start_range(m, file, data, size, &nsections);
+	if (g == NULL) {
+		nsections = count_sections(data, size, SIZE_MAX, NULL, NULL, NULL);
+		if (!nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + nsections,
+			     sizeof(*mm->sections)))
+			goto oom;
+	}
 	int ok = read_frames(m, file, data, size, nsections, g);
 	if (g != NULL) {
 		ok &= join_range(m, g); /* (the open may have ended before it) */

@@ -127,6 +127,8 @@ void nt_open_totals_add_section(open_totals *t, const nt_reader_section *s, cons
 	}
 	add_counts(&t->sum, in);
 	add_summary(&t->summary, &s->summary);
+	t->zchunks += r->zchunks;
+	t->plain_chunk_bytes += r->plain_chunk_bytes;
 	if (nt_reader_max_category_len(r) > t->max_category_len)
 		t->max_category_len = nt_reader_max_category_len(r);
 	if (nt_reader_max_name_len(r) > t->max_name_len)
@@ -144,6 +146,8 @@ void nt_open_totals_add(open_totals *to, const open_totals *later)
 	}
 	add_counts(&to->sum, &later->sum);
 	add_summary(&to->summary, &later->summary);
+	to->zchunks += later->zchunks;
+	to->plain_chunk_bytes += later->plain_chunk_bytes;
 	if (later->max_category_len > to->max_category_len)
 		to->max_category_len = later->max_category_len;
 	if (later->max_name_len > to->max_name_len)

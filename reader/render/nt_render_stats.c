@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nt_render_ids.h"
+#include "nt_render_lines.h"
 #include "nt_render_util.h"
 #include "format/nt_record.h"
 #include "runtime/nt_fork_path.h"
@@ -254,12 +255,50 @@ static void print_blocked(FILE *out, const nt_archive_info *in)
 static void out_shown(nt_out *o, const char *s, size_t cap)
 {
 	char shown[1024];
-	nt_out_str(o, nt_unctrl_copy(shown, cap < sizeof(shown) ? cap : sizeof(shown), s));
+	cap = cap < sizeof(shown) ? cap : sizeof(shown);
+	if (strnlen(s, NT_OUT_ROOM_MAX) < (cap < NT_OUT_ROOM_MAX ? cap : NT_OUT_ROOM_MAX)) {
+		nt_out_name(o, s); /* not cut: escaped in place, one copy (40,000 names) */
+		return;
+	}
+	nt_out_str(o, nt_unctrl_copy(shown, cap, s));
 }
 
 /* Each thread: its name, ids and events, and its waits for the saver (BlockedRecords:
  * nt_reader_count_blocked) when it had any. A line per thread, through nt_out as the
- * providers' are. */
+ * providers' are, the second half of a long list on a helper (nt_render_lines.h). */
+typedef struct thread_lines {
+	const nt_reader *r;
+	const uint64_t *by_thread;
+	const nt_reader_blocked *blocked; /* NULL: no thread waited */
+	uint32_t nthreads;                /* by_thread's and blocked's entries */
+} thread_lines;
+
+static void thread_line(nt_out *o, uint32_t i, const void *ctx)
+{
+	const thread_lines *tl = ctx;
+	const nt_reader_thread *t = nt_reader_thread_at(tl->r, i);
+	nt_out_str(o, "  thread ");
+	nt_out_u64(o, t->index);
+	nt_out_char(o, ' ');
+	out_shown(o, t->name, NT_HDR_MAX_STRING + 1);
+	nt_out_str(o, " (pid ");
+	nt_out_u64(o, t->pid);
+	nt_out_str(o, ", tid ");
+	nt_out_u64(o, t->tid);
+	nt_out_str(o, "): ");
+	nt_out_u64(o, tl->by_thread[t->index]);
+	nt_out_str(o, " events");
+	const nt_reader_blocked *b = tl->blocked && t->index < tl->nthreads
+					     ? &tl->blocked[t->index] : NULL;
+	if (b != NULL && b->waits != 0) {
+		char d[32];
+		nt_format_duration(d, sizeof(d), b->ns);
+		nt_out_printf(o, ", blocked %" PRIu64 " waits %s, %" PRIu64 " ended in a drop",
+			      b->waits, d, b->timeouts);
+	}
+	nt_out_char(o, '\n');
+}
+
 static void print_threads(const nt_reader *r, nt_out *o, const stats_ctx *s, uint32_t nthreads)
 {
 	nt_reader_summary sum;
@@ -275,28 +314,8 @@ static void print_threads(const nt_reader *r, nt_out *o, const stats_ctx *s, uin
 		free(blocked);
 		blocked = NULL;
 	}
-	for (uint32_t i = 0; i < sum.threads && !o->failed; i++) {
-		const nt_reader_thread *t = nt_reader_thread_at(r, i);
-		nt_out_str(o, "  thread ");
-		nt_out_u64(o, t->index);
-		nt_out_char(o, ' ');
-		out_shown(o, t->name, NT_HDR_MAX_STRING + 1);
-		nt_out_str(o, " (pid ");
-		nt_out_u64(o, t->pid);
-		nt_out_str(o, ", tid ");
-		nt_out_u64(o, t->tid);
-		nt_out_str(o, "): ");
-		nt_out_u64(o, s->by_thread[t->index]);
-		nt_out_str(o, " events");
-		const nt_reader_blocked *b = blocked && t->index < nthreads ? &blocked[t->index] : NULL;
-		if (b != NULL && b->waits != 0) {
-			char d[32];
-			nt_format_duration(d, sizeof(d), b->ns);
-			nt_out_printf(o, ", blocked %" PRIu64 " waits %s, %" PRIu64 " ended in a drop",
-				      b->waits, d, b->timeouts);
-		}
-		nt_out_char(o, '\n');
-	}
+	thread_lines tl = { r, s->by_thread, blocked, nthreads };
+	nt_render_lines(o, sum.threads, thread_line, &tl);
 	free(blocked);
 }
 
@@ -319,10 +338,100 @@ static void print_many(const nt_reader *r, FILE *out)
 			nt_unctrl_copy(shown, sizeof(shown), msg), off);
 }
 
-/* Per provider: who, how it ended, and its events: decoded (by this visit), dropped by
- * reason and overwritten (by its header), bytes; then the totals. A line per section, so
- * through nt_out: fprintf's ten conversions a line were a tenth of --stats's time on
- * 20,000 sections. The bytes are what the printf formats wrote. */
+/* Section i's header for its provider's line into *hdr: 1, or 0 when it is not readable.
+ * A section that lost nothing, saved all and never waited has zeros to print: its header is
+ * decoded (a cold read of a closed section's bytes, a tenth of --stats's time on 20,000
+ * sections) only when it says more. */
+static int provider_header(const nt_reader *r, uint32_t i, nt_archive_info *hdr)
+{
+	const nt_reader_section *sec = nt_reader_section_peek(r, i);
+	if (sec->error[0] == '\0' && sec->header_notes == 0) {
+		memset(hdr, 0, sizeof(*hdr));
+		hdr->events_written = sec->events_written;
+		return 1;
+	}
+	return nt_reader_section_header(r, i, hdr) == 0;
+}
+
+typedef struct provider_lines {
+	const nt_reader *r;
+	const uint64_t *decoded; /* by section */
+} provider_lines;
+
+/* Section i: who, how it ended, its events decoded (by this visit), dropped by reason and
+ * overwritten (by its header), its bytes; then what else its header says. */
+static void provider_line(nt_out *o, uint32_t i, const void *ctx)
+{
+	const provider_lines *pl = ctx;
+	const nt_reader_section *sec = nt_reader_section_peek(pl->r, i);
+	nt_out_str(o, "  section ");
+	nt_out_u64(o, i);
+	nt_out_str(o, ": pid ");
+	nt_out_u64(o, sec->pid);
+	nt_out_char(o, ' ');
+	out_shown(o, sec->name, NT_HDR_MAX_STRING + 1);
+	if (sec->provider_id) {
+		nt_out_str(o, " (provider ");
+		nt_out_u64(o, sec->provider_id);
+		nt_out_char(o, ')');
+	}
+	nt_out_str(o, ": ");
+	nt_out_str(o, sec->end_text[0] ? sec->end_text : "archive");
+	nt_out_str(o, ", ");
+	nt_out_str(o, mode_name(sec->mode));
+	if (sec->message[0]) {
+		nt_out_str(o, ", message: ");
+		out_shown(o, sec->message, NT_HDR_MAX_STRING + 1);
+	}
+	nt_archive_info hdr;
+	if (!provider_header(pl->r, i, &hdr)) {
+		nt_out_str(o, "; not readable: ");
+		out_shown(o, sec->error, 1024);
+		nt_out_char(o, '\n');
+		return;
+	}
+	const nt_archive_info *in = &hdr;
+	nt_out_str(o, "; events decoded ");
+	nt_out_u64(o, pl->decoded[i]);
+	const struct { const char *label; uint64_t v; } loss[] = {
+		{ ", dropped ", in->events_dropped },
+		{ " (rolling full ", in->dropped_rolling_full },
+		{ ", durable full ", in->dropped_durable_full },
+		{ ", stopped ", in->dropped_stopped },
+		{ ", not saved ", in->dropped_unsaved },
+		{ "), overwritten ", in->events_overwritten },
+	};
+	uint64_t any = 0;
+	for (size_t f = 0; f < sizeof(loss) / sizeof(loss[0]); f++)
+		any |= loss[f].v;
+	if (any == 0) /* most sections: the labels and zeros as one string */
+		nt_out_str(o, ", dropped 0 (rolling full 0, durable full 0, stopped 0, "
+			      "not saved 0), overwritten 0");
+	for (size_t f = 0; any != 0 && f < sizeof(loss) / sizeof(loss[0]); f++) {
+		nt_out_str(o, loss[f].label);
+		nt_out_u64(o, loss[f].v);
+	}
+	nt_out_str(o, ", written ");
+	nt_out_u64(o, in->events_written);
+	nt_out_str(o, ", bytes ");
+	nt_out_u64(o, sec->size);
+	nt_out_char(o, '\n');
+	char line[NT_HDR_MAX_STRING + 128];
+	if (traceparent_line(in, "    ", line, sizeof(line)) != NULL)
+		nt_out_str(o, line);
+	char stopped[256];
+	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
+		nt_out_printf(o, "    %s\n", stopped);
+	if (in->blocking_timeout_us != 0 || in->blocked_waits != 0) {
+		nt_out_str(o, "    ");
+		nt_out_str(o, blocked_line(in, line, sizeof(line)));
+	}
+}
+
+/* Per provider a line (or a few), then the totals: a line per section, so through nt_out
+ * (fprintf's ten conversions a line were a tenth of --stats's time on 20,000 sections), the
+ * second half of a long list on a helper (nt_render_lines.h). The bytes are what the printf
+ * formats wrote. */
 static int print_providers(const nt_reader *r, nt_out *o, const uint64_t *by_thread)
 {
 	uint64_t tdec = 0, tdrop = 0, tover = 0, tbytes = 0;
@@ -342,72 +451,16 @@ static int print_providers(const nt_reader *r, nt_out *o, const uint64_t *by_thr
 	nt_out_str(o, "providers: ");
 	nt_out_u64(o, nsections);
 	nt_out_char(o, '\n');
-	for (uint32_t i = 0; i < nt_reader_section_count(r) && !o->failed; i++) {
-		const nt_reader_section *sec = nt_reader_section_peek(r, i);
-		nt_out_str(o, "  section ");
-		nt_out_u64(o, i);
-		nt_out_str(o, ": pid ");
-		nt_out_u64(o, sec->pid);
-		nt_out_char(o, ' ');
-		out_shown(o, sec->name, NT_HDR_MAX_STRING + 1);
-		if (sec->provider_id) {
-			nt_out_str(o, " (provider ");
-			nt_out_u64(o, sec->provider_id);
-			nt_out_char(o, ')');
-		}
-		nt_out_str(o, ": ");
-		nt_out_str(o, sec->end_text[0] ? sec->end_text : "archive");
-		nt_out_str(o, ", ");
-		nt_out_str(o, mode_name(sec->mode));
-		if (sec->message[0]) {
-			nt_out_str(o, ", message: ");
-			out_shown(o, sec->message, NT_HDR_MAX_STRING + 1);
-		}
-		/* A section that lost nothing, saved all and never waited has zeros to print:
-		 * its header is decoded (a cold read of a closed section's bytes, a tenth of
-		 * --stats's time on 20,000 sections) only when it says more. */
+	provider_lines pl = { r, decoded };
+	nt_render_lines(o, nsections, provider_line, &pl);
+	for (uint32_t i = 0; i < nsections; i++) {
 		nt_archive_info hdr;
-		if (sec->error[0] == '\0' && sec->header_notes == 0) {
-			memset(&hdr, 0, sizeof(hdr));
-			hdr.events_written = sec->events_written;
-		} else if (nt_reader_section_header(r, i, &hdr) != 0) {
-			nt_out_str(o, "; not readable: ");
-			out_shown(o, sec->error, 1024);
-			nt_out_char(o, '\n');
+		if (!provider_header(r, i, &hdr))
 			continue;
-		}
-		uint64_t dec = decoded[i];
-		const nt_archive_info *in = &hdr;
-		const struct { const char *label; uint64_t v; } field[] = {
-			{ "; events decoded ", dec },
-			{ ", dropped ", in->events_dropped },
-			{ " (rolling full ", in->dropped_rolling_full },
-			{ ", durable full ", in->dropped_durable_full },
-			{ ", stopped ", in->dropped_stopped },
-			{ ", not saved ", in->dropped_unsaved },
-			{ "), overwritten ", in->events_overwritten },
-			{ ", written ", in->events_written },
-			{ ", bytes ", sec->size },
-		};
-		for (size_t f = 0; f < sizeof(field) / sizeof(field[0]); f++) {
-			nt_out_str(o, field[f].label);
-			nt_out_u64(o, field[f].v);
-		}
-		nt_out_char(o, '\n');
-		char line[NT_HDR_MAX_STRING + 128];
-		if (traceparent_line(in, "    ", line, sizeof(line)) != NULL)
-			nt_out_str(o, line);
-		char stopped[256];
-		if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
-			nt_out_printf(o, "    %s\n", stopped);
-		if (in->blocking_timeout_us != 0 || in->blocked_waits != 0) {
-			nt_out_str(o, "    ");
-			nt_out_str(o, blocked_line(in, line, sizeof(line)));
-		}
-		tdec += dec;
-		tdrop += in->events_dropped;
-		tover += in->events_overwritten;
-		tbytes += sec->size;
+		tdec += decoded[i];
+		tdrop += hdr.events_dropped;
+		tover += hdr.events_overwritten;
+		tbytes += nt_reader_section_peek(r, i)->size;
 	}
 	free(decoded);
 	nt_out_printf(o, "providers total: events decoded %" PRIu64 ", dropped %" PRIu64

@@ -7,6 +7,7 @@
  * and bit flips are reported, never a crash (ASan+UBSan in the suite).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -1356,6 +1357,100 @@ static void test_open_shared_by_two_threads(void **state)
 	free(buf);
 }
 
+/* By default (two CPUs) the second thread counts the frames while the reader opens the
+ * first sections, and takes half of those left when the reader finds the count: where that
+ * happens depends on the two threads' timing, so each case is opened several times. Whole,
+ * cut in its last quarter, with a frame flipped past the middle, and 300 sections (so few
+ * left that the hand-over can be cancelled), the reader is the serial one's. On one CPU
+ * every open is serial and the test compares it with itself. */
+static void test_open_counted_while_reading(void **state)
+{
+	(void)state;
+	const int counts[] = { 300, NT_SANITIZED ? 800 : 1500 };
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		char *buf = NULL;
+		size_t size;
+		FILE *f = open_memstream(&buf, &size);
+		bw_preamble(f, 1);
+		for (int i = 0; i < counts[c]; i++)
+			write_section(f, i, i % 7 < NPROC ? i % 7 : 3, NULL, i % 9 ? "" : "a message");
+		bw_end(f, NT_SECTION_FINISHED, (uint32_t)counts[c], "");
+		fclose(f);
+		uint8_t *b = (uint8_t *)buf, *copy = malloc(size);
+		for (int it = 0; it < 3; it++) {
+			memcpy(copy, b, size);
+			size_t n = size;
+			if (it == 1)
+				n = size - size / 5;
+			if (it == 2)
+				copy[frame_offset_of(b, size, (size_t)counts[c] * 2 / 3) + 1] ^= 0x10;
+			char *serial = opened_text(copy, n, "off");
+			for (int rep = 0; rep < 4; rep++) {
+				char *shared = opened_text(copy, n, "auto");
+				assert_msg(strcmp(serial, shared) == 0,
+					   "%d sections, case %d, open %d: the open differs", counts[c],
+					   it, rep);
+				free(shared);
+			}
+			free(serial);
+		}
+		free(copy);
+		free(buf);
+	}
+}
+
+/* --stats' lines per thread and per section, the later part of each list formatted on a
+ * helper thread (reader/render/nt_render_lines.c; forced here from 2 lines, by default
+ * from 4,096 with two CPUs): byte for byte the one-thread output, the killed process's
+ * losses, a section that is not readable and the messages among them; and a full disk
+ * stops it with -1 and ENOSPC, with a helper as without. */
+static void test_stats_lines_on_two_threads(void **state)
+{
+	(void)state;
+	enum { SECTIONS = 300 };
+	char *buf = NULL;
+	size_t size;
+	FILE *f = open_memstream(&buf, &size);
+	bw_preamble(f, 1);
+	uint8_t *bad = malloc(arch_size[0]);
+	memcpy(bad, arch[0], arch_size[0]);
+	smash_header(bad, arch_size[0]);
+	for (int i = 0; i < SECTIONS; i++)
+		write_section(f, i, i % 7 < NPROC ? i % 7 : 3, i == 150 ? bad : NULL,
+			      i % 5 ? "" : "a message");
+	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
+	fclose(f);
+	free(bad);
+	nt_reader *r = nt_reader_open_memory(buf, size, "lines", NULL);
+	assert_non_null(r);
+	setenv("NANOTRACE_READER_AHEAD", "off", 1);
+	char *serial = rendered(r, nt_render_stats);
+	const char *helpers[] = { "4", "auto" };
+	for (int h = 0; h < 2; h++) {
+		setenv("NANOTRACE_READER_AHEAD", helpers[h], 1);
+		char *split = rendered(r, nt_render_stats);
+		assert_msg(strcmp(serial, split) == 0, "NANOTRACE_READER_AHEAD=%s: --stats differs",
+			   helpers[h]);
+		free(split);
+	}
+	assert_non_null(strstr(serial, "not readable"));
+	assert_non_null(strstr(serial, "message: a message"));
+	FILE *full = fopen("/dev/full", "w");
+	for (int h = 0; full != NULL && h < 2; h++) {
+		setenv("NANOTRACE_READER_AHEAD", h ? "4" : "off", 1);
+		errno = 0;
+		assert_int_equal(nt_render_stats(r, full, NULL), -1);
+		assert_int_equal(errno, ENOSPC);
+		clearerr(full);
+	}
+	if (full != NULL)
+		fclose(full);
+	unsetenv("NANOTRACE_READER_AHEAD");
+	free(serial);
+	nt_reader_close(r);
+	free(buf);
+}
+
 /* A bundle of more than 64 sections keeps them closed between visits (nt_reader_lazy.c):
  * every visit, count and rendering is what it is with every section open, a closed section
  * costs its reader a few hundred bytes, not a reader's 2.5 KiB, and nt_reader_section_at()
@@ -1468,6 +1563,8 @@ int main(void)
 		cmocka_unit_test(test_closed_section_damage_is_named),
 		cmocka_unit_test(test_sections_opened_ahead_read_as_serially),
 		cmocka_unit_test(test_open_shared_by_two_threads),
+		cmocka_unit_test(test_open_counted_while_reading),
+		cmocka_unit_test(test_stats_lines_on_two_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

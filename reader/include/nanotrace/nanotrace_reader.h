@@ -48,9 +48,10 @@
  *   early (END frame MANAGER_LOST); the other sections are read in full. Opening costs
  *   O(sections + their threads, strings and call sites); memory is never O(events). A
  *   bundle of 256 sections or more is opened on two threads when the process may run on
- *   two CPUs (the second half of its sections by a thread that the open starts and joins
- *   before it returns; NANOTRACE_READER_AHEAD=off keeps it to one, a number forces it
- *   from 4 sections on): the reader is the same either way.
+ *   two CPUs (a thread that the open starts and joins before it returns counts the
+ *   bundle's sections while the open reads the first ones, then opens half of those left;
+ *   NANOTRACE_READER_AHEAD=off keeps it to one, a number forces it from 4 sections on):
+ *   the reader is the same either way.
  */
 #ifndef NANOTRACE_READER_H
 #define NANOTRACE_READER_H
@@ -771,9 +772,12 @@ int nt_render_otlp(nt_reader *r, FILE *out, nt_otlp_format format,
  * id, category, name, id), whatever the order); records of kinds this reader does not know
  * as "unknown kinds: N records skipped (kinds a newer writer made: K ...)". Its lines per
  * thread and per section (a many-process reader's providers) are formatted as OUTPUT says,
- * the others with stdio. Returns nt_reader_visit's result, or -1 when memory runs out or a
- * write of those lists fails (errno set; a failed write of any line leaves ferror(out)
- * set). Memory: one entry per async span and flow. */
+ * the others with stdio; a list of 4,096 lines or more has its later 47 % formatted on a
+ * helper thread, started and joined within the call, into memory (about 100 bytes a line),
+ * when helpers may run as DECOMPRESSING AHEAD's variable says (off: never; a number: from
+ * 2 lines): the bytes are the same either way. Returns nt_reader_visit's result, or -1 when
+ * memory runs out or a write of those lists fails (errno set; a failed write of any line
+ * leaves ferror(out) set). Memory: one entry per async span and flow. */
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *opt);
 
 /* SAVING STOPPED. A writer whose archive could not be written whole (a full disk, a file
