@@ -338,19 +338,12 @@ static void print_many(const nt_reader *r, FILE *out)
 			nt_unctrl_copy(shown, sizeof(shown), msg), off);
 }
 
-/* Section i's header for its provider's line into *hdr: 1, or 0 when it is not readable.
- * A section that lost nothing, saved all and never waited has zeros to print: its header is
- * decoded (a cold read of a closed section's bytes, a tenth of --stats's time on 20,000
- * sections) only when it says more. */
-static int provider_header(const nt_reader *r, uint32_t i, nt_archive_info *hdr)
+/* A section that lost nothing, saved all, never waited and had no traceparent (header_notes
+ * 0) has zeros to print: its header is decoded (a cold read of a closed section's bytes, a
+ * tenth of --stats's time on 20,000 sections) only when it says more. */
+static int plain_section(const nt_reader_section *sec)
 {
-	const nt_reader_section *sec = nt_reader_section_peek(r, i);
-	if (sec->error[0] == '\0' && sec->header_notes == 0) {
-		memset(hdr, 0, sizeof(*hdr));
-		hdr->events_written = sec->events_written;
-		return 1;
-	}
-	return nt_reader_section_header(r, i, hdr) == 0;
+	return sec->error[0] == '\0' && sec->header_notes == 0;
 }
 
 typedef struct provider_lines {
@@ -358,8 +351,40 @@ typedef struct provider_lines {
 	const uint64_t *decoded; /* by section */
 } provider_lines;
 
+/* The rest of a section's line from its header: its losses, then what else it says. */
+static void provider_notes(nt_out *o, const nt_archive_info *in)
+{
+	const struct { const char *label; uint64_t v; } loss[] = {
+		{ ", dropped ", in->events_dropped },
+		{ " (rolling full ", in->dropped_rolling_full },
+		{ ", durable full ", in->dropped_durable_full },
+		{ ", stopped ", in->dropped_stopped },
+		{ ", not saved ", in->dropped_unsaved },
+		{ "), overwritten ", in->events_overwritten },
+		{ ", written ", in->events_written },
+	};
+	for (size_t f = 0; f < sizeof(loss) / sizeof(loss[0]); f++) {
+		nt_out_str(o, loss[f].label);
+		nt_out_u64(o, loss[f].v);
+	}
+}
+
+static void provider_sublines(nt_out *o, const nt_archive_info *in)
+{
+	char line[NT_HDR_MAX_STRING + 128];
+	if (traceparent_line(in, "    ", line, sizeof(line)) != NULL)
+		nt_out_str(o, line);
+	char stopped[256];
+	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
+		nt_out_printf(o, "    %s\n", stopped);
+	if (in->blocking_timeout_us != 0 || in->blocked_waits != 0) {
+		nt_out_str(o, "    ");
+		nt_out_str(o, blocked_line(in, line, sizeof(line)));
+	}
+}
+
 /* Section i: who, how it ended, its events decoded (by this visit), dropped by reason and
- * overwritten (by its header), its bytes; then what else its header says. */
+ * overwritten (by its header), written, its bytes; then what else its header says. */
 static void provider_line(nt_out *o, uint32_t i, const void *ctx)
 {
 	const provider_lines *pl = ctx;
@@ -384,48 +409,27 @@ static void provider_line(nt_out *o, uint32_t i, const void *ctx)
 		out_shown(o, sec->message, NT_HDR_MAX_STRING + 1);
 	}
 	nt_archive_info hdr;
-	if (!provider_header(pl->r, i, &hdr)) {
+	int plain = plain_section(sec);
+	if (!plain && nt_reader_section_header(pl->r, i, &hdr) != 0) {
 		nt_out_str(o, "; not readable: ");
 		out_shown(o, sec->error, 1024);
 		nt_out_char(o, '\n');
 		return;
 	}
-	const nt_archive_info *in = &hdr;
 	nt_out_str(o, "; events decoded ");
 	nt_out_u64(o, pl->decoded[i]);
-	const struct { const char *label; uint64_t v; } loss[] = {
-		{ ", dropped ", in->events_dropped },
-		{ " (rolling full ", in->dropped_rolling_full },
-		{ ", durable full ", in->dropped_durable_full },
-		{ ", stopped ", in->dropped_stopped },
-		{ ", not saved ", in->dropped_unsaved },
-		{ "), overwritten ", in->events_overwritten },
-	};
-	uint64_t any = 0;
-	for (size_t f = 0; f < sizeof(loss) / sizeof(loss[0]); f++)
-		any |= loss[f].v;
-	if (any == 0) /* most sections: the labels and zeros as one string */
+	if (plain) { /* most sections: the labels and zeros as one string */
 		nt_out_str(o, ", dropped 0 (rolling full 0, durable full 0, stopped 0, "
-			      "not saved 0), overwritten 0");
-	for (size_t f = 0; any != 0 && f < sizeof(loss) / sizeof(loss[0]); f++) {
-		nt_out_str(o, loss[f].label);
-		nt_out_u64(o, loss[f].v);
+			      "not saved 0), overwritten 0, written ");
+		nt_out_u64(o, sec->events_written);
+	} else {
+		provider_notes(o, &hdr);
 	}
-	nt_out_str(o, ", written ");
-	nt_out_u64(o, in->events_written);
 	nt_out_str(o, ", bytes ");
 	nt_out_u64(o, sec->size);
 	nt_out_char(o, '\n');
-	char line[NT_HDR_MAX_STRING + 128];
-	if (traceparent_line(in, "    ", line, sizeof(line)) != NULL)
-		nt_out_str(o, line);
-	char stopped[256];
-	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
-		nt_out_printf(o, "    %s\n", stopped);
-	if (in->blocking_timeout_us != 0 || in->blocked_waits != 0) {
-		nt_out_str(o, "    ");
-		nt_out_str(o, blocked_line(in, line, sizeof(line)));
-	}
+	if (!plain)
+		provider_sublines(o, &hdr);
 }
 
 /* Per provider a line (or a few), then the totals: a line per section, so through nt_out
@@ -454,13 +458,16 @@ static int print_providers(const nt_reader *r, nt_out *o, const uint64_t *by_thr
 	provider_lines pl = { r, decoded };
 	nt_render_lines(o, nsections, provider_line, &pl);
 	for (uint32_t i = 0; i < nsections; i++) {
+		const nt_reader_section *sec = nt_reader_section_peek(r, i);
 		nt_archive_info hdr;
-		if (!provider_header(r, i, &hdr))
-			continue;
+		if (!plain_section(sec)) {
+			if (nt_reader_section_header(r, i, &hdr) != 0)
+				continue; /* not readable: not in the totals */
+			tdrop += hdr.events_dropped;
+			tover += hdr.events_overwritten;
+		}
 		tdec += decoded[i];
-		tdrop += hdr.events_dropped;
-		tover += hdr.events_overwritten;
-		tbytes += nt_reader_section_peek(r, i)->size;
+		tbytes += sec->size;
 	}
 	free(decoded);
 	nt_out_printf(o, "providers total: events decoded %" PRIu64 ", dropped %" PRIu64

@@ -202,7 +202,7 @@ static void test_skipped_results_are_dropped(void **state)
 /* A consumer slower than the helper: the window fills, the helper naps until a slot is
  * free again, and every result still arrives; one that pauses 3 ms a job lets the helper's
  * naps grow to their longest, and it still goes on (the consumer never wakes it). */
-static void test_slow_consumer_wakes_the_helper(void **state)
+static void test_slow_consumer_leaves_the_helper_napping(void **state)
 {
 	(void)state;
 	outcome o;
@@ -243,7 +243,7 @@ int main(void)
 		cmocka_unit_test(test_fast_jobs),
 		cmocka_unit_test(test_slow_jobs_are_given_up),
 		cmocka_unit_test(test_skipped_results_are_dropped),
-		cmocka_unit_test(test_slow_consumer_wakes_the_helper),
+		cmocka_unit_test(test_slow_consumer_leaves_the_helper_napping),
 		cmocka_unit_test(test_stop_in_the_middle),
 		cmocka_unit_test(test_refused),
 	};
