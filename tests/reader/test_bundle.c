@@ -1295,6 +1295,30 @@ static char *opened_text(const uint8_t *b, size_t size, const char *ahead)
 	return all;
 }
 
+/* A bundle of n sections of the archives in turn (the killed circular one among them), the
+ * sections at bad_at[0 .. nbad) holding a smashed header instead, and a message for every
+ * `every`th; malloc'd, its size in *size. */
+static uint8_t *mixed_bundle(int n, const int *bad_at, int nbad, int every, size_t *size)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, size);
+	bw_preamble(f, 1);
+	uint8_t *bad = malloc(arch_size[0]);
+	memcpy(bad, arch[0], arch_size[0]);
+	smash_header(bad, arch_size[0]);
+	for (int i = 0; i < n; i++) {
+		int smashed = 0;
+		for (int k = 0; k < nbad; k++)
+			smashed |= bad_at[k] == i;
+		write_section(f, i, i % 7 < NPROC ? i % 7 : 3, smashed ? bad : NULL,
+			      i % every ? "" : "a message");
+	}
+	bw_end(f, NT_SECTION_FINISHED, (uint32_t)n, "");
+	fclose(f);
+	free(bad);
+	return (uint8_t *)buf;
+}
+
 /* A bundle's open shared with a second thread (forced here from 4 sections on; by default
  * from 256) makes exactly what one thread makes, whatever the bundle holds: sections kept
  * open and closed, a damaged section in each half, a cut at points all along the second
@@ -1304,21 +1328,9 @@ static void test_open_shared_by_two_threads(void **state)
 {
 	(void)state;
 	enum { SECTIONS = 90 };
-	char *buf = NULL;
 	size_t size;
-	FILE *f = open_memstream(&buf, &size);
-	bw_preamble(f, 1);
-	uint8_t *bad = malloc(arch_size[0]);
-	memcpy(bad, arch[0], arch_size[0]);
-	smash_header(bad, arch_size[0]);
-	for (int i = 0; i < SECTIONS; i++) {
-		int k = i % 7 < NPROC ? i % 7 : 3;
-		write_section(f, i, k, i == 20 || i == 70 ? bad : NULL, i % 5 ? "" : "a message");
-	}
-	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
-	fclose(f);
-	free(bad);
-	uint8_t *b = (uint8_t *)buf;
+	const int bad_at[] = { 20, 70 };
+	uint8_t *b = mixed_bundle(SECTIONS, bad_at, 2, 5, &size);
 	uint64_t last = 0, end = 0;
 	frame_offsets(b, size, &last, &end);
 	uint64_t half = frame_offset_of(b, size, SECTIONS / 2);
@@ -1354,7 +1366,7 @@ static void test_open_shared_by_two_threads(void **state)
 	}
 	assert_true(compared > 100);
 	free(copy);
-	free(buf);
+	free(b);
 }
 
 /* By default (two CPUs) the second thread counts the frames while the reader opens the
@@ -1368,15 +1380,8 @@ static void test_open_counted_while_reading(void **state)
 	(void)state;
 	const int counts[] = { 300, NT_SANITIZED ? 800 : 1500 };
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-		char *buf = NULL;
 		size_t size;
-		FILE *f = open_memstream(&buf, &size);
-		bw_preamble(f, 1);
-		for (int i = 0; i < counts[c]; i++)
-			write_section(f, i, i % 7 < NPROC ? i % 7 : 3, NULL, i % 9 ? "" : "a message");
-		bw_end(f, NT_SECTION_FINISHED, (uint32_t)counts[c], "");
-		fclose(f);
-		uint8_t *b = (uint8_t *)buf, *copy = malloc(size);
+		uint8_t *b = mixed_bundle(counts[c], NULL, 0, 9, &size), *copy = malloc(size);
 		for (int it = 0; it < 3; it++) {
 			memcpy(copy, b, size);
 			size_t n = size;
@@ -1395,7 +1400,7 @@ static void test_open_counted_while_reading(void **state)
 			free(serial);
 		}
 		free(copy);
-		free(buf);
+		free(b);
 	}
 }
 
@@ -1408,19 +1413,9 @@ static void test_stats_lines_on_two_threads(void **state)
 {
 	(void)state;
 	enum { SECTIONS = 300 };
-	char *buf = NULL;
 	size_t size;
-	FILE *f = open_memstream(&buf, &size);
-	bw_preamble(f, 1);
-	uint8_t *bad = malloc(arch_size[0]);
-	memcpy(bad, arch[0], arch_size[0]);
-	smash_header(bad, arch_size[0]);
-	for (int i = 0; i < SECTIONS; i++)
-		write_section(f, i, i % 7 < NPROC ? i % 7 : 3, i == 150 ? bad : NULL,
-			      i % 5 ? "" : "a message");
-	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
-	fclose(f);
-	free(bad);
+	const int bad_at[] = { 150 };
+	uint8_t *buf = mixed_bundle(SECTIONS, bad_at, 1, 5, &size);
 	nt_reader *r = nt_reader_open_memory(buf, size, "lines", NULL);
 	assert_non_null(r);
 	setenv("NANOTRACE_READER_AHEAD", "off", 1);
