@@ -143,11 +143,6 @@ typedef struct reader_notes {
 	char save_lie[160];
 } reader_notes;
 
-/* Pool offsets are turned into pointers once the pool stops moving. Every list here is
- * O(the records that define), never O(the highest index defined): a hostile archive names
- * an index at the top of its field while defining one entry (a table by index of such an
- * archive is a fresh allocation whose untouched pages cost nothing, and a walk of it at
- * open would read every page: 3.4 MB of call sites for index 65,535). */
 /* Records counted by kind, a few kinds at most (full: more kinds than that were met, and
  * the count is not kept). */
 #define NT_KIND_TALLY_KINDS 6
@@ -157,6 +152,11 @@ typedef struct nt_kind_tally {
 	uint64_t count[NT_KIND_TALLY_KINDS];
 } nt_kind_tally;
 
+/* Pool offsets are turned into pointers once the pool stops moving. Every list here is
+ * O(the records that define), never O(the highest index defined): a hostile archive names
+ * an index at the top of its field while defining one entry (a table by index of such an
+ * archive is a fresh allocation whose untouched pages cost nothing, and a walk of it at
+ * open would read every page: 3.4 MB of call sites for index 65,535). */
 typedef struct pending_names {
 	/* Every string and thread definition, in file order (a later one of an index names
 	 * it). r->thread_order is grown as thread indices are first defined and sorted at the

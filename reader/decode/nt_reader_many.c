@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,9 +434,10 @@ static open_range *start_range(nt_reader *m, const char *file, const uint8_t *da
 		free(g);
 		return NULL;
 	}
-	/* forced (the tests): the split waits for the count, so it is the same every run */
+	/* forced (the tests): the split waits for the count, so it is the same every run
+	 * (yielding: forced on one CPU, the count needs this one) */
 	while (forced && __atomic_load_n(&g->state, __ATOMIC_ACQUIRE) == RANGE_COUNTING)
-		nt_spin_relax();
+		sched_yield();
 	return g;
 }
 

@@ -265,7 +265,7 @@ static void out_shown(nt_out *o, const char *s, size_t cap)
 
 /* Each thread: its name, ids and events, and its waits for the saver (BlockedRecords:
  * nt_reader_count_blocked) when it had any. A line per thread, through nt_out as the
- * providers' are, the second half of a long list on a helper (nt_render_lines.h). */
+ * providers' are, the later part of a long list on a helper (nt_render_lines.h). */
 typedef struct thread_lines {
 	const nt_reader *r;
 	const uint64_t *by_thread;
