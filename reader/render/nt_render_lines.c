@@ -1,4 +1,4 @@
-/* nt_render_lines.c - a long list of lines, its second half formatted on a helper thread
+/* nt_render_lines.c - a long list of lines, its later part formatted on a helper thread
  * into memory (nt_render_lines.h). */
 #define _GNU_SOURCE
 #include <pthread.h>

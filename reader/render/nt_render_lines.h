@@ -1,11 +1,11 @@
 /* nt_render_lines.h - a long list of lines formatted on two threads (not installed).
  *
  * `--stats` of a bundle of 20,000 short processes writes a line per thread and one per
- * process: 40,000 lines, 2.3 ms of formatting on the one thread, after the visit that kept
- * both CPUs busy and is over. Each line is a function of data that nothing changes while
- * the lines are written, so the second half can be formatted on a helper thread into
- * memory while this one formats the first into the output, then written after it: the
- * bytes are the ones one thread writes, in the same order. */
+ * process: 40,000 lines, about 2.4 ms of formatting on one thread, after the visit that
+ * kept both CPUs busy and is over. Each line is a function of data that nothing changes
+ * while the lines are written, so the later part can be formatted on a helper thread into
+ * memory while this one formats the earlier part into the output, then written after it:
+ * the bytes are the ones one thread writes, in the same order. */
 #ifndef NT_RENDER_LINES_H
 #define NT_RENDER_LINES_H
 

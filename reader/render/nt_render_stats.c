@@ -434,7 +434,7 @@ static void provider_line(nt_out *o, uint32_t i, const void *ctx)
 
 /* Per provider a line (or a few), then the totals: a line per section, so through nt_out
  * (fprintf's ten conversions a line were a tenth of --stats's time on 20,000 sections), the
- * second half of a long list on a helper (nt_render_lines.h). The bytes are what the printf
+ * later part of a long list on a helper (nt_render_lines.h). The bytes are what the printf
  * formats wrote. */
 static int print_providers(const nt_reader *r, nt_out *o, const uint64_t *by_thread)
 {
