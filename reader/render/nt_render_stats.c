@@ -475,6 +475,86 @@ static int print_providers(const nt_reader *r, nt_out *o, const uint64_t *by_thr
 	return nt_out_flush(o);
 }
 
+/* The counts by kind: events, then the records that are not events, then Trace2's. */
+static void print_counts(const nt_reader *r, FILE *out, const stats_ctx *s, const uint64_t *other)
+{
+	fprintf(out, "events: %" PRIu64 "\n", s->events);
+	fprintf(out, "records: begin %" PRIu64 ", end %" PRIu64 ", instant %" PRIu64
+		     ", complete %" PRIu64 ", counter %" PRIu64 ", timestamp %" PRIu64
+		     ", chunk %" PRIu64 ", string %" PRIu64 ", thread %" PRIu64 ", callsite %" PRIu64 "\n",
+		s->by_kind[NT_KIND_BEGIN], s->by_kind[NT_KIND_END], s->by_kind[NT_KIND_INSTANT],
+		s->by_kind[NT_KIND_COMPLETE], s->by_kind[NT_KIND_COUNTER], other[NT_KIND_TIMESTAMP],
+		other[NT_KIND_CHUNK], other[NT_KIND_STRING], other[NT_KIND_THREAD], other[NT_KIND_CALLSITE]);
+	print_trace2(r, out, s->by_kind);
+	uint64_t unknown = s->by_kind[NT_KIND_T2_FIRST + NT_T2E_UNKNOWN];
+	if (unknown != 0 || s->kept_keys != 0)
+		fprintf(out, "trace2 unknown: %" PRIu64 " events, %" PRIu64 " keys (kept as a newer "
+			     "Git wrote them)\n", unknown, s->kept_keys);
+}
+
+/* Every loss the header and the visit know of, each on its own line even when zero: a
+ * script greps for the line, not for its absence. */
+static void print_losses(FILE *out, const nt_archive_info *in, const stats_ctx *s,
+			 const uint64_t *other)
+{
+	/* A live arena's count is of another thing than a saved archive's (schema: events_written). */
+	const char *counted = in->layout != NT_LAYOUT_ARENA ? "header count"
+			      : in->buffering_mode == NT_MODE_STREAMING
+				      ? "header count: the saved stream's"
+				      : "header count: the chunks closed so far";
+	fprintf(out, "written: %" PRIu64 " events (%s)\n", in->events_written, counted);
+	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64
+		     ", stopped %" PRIu64 ", not saved %" PRIu64 ")\n",
+		in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
+		in->dropped_stopped, in->dropped_unsaved);
+	char stopped[256];
+	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
+		fprintf(out, "%s\n", stopped);
+	print_blocked(out, in); /* a bundle's: every section's waits */
+	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
+	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
+	if (in->buffering_mode == NT_MODE_STREAMING)
+		fprintf(out, "halves saved: %" PRIu64 "\n", in->buffers_saved);
+	fprintf(out, "gaps: %" PRIu64 " (%" PRIu64 " events lost between chunks)\n", s->gaps,
+		s->gap_events);
+	fprintf(out, "unmatched: %" PRIu64 " ends without a begin (left out of chrome output), %"
+		     PRIu64 " begins without an end\n", s->balance.unmatched_ends,
+		nt_balance_unended(&s->balance));
+	print_ids(out, &s->ids, s->by_kind);
+	print_unknown_kinds(out, other);
+	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
+	fprintf(out, "values truncated: %" PRIu64 " events (a string or list argument cut to fit "
+		     "one record)\n", in->values_truncated);
+}
+
+/* What the archive holds and its bytes: tables, regions, compression, bytes per event. */
+static void print_sizes(nt_reader *r, FILE *out, const nt_archive_info *in, uint64_t events)
+{
+	nt_reader_summary sum;
+	nt_reader_get_summary(r, &sum);
+	fprintf(out, "strings: %" PRIu32 ", call sites: %" PRIu32 ", chunks: %" PRIu64 "\n",
+		sum.strings, sum.callsites, sum.chunks);
+	fprintf(out, "bytes: file %" PRIu64 ", header %" PRIu64 ", durable %" PRIu64 ", chunks %" PRIu64 "\n",
+		sum.file_bytes, sum.header_bytes, sum.durable_bytes, sum.chunk_bytes);
+	uint64_t zchunks, plain_bytes;
+	nt_reader_get_compression(r, &zchunks, &plain_bytes);
+	fprintf(out, "compression: %" PRIu64 " of %" PRIu64 " chunks compressed (%s); chunks %"
+		     PRIu64 " bytes in the file, %" PRIu64 " uncompressed (ratio %.2f)\n",
+		zchunks, sum.chunks, nt_codec_name(in->compression), sum.chunk_bytes, plain_bytes,
+		sum.chunk_bytes ? (double)plain_bytes / (double)sum.chunk_bytes : 1.0);
+	if (events) {
+		fprintf(out, "bytes per event: %.2f in chunks, %.2f overall\n",
+			(double)sum.chunk_bytes / (double)events, (double)sum.file_bytes / (double)events);
+	}
+}
+
+static void stats_free(stats_ctx *s)
+{
+	free(s->by_thread);
+	nt_balance_free(&s->balance);
+	nt_id_tally_free(&s->ids);
+}
+
 int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 {
 	nt_render_options copy;
@@ -495,80 +575,24 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	/* Timestamp escapes, padding and the durable records are not events. */
 	uint64_t other[256];
 	nt_reader_count_records(r, other);
-
-	const nt_archive_info *in = nt_reader_info(r);
-	nt_reader_summary sum;
-	nt_reader_get_summary(r, &sum);
-	if (is_many(r))
-		print_many(r, out);
-	else
-		print_archive(r, out);
-	fprintf(out, "events: %" PRIu64 "\n", s.events);
-	fprintf(out, "records: begin %" PRIu64 ", end %" PRIu64 ", instant %" PRIu64
-		     ", complete %" PRIu64 ", counter %" PRIu64 ", timestamp %" PRIu64
-		     ", chunk %" PRIu64 ", string %" PRIu64 ", thread %" PRIu64 ", callsite %" PRIu64 "\n",
-		s.by_kind[NT_KIND_BEGIN], s.by_kind[NT_KIND_END], s.by_kind[NT_KIND_INSTANT],
-		s.by_kind[NT_KIND_COMPLETE], s.by_kind[NT_KIND_COUNTER], other[NT_KIND_TIMESTAMP],
-		other[NT_KIND_CHUNK], other[NT_KIND_STRING], other[NT_KIND_THREAD], other[NT_KIND_CALLSITE]);
-	print_trace2(r, out, s.by_kind);
-	uint64_t unknown = s.by_kind[NT_KIND_T2_FIRST + NT_T2E_UNKNOWN];
-	if (unknown != 0 || s.kept_keys != 0)
-		fprintf(out, "trace2 unknown: %" PRIu64 " events, %" PRIu64 " keys (kept as a newer "
-			     "Git wrote them)\n", unknown, s.kept_keys);
 	/* The lists of threads and providers, a line per thread and per section, go through
 	 * one nt_out; stdio before and after it, flushed in between. */
 	nt_out *o = malloc(sizeof(*o));
 	if (o == NULL) {
-		free(s.by_thread);
-		nt_balance_free(&s.balance);
-		nt_id_tally_free(&s.ids);
+		stats_free(&s);
 		return -1;
 	}
+	const nt_archive_info *in = nt_reader_info(r);
+	if (is_many(r))
+		print_many(r, out);
+	else
+		print_archive(r, out);
+	print_counts(r, out, &s, other);
 	nt_out_init(o, out);
 	print_threads(r, o, &s, nthreads);
 	int out_rc = nt_out_flush(o);
-	/* A live arena's count is of another thing than a saved archive's (schema: events_written). */
-	const char *counted = in->layout != NT_LAYOUT_ARENA ? "header count"
-			      : in->buffering_mode == NT_MODE_STREAMING
-				      ? "header count: the saved stream's"
-				      : "header count: the chunks closed so far";
-	fprintf(out, "written: %" PRIu64 " events (%s)\n", in->events_written, counted);
-	fprintf(out, "dropped: %" PRIu64 " events (rolling full %" PRIu64 ", durable full %" PRIu64
-		     ", stopped %" PRIu64 ", not saved %" PRIu64 ")\n",
-		in->events_dropped, in->dropped_rolling_full, in->dropped_durable_full,
-		in->dropped_stopped, in->dropped_unsaved);
-	char stopped[256];
-	if (nt_render_save_stopped(in, stopped, sizeof(stopped)) != NULL)
-		fprintf(out, "%s\n", stopped);
-	print_blocked(out, in); /* a bundle's: every section's waits */
-	fprintf(out, "overwritten: %" PRIu64 " events\n", in->events_overwritten);
-	fprintf(out, "wraps: %" PRIu64 "\n", in->wraps);
-	if (in->buffering_mode == NT_MODE_STREAMING)
-		fprintf(out, "halves saved: %" PRIu64 "\n", in->buffers_saved);
-	fprintf(out, "gaps: %" PRIu64 " (%" PRIu64 " events lost between chunks)\n", s.gaps,
-		s.gap_events);
-	fprintf(out, "unmatched: %" PRIu64 " ends without a begin (left out of chrome output), %"
-		     PRIu64 " begins without an end\n", s.balance.unmatched_ends,
-		nt_balance_unended(&s.balance));
-	print_ids(out, &s.ids, s.by_kind);
-	print_unknown_kinds(out, other);
-	fprintf(out, "durable dropped: %" PRIu64 " records\n", in->durable_dropped);
-	fprintf(out, "values truncated: %" PRIu64 " events (a string or list argument cut to fit "
-		     "one record)\n", in->values_truncated);
-	fprintf(out, "strings: %" PRIu32 ", call sites: %" PRIu32 ", chunks: %" PRIu64 "\n",
-		sum.strings, sum.callsites, sum.chunks);
-	fprintf(out, "bytes: file %" PRIu64 ", header %" PRIu64 ", durable %" PRIu64 ", chunks %" PRIu64 "\n",
-		sum.file_bytes, sum.header_bytes, sum.durable_bytes, sum.chunk_bytes);
-	uint64_t zchunks, plain_bytes;
-	nt_reader_get_compression(r, &zchunks, &plain_bytes);
-	fprintf(out, "compression: %" PRIu64 " of %" PRIu64 " chunks compressed (%s); chunks %"
-		     PRIu64 " bytes in the file, %" PRIu64 " uncompressed (ratio %.2f)\n",
-		zchunks, sum.chunks, nt_codec_name(in->compression), sum.chunk_bytes, plain_bytes,
-		sum.chunk_bytes ? (double)plain_bytes / (double)sum.chunk_bytes : 1.0);
-	if (s.events) {
-		fprintf(out, "bytes per event: %.2f in chunks, %.2f overall\n",
-			(double)sum.chunk_bytes / (double)s.events, (double)sum.file_bytes / (double)s.events);
-	}
+	print_losses(out, in, &s, other);
+	print_sizes(r, out, in, s.events);
 	if (is_many(r) && out_rc == 0) {
 		nt_out_init(o, out);
 		out_rc = print_providers(r, o, s.by_thread);
@@ -576,10 +600,8 @@ int nt_render_stats(nt_reader *r, FILE *out, const nt_render_options *user_opt)
 	free(o);
 	if (s.errors)
 		fprintf(out, "damaged places: %" PRIu64 "\n", s.errors);
-	free(s.by_thread);
-	nt_balance_free(&s.balance);
 	if (s.ids.oom && rc == 0)
 		rc = -1;
-	nt_id_tally_free(&s.ids);
+	stats_free(&s);
 	return out_rc != 0 ? -1 : rc;
 }
