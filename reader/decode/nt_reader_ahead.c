@@ -18,7 +18,8 @@
  * The visit never waits long for a helper that gets no CPU (a busy machine) or that is
  * elsewhere (stalled: all its buffers hold chunks of other sources); and once it has
  * given up waiting more often than it took a chunk from the helper (past AHEAD_GIVE_UP),
- * it stops the helper and goes on serially.
+ * it stops the helper and goes on serially. So it does when the helper runs instead of
+ * it, not beside it: the two share one CPU (nt_reader_beside.h).
  *
  * Memory: at most `cap` chunks decompressed ahead (decoding, or queued in their source's
  * ring of `cap` entries) and at most `cap` spare buffers kept for reuse; the visit's own
@@ -35,6 +36,7 @@
 
 #include "reader/common/nt_helpers.h"
 #include "nt_reader_ahead.h"
+#include "nt_reader_beside.h"
 #include "nt_reader_spin.h"
 
 /* Fewer compressed chunks than this are decompressed serially by default: starting a thread
@@ -87,6 +89,7 @@ struct nt_ahead {
 	ahead_queue *busy;       /* the source and chunk the helper decompresses now */
 	uint64_t busy_off;
 	uint64_t hits, late;     /* chunks the visit took from the helper; waits it gave up */
+	nt_beside beside;        /* the visit's: is the helper beside it (nt_reader_beside.h) */
 	nt_zchunk_decoder *dec;
 };
 
@@ -267,7 +270,12 @@ int nt_ahead_take(nt_ahead *a, uint32_t queue, uint64_t off, uint8_t **buf, cons
 {
 	ahead_queue *q = &a->q[queue];
 	uint64_t until = 0;
+	int instead = nt_beside_lost(&a->beside, nt_spin_now_ns());
 	pthread_mutex_lock(&a->lock);
+	if (instead && !a->stop) {
+		a->stop = 1; /* what it holds is still taken; it decompresses no more */
+		pthread_cond_signal(&a->helper_cv);
+	}
 	for (;;) {
 		while (q->count > 0 && q->ring[q->head].off < off) /* a chunk the visit skipped */
 			give_back(a, pop_front(a, q).buf);

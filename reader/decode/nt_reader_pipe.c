@@ -27,6 +27,9 @@
  *     the consumer never wakes it, so it never makes a system call for it.
  *   - The helper is stopped when the consumer abandoned more than PIPE_GIVE_UP jobs and
  *     more than it took: it gets too little CPU to pay.
+ *   - The helper is stopped when it runs instead of the consumer, not beside it: the two
+ *     share one CPU (nt_reader_beside.h). Its results still come in time then, but every
+ *     nap's end takes the CPU from the consumer.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -34,6 +37,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "nt_reader_beside.h"
 #include "nt_reader_pipe.h"
 #include "nt_reader_spin.h"
 
@@ -42,6 +46,7 @@
 #define PIPE_NAP_MAX_NS 1000000
 #define PIPE_GIVE_UP 32
 #define PIPE_MAX_WINDOW 256
+#define PIPE_CHECK_EVERY 64 /* jobs: a clock read each (check_beside) */
 
 enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_TAKEN, SLOT_ABANDONED };
 
@@ -66,6 +71,7 @@ struct nt_pipe {
 	size_t slot_size;
 	pthread_t thread;
 	uint32_t asked_own, hits, late; /* the consumer's */
+	nt_beside beside;               /* the consumer's */
 	char pad0[64];
 	uint32_t asked;   /* atomic: the job the consumer asked for last */
 	uint32_t next;    /* atomic: the next job the helper may claim */
@@ -206,6 +212,14 @@ static void drop_skipped(nt_pipe *p, uint32_t i)
 	}
 }
 
+/* Every PIPE_CHECK_EVERY jobs asked for, whether the helper runs beside the consumer
+ * (nt_reader_beside.h); when it does not, it is stopped. */
+static void check_beside(nt_pipe *p, uint32_t i)
+{
+	if (i % PIPE_CHECK_EVERY == 0 && nt_beside_lost(&p->beside, nt_spin_now_ns()))
+		__atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+}
+
 /* Did the helper claim job i? If not, it never will. */
 static int claimed(nt_pipe *p, uint32_t i)
 {
@@ -236,6 +250,7 @@ void *nt_pipe_take(nt_pipe *p, uint32_t i)
 	if (p == NULL)
 		return NULL;
 	drop_skipped(p, i);
+	check_beside(p, i);
 	if (!claimed(p, i))
 		return NULL;
 	pipe_slot *s = &p->slot[i % p->window];

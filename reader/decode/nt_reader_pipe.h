@@ -21,7 +21,7 @@ typedef struct nt_pipe_ops {
 	void (*free_slot)(void *ctx, void *slot);
 } nt_pipe_ops;
 
-/* Starts the helper on jobs 0..n-1, at most `window` (2..64) of them done and not yet given
+/* Starts the helper on jobs 0..n-1, at most `window` (2..256) of them done and not yet given
  * back. NULL (then do every job yourself): n or window 0, no memory, no thread. `ops` and
  * `ctx` must outlive the pipe. Cost: a thread's start, window * slot_size bytes. */
 nt_pipe *nt_pipe_start(const nt_pipe_ops *ops, void *ctx, uint32_t n, uint32_t window,

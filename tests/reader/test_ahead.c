@@ -7,7 +7,7 @@
  * framing), truncated files, a callback that stops the visit at any point, a reader visited
  * twice, and several archives read as one; with 1, 2 and 8 buffers (1 makes the helper
  * stall and the visit decompress for itself). The helper exists only when asked for or
- * when it pays; nt_reader_set_decompress_ahead() refuses what it does not know. The public
+ * when it pays (forced, a bundle's sections of one compressed chunk get none of their own); nt_reader_set_decompress_ahead() refuses what it does not know. The public
  * cursor (nt_reader_cursor_next, the orders' pull path) gives the same log as the visit in
  * every one of those cases, two cursors interleaved over one reader read as alone, and bad
  * cursor arguments are refused. TSan and
@@ -448,6 +448,73 @@ static void helper_runs_only_when_asked(void **state)
 	nt_reader_close(r);
 }
 
+static void *few_events(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20; i++) {
+		NT_BEGIN("ahead", "short", NT_I64("i", i));
+		NT_END("ahead", "short");
+	}
+	return NULL;
+}
+
+/* The threads a stream-order visit of `names` (forced to decompress ahead) runs beside it,
+ * counted at every 4,096th event from the first. */
+static long threads_beside(const char *const *names, size_t n)
+{
+	nt_reader *r = nt_reader_open_many(names, n, NULL);
+	assert_non_null(r);
+	long before = process_threads();
+	vlog l;
+	visit_log(r, 2, NT_ORDER_STREAM, NT_ON_CORRUPT_SKIP, 0, &l);
+	free(l.text);
+	nt_reader_close(r);
+	assert_int_equal(process_threads(), before); /* joined */
+	return l.threads_seen - before;
+}
+
+/* Many processes of a compressed chunk or two each: forced, the visit decompresses ahead
+ * with one helper for the sections (nt_reader_section_ahead.c, from 64 of them), never a
+ * thread per section (a thread started and joined for each one's chunk made 20,000 sections
+ * 33 times slower); a section of many chunks still has a helper of its own. */
+static void sections_of_one_chunk_start_no_helper(void **state)
+{
+	(void)state;
+	nt_config cfg;
+	nt_config_init(&cfg);
+	cfg.compression_level = 1;
+	void *arg = NULL;
+	size_t small_size;
+	uint8_t *small = test_record_threads(&cfg, "ahead-small", 0, 1, few_events, &arg,
+					     &small_size);
+	nt_reader *one = nt_reader_open_memory(small, small_size, "small", NULL);
+	assert_non_null(one);
+	uint64_t zchunks, plain;
+	nt_reader_get_compression(one, &zchunks, &plain);
+	nt_reader_close(one);
+	assert_int_equal(zchunks, 1);
+	char paths[4][256];
+	const char *names[4];
+	for (int i = 0; i < 4; i++) {
+		char tag[32];
+		snprintf(tag, sizeof(tag), "ahead-section%d", i);
+		test_tmp_path(paths[i], sizeof(paths[i]), tag);
+		names[i] = paths[i];
+		FILE *f = fopen(paths[i], "wb");
+		assert_non_null(f);
+		/* the first one is the archive of many chunks (its helper starts before its first
+		 * event, where the log counts the threads) */
+		assert_int_equal(fwrite(i > 0 ? small : archive, 1, i > 0 ? small_size : archive_size,
+					f), i > 0 ? small_size : archive_size);
+		assert_int_equal(fclose(f), 0);
+	}
+	assert_int_equal(threads_beside(names + 1, 3), 0);
+	assert_int_equal(threads_beside(names, 4), 1);
+	for (int i = 0; i < 4; i++)
+		unlink(paths[i]);
+	free(small);
+}
+
 /* A value of NANOTRACE_READER_AHEAD that is none: one line on stderr naming it, however
  * many visits, and the default rule. In a child, whose stderr is a pipe read here. */
 static void bad_environment_is_reported_once(void **state)
@@ -494,6 +561,7 @@ int main(void)
 		cmocka_unit_test(many_archives_read_the_same),
 		cmocka_unit_test(cursors_interleave_and_refuse),
 		cmocka_unit_test(helper_runs_only_when_asked),
+		cmocka_unit_test(sections_of_one_chunk_start_no_helper),
 		cmocka_unit_test(bad_environment_is_reported_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

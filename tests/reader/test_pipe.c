@@ -7,10 +7,12 @@
  * slow enough that the consumer gives up waiting for them, a consumer that skips jobs, a
  * slow consumer (the helper naps on a full window until a slot is free, its naps growing
  * while the consumer pauses), a stop in the middle
- * with results ready and taken, and bad arguments. TSan (the suite's tsan build) checks
+ * with results ready and taken, a helper held to the consumer's one CPU (stopped: it runs
+ * instead of the consumer, not beside it), and bad arguments. TSan (the suite's tsan build) checks
  * the protocol's atomics; ASan that no result leaks.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +33,26 @@ typedef struct jobs {
 	uint32_t n;
 	uint32_t slow_every;     /* 0: none; else every such job sleeps slow_us */
 	unsigned slow_us;
+	uint64_t burn_ns;        /* every job (the helper's or the consumer's) runs this long */
 	uint32_t *helper_runs;   /* per job, atomically */
 	uint32_t *drops;         /* per job, atomically */
 	uint32_t slots_freed;
 	uint32_t bad;            /* the helper found a slot's last result still in it */
 } jobs;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A job's work, on a CPU: a loop, not a sleep. */
+static void burn(uint64_t ns)
+{
+	for (uint64_t end = now_ns() + ns; now_ns() < end;)
+		;
+}
 
 static uint64_t value_of(uint32_t i)
 {
@@ -54,6 +71,7 @@ static void run(void *ctx, uint32_t i, void *slot)
 	snprintf(r->buffer, 64, "job %u", i);
 	if (j->slow_every != 0 && i % j->slow_every == 0)
 		usleep(j->slow_us);
+	burn(j->burn_ns);
 	r->job = i;
 	r->value = value_of(i);
 	if ((r->resource = malloc(sizeof(*r->resource))) == NULL)
@@ -129,6 +147,7 @@ static outcome consume(nt_pipe *p, jobs *j, uint32_t ask_every, unsigned consume
 			o.taken++;
 		} else {
 			o.own++; /* the consumer's own value_of(i) */
+			burn(j->burn_ns);
 		}
 		if (++asked == stop_after)
 			return o; /* not given back: the stop drops what is left */
@@ -223,6 +242,39 @@ static void test_stop_in_the_middle(void **state)
 	run_case(1000, 8, 5, 300, 1, 0, 20, NULL); /* while the helper is in a job */
 }
 
+/* The helper held to the consumer's CPU runs instead of it, not beside it: it is stopped
+ * (reader/decode/nt_reader_beside.h: two intervals of 2 ms) and the consumer does the rest
+ * of the jobs itself, every result still exactly once. Without the check the helper did
+ * nearly every job, each of its wake-ups taking the CPU from the consumer. */
+static void test_helper_on_the_consumers_cpu_is_stopped(void **state)
+{
+	(void)state;
+	cpu_set_t all, one;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	int cpu = sched_getcpu();
+	assert_true(cpu >= 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0); /* the helper inherits it */
+	const uint32_t n = 40000;
+	jobs *j = jobs_new(n);
+	j->burn_ns = 2000;
+	uint8_t *taken = calloc(n, 1);
+	nt_pipe *p = nt_pipe_start(&ops, j, n, 64, sizeof(job_result));
+	assert_non_null(p);
+	outcome o = consume(p, j, 1, 0, 0, taken);
+	nt_pipe_stop(p);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	check_accounting(j, taken, 64);
+	assert_int_equal(o.taken + o.own, n);
+	uint32_t ran = 0;
+	for (uint32_t i = 0; i < n; i++)
+		ran += j->helper_runs[i];
+	assert_msg(ran < n / 4, "the helper ran %u of %u jobs on the consumer's CPU", ran, n);
+	free(taken);
+	jobs_free(j);
+}
+
 static void test_refused(void **state)
 {
 	(void)state;
@@ -245,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_skipped_results_are_dropped),
 		cmocka_unit_test(test_slow_consumer_leaves_the_helper_napping),
 		cmocka_unit_test(test_stop_in_the_middle),
+		cmocka_unit_test(test_helper_on_the_consumers_cpu_is_stopped),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -428,8 +428,9 @@ void nt_reader_cursor_close(nt_reader_cursor *c);
  *   thread while the visit decodes the chunk before: on two cores a visit then goes at
  *   about the rate of an uncompressed archive. What the callbacks see is the same either
  *   way, in the same order: every event, gap and damage report (offset and message).
- *   - Thread: one helper thread per nt_reader_visit() call (per section in NT_ORDER_STREAM
- *     on a many-process reader, one for the whole merge in NT_ORDER_TIME), started by the
+ *   - Thread: one helper thread per nt_reader_visit() call (per section of more than two
+ *     compressed chunks in NT_ORDER_STREAM on a many-process reader, whose sections ahead
+ *     below decompress the first two; one for the whole merge in NT_ORDER_TIME), started by the
  *     visit and joined before it returns, also when a callback stops it or damage does (the
  *     helper stops within one chunk's decompression). Callbacks still run on the caller's
  *     thread, one at a time. Nothing outlives the visit: nt_reader_close() has no thread
@@ -456,7 +457,13 @@ void nt_reader_cursor_close(nt_reader_cursor *c);
  *     rule above, a number 1..NT_READER_AHEAD_MAX_BUFFERS always (any compressed chunk, any
  *     CPU count) with that many buffers; any other value prints one line on stderr (once
  *     per process) and the rule above applies. A helper that cannot be started (no
- *     memory, no thread) leaves the visit serial, never failing it.
+ *     memory, no thread) leaves the visit serial, never failing it. So does one found to
+ *     run instead of the visit rather than beside it, forced or not: over two intervals
+ *     of 2 ms in a row in which the visit's thread never slept, it had under 90 % of the
+ *     time on a CPU and the process under 110 % (the helper held to the visit's CPU, or a
+ *     host that runs the guest's CPUs on one core and counts it as steal time): the helper
+ *     is stopped, and the visit does the rest itself. Cost of that check: a clock read
+ *     per chunk or per 64 sections, two system calls per 2 ms.
  *   nt_reader_set_decompress_ahead() sets it for one reader, and wins over the variable:
  *   NT_READER_AHEAD_OFF (0) never, NT_READER_AHEAD_AUTO (-1) back to the default above, 1 ..
  *   NT_READER_AHEAD_MAX_BUFFERS always with that many buffers (the latter for tests and
