@@ -536,7 +536,7 @@ static inline __attribute__((always_inline)) void emit_plain(nt_callsite *site, 
 		 * leaves bits set above them. */
 		if (__builtin_expect(((delta >> NT_COMPACT_DELTA_BITS) |
 				      (idx >> NT_COMPACT_CALLSITE_BITS)) == 0 &&
-					     (uintptr_t)t->end - (uintptr_t)p >= 4 &&
+					     (uintptr_t)p + 4 <= (uintptr_t)t->end &&
 					     nt_kind_has_compact(kind),
 				     1)) {
 			t->cur = p + 4;
