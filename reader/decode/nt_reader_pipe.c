@@ -72,6 +72,7 @@ struct nt_pipe {
 	pthread_t thread;
 	uint32_t asked_own, hits, late; /* the consumer's */
 	nt_beside beside;               /* the consumer's */
+	uint32_t asks;                  /* the consumer's: jobs asked for */
 	char pad0[64];
 	uint32_t asked;   /* atomic: the job the consumer asked for last */
 	uint32_t next;    /* atomic: the next job the helper may claim */
@@ -214,9 +215,9 @@ static void drop_skipped(nt_pipe *p, uint32_t i)
 
 /* Every PIPE_CHECK_EVERY jobs asked for, whether the helper runs beside the consumer
  * (nt_reader_beside.h); when it does not, it is stopped. */
-static void check_beside(nt_pipe *p, uint32_t i)
+static void check_beside(nt_pipe *p)
 {
-	if (i % PIPE_CHECK_EVERY == 0 && nt_beside_lost(&p->beside, nt_spin_now_ns()))
+	if (p->asks++ % PIPE_CHECK_EVERY == 0 && nt_beside_lost(&p->beside, nt_spin_now_ns()))
 		__atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
 }
 
@@ -250,7 +251,7 @@ void *nt_pipe_take(nt_pipe *p, uint32_t i)
 	if (p == NULL)
 		return NULL;
 	drop_skipped(p, i);
-	check_beside(p, i);
+	check_beside(p);
 	if (!claimed(p, i))
 		return NULL;
 	pipe_slot *s = &p->slot[i % p->window];
