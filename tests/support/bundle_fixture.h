@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 #include <nanotrace/nanotrace.h>
-#include "tests/support/bundle_writer.h"
-#include "tests/support/nt_cmocka.h"
-#include "tests/support/nt_sanitizer_test.h"
+#include "bundle_writer.h"
+#include "nt_cmocka.h"
+#include "nt_sanitizer_test.h"
 #include "format/nt_record.h"
-#include "tests/support/nt_test_util.h"
+#include "nt_test_util.h"
 
 #define NPROC 4
 static char dir[256];                 /* private temporary directory */
