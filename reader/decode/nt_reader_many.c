@@ -295,6 +295,10 @@ static size_t count_sections(const uint8_t *data, size_t size, size_t limit, uin
 #define OPEN_RANGE_MIN 256
 /* Fewer sections than this left when the count is known are not worth a hand-over. */
 #define OPEN_RANGE_LEFT_MIN 128
+/* The most sections the first frames' bytes may reserve the table for before the count:
+ * 257 empty frames (64 bytes each) before one 64 MiB archive promised a million, 192 MB of
+ * table for a 64 MB file. Past this the table grows once the count is known. */
+#define OPEN_RANGE_GUESS_MAX 65536
 
 /* The second thread first counts the bundle's frames (count_sections, keeping a mark every
  * RANGE_MARK frames) while the reader opens sections from the front: the count is a walk of
@@ -415,6 +419,8 @@ static open_range *start_range(nt_reader *m, const char *file, const uint8_t *da
 	uint64_t span = frames_after(data, size, marks[0], *seen) - marks[0];
 	free(marks);
 	size_t guess = (size_t)((size - sizeof(nt_bundle_preamble)) / (span / *seen + 1)) + 1;
+	if (guess > OPEN_RANGE_GUESS_MAX)
+		guess = OPEN_RANGE_GUESS_MAX;
 	const char *source = add_source(mm, file);
 	if (source == NULL ||
 	    !nt_grow(&mm->sections, &mm->sections_cap, mm->nsections + guess, sizeof(*mm->sections)))
@@ -443,29 +449,27 @@ static open_range *start_range(nt_reader *m, const char *file, const uint8_t *da
 
 /* The reader's answer to the count, between two of its sections: the table and the lazy
  * table sized for the bundle, and the later half of what is left given to the second
- * thread (RANGE_GO), or nothing when too little is left (RANGE_CANCELLED). 0: out of
- * memory (the thread is told to stop). */
-static int plan_range(nt_reader *m, open_range *g)
+ * thread (RANGE_GO), or nothing (RANGE_CANCELLED) when too little is left or the tables
+ * cannot be had at once: the reader then opens the rest itself, growing them as it goes.
+ * The lazy table as large as the table: nt_many_close_now, on either thread, grows it to
+ * that, which after RANGE_GO must move nothing. */
+static void plan_range(nt_reader *m, open_range *g)
 {
 	reader_many *mm = m->many;
 	g->planned = 1;
 	size_t n = g->counted, done = mm->nsections - g->base;
 	size_t left_min = g->forced ? 2 : OPEN_RANGE_LEFT_MIN;
-	if (n < done + 1 + left_min) {
-		__atomic_store_n(&g->state, RANGE_CANCELLED, __ATOMIC_RELEASE);
-		return 1;
-	}
-	if (!nt_grow(&mm->sections, &mm->sections_cap, g->base + n, sizeof(*mm->sections)) ||
+	if (n < done + 1 + left_min ||
+	    !nt_grow(&mm->sections, &mm->sections_cap, g->base + n, sizeof(*mm->sections)) ||
 	    (mm->sections_mode != NT_SECTIONS_OPEN &&
 	     !nt_grow(&mm->lazy, &mm->lazy_cap, mm->sections_cap, sizeof(*mm->lazy)))) {
 		__atomic_store_n(&g->state, RANGE_CANCELLED, __ATOMIC_RELEASE);
-		return 0;
+		return;
 	}
 	size_t left = n - 1 - done; /* but the last, the reader's own */
 	g->first = mm->nsections + left / 2;
 	g->end = g->base + n - 1;
 	__atomic_store_n(&g->state, RANGE_GO, __ATOMIC_RELEASE);
-	return 1;
 }
 
 /* The second thread's sections made the reader's (once the reader opened those before
@@ -506,8 +510,7 @@ static int read_frames(nt_reader *m, const char *file, const uint8_t *data, size
 	for (;;) {
 		if (g != NULL && !g->planned &&
 		    __atomic_load_n(&g->state, __ATOMIC_ACQUIRE) == RANGE_COUNTED) {
-			if (!plan_range(m, g))
-				return 0;
+			plan_range(m, g);
 			nsections = g->counted;
 		}
 		if (g != NULL && mm->nsections == g->first) {

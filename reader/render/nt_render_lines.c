@@ -18,24 +18,33 @@ typedef struct lines_half {
 	FILE *mem;
 	char *bytes;
 	size_t len, cap;
+	int no_memory; /* a write failed: the half is not whole, whatever stdio says */
 	pthread_t thread;
 } lines_half;
 
 /* The memory stream's write: appended, the buffer grown by realloc (open_memstream's
- * copied itself at each growth: its half took a third longer than this thread's). */
+ * copied itself at each growth: its half took a third longer than this thread's). A
+ * failure returns 0, as fopencookie(3) asks: glibc took a -1 from a direct write of a
+ * large block as (size_t)-1 bytes written, and read past the caller's buffer. */
 static ssize_t append(void *cookie, const char *buf, size_t n)
 {
 	lines_half *h = cookie;
+	if (h->no_memory)
+		return 0;
 	if (n > h->cap - h->len) {
 		size_t cap = h->cap ? h->cap : 256 * 1024;
 		while (cap - h->len < n) {
-			if (cap > SIZE_MAX / 2)
-				return -1;
+			if (cap > SIZE_MAX / 2) {
+				h->no_memory = 1;
+				return 0;
+			}
 			cap *= 2;
 		}
 		char *bytes = realloc(h->bytes, cap);
-		if (bytes == NULL)
-			return -1;
+		if (bytes == NULL) {
+			h->no_memory = 1;
+			return 0;
+		}
 		h->bytes = bytes;
 		h->cap = cap;
 	}
@@ -97,7 +106,7 @@ static lines_half *start_half(uint32_t n, nt_line_fn *line, const void *ctx)
 static int join_half(nt_out *o, lines_half *h)
 {
 	pthread_join(h->thread, NULL);
-	int whole = fclose(h->mem) == 0 && !h->out.failed;
+	int whole = fclose(h->mem) == 0 && !h->out.failed && !h->no_memory;
 	if (whole)
 		nt_out_bytes(o, h->bytes, h->len);
 	free(h->bytes);
