@@ -329,6 +329,19 @@ static void visiting_twice_reads_the_same(void **state)
 	nt_reader_close(r);
 }
 
+/* A private temporary file for archive i of a set named `set` (its path in path[256],
+ * for names[i] too), open for writing. */
+static FILE *archive_file(char path[256], const char **name, const char *set, int i)
+{
+	char tag[32];
+	snprintf(tag, sizeof(tag), "%s%d", set, i);
+	test_tmp_path(path, 256, tag);
+	*name = path;
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	return f;
+}
+
 /* Several archives as one reader (nt_reader_open_many): both orders, both policies. */
 static void many_archives_read_the_same(void **state)
 {
@@ -336,12 +349,7 @@ static void many_archives_read_the_same(void **state)
 	char paths[3][256];
 	const char *names[3];
 	for (int i = 0; i < 3; i++) {
-		char tag[32];
-		snprintf(tag, sizeof(tag), "ahead-many%d", i);
-		test_tmp_path(paths[i], sizeof(paths[i]), tag);
-		names[i] = paths[i];
-		FILE *f = fopen(paths[i], "wb");
-		assert_non_null(f);
+		FILE *f = archive_file(paths[i], &names[i], "ahead-many", i);
 		/* the second is damaged in the middle, the third cut short */
 		size_t n = i == 2 ? archive_size * 3 / 5 : archive_size;
 		for (size_t k = 0; k < n; k++)
@@ -496,12 +504,7 @@ static void sections_of_one_chunk_start_no_helper(void **state)
 	char paths[4][256];
 	const char *names[4];
 	for (int i = 0; i < 4; i++) {
-		char tag[32];
-		snprintf(tag, sizeof(tag), "ahead-section%d", i);
-		test_tmp_path(paths[i], sizeof(paths[i]), tag);
-		names[i] = paths[i];
-		FILE *f = fopen(paths[i], "wb");
-		assert_non_null(f);
+		FILE *f = archive_file(paths[i], &names[i], "ahead-section", i);
 		/* the first one is the archive of many chunks (its helper starts before its first
 		 * event, where the log counts the threads) */
 		assert_int_equal(fwrite(i > 0 ? small : archive, 1, i > 0 ? small_size : archive_size,

@@ -488,15 +488,8 @@ static void test_indices_at_their_limits_cost_address_space(void **state)
 	assert_non_null(copy);
 	memcpy(copy, arch[0], arch_size[0]);
 	indices_at_their_limits(copy, arch_size[0]);
-	char *buf = NULL;
 	size_t size;
-	FILE *f = open_memstream(&buf, &size);
-	bw_preamble(f, 1);
-	for (int i = 0; i < SECTIONS; i++) {
-		write_section(f, i, 0, copy, "");
-	}
-	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
-	fclose(f);
+	char *buf = copies_bundle(SECTIONS, copy, &size);
 	free(copy);
 	const char *perturb = getenv("MALLOC_PERTURB_");
 	mallopt(M_PERTURB, 0);

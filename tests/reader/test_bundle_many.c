@@ -178,15 +178,8 @@ static void test_sections_visited_one_by_one_share_a_decoder(void **state)
 {
 	(void)state;
 	enum { SECTIONS = 200 };
-	char *buf = NULL;
 	size_t size;
-	FILE *f = open_memstream(&buf, &size);
-	bw_preamble(f, 1);
-	for (int i = 0; i < SECTIONS; i++) {
-		write_section(f, i, 0, NULL, "");
-	}
-	bw_end(f, NT_SECTION_FINISHED, SECTIONS, "");
-	fclose(f);
+	char *buf = copies_bundle(SECTIONS, NULL, &size);
 	nt_reader *r = open_sections(buf, size, "open");
 	uint64_t zchunks = 0;
 	nt_reader_get_compression(nt_reader_section_at(r, 0)->reader, &zchunks, NULL);

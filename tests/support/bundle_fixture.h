@@ -142,6 +142,21 @@ __attribute__((unused)) static void write_section(FILE *f, int i, int k, const u
 	bw_section_write(f, &sec);
 }
 
+/* A bundle of n sections, each process 0's archive or `bytes` (of the same size), in memory
+ * (*size bytes; free() it). */
+__attribute__((unused)) static char *copies_bundle(int n, const uint8_t *bytes, size_t *size)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, size);
+	assert_non_null(f);
+	bw_preamble(f, 1);
+	for (int i = 0; i < n; i++)
+		write_section(f, i, 0, bytes, "");
+	bw_end(f, NT_SECTION_FINISHED, (uint32_t)n, "");
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
 /* A bundle of the three archives (the second damaged by `damage`, if given), in memory. */
 __attribute__((unused)) static uint8_t *bundle(size_t *size, int end,
 					       void (*damage)(uint8_t *, size_t))
